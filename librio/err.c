@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * err.c -- return codes, their names and texts, and the thread-local message
+ *
+ * One thread-local buffer holds the message of the last failure on this
+ * thread for the whole stack (librio and the libraries built on it, through
+ * rio_seterr()).  It is set where the failure happens, with the context a
+ * user needs: the call, the path, the offset or size.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rio_int.h"
+
+#define RIO__MSG_MAX 512
+
+static __thread char msg[RIO__MSG_MAX];
+
+const char *
+rio_errormsg(void)
+{
+	return msg;
+}
+
+static void
+vset(const char *fmt, va_list ap)
+{
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+}
+
+int
+rio_seterr(int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vset(fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int
+rio__err(int rc, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vset(fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* Set "<context>: <strerror(errno)>" and return -errno. */
+int
+rio__errno(const char *fmt, ...)
+{
+	int e = errno ? errno : EIO;
+	char ctx[RIO__MSG_MAX - 64];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ctx, sizeof(ctx), fmt, ap);
+	va_end(ap);
+	snprintf(msg, sizeof(msg), "%s: %s", ctx, strerror(e));
+	return -e;
+}
+
+void
+rio__notice(const char *fmt, ...)
+{
+	char line[RIO__MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "rio: %s\n", line);
+}
+
+#define RIO__ERR_TEXT(name, value, text) \
+	case name:                       \
+		return text;
+#define RIO__ERR_NAME(name, value, text) \
+	case name:                       \
+		return #name;
+
+const char *
+rio_strerror(int rc)
+{
+	if (rc == 0)
+		return "success";
+	switch (rc) {
+		RIO_ERRNO_MAP(RIO__ERR_TEXT)
+	default:
+		break;
+	}
+	if (rc < 0 && rc > -4096) {
+		const char *s = strerrordesc_np(-rc);
+		if (s)
+			return s;
+	}
+	return "unknown error";
+}
+
+const char *
+rio_err_name(int rc)
+{
+	if (rc == 0)
+		return "OK";
+	switch (rc) {
+		RIO_ERRNO_MAP(RIO__ERR_NAME)
+	default:
+		break;
+	}
+	if (rc < 0 && rc > -4096) {
+		const char *s = strerrorname_np(-rc);
+		if (s)
+			return s;
+	}
+	return "UNKNOWN";
+}

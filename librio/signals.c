@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * signals.c -- fatal signals: report wild stores, safe-sync, then die
+ *
+ * librio installs one handler (SA_SIGINFO | SA_ONSTACK) for SIGSEGV,
+ * SIGBUS, SIGABRT, SIGILL and SIGFPE, the first time a pool needs it
+ * (an image to keep, protection, or a fault hook).  On SIGSEGV it
+ *   1. offers the fault to the registered fault hooks (libvista automatic
+ *      ranges, discount): a hook that resolves it ends the handler and the
+ *      store is retried;
+ *   2. if the address is inside a protected pool, it is a wild store: the
+ *      handler prints the address, the pool and the offset;
+ * then, for every fatal signal, it safe-syncs every pool that has an image
+ * and lets the process die: of the signal itself after a wild store, or
+ * through the handler that was installed before librio's (a debugger's or a
+ * sanitizer's) otherwise.
+ *
+ * Everything here is async-signal-safe: write(2), no stdio, no malloc, no
+ * locks that a normal path could hold on this thread.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rio_int.h"
+
+static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE };
+#define NSIGS (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
+
+static struct sigaction previous[NSIGS];
+static pthread_once_t install_once = PTHREAD_ONCE_INIT;
+static int install_rc;
+static int dying; /* first thread to take the fatal path */
+
+static int
+sig_index(int sig)
+{
+	for (unsigned i = 0; i < NSIGS; i++)
+		if (fatal_sigs[i] == sig)
+			return (int)i;
+	return -1;
+}
+
+/* ---- async-signal-safe output ---- */
+
+struct sbuf {
+	char b[768];
+	size_t n;
+};
+
+static void
+sb_str(struct sbuf *s, const char *str)
+{
+	while (*str && s->n < sizeof(s->b) - 1)
+		s->b[s->n++] = *str++;
+}
+
+static void
+sb_hex(struct sbuf *s, uintptr_t v)
+{
+	char tmp[2 + 16];
+	int i = 0;
+
+	sb_str(s, "0x");
+	do {
+		tmp[i++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v && i < 16);
+	while (i > 0 && s->n < sizeof(s->b) - 1)
+		s->b[s->n++] = tmp[--i];
+}
+
+static void
+sb_dec(struct sbuf *s, uint64_t v)
+{
+	char tmp[24];
+	int i = 0;
+
+	do {
+		tmp[i++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (i > 0 && s->n < sizeof(s->b) - 1)
+		s->b[s->n++] = tmp[--i];
+}
+
+static void
+sb_flush(struct sbuf *s)
+{
+	size_t off = 0;
+
+	while (off < s->n) {
+		ssize_t w = write(STDERR_FILENO, s->b + off, s->n - off);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	s->n = 0;
+}
+
+static void
+sync_one(rio_pool *p, void *arg)
+{
+	struct sbuf *s = arg;
+	uint64_t gen = 0;
+	int rc;
+
+	if (p->img == NULL || p->error != 0)
+		return;
+	/* Under pkeys the handler runs with the default PKRU, which may deny
+	 * access to the pool's key: reading is all safe sync needs. */
+	if (p->pkey >= 0)
+		pkey_set(p->pkey, PKEY_DISABLE_WRITE);
+	rc = rio__image_sync(p, true, &gen);
+	sb_str(s, "rio: safe sync of ");
+	sb_str(s, p->path);
+	if (rc == 0) {
+		sb_str(s, " to ");
+		sb_str(s, p->image_path);
+		sb_str(s, " done (generation ");
+		sb_dec(s, gen);
+		sb_str(s, ")\n");
+	} else {
+		sb_str(s, " failed: ");
+		sb_str(s, rio_err_name(rc));
+		sb_str(s, "; the image keeps its previous generation\n");
+	}
+	sb_flush(s);
+}
+
+static void
+report_wild_store(struct sbuf *s, rio_pool *p, void *addr)
+{
+	sb_str(s, "rio: wild store to ");
+	sb_hex(s, (uintptr_t)addr);
+	sb_str(s, " in write-protected pool ");
+	sb_str(s, p->path);
+	sb_str(s, " (offset ");
+	sb_hex(s, (uintptr_t)addr - (uintptr_t)p->map_base);
+	sb_str(s, "); the store was blocked\n");
+	sb_flush(s);
+}
+
+/* Reset sig to its default action and let the pending signal kill us. */
+static void
+die_of(int sig)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(sig, &sa, NULL);
+	/* The signal is blocked while its handler runs: it is delivered,
+	 * with the default action, as soon as the handler returns. */
+	raise(sig);
+}
+
+void
+rio__chain_previous(int sig, siginfo_t *si, void *uc)
+{
+	int i = sig_index(sig);
+	struct sigaction *old = i >= 0 ? &previous[i] : NULL;
+
+	if (old == NULL || old->sa_handler == SIG_DFL ||
+	    old->sa_handler == SIG_IGN) {
+		die_of(sig);
+		return;
+	}
+	/* Reinstall the previous handler so that a fault that recurs after
+	 * it returns reaches it directly, then call it now. */
+	sigaction(sig, old, NULL);
+	if (old->sa_flags & SA_SIGINFO)
+		old->sa_sigaction(sig, si, uc);
+	else
+		old->sa_handler(sig);
+}
+
+void
+rio__fatal(int sig, siginfo_t *si, void *uc, bool wild_store)
+{
+	struct sbuf s = { .n = 0 };
+
+	if (__atomic_exchange_n(&dying, 1, __ATOMIC_ACQ_REL)) {
+		/* Another thread is already syncing and will end the
+		 * process; wait for it rather than race on the images. */
+		for (;;)
+			pause();
+	}
+	rio__registry_foreach(sync_one, &s);
+	if (wild_store)
+		die_of(sig);
+	else
+		rio__chain_previous(sig, si, uc);
+	__atomic_store_n(&dying, 0, __ATOMIC_RELEASE);
+}
+
+static void
+handler(int sig, siginfo_t *si, void *uc)
+{
+	int saved_errno = errno;
+	bool wild = false;
+
+	if (sig == SIGSEGV) {
+		struct sbuf s = { .n = 0 };
+		rio_pool *p;
+
+		if (rio__fault_hooks_run(si->si_addr)) {
+			errno = saved_errno;
+			return; /* resolved: retry the store */
+		}
+		rio__registry_enter();
+		p = rio__registry_find(si->si_addr);
+		if (p != NULL && p->prot_on &&
+		    (si->si_code == SEGV_ACCERR || si->si_code == SEGV_PKUERR)) {
+			report_wild_store(&s, p, si->si_addr);
+			wild = true;
+		}
+		rio__registry_exit();
+	}
+	rio__fatal(sig, si, uc, wild);
+	errno = saved_errno;
+}
+
+static void
+install(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = handler;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	for (unsigned i = 0; i < NSIGS; i++) {
+		if (sigaction(fatal_sigs[i], &sa, &previous[i]) != 0) {
+			install_rc = rio__errno("sigaction(%d)", fatal_sigs[i]);
+			return;
+		}
+	}
+}
+
+int
+rio__signals_install(void)
+{
+	pthread_once(&install_once, install);
+	return install_rc;
+}

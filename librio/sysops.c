@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sysops.c -- the system calls librio's durability depends on, behind a
+ * table that tests replace to inject failures (SQLite's aSyscall[] idea)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rio_int.h"
+
+struct rio__sysops rio__sys = {
+	.pwrite = pwrite,
+	.pread = pread,
+	.fdatasync = fdatasync,
+	.fsync = fsync,
+	.mprotect = mprotect,
+	.msync = msync,
+};
+
+/* Async-signal-safe: used by the fatal-signal safe sync. */
+int
+rio__pwrite_all(int fd, const void *buf, size_t n, off_t off)
+{
+	const char *p = buf;
+
+	while (n > 0) {
+		ssize_t w = rio__sys.pwrite(fd, p, n, off);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (w == 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+		off += w;
+	}
+	return 0;
+}
+
+int
+rio__pread_all(int fd, void *buf, size_t n, off_t off)
+{
+	char *p = buf;
+
+	while (n > 0) {
+		ssize_t r = rio__sys.pread(fd, p, n, off);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO; /* short file */
+		p += r;
+		n -= (size_t)r;
+		off += r;
+	}
+	return 0;
+}
+
+int
+rio__fsync_dir_of(const char *path)
+{
+	char buf[PATH_MAX];
+	int fd, rc = 0;
+
+	if (strlen(path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	fd = open(dirname(buf), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (rio__sys.fsync(fd) != 0 && errno != EINVAL)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+uint64_t
+rio__now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}

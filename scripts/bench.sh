@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# bench.sh -- set everything up, build, and run the main benchmark on
+# emulated pmem (/dev/shm).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+./scripts/bootstrap.sh build
+echo "== the machine's persistence domains (riotool info) =="
+./build/tools/riotool/riotool info /dev/shm "${TMPDIR:-/tmp}"

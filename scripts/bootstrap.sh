@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# bootstrap.sh -- install what the project needs (Debian 12) and build it.
+# Idempotent: packages already present are not reinstalled, and an existing
+# build directory is reconfigured, not recreated.
+#
+#   ./scripts/bootstrap.sh [BUILD_DIR] [-- extra meson setup options]
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+shift || true
+[ "${1:-}" = "--" ] && shift
+
+# Every Debian package the project uses, one per line, grouped by user.
+PACKAGES=(
+	# toolchain and build
+	build-essential
+	meson
+	ninja-build
+	pkg-config
+	# librio, libvista: persistent memory and checksums
+	libpmem-dev
+	libpmem2-dev
+	libpmemobj-dev
+	libndctl-dev
+	libxxhash-dev
+	# the Rio file cache index
+	liburcu-dev
+	# tests
+	catch2
+	libclang-rt-14-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+		missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "bootstrap: installing ${missing[*]}"
+	SUDO=
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+if [ -f "$BUILD/build.ninja" ]; then
+	meson configure "$BUILD" "$@" >/dev/null
+else
+	meson setup "$BUILD" "$@"
+fi
+ninja -C "$BUILD"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# test.sh -- set everything up, build, and run every test suite.
+#
+# 1. scripts/bootstrap.sh (packages + build/)
+# 2. meson test over every suite in build/
+# 3. the unit suite again under AddressSanitizer + UBSan (build-asan/),
+#    unless SKIP_ASAN=1
+# Ends with one line "N passed, N failed[, N skipped]" over both passes.
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+./scripts/bootstrap.sh build || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0 failed=0 skipped=0
+
+# Run meson test and add its counts to the totals.
+run_suite() {
+	local dir=$1
+	shift
+	local log
+	log=$(mktemp)
+	meson test -C "$dir" --print-errorlogs "$@" 2>&1 | tee "$log"
+	local ok fail skip expfail unexp timeout
+	ok=$(awk '/^Ok:/ {print $2}' "$log")
+	expfail=$(awk '/^Expected Fail:/ {print $3}' "$log")
+	fail=$(awk '/^Fail:/ {print $2}' "$log")
+	unexp=$(awk '/^Unexpected Pass:/ {print $3}' "$log")
+	skip=$(awk '/^Skipped:/ {print $2}' "$log")
+	timeout=$(awk '/^Timeout:/ {print $2}' "$log")
+	rm -f "$log"
+	if [ -z "$ok" ]; then
+		failed=$((failed + 1)) # meson test itself failed
+		return
+	fi
+	passed=$((passed + ok + ${expfail:-0}))
+	failed=$((failed + ${fail:-0} + ${unexp:-0} + ${timeout:-0}))
+	skipped=$((skipped + ${skip:-0}))
+}
+
+run_suite build --num-processes "$(nproc)"
+
+if [ "${SKIP_ASAN:-0}" != 1 ]; then
+	echo "== unit suite under AddressSanitizer + UndefinedBehaviorSanitizer =="
+	if ./scripts/bootstrap.sh build-asan -- -Db_sanitize=address,undefined \
+		-Dbuildtype=debug -Db_lundef=false; then
+		run_suite build-asan --suite unit --num-processes "$(nproc)"
+	else
+		failed=$((failed + 1))
+	fi
+fi
+
+if [ "$skipped" -gt 0 ]; then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
+[ "$failed" -eq 0 ]

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// protect_test.cpp -- write windows, and wild stores caught in a child
+#include "../common/test_util.hpp"
+
+using test::TempDir;
+
+static const size_t POOL = 1 << 20;
+static const char PATTERN[] = "the pool survives wild stores";
+
+// A pool holding PATTERN at offset 0 and at offset 64 KiB.
+static std::string make_pool(TempDir &d, unsigned flags = 0)
+{
+	std::string path = d / "p";
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_create(path.c_str(), POOL, flags, &p));
+	char *b = (char *)rio_pool_base(p);
+	strcpy(b, PATTERN);
+	strcpy(b + 65536, PATTERN);
+	REQUIRE_OK(rio_pool_close(p));
+	return path;
+}
+
+static void expect_intact(const std::string &path)
+{
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_open(path.c_str(), RIO_NO_RESTORE, &p));
+	char *b = (char *)rio_pool_base(p);
+	REQUIRE(std::string(b) == PATTERN);
+	REQUIRE(std::string(b + 65536) == PATTERN);
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+TEST_CASE("a store outside any window is caught, the pool stays intact",
+	"[protect]")
+{
+	TempDir d;
+	std::string path = make_pool(d);
+	auto r = test::run_child([&] {
+		rio_pool *p = nullptr;
+		if (rio_pool_open(path.c_str(), RIO_PROTECT, &p))
+			_exit(10);
+		volatile char *b = (char *)rio_pool_base(p);
+		b[65536] = 'X'; // wild
+		_exit(11);      // not reached
+	});
+	INFO(r.err);
+	REQUIRE(r.signal == SIGSEGV);
+	REQUIRE(r.err.find("wild store to 0x") != std::string::npos);
+	REQUIRE(r.err.find(path) != std::string::npos);
+	REQUIRE(r.err.find("offset 0x11000") != std::string::npos);
+	expect_intact(path);
+}
+
+TEST_CASE("the header page is protected too", "[protect]")
+{
+	TempDir d;
+	std::string path = make_pool(d);
+	auto r = test::run_child([&] {
+		rio_pool *p = nullptr;
+		if (rio_pool_open(path.c_str(), RIO_PROTECT, &p))
+			_exit(10);
+		volatile char *hdr = (char *)rio_pool_base(p) - RIO_POOL_HDR_SIZE;
+		hdr[0] = 'X';
+		_exit(11);
+	});
+	REQUIRE(r.signal == SIGSEGV);
+	expect_intact(path);
+}
+
+TEST_CASE("windows open and close writable ranges; they nest", "[protect]")
+{
+	TempDir d;
+	std::string path = make_pool(d);
+	auto r = test::run_child([&] {
+		rio_pool *p = nullptr;
+		if (rio_pool_open(path.c_str(), 0, &p) || rio_protect(p))
+			_exit(10);
+		char *b = (char *)rio_pool_base(p);
+		if (!rio_pool_protected(p))
+			_exit(11);
+		// outer window over two pages, inner over one of them
+		if (rio_write_begin(p, b + 8192, 8192) ||
+		    rio_write_begin(p, b + 12288, 100))
+			_exit(12);
+		b[8192] = 'a';
+		b[12288] = 'b';
+		if (rio_write_end(p, b + 12288, 100))
+			_exit(13);
+		b[12289] = 'c'; // still inside the outer window
+		if (rio_write_end(p, b + 8192, 8192))
+			_exit(14);
+		struct rio_stats st;
+		rio_stats(p, &st);
+		if (st.window_opens != 2 || st.window_closes != 2)
+			_exit(15);
+		// unprotect/protect round trip
+		if (rio_unprotect(p))
+			_exit(16);
+		b[0] = PATTERN[0];
+		if (rio_protect(p))
+			_exit(17);
+		fprintf(stderr, "about to store outside\n");
+		b[12290] = 'd'; // closed: caught
+		_exit(18);
+	});
+	INFO(r.err);
+	REQUIRE(r.err.find("about to store outside") != std::string::npos);
+	REQUIRE(r.signal == SIGSEGV);
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_open(path.c_str(), 0, &p));
+	char *b = (char *)rio_pool_base(p);
+	REQUIRE(b[8192] == 'a');
+	REQUIRE(b[12288] == 'b');
+	REQUIRE(b[12289] == 'c');
+	REQUIRE(b[12290] == 0);
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+TEST_CASE("window misuse returns errors and changes nothing", "[protect][badinput]")
+{
+	TempDir d;
+	std::string path = make_pool(d);
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_open(path.c_str(), RIO_PROTECT, &p));
+	char *b = (char *)rio_pool_base(p);
+	REQUIRE_RC(rio_write_begin(p, b - 1, 10), RIO_ERANGE);
+	REQUIRE_RC(rio_write_begin(p, b + rio_pool_size(p) - 4, 8), RIO_ERANGE);
+	REQUIRE_RC(rio_write_begin(p, b, 0), RIO_ERANGE);
+	REQUIRE_RC(rio_write_begin(p, (char *)&p, 8), RIO_ERANGE);
+	REQUIRE_RC(rio_write_end(p, b, 8), RIO_EWINDOW);
+	REQUIRE_OK(rio_write_begin(p, b, 8));
+	// closing a wider range than was opened is refused, nothing changes
+	REQUIRE_RC(rio_write_end(p, b, 8192), RIO_EWINDOW);
+	b[1] = 'x'; // the window is still open
+	REQUIRE_OK(rio_write_end(p, b, 8));
+	REQUIRE_RC(rio_write_end(p, b, 8), RIO_EWINDOW);
+	REQUIRE_OK(rio_pool_close(p));
+
+	REQUIRE_OK(rio_pool_open(path.c_str(), RIO_RDONLY, &p));
+	REQUIRE_RC(rio_write_begin(p, rio_pool_base(p), 8), -EACCES);
+	REQUIRE(rio_pool_protected(p));
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+TEST_CASE("protection changes are coalesced into runs", "[protect]")
+{
+	TempDir d;
+	std::string path = make_pool(d);
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_open(path.c_str(), 0, &p));
+	struct rio_stats st0, st1;
+	rio_stats(p, &st0);
+	REQUIRE_OK(rio_protect(p));
+	rio_stats(p, &st1);
+	// header + one run for the whole user area
+	REQUIRE(st1.mprotect_calls - st0.mprotect_calls == 2);
+	char *b = (char *)rio_pool_base(p);
+	REQUIRE_OK(rio_write_begin(p, b, 64 * 4096));
+	rio_stats(p, &st0);
+	REQUIRE(st0.mprotect_calls - st1.mprotect_calls == 1);
+	REQUIRE_OK(rio_write_end(p, b, 64 * 4096));
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+TEST_CASE("a wild store safe-syncs the pool before dying", "[protect][safesync]")
+{
+	TempDir d;
+	std::string path = make_pool(d, RIO_SAFE_SYNC);
+	auto r = test::run_child([&] {
+		rio_pool *p = nullptr;
+		if (rio_pool_open(path.c_str(), RIO_PROTECT, &p))
+			_exit(10);
+		char *b = (char *)rio_pool_base(p);
+		rio_write_begin(p, b + 200000, 6);
+		strcpy(b + 200000, "saved");
+		rio_write_end(p, b + 200000, 6);
+		*(volatile char *)b = 'X'; // wild
+		_exit(11);
+	});
+	INFO(r.err);
+	REQUIRE(r.signal == SIGSEGV);
+	REQUIRE(r.err.find("safe sync of") != std::string::npos);
+	// The memory copy is lost ("reboot"): the image has the last store.
+	REQUIRE(unlink(path.c_str()) == 0);
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_open(path.c_str(), 0, &p));
+	REQUIRE(rio_pool_restored(p));
+	char *b = (char *)rio_pool_base(p);
+	REQUIRE(std::string(b + 200000) == "saved");
+	REQUIRE(std::string(b) == PATTERN);
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+// Fault hooks see write faults first: a hook that opens the page resolves
+// the fault (how libvista's automatic ranges work).
+static rio_pool *hook_pool;
+static int hook_calls;
+static bool open_page(void *addr, void *)
+{
+	char *b = (char *)rio_pool_base(hook_pool);
+	if ((char *)addr < b || (char *)addr >= b + rio_pool_size(hook_pool))
+		return false;
+	hook_calls++;
+	return rio_write_begin(hook_pool, (void *)((uintptr_t)addr & ~4095ul),
+		       4096) == 0;
+}
+
+TEST_CASE("fault hooks resolve faults before they are called wild",
+	"[protect][hooks]")
+{
+	TempDir d;
+	std::string path = make_pool(d);
+	REQUIRE_OK(rio_pool_open(path.c_str(), RIO_PROTECT, &hook_pool));
+	REQUIRE_OK(rio_fault_hook_add(open_page, nullptr));
+	char *b = (char *)rio_pool_base(hook_pool);
+	hook_calls = 0;
+	b[5000] = 'h';
+	b[5001] = 'i'; // same page: no second fault
+	REQUIRE(hook_calls == 1);
+	REQUIRE_OK(rio_write_end(hook_pool, b + 4096, 4096));
+	REQUIRE_OK(rio_fault_hook_remove(open_page, nullptr));
+	REQUIRE_RC(rio_fault_hook_remove(open_page, nullptr), -ENOENT);
+	REQUIRE_OK(rio_pool_close(hook_pool));
+}

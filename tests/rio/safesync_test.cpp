@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// safesync_test.cpp -- the disk image of an emulated pool
+#include "../common/test_util.hpp"
+#include "image_layout.h"
+#include "rio_int.h"
+
+using test::TempDir;
+
+static const size_t POOL = 1 << 20;
+static const uint64_t NPAGES = POOL / 4096;
+
+static rio_pool *create(const std::string &path, unsigned flags = 0,
+	const struct rio_pool_opts *o = nullptr)
+{
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_create_opts(path.c_str(), POOL,
+		RIO_SAFE_SYNC | RIO_NO_SIGNALS | flags, o, &p));
+	return p;
+}
+
+static uint64_t sync_now(rio_pool *p)
+{
+	uint64_t gen = 0;
+	REQUIRE_OK(rio_safe_sync(p, &gen));
+	return gen;
+}
+
+static uint64_t pages_written(rio_pool *p)
+{
+	struct rio_stats st;
+	rio_stats(p, &st);
+	return st.sync_pages_written;
+}
+
+TEST_CASE("round trip: the pool is restored from its image after a reboot",
+	"[safesync]")
+{
+	TempDir d;
+	std::string path = d / "p";
+	rio_pool *p = create(path);
+	REQUIRE(std::string(rio_pool_image_path(p)) == path + ".img");
+	char *b = (char *)rio_pool_base(p);
+	for (size_t i = 0; i < rio_pool_size(p); i += 512)
+		b[i] = (char)(i / 512);
+	uint64_t gen = sync_now(p);
+	REQUIRE(gen >= 2);
+	REQUIRE_OK(rio_pool_close(p)); // syncs once more
+
+	struct rio_image_info info;
+	REQUIRE_OK(rio_image_check((path + ".img").c_str(), &info));
+	REQUIRE(info.generation == gen + 1);
+	REQUIRE(info.valid_slots == 2);
+	REQUIRE(info.pool_size == POOL);
+
+	REQUIRE(unlink(path.c_str()) == 0); // the memory copy is gone
+	REQUIRE_OK(rio_pool_open(path.c_str(), 0, &p));
+	REQUIRE(rio_pool_restored(p));
+	b = (char *)rio_pool_base(p);
+	for (size_t i = 0; i < rio_pool_size(p); i += 512)
+		REQUIRE(b[i] == (char)(i / 512));
+	REQUIRE_OK(rio_pool_close(p));
+	REQUIRE(test::list_dir(d.path) ==
+		(std::vector<std::string>{ "p", "p.img" }));
+}
+
+TEST_CASE("a sync writes only the pages changed since the slot it replaces",
+	"[safesync]")
+{
+	TempDir d;
+	rio_pool *p = create(d / "p");
+	char *b = (char *)rio_pool_base(p);
+	sync_now(p);
+	sync_now(p); // both slots now hold the same content
+	uint64_t w0 = pages_written(p);
+	sync_now(p);
+	REQUIRE(pages_written(p) == w0); // nothing changed: no page written
+
+	b[3 * 4096] = 1;
+	b[10 * 4096 + 7] = 2;
+	sync_now(p);
+	REQUIRE(pages_written(p) == w0 + 2);
+	sync_now(p); // the other slot catches up on the same two pages
+	REQUIRE(pages_written(p) == w0 + 4);
+	sync_now(p);
+	REQUIRE(pages_written(p) == w0 + 4);
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+TEST_CASE("a damaged newest copy falls back to the older one; two damaged "
+	  "copies are refused",
+	"[safesync][badinput]")
+{
+	TempDir d;
+	std::string path = d / "p", img = path + ".img";
+	rio_pool *p = create(path);
+	char *b = (char *)rio_pool_base(p);
+	strcpy(b, "old");
+	uint64_t g1 = sync_now(p);
+	strcpy(b, "new");
+	uint64_t g2 = sync_now(p);
+	REQUIRE(g2 == g1 + 1);
+	rio_pool_close(p); // gen g2 + 1 holds "new" as well
+	REQUIRE(unlink(path.c_str()) == 0);
+
+	struct rio_image_info info;
+	REQUIRE_OK(rio_image_check(img.c_str(), &info));
+	unsigned newest = (unsigned)info.slot;
+	// Damage a data page (the first user page) of the newest slot.
+	uint64_t data = rio_img_slot_off(NPAGES, newest) +
+		rio_img_table_bytes(NPAGES) + 4096;
+	test::patch_file(img, (off_t)data + 100, "!", 1);
+	REQUIRE_OK(rio_image_check(img.c_str(), &info));
+	REQUIRE(info.valid_slots == 1);
+	REQUIRE(info.generation == g2);
+
+	REQUIRE_OK(rio_pool_open(path.c_str(), 0, &p));
+	REQUIRE(std::string((char *)rio_pool_base(p)) == "new"); // gen g2
+	REQUIRE_OK(rio_pool_close(p));
+	REQUIRE(unlink(path.c_str()) == 0);
+
+	// Damage both slots' superblocks: nothing valid, nothing created.
+	test::patch_file(img, 100, "!", 1);
+	test::patch_file(img, 4096 + 100, "!", 1);
+	REQUIRE_RC(rio_image_check(img.c_str(), &info), RIO_EIMAGE);
+	std::string before = test::read_file(img);
+	REQUIRE_RC(rio_pool_open(path.c_str(), 0, &p), RIO_EIMAGE);
+	REQUIRE(!test::exists(path));
+	REQUIRE(test::read_file(img) == before);
+	REQUIRE(test::list_dir(d.path) == std::vector<std::string>{ "p.img" });
+}
+
+TEST_CASE("create refuses to overwrite an existing image; another pool's "
+	  "image is not taken over",
+	"[safesync][badinput]")
+{
+	TempDir d;
+	rio_pool *p = create(d / "a");
+	REQUIRE_OK(rio_pool_close(p));
+	REQUIRE(unlink((d / "a").c_str()) == 0);
+	std::string before = test::read_file(d / "a.img");
+	REQUIRE_RC(rio_pool_create((d / "a").c_str(), POOL, RIO_SAFE_SYNC, &p),
+		-EEXIST);
+	REQUIRE(test::read_file(d / "a.img") == before);
+
+	// A pool with an image flag finds a foreign image at its image path.
+	REQUIRE_OK(rio_pool_create((d / "c").c_str(), POOL, RIO_SAFE_SYNC, &p));
+	REQUIRE_OK(rio_pool_close(p));
+	REQUIRE(rename((d / "a.img").c_str(), (d / "c.img").c_str()) == 0);
+	before = test::read_file(d / "c.img");
+	REQUIRE_RC(rio_pool_open((d / "c").c_str(), 0, &p), RIO_EIMAGE);
+	REQUIRE(test::read_file(d / "c.img") == before);
+}
+
+TEST_CASE("an image that is truncated is rebuilt from the pool", "[safesync]")
+{
+	TempDir d;
+	std::string path = d / "p";
+	rio_pool *p = create(path);
+	strcpy((char *)rio_pool_base(p), "keep");
+	REQUIRE_OK(rio_pool_close(p));
+	REQUIRE(truncate((path + ".img").c_str(), 8192) == 0);
+	REQUIRE_OK(rio_pool_open(path.c_str(), RIO_NO_SIGNALS, &p));
+	REQUIRE_OK(rio_pool_close(p));
+	REQUIRE(unlink(path.c_str()) == 0);
+	REQUIRE_OK(rio_pool_open(path.c_str(), 0, &p));
+	REQUIRE(std::string((char *)rio_pool_base(p)) == "keep");
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+TEST_CASE("a failing fdatasync leaves the previous generation loadable",
+	"[safesync][faults]")
+{
+	TempDir d;
+	std::string path = d / "p";
+	rio_pool *p = create(path);
+	char *b = (char *)rio_pool_base(p);
+	strcpy(b, "good");
+	uint64_t g = sync_now(p);
+	strcpy(b, "lost");
+	auto saved = rio__sys.fdatasync;
+	rio__sys.fdatasync = [](int) {
+		errno = EIO;
+		return -1;
+	};
+	REQUIRE_RC(rio_safe_sync(p, nullptr), -EIO);
+	rio__sys.fdatasync = saved;
+	struct rio_image_info info;
+	REQUIRE_OK(rio_image_check((path + ".img").c_str(), &info));
+	REQUIRE(info.generation == g);
+
+	// The next sync rewrites the failed slot completely and succeeds.
+	uint64_t w0 = pages_written(p);
+	REQUIRE(sync_now(p) == g + 1);
+	REQUIRE(pages_written(p) - w0 == NPAGES);
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+TEST_CASE("a custom image path", "[safesync]")
+{
+	TempDir d;
+	std::string img = d / "elsewhere.image";
+	struct rio_pool_opts o = {};
+	o.image_path = img.c_str();
+	rio_pool *p = create(d / "p", 0, &o);
+	strcpy((char *)rio_pool_base(p), "custom");
+	REQUIRE_OK(rio_pool_close(p));
+	REQUIRE(test::exists(img));
+	REQUIRE(unlink((d / "p").c_str()) == 0);
+	REQUIRE_RC(rio_pool_open((d / "p").c_str(), 0, &p), -ENOENT);
+	REQUIRE_OK(rio_pool_open_opts((d / "p").c_str(), 0, &o, &p));
+	REQUIRE(std::string((char *)rio_pool_base(p)) == "custom");
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+TEST_CASE("pools without an image refuse safe sync", "[safesync][badinput]")
+{
+	TempDir d;
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_create((d / "p").c_str(), POOL, 0, &p));
+	REQUIRE_RC(rio_safe_sync(p, nullptr), RIO_ENOSYNC);
+	REQUIRE_OK(rio_pool_close(p));
+	REQUIRE(!test::exists(d / "p.img"));
+}
+
+TEST_CASE("fatal signals safe-sync before the process dies", "[safesync][signals]")
+{
+	TempDir d;
+	std::string path = d / "p";
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_create(path.c_str(), POOL, RIO_SAFE_SYNC, &p));
+	REQUIRE_OK(rio_pool_close(p));
+	for (int sig : { SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSEGV }) {
+		INFO("signal " << sig);
+		auto r = test::run_child([&] {
+			rio_pool *q = nullptr;
+			if (rio_pool_open(path.c_str(), 0, &q))
+				_exit(10);
+			snprintf((char *)rio_pool_base(q), 32, "sig %d", sig);
+			raise(sig);
+			_exit(11);
+		});
+		INFO(r.err);
+		REQUIRE(r.signal == sig);
+		REQUIRE(r.err.find("safe sync of") != std::string::npos);
+		REQUIRE(unlink(path.c_str()) == 0);
+		REQUIRE_OK(rio_pool_open(path.c_str(), RIO_NO_SIGNALS, &p));
+		REQUIRE(rio_pool_restored(p));
+		REQUIRE(std::string((char *)rio_pool_base(p)) ==
+			"sig " + std::to_string(sig));
+		REQUIRE_OK(rio_pool_close(p));
+	}
+}
+
+TEST_CASE("periodic safe sync from a background thread", "[safesync][periodic]")
+{
+	TempDir d;
+	std::string path = d / "p";
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_create(path.c_str(), POOL, RIO_SAFE_SYNC, &p));
+	REQUIRE_OK(rio_pool_close(p));
+	auto r = test::run_child([&] {
+		struct rio_pool_opts o = {};
+		o.sync_interval_ms = 5;
+		rio_pool *q = nullptr;
+		if (rio_pool_open_opts(path.c_str(), 0, &o, &q))
+			_exit(10);
+		strcpy((char *)rio_pool_base(q), "periodic");
+		// Wait until the thread has synced twice after the store.
+		struct rio_stats st;
+		rio_stats(q, &st);
+		uint64_t want = st.syncs + 2;
+		for (int i = 0; i < 2000 && st.syncs < want; i++) {
+			usleep(1000);
+			rio_stats(q, &st);
+		}
+		kill(getpid(), SIGKILL); // no close, no signal handler
+	});
+	REQUIRE(r.signal == SIGKILL);
+	REQUIRE(unlink(path.c_str()) == 0);
+	REQUIRE_OK(rio_pool_open(path.c_str(), 0, &p));
+	REQUIRE(std::string((char *)rio_pool_base(p)) == "periodic");
+	REQUIRE_OK(rio_pool_close(p));
+}
+
+TEST_CASE("read-only opens never restore and never sync", "[safesync]")
+{
+	TempDir d;
+	std::string path = d / "p";
+	rio_pool *p = create(path);
+	REQUIRE_OK(rio_pool_close(p));
+	std::string img = test::read_file(path + ".img");
+	REQUIRE_OK(rio_pool_open(path.c_str(), RIO_RDONLY, &p));
+	REQUIRE(rio_pool_image_path(p) != nullptr);
+	REQUIRE_OK(rio_pool_close(p));
+	REQUIRE(test::read_file(path + ".img") == img);
+	REQUIRE(unlink(path.c_str()) == 0);
+	REQUIRE_RC(rio_pool_open(path.c_str(), RIO_RDONLY, &p), -ENOENT);
+	REQUIRE_RC(rio_pool_open(path.c_str(), RIO_NO_RESTORE, &p), -ENOENT);
+}
