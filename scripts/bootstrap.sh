@@ -26,8 +26,13 @@ PACKAGES=(
 	libpmemobj-dev
 	libndctl-dev
 	libxxhash-dev
-	# the Rio file cache index
+	# the Rio file cache (index; sqlite3 is the unmodified program tested)
 	liburcu-dev
+	# libvista
+	# libvistagrams
+	# discount
+	# tools/pmemtest
+	# bench/tpcb_tpcc
 	# tests
 	catch2
 	libclang-rt-14-dev
