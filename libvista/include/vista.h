@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vista.h -- libvista: recoverable memory with undo-log transactions
+ *
+ * Vista (Lowell & Chen, 1997) on librio pools.  A *segment* is a pool mapped
+ * at a fixed address, so native pointers stored in it stay valid across
+ * runs.  A transaction declares the ranges it will modify (vista_set_range),
+ * then stores to them in place; the before-images go to an undo log kept in
+ * persistent memory, in line (Amza et al. "Version 3"), so commit only makes
+ * the new data durable and truncates the log with one 8-byte store.  Abort,
+ * and recovery at vista_map() after a crash, copy the before-images back.
+ *
+ * Every segment mapped under one vista instance (vista_init) shares its log,
+ * so one transaction may update several segments atomically.  Each thread
+ * runs its own transaction in its own log lane; the library is thread-safe,
+ * but concurrency control between transactions is the application's, as in
+ * RVM and Vista.
+ *
+ * Return codes follow librio: 0, -errno, a RIO_E* code from librio, or a
+ * VISTA_E* code (-31000..-31999).  vista_errormsg() describes the last
+ * failure of the calling thread.  docs/libvista.3.md is the manual.
+ */
+#ifndef VISTA_H
+#define VISTA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rio.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VISTA_EXPORT __attribute__((visibility("default")))
+
+#define VISTA_ERRNO_MAP(XX)                                                  \
+	XX(VISTA_ENOTX, -31001, "no transaction is active on this thread")   \
+	XX(VISTA_EINTX, -31002, "a transaction is already active")           \
+	XX(VISTA_ERANGE, -31003, "range is not inside a mapped segment")     \
+	XX(VISTA_ELOGFULL, -31004, "the transaction's log lane is full")     \
+	XX(VISTA_ENOMEM, -31005, "the segment's heap has no room")           \
+	XX(VISTA_EMAPPED, -31006, "the segment is already mapped")           \
+	XX(VISTA_ELAYOUT, -31007, "segment or log of another layout version") \
+	XX(VISTA_ECORRUPT, -31008, "log or heap metadata is corrupt")        \
+	XX(VISTA_EBADPTR, -31009, "pointer is not an allocated block")       \
+	XX(VISTA_EFATAL, -31010, "instance is in an error state; reopen it") \
+	XX(VISTA_ENOLANE, -31011, "every log lane is in use")                \
+	XX(VISTA_EPENDING, -31012,                                           \
+		"the log holds an unrecovered transaction for a segment not "  \
+		"mapped yet")
+
+#define VISTA__ERRNO_ENUM(name, value, msg) name = (value),
+enum vista_errno { VISTA_ERRNO_MAP(VISTA__ERRNO_ENUM) };
+#undef VISTA__ERRNO_ENUM
+
+VISTA_EXPORT const char *vista_strerror(int rc); /* any code of the stack */
+VISTA_EXPORT const char *vista_errormsg(void);   /* = rio_errormsg() */
+
+typedef struct vista vista;
+typedef struct vista_segment vista_segment;
+
+struct vista_opts {
+	/* The log pool (created if missing).  Required. */
+	const char *log_path;
+	/* Log pool size when created; 0 = 8 MiB.  Split into `lanes` lanes. */
+	size_t log_size;
+	/* Concurrent transactions (threads) at most; 0 = 8. */
+	unsigned lanes;
+	/* librio flags for the log and every segment: RIO_FORCE_* to choose
+	 * the persistence domain, RIO_SAFE_SYNC, RIO_PROTECT. */
+	unsigned rio_flags;
+};
+
+/*
+ * Open (or create) the log and return an instance.  Recovery of the log
+ * itself happens here; before-images are copied back into each segment
+ * when that segment is mapped.
+ */
+VISTA_EXPORT int vista_init(const struct vista_opts *opts, vista **v);
+/* Unmap every segment and close the log.  VISTA_EINTX if a transaction is
+ * active on any thread (nothing is closed then). */
+VISTA_EXPORT int vista_fini(vista *v);
+
+/* vista_map flags */
+#define VISTA_CREATE (1u << 0) /* create the segment if it does not exist */
+#define VISTA_EXCL (1u << 1)   /* with VISTA_CREATE: fail if it exists */
+
+/*
+ * Map segment `path` at `addr` (page aligned).  A new segment (VISTA_CREATE)
+ * needs addr and size; an existing one maps where it was created (addr may
+ * be NULL, or must match).  Recovery runs here: any uncommitted transaction
+ * that touched this segment is rolled back before the call returns, and
+ * recovery is idempotent.  Returns 0, VISTA_EMAPPED, VISTA_ELAYOUT,
+ * VISTA_ECORRUPT, RIO_EADDRINUSE, or any error of rio_pool_open/create.
+ */
+VISTA_EXPORT int vista_map(vista *v, const char *path, void *addr,
+	size_t size, unsigned flags, vista_segment **seg);
+/* VISTA_EINTX if a transaction of this thread has set ranges in it. */
+VISTA_EXPORT int vista_unmap(vista_segment *seg);
+
+VISTA_EXPORT void *vista_segment_base(const vista_segment *seg);  /* user area */
+VISTA_EXPORT size_t vista_segment_size(const vista_segment *seg);
+VISTA_EXPORT rio_pool *vista_segment_pool(const vista_segment *seg);
+
+/* ---- transactions (one per thread) ---- */
+
+#define VISTA_TX_AUTO (1u << 0) /* find modified pages by write faults */
+
+VISTA_EXPORT int vista_begin_transaction(vista *v, unsigned flags);
+
+/*
+ * Declare that the transaction may modify [addr, addr+len): the bytes are
+ * copied to the undo log and made durable before this returns, so the
+ * caller may store there right away.  Overlapping or adjacent ranges
+ * already declared in this transaction are not copied again.
+ * Returns 0, VISTA_ENOTX, VISTA_ERANGE, VISTA_ELOGFULL (the transaction can
+ * still be aborted cleanly).
+ */
+VISTA_EXPORT int vista_set_range(vista *v, void *addr, size_t len);
+
+struct vista_range {
+	void *addr;
+	size_t len;
+};
+/* Several ranges with a single persist barrier. */
+VISTA_EXPORT int vista_set_ranges(vista *v, size_t n,
+	const struct vista_range *ranges);
+
+/* Make the transaction's stores durable, then discard its log.  After a
+ * failure the instance is in its error state (VISTA_EFATAL). */
+VISTA_EXPORT int vista_end_transaction(vista *v);
+/* Copy the before-images back (newest first) and discard the log; frees
+ * what the transaction allocated, keeps what it freed. */
+VISTA_EXPORT int vista_abort_transaction(vista *v);
+VISTA_EXPORT bool vista_in_transaction(const vista *v);
+
+/*
+ * With VISTA_TX_AUTO the segments are write-protected; the kernel cannot
+ * fault a write into protected memory (read(2) into a protected buffer
+ * fails with EFAULT).  Call this before handing such a buffer to the
+ * kernel: it logs and opens the pages covering the range.
+ */
+VISTA_EXPORT int vista_prefault(vista *v, void *addr, size_t len);
+
+/* ---- persistent heap (one per segment) ---- */
+
+/*
+ * Allocate from seg's heap; inside a transaction the allocation is undone
+ * if the transaction aborts or the process crashes before commit.  Outside
+ * a transaction it is its own small transaction.  Returns 0 and *ptr, or
+ * VISTA_ENOMEM (the transaction stays abortable), -EINVAL.
+ */
+VISTA_EXPORT int vista_malloc(vista_segment *seg, size_t size, void **ptr);
+/* Free at commit (immediately outside a transaction).  VISTA_EBADPTR for a
+ * pointer that is not an allocated block of seg. */
+VISTA_EXPORT int vista_free(vista_segment *seg, void *ptr);
+/* The segment's root object: allocated zeroed, `size` bytes, the first time;
+ * the same block afterwards (VISTA_ERANGE if size grew). */
+VISTA_EXPORT int vista_root(vista_segment *seg, size_t size, void **root);
+
+/* ---- statistics ---- */
+
+struct vista_stats {
+	uint64_t tx_begun;
+	uint64_t tx_committed;
+	uint64_t tx_aborted;
+	uint64_t set_ranges;       /* calls */
+	uint64_t ranges_coalesced; /* ranges not copied again */
+	uint64_t bytes_logged;     /* before-image bytes copied */
+	uint64_t fences;           /* persist barriers (sfence in cacheline) */
+	uint64_t flushes;          /* cache lines flushed */
+	uint64_t auto_faults;      /* pages logged by VISTA_TX_AUTO */
+	uint64_t recovered_tx;     /* transactions rolled back by recovery */
+	uint64_t heap_allocs;
+	uint64_t heap_frees;
+};
+/* Counters of the instance, summed over every thread. */
+VISTA_EXPORT int vista_stats(const vista *v, struct vista_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VISTA_H */
