@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * table.c -- the persistent hash tables: request, response and peer
+ *
+ * Open addressing with linear probing over fixed arrays in the segment
+ * (table_layout.h, invariants T1-T6).  Lookups and the choice of an
+ * insertion slot are pure reads; filling a slot is the caller's business
+ * (inside a transaction, after vista_set_range of the slot header).
+ * Deletion happens outside transactions, after the commit that decided it,
+ * as a tombstone (one 8-byte store) followed by the clean-up of T4:
+ *
+ *     ... LIVE  DEL  DEL  [slot]  FREE ...
+ *                 <-------------- every tombstone in a run that ends at a
+ *                                 FREE slot becomes FREE again
+ *
+ * which is safe whatever order the stores become durable in, since no live
+ * key can lie behind a tombstone that is followed by a FREE slot.
+ *
+ * Slot states:
+ *   request   FREE -> LIVE (send_request, in a tx) -> DELETED (replay of
+ *             FREE_REQ after commit) -> FREE (clean-up) or LIVE (reuse)
+ *   response  FREE -> RECEIVED (receive_request, in a tx) -> ANSWERED
+ *             (send_response, in a tx) -> DELETED (client's ack, raw)
+ *   peer      FREE -> used (raw insertion: fields, drain, then node); never
+ *             deleted
+ */
+#include <string.h>
+
+#include "vg_int.h"
+
+uint64_t
+vg__mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t
+resp_hash(uint64_t node, uint64_t inc, uint64_t seq)
+{
+	return vg__mix64(seq ^ vg__mix64(node ^ (inc << 1)));
+}
+
+int32_t
+vg__req_find(const vg_endpoint *ep, uint64_t seq, int32_t *ins)
+{
+	uint32_t mask = ep->req_mask, i = (uint32_t)vg__mix64(seq) & mask;
+	int32_t first = -1;
+
+	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
+		const struct vg_req_slot *s = &ep->req[i];
+		uint32_t st = vg_slot_state(s->word);
+		if (st == VG_SLOT_FREE) {
+			if (first < 0)
+				first = (int32_t)i;
+			break;
+		}
+		if (st == VG_REQ_DELETED) {
+			if (first < 0)
+				first = (int32_t)i;
+			continue;
+		}
+		if (s->seq == seq)
+			return (int32_t)i;
+	}
+	if (ins)
+		*ins = first;
+	return -1;
+}
+
+int32_t
+vg__resp_find(const vg_endpoint *ep, uint64_t node, uint64_t inc,
+	uint64_t seq, int32_t *ins)
+{
+	uint32_t mask = ep->resp_mask;
+	uint32_t i = (uint32_t)resp_hash(node, inc, seq) & mask;
+	int32_t first = -1;
+
+	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
+		const struct vg_resp_slot *s = &ep->resp[i];
+		uint32_t st = vg_slot_state(s->word);
+		if (st == VG_SLOT_FREE) {
+			if (first < 0)
+				first = (int32_t)i;
+			break;
+		}
+		if (st == VG_RESP_DELETED) {
+			if (first < 0)
+				first = (int32_t)i;
+			continue;
+		}
+		if (s->seq == seq && s->node == node && s->inc == inc)
+			return (int32_t)i;
+	}
+	if (ins)
+		*ins = first;
+	return -1;
+}
+
+int32_t
+vg__peer_find(const vg_endpoint *ep, uint64_t node, int32_t *ins)
+{
+	uint32_t mask = ep->peer_mask, i = (uint32_t)vg__mix64(node) & mask;
+
+	if (ins)
+		*ins = -1;
+	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
+		uint64_t nd = __atomic_load_n(&ep->peer[i].node,
+			__ATOMIC_RELAXED);
+		if (nd == 0) {
+			if (ins)
+				*ins = (int32_t)i;
+			return -1;
+		}
+		if (nd == node)
+			return (int32_t)i;
+	}
+	return -1;
+}
+
+/* Tombstone slot `slot`, then T4's clean-up; every store raw and flushed. */
+static void
+tombstone(vg_endpoint *ep, uint8_t *base, size_t stride, uint32_t mask,
+	uint32_t slot, uint32_t deleted)
+{
+#define WORD(i) ((uint64_t *)(void *)(base + (size_t)(i) * stride))
+	vg__raw_store64(ep, WORD(slot), vg_slot_word(deleted, 0));
+	if (vg_slot_state(*WORD((slot + 1) & mask)) != VG_SLOT_FREE)
+		return;
+	for (uint32_t n = 0, j = slot; n <= mask; n++, j = (j - 1) & mask) {
+		if (vg_slot_state(*WORD(j)) != deleted)
+			break;
+		vg__raw_store64(ep, WORD(j), vg_slot_word(VG_SLOT_FREE, 0));
+	}
+#undef WORD
+}
+
+void
+vg__req_delete(vg_endpoint *ep, uint32_t slot)
+{
+	tombstone(ep, (uint8_t *)ep->req, sizeof(*ep->req), ep->req_mask, slot,
+		VG_REQ_DELETED);
+}
+
+void
+vg__resp_delete(vg_endpoint *ep, uint32_t slot)
+{
+	tombstone(ep, (uint8_t *)ep->resp, sizeof(*ep->resp), ep->resp_mask,
+		slot, VG_RESP_DELETED);
+}
+
+uint64_t
+vg__req_slot_csum(const struct vg_req_slot *s, uint32_t index)
+{
+	return rio_checksum(&s->seq, offsetof(struct vg_req_slot, checksum) -
+			offsetof(struct vg_req_slot, seq),
+		VG_TBL_SLOT_SEED ^ index);
+}
+
+uint64_t
+vg__resp_slot_csum(const struct vg_resp_slot *s, uint32_t index)
+{
+	return rio_checksum(&s->node, offsetof(struct vg_resp_slot, checksum) -
+			offsetof(struct vg_resp_slot, node),
+		VG_TBL_SLOT_SEED ^ index);
+}
+
+static int
+check_req(vg_endpoint *ep, uint32_t i)
+{
+	const struct vg_req_slot *s = &ep->req[i];
+	uint32_t st = vg_slot_state(s->word), len = vg_slot_len(s->word);
+
+	if (st == VG_SLOT_FREE || st == VG_REQ_DELETED)
+		return 0;
+	if (st != VG_REQ_LIVE)
+		return vg__err(VG_ECORRUPT, "request slot %u: state %u", i, st);
+	if (s->checksum != vg__req_slot_csum(s, i))
+		return vg__err(VG_ECORRUPT, "request slot %u: checksum "
+			"mismatch", i);
+	if (len > ep->max_message || s->seq == 0 ||
+	    s->seq >= ep->txh->next_seq || !vg__addr_valid(&s->dest))
+		return vg__err(VG_ECORRUPT, "request slot %u: seq %llu, length "
+			"%u or destination out of range", i,
+			(unsigned long long)s->seq, len);
+	if (s->payload_csum != vg__wire_payload_csum(vg__req_buf(ep, i), len))
+		return vg__err(VG_ECORRUPT, "request slot %u (seq %llu): "
+			"payload checksum mismatch", i,
+			(unsigned long long)s->seq);
+	return 0;
+}
+
+static int
+check_resp(vg_endpoint *ep, uint32_t i)
+{
+	const struct vg_resp_slot *s = &ep->resp[i];
+	uint32_t st = vg_slot_state(s->word), len = vg_slot_len(s->word);
+
+	if (st == VG_SLOT_FREE || st == VG_RESP_DELETED)
+		return 0;
+	if (st != VG_RESP_RECEIVED && st != VG_RESP_ANSWERED)
+		return vg__err(VG_ECORRUPT, "response slot %u: state %u", i, st);
+	if (s->checksum != vg__resp_slot_csum(s, i))
+		return vg__err(VG_ECORRUPT, "response slot %u: checksum "
+			"mismatch", i);
+	if (s->node == 0 || s->inc == 0 || s->seq == 0 ||
+	    !vg__addr_valid(&s->ret) || len > ep->max_message ||
+	    (st == VG_RESP_RECEIVED && len != 0))
+		return vg__err(VG_ECORRUPT, "response slot %u: fields out of "
+			"range", i);
+	if (st == VG_RESP_ANSWERED &&
+	    s->payload_csum != vg__wire_payload_csum(vg__resp_buf(ep, i), len))
+		return vg__err(VG_ECORRUPT, "response slot %u (request "
+			"%llu:%llu): payload checksum mismatch", i,
+			(unsigned long long)s->node, (unsigned long long)s->seq);
+	return 0;
+}
+
+int
+vg__tables_check(vg_endpoint *ep)
+{
+	int rc;
+
+	for (uint32_t i = 0; i <= ep->req_mask; i++)
+		if ((rc = check_req(ep, i)) != 0)
+			return rc;
+	for (uint32_t i = 0; i <= ep->resp_mask; i++)
+		if ((rc = check_resp(ep, i)) != 0)
+			return rc;
+	for (uint32_t i = 0; i <= ep->peer_mask; i++) {
+		const struct vg_peer_slot *p = &ep->peer[i];
+		if (p->node == 0)
+			continue;
+		if (p->sel > 1 || p->rec[p->sel].inc == 0)
+			return vg__err(VG_ECORRUPT, "peer slot %u (node %llu): "
+				"record selector %llu", i,
+				(unsigned long long)p->node,
+				(unsigned long long)p->sel);
+	}
+	return 0;
+}
