@@ -7,14 +7,17 @@
  * insertion slot are pure reads; filling a slot is the caller's business
  * (inside a transaction, after vista_set_range of the slot header).
  * Deletion happens outside transactions, after the commit that decided it,
- * as a tombstone (one 8-byte store) followed by the clean-up of T4:
+ * as a tombstone (one 8-byte store) followed by the clean-up of T4: in the
+ * run of non-FREE slots around it, every tombstone that no live key's
+ * probe path crosses becomes FREE again,
  *
- *     ... LIVE  DEL  DEL  [slot]  FREE ...
- *                 <-------------- every tombstone in a run that ends at a
- *                                 FREE slot becomes FREE again
+ *     FREE  K1  DEL  K2  [slot]  DEL  K3  FREE     home(K3) <= the first DEL:
+ *                                                  both DELs stay;
+ *                                         otherwise all three go
  *
- * which is safe whatever order the stores become durable in, since no live
- * key can lie behind a tombstone that is followed by a FREE slot.
+ * so the table never silts up with tombstones.  The deletion itself is
+ * drained first: after a crash no live key may sit behind a FREE slot of
+ * its own path.  The freeing stores need no order among themselves.
  *
  * Slot states:
  *   request   FREE -> LIVE (send_request, in a tx) -> DELETED (replay of
@@ -122,35 +125,114 @@ vg__peer_find(const vg_endpoint *ep, uint64_t node, int32_t *ins)
 	return -1;
 }
 
-/* Tombstone slot `slot`, then T4's clean-up; every store raw and flushed. */
-static void
-tombstone(vg_endpoint *ep, uint8_t *base, size_t stride, uint32_t mask,
-	uint32_t slot, uint32_t deleted)
+static uint32_t
+req_home(const vg_endpoint *ep, const void *slot)
 {
-#define WORD(i) ((uint64_t *)(void *)(base + (size_t)(i) * stride))
-	vg__raw_store64(ep, WORD(slot), vg_slot_word(deleted, 0));
-	if (vg_slot_state(*WORD((slot + 1) & mask)) != VG_SLOT_FREE)
-		return;
-	for (uint32_t n = 0, j = slot; n <= mask; n++, j = (j - 1) & mask) {
-		if (vg_slot_state(*WORD(j)) != deleted)
-			break;
-		vg__raw_store64(ep, WORD(j), vg_slot_word(VG_SLOT_FREE, 0));
+	const struct vg_req_slot *s = slot;
+
+	return (uint32_t)vg__mix64(s->seq) & ep->req_mask;
+}
+
+static uint32_t
+resp_home(const vg_endpoint *ep, const void *slot)
+{
+	const struct vg_resp_slot *s = slot;
+
+	return (uint32_t)resp_hash(s->node, s->inc, s->seq) & ep->resp_mask;
+}
+
+struct tbl {
+	uint8_t *base;
+	size_t stride;
+	uint32_t mask;
+	uint32_t deleted;
+	uint32_t (*home)(const vg_endpoint *ep, const void *slot);
+};
+
+static uint64_t *
+word_at(const struct tbl *t, uint32_t i)
+{
+	return (uint64_t *)(void *)(t->base + (size_t)i * t->stride);
+}
+
+/*
+ * Walk the run [a, a + len) backwards and free (or, with !apply, count)
+ * every tombstone that no live key behind it needs: a key's probe path
+ * runs from its home to its slot, so a tombstone is needed iff some live
+ * key at a later position of the run has its home at or before it.
+ */
+static uint32_t
+sweep(vg_endpoint *ep, const struct tbl *t, uint32_t a, uint32_t len,
+	bool apply)
+{
+	uint32_t min_home = UINT32_MAX, freed = 0;
+
+	for (uint32_t off = len; off-- > 0;) {
+		uint32_t i = (a + off) & t->mask;
+		uint64_t *w = word_at(t, i);
+		uint32_t st = vg_slot_state(*w);
+		if (st == t->deleted) {
+			if (min_home <= off)
+				continue; /* needed */
+			freed++;
+			if (apply)
+				vg__raw_store64(ep, w,
+					vg_slot_word(VG_SLOT_FREE, 0));
+		} else {
+			uint32_t h = (t->home(ep, w) - a) & t->mask;
+			if (h < min_home)
+				min_home = h;
+		}
 	}
-#undef WORD
+	return freed;
+}
+
+/* Tombstone slot `slot`, then T4's clean-up of its run. */
+static void
+tombstone(vg_endpoint *ep, const struct tbl *t, uint32_t slot)
+{
+	uint32_t a = slot, len = 1, n;
+
+	vg__raw_store64(ep, word_at(t, slot), vg_slot_word(t->deleted, 0));
+	/* The run: back to the slot after a FREE one, on to the last
+	 * non-FREE one.  A table without FREE slots keeps its tombstones. */
+	for (n = 0; n <= t->mask; n++) {
+		uint32_t prev = (a - 1) & t->mask;
+		if (vg_slot_state(*word_at(t, prev)) == VG_SLOT_FREE)
+			break;
+		a = prev;
+		len++;
+	}
+	if (n > t->mask)
+		return;
+	while (len <= t->mask &&
+	       vg_slot_state(*word_at(t, (a + len) & t->mask)) != VG_SLOT_FREE)
+		len++;
+	if (sweep(ep, t, a, len, false) == 0)
+		return;
+	/* The deletion must be durable before the tombstones its key needed
+	 * can disappear: a crash must never leave a live key behind a FREE
+	 * slot of its own probe path. */
+	vg__drain(ep);
+	(void)sweep(ep, t, a, len, true);
 }
 
 void
 vg__req_delete(vg_endpoint *ep, uint32_t slot)
 {
-	tombstone(ep, (uint8_t *)ep->req, sizeof(*ep->req), ep->req_mask, slot,
-		VG_REQ_DELETED);
+	const struct tbl t = { (uint8_t *)ep->req, sizeof(*ep->req),
+		ep->req_mask, VG_REQ_DELETED, req_home };
+
+	tombstone(ep, &t, slot);
 }
 
 void
 vg__resp_delete(vg_endpoint *ep, uint32_t slot)
 {
-	tombstone(ep, (uint8_t *)ep->resp, sizeof(*ep->resp), ep->resp_mask,
-		slot, VG_RESP_DELETED);
+	const struct tbl t = { (uint8_t *)ep->resp, sizeof(*ep->resp),
+		ep->resp_mask, VG_RESP_DELETED, resp_home };
+
+	tombstone(ep, &t, slot);
 }
 
 uint64_t

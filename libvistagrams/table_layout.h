@@ -44,9 +44,9 @@
  *       committed log is never overwritten before a newer one commits.
  *   T4. Linear probing: every live key sits in the run of non-FREE slots
  *       that starts at its home slot.  Deletion leaves a tombstone
- *       (DELETED); a run of tombstones followed by a FREE slot is turned
- *       back into FREE slots, which is safe in any order because no live
- *       key lies behind them.
+ *       (DELETED), made durable before the tombstones of its run that no
+ *       live key's probe path crosses any more are turned back into FREE
+ *       slots (in any order).
  *   T5. A client's sequence numbers only grow (txhdr.next_seq), so a
  *       request id is never reused; a server drops any request of a client
  *       below that client's watermark, which only grows, and forgets a

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "vistagrams.h"
@@ -64,13 +65,24 @@ inline struct vg_endpoint_opts opts(uint64_t node)
 
 // A vista instance in a temporary directory; segments on demand.
 struct World {
-	test::TempDir dir;
+	std::unique_ptr<test::TempDir> own;
+	std::string path;
 	vista *v = nullptr;
 	unsigned rio_flags = 0;
-
 	std::vector<vg_endpoint *> eps; // closed by the destructor
 
-	explicit World(unsigned flags = 0) : rio_flags(flags) { init(); }
+	explicit World(unsigned flags = 0)
+		: own(new test::TempDir()), path(own->path), rio_flags(flags)
+	{
+		init();
+	}
+	// On a directory that outlives this object (crash tests: a child
+	// process and then its parent open the same files).
+	explicit World(const std::string &dir, unsigned flags = 0)
+		: path(dir), rio_flags(flags)
+	{
+		init();
+	}
 	~World()
 	{
 		// A failed REQUIRE may leave a transaction open.
@@ -106,7 +118,7 @@ struct World {
 	void init()
 	{
 		struct vista_opts o = {};
-		std::string log = dir / "log";
+		std::string log = path + "/log";
 		o.log_path = log.c_str();
 		o.log_size = 4 << 20;
 		o.lanes = 8;
@@ -128,7 +140,7 @@ struct World {
 	vista_segment *segment(int slot, size_t size = 2 << 20)
 	{
 		vista_segment *s = nullptr;
-		std::string p = dir / ("seg" + std::to_string(slot));
+		std::string p = path + "/seg" + std::to_string(slot);
 		int rc = vista_map(v, p.c_str(), addr(slot), size, VISTA_CREATE,
 			&s);
 		INFO("vista_map " << p << ": " << vg_err_name(rc) << " "
