@@ -174,6 +174,7 @@ static __thread int depth;      /* S3 */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void shim_init(void);
+static int ours_at(int dirfd, const char *path, char *full);
 
 #define REAL(fn)                                              \
 	do {                                                  \
@@ -453,7 +454,7 @@ shim_init(void)
 		cache_failed = true;
 	} else {
 		pool_path = strdup(p);
-		if (realpath(p, buf) != NULL && below_dir(buf)) {
+		if (ours_at(AT_FDCWD, p, buf)) {
 			say("librio-fs: the pool %s must not be below the "
 			    "cached directory %s; files there will fail", p,
 				dir);
@@ -744,6 +745,11 @@ do_openat(int dirfd, const char *path, int flags, mode_t mode)
 	REAL(openat);
 	if (ours_at(dirfd, path, full))
 		return open_cached(full, flags, mode);
+	/* An unnamed file in the directory itself. */
+	if ((flags & __O_TMPFILE) == __O_TMPFILE && dir != NULL &&
+	    depth == 0 && realpath(path, full) != NULL &&
+	    strcmp(full, dir) == 0)
+		return refuse(EOPNOTSUPP, "open(O_TMPFILE)", full);
 	return real.openat(dirfd, path, flags, mode);
 }
 

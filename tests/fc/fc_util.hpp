@@ -81,3 +81,64 @@ inline struct rio_fc_stats stats(rio_fc_cache *c)
 }
 
 } // namespace fct
+
+namespace fct {
+
+// The shim and what must be preloaded before it (the ASan runtime in a
+// sanitized build), from the environment meson gives the tests.
+inline std::string preload()
+{
+	const char *shim = getenv("RIO_FS_SHIM");
+	const char *extra = getenv("FC_PRELOAD_FIRST");
+	REQUIRE(shim != nullptr);
+	std::string s = shim;
+	if (extra != nullptr && *extra)
+		s = std::string(extra) + ":" + s;
+	return s;
+}
+
+// Start argv with extra environment variables; stdout and stderr go to
+// the files given (or are inherited when empty).
+inline pid_t spawn(const std::vector<std::string> &argv,
+	const std::vector<std::string> &env, const std::string &out = "",
+	const std::string &err = "", int keep_fd = -1)
+{
+	fflush(nullptr);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		for (const auto &kv : env)
+			putenv(strdup(kv.c_str()));
+		if (!out.empty()) {
+			int fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+				0644);
+			dup2(fd, 1);
+			close(fd);
+		}
+		if (!err.empty()) {
+			int fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+				0644);
+			dup2(fd, 2);
+			close(fd);
+		}
+		for (int fd = 3; fd < 256; fd++)
+			if (fd != keep_fd)
+				close(fd);
+		std::vector<char *> a;
+		for (const auto &s : argv)
+			a.push_back(strdup(s.c_str()));
+		a.push_back(nullptr);
+		execv(a[0], a.data());
+		_exit(127);
+	}
+	return pid;
+}
+
+inline int wait_status(pid_t pid)
+{
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	return st;
+}
+
+} // namespace fct
