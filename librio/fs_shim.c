@@ -559,25 +559,47 @@ write_stats(void)
 	fclose(f);
 }
 
-/* Close the cache (everything written back) or, with files still open,
- * write everything back and leave it open.  cache_lock held exclusively. */
+/* Descriptors still open at exit: their handles go with the cache, and
+ * a use of them afterwards (another library's destructor) fails loudly.
+ * tab_lock held exclusively. */
 static void
-release_cache(const char *when)
+orphan_descriptors(void)
+{
+	for (int p = 0; p < TAB_PAGES; p++) {
+		if (tab[p] == NULL)
+			continue;
+		for (int i = 0; i < TAB_PAGE; i++) {
+			struct ofd *o = tab[p][i];
+			if (o != NULL && o->kind == OFD_FILE) {
+				o->h = NULL; /* freed by rio_fc_cache_close */
+				o->kind = OFD_POISON;
+			}
+		}
+	}
+	__atomic_store_n(&open_files, 0, __ATOMIC_RELAXED);
+}
+
+/* Write everything back and close the cache.  cache_lock held
+ * exclusively; at_exit: descriptors may still be open. */
+static void
+release_cache(const char *when, bool at_exit)
 {
 	int rc;
 
 	depth++;
 	write_stats();
-	if (__atomic_load_n(&open_files, __ATOMIC_RELAXED) == 0) {
-		rc = rio_fc_cache_close(cache);
-		cache = NULL;
-	} else {
-		rc = rio_fc_sync_all(cache);
+	if (at_exit) {
+		pthread_rwlock_wrlock(&tab_lock);
+		orphan_descriptors();
+		pthread_rwlock_unlock(&tab_lock);
 	}
+	rc = rio_fc_cache_close(cache);
+	cache = NULL;
 	if (rc)
 		say("librio-fs: %s: %s (the data stays in the cache pool %s "
 		    "and is written back by its next open)", when,
 			rio_errormsg(), pool_path);
+	cache_failed = at_exit; /* no reopening from late destructors */
 	depth--;
 }
 
@@ -588,7 +610,7 @@ shim_dtor(void)
 		return;
 	pthread_rwlock_wrlock(&cache_lock);
 	if (cache != NULL)
-		release_cache("at exit");
+		release_cache("at exit", true);
 	pthread_rwlock_unlock(&cache_lock);
 }
 
@@ -602,7 +624,7 @@ maybe_release(void)
 		return;
 	pthread_rwlock_wrlock(&cache_lock);
 	if (cache != NULL && __atomic_load_n(&open_files, __ATOMIC_RELAXED) == 0)
-		release_cache("releasing the cache");
+		release_cache("releasing the cache", false);
 	pthread_rwlock_unlock(&cache_lock);
 }
 
