@@ -401,12 +401,11 @@ child_after_fork(void)
 	forked = true;
 }
 
+/* The libc functions: may run very early (a sanitizer's start-up maps
+ * memory through us), before libc has even set up the environment. */
 static void
 shim_init(void)
 {
-	const char *d, *p;
-	char buf[PATH_MAX];
-
 	LOAD(open); LOAD(openat); LOAD(close); LOAD(read); LOAD(write);
 	LOAD(pread); LOAD(pwrite); LOAD(readv); LOAD(writev); LOAD(preadv);
 	LOAD(pwritev); LOAD(preadv2); LOAD(pwritev2); LOAD(lseek);
@@ -433,6 +432,14 @@ shim_init(void)
 	rio__fcsys.lstat = real.lstat;
 	rio__fcsys.unlink = real.unlink;
 	rio__fcsys.rename = real.rename;
+}
+
+/* The configuration, from the environment: at load time. */
+static void
+shim_config(void)
+{
+	const char *d, *p;
+	char buf[PATH_MAX];
 
 	d = getenv("RIO_FS_DIR");
 	p = getenv("RIO_FS_POOL");
@@ -471,6 +478,7 @@ __attribute__((constructor)) static void
 shim_ctor(void)
 {
 	pthread_once(&init_once, shim_init);
+	shim_config();
 }
 
 /* The cache, opened at the first use of a file below the directory.
