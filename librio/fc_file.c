@@ -665,12 +665,8 @@ rio_fc_close(rio_fc_file *h)
 			f->wb_wanted = true;
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (drop) {
+	if (drop)
 		rio__fc_file_drop(c, f, true);
-		pthread_mutex_lock(&c->lock);
-		rio__fc_wb_kick(c);
-		pthread_mutex_unlock(&c->lock);
-	}
 	free(h);
 	return 0;
 }
@@ -750,11 +746,11 @@ rio_fc_unlink(rio_fc_cache *c, const char *path)
 	drop = f->handles == 0;
 	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_unlock(&f->wb_lock);
+	/* The record is settled (directory fsynced, slot freed) by the
+	 * next write-back pass: not at once, so that a program removing a
+	 * file per transaction (a journal) does not pay a sync for each. */
 	if (drop)
 		rio__fc_file_drop(c, f, true);
-	pthread_mutex_lock(&c->lock);
-	rio__fc_wb_kick(c); /* settles the record */
-	pthread_mutex_unlock(&c->lock);
 out:
 	free(rel);
 	free(abs);

@@ -175,6 +175,7 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void shim_init(void);
 static int ours_at(int dirfd, const char *path, char *full);
+static int where_at(int dirfd, const char *path, char *full);
 
 #define REAL(fn)                                              \
 	do {                                                  \
@@ -661,9 +662,10 @@ at_path(int dirfd, const char *path, char *out)
 	return 0;
 }
 
-/* Is (dirfd, path) a file below the directory?  1 yes, 0 no. */
+/* Where (dirfd, path) is: 1 below the directory, 2 the directory
+ * itself, 0 elsewhere. */
 static int
-ours_at(int dirfd, const char *path, char *full)
+where_at(int dirfd, const char *path, char *full)
 {
 	char resolved[PATH_MAX];
 	char *slash;
@@ -693,7 +695,16 @@ ours_at(int dirfd, const char *path, char *full)
 		strcat(resolved, slash);
 		strcpy(full, resolved);
 	}
-	return below_dir(full);
+	if (below_dir(full))
+		return 1;
+	return strcmp(full, dir) == 0 ? 2 : 0;
+}
+
+/* Is (dirfd, path) a file below the directory? */
+static int
+ours_at(int dirfd, const char *path, char *full)
+{
+	return where_at(dirfd, path, full) == 1;
 }
 
 /* ---- open ---- */
@@ -773,13 +784,19 @@ do_openat(int dirfd, const char *path, int flags, mode_t mode)
 	char full[PATH_MAX];
 
 	REAL(openat);
-	if (ours_at(dirfd, path, full))
+	switch (where_at(dirfd, path, full)) {
+	case 1:
 		return open_cached(full, flags, mode);
-	/* An unnamed file in the directory itself. */
-	if ((flags & __O_TMPFILE) == __O_TMPFILE && dir != NULL &&
-	    depth == 0 && realpath(path, full) != NULL &&
-	    strcmp(full, dir) == 0)
-		return refuse(EOPNOTSUPP, "open(O_TMPFILE)", full);
+	case 2:
+		/* The directory itself: an unnamed file there is refused;
+		 * its fsync is the cache's business (open_cached records
+		 * the descriptor as a directory's). */
+		if ((flags & __O_TMPFILE) == __O_TMPFILE)
+			return refuse(EOPNOTSUPP, "open(O_TMPFILE)", full);
+		return open_cached(full, flags, mode);
+	default:
+		break;
+	}
 	return real.openat(dirfd, path, flags, mode);
 }
 
