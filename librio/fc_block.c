@@ -43,6 +43,8 @@
 
 #define FC_MAX_BYTES (FC_MAX_FBN * FC_BS)
 
+static void note_fbn(struct fc_file *f, uint64_t fbn);
+
 uint64_t
 rio__fc_desc_checksum(const struct rio_fc_desc *d)
 {
@@ -166,6 +168,7 @@ populate(rio_fc_cache *c, struct fc_file *f, uint64_t fbn, int *rc)
 	/* No drain needed: a copy of the disk may be lost in a crash. */
 	rio_flush(c->pool, &d->state, sizeof(d->state));
 	rio__fc_index_add(c, b);
+	note_fbn(f, fbn);
 	pthread_mutex_lock(&c->lock);
 	rio__fc_mark_clean(c, f, b);
 	f->ncached++;
@@ -309,6 +312,7 @@ write_chunk(rio_fc_cache *c, struct fc_file *f, const char *src, uint64_t off,
 			rio__fc_index_replace(c, oldb[i], newb[i]);
 		else
 			rio__fc_index_add(c, newb[i]);
+		note_fbn(f, c->blks[newb[i]].fbn);
 	}
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < k; i++) {
@@ -398,13 +402,33 @@ rio_fc_size(rio_fc_file *h, uint64_t *size)
 void
 rio__fc_drop_blocks(rio_fc_cache *c, struct fc_file *f, uint64_t from)
 {
-	if (f->ncached == 0)
-		return;
-	for (uint32_t b = 0; b < c->nblocks; b++) {
-		struct fc_blk *blk = &c->blks[b];
-		if (blk->in_index && blk->file == f->slot && blk->fbn >= from)
-			rio__fc_drop(c, b);
+	if (f->ncached > 0 && from < f->fbn_end) {
+		if (f->fbn_end - from < c->nblocks / 4) {
+			/* A small file: look its blocks up. */
+			for (uint64_t fbn = from; fbn < f->fbn_end; fbn++) {
+				uint32_t b = rio__fc_lookup(c, f->slot, fbn);
+				if (b != FC_NONE)
+					rio__fc_drop(c, b);
+			}
+		} else {
+			for (uint32_t b = 0; b < c->nblocks; b++) {
+				struct fc_blk *blk = &c->blks[b];
+				if (blk->in_index && blk->file == f->slot &&
+				    blk->fbn >= from)
+					rio__fc_drop(c, b);
+			}
+		}
 	}
+	if (f->fbn_end > from)
+		f->fbn_end = from;
+}
+
+/* A block of f is now in the index. */
+static void
+note_fbn(struct fc_file *f, uint64_t fbn)
+{
+	if (fbn >= f->fbn_end)
+		f->fbn_end = fbn + 1;
 }
 
 /* Is any block at or past fbn mapped?  f->lock held. */

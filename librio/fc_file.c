@@ -44,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fc_int.h"
@@ -317,6 +318,19 @@ evict_idle_record(rio_fc_cache *c)
 	return false;
 }
 
+/* Can some record become free without a file being closed?  c->lock. */
+static bool
+records_can_free(rio_fc_cache *c)
+{
+	for (uint32_t s = 0; s < c->nfiles; s++) {
+		struct fc_file *f = c->files[s];
+		if (f != NULL && f->handles == 0 && !f->conflict && !f->busy &&
+		    f->nmapped == 0)
+			return true;
+	}
+	return false;
+}
+
 static uint32_t
 free_slot(rio_fc_cache *c)
 {
@@ -342,16 +356,32 @@ record_create(rio_fc_cache *c, const char *rel, const struct stat *st,
 			break;
 		if (evict_idle_record(c))
 			continue;
-		if (attempt >= 2)
+		if (!records_can_free(c) || attempt >= 100)
 			return rio__err(-ENFILE,
 				"file cache: all %u file records are in use "
 				"by open or unwritten files", c->nfiles);
+		/* Settle removed files' records (a directory fsync) first,
+		 * then, if that is not enough, write files back so that
+		 * their records become idle.  A pass of the write-back
+		 * thread may hold some meanwhile: wait for it a little. */
 		pthread_mutex_unlock(&c->lock);
-		rio__fc_wb_pass(c, true);
-		rio__fc_settle_dirs(c);
+		if (attempt % 2 == 0)
+			rio__fc_settle_dirs(c);
+		else
+			rio__fc_wb_pass(c, true);
 		pthread_mutex_lock(&c->lock);
 		if (rio__fc_file_find(c, rel) != NULL)
 			return -EAGAIN; /* another thread made it meanwhile */
+		if (attempt >= 2 && free_slot(c) == FC_NONE) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 10 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&c->space_cond, &c->lock, &ts);
+		}
 	}
 	r = &c->frecs[slot];
 	memset(&n, 0, sizeof(n));

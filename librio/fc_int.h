@@ -118,6 +118,7 @@ struct fc_file {
 	uint64_t wb_low;        /* lowest size since the write-back snapshot */
 	struct rio_fc_fstate fst; /* current file-state record */
 	int fst_slot;           /* where it is in the record */
+	uint64_t fbn_end;       /* no cached block at or past this fbn */
 	uint64_t nmapped;       /* pinned blocks (mappings) */
 	struct fc_map *maps;
 

@@ -184,6 +184,8 @@ rio_fc_mmap(rio_fc_file *h, uint64_t off, size_t len, int prot, void **addr)
 	rio_drain(c->pool);
 	for (uint32_t i = 0; i < k; i++)
 		rio__fc_index_add(c, fresh[i]);
+	if (m->fbn0 + n > f->fbn_end)
+		f->fbn_end = m->fbn0 + n;
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t b = m->blks[i];

@@ -223,6 +223,8 @@ rio__fc_load(rio_fc_cache *c)
 			continue;
 		}
 		f->ncached++;
+		if (blk->fbn >= f->fbn_end)
+			f->fbn_end = blk->fbn + 1;
 		if (blk->state == FC_B_DIRTY) {
 			rio__fc_list_push(c, &f->dirty, FC_L_DIRTY, b);
 			c->ndirty++;
