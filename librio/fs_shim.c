@@ -1984,13 +1984,17 @@ do_unlinkat(int dirfd, const char *path, int flags)
 	char full[PATH_MAX];
 	struct stat st;
 	rio_fc_cache *c;
+	bool in;
 	int rc;
 
 	REAL(unlinkat);
-	if (!ours_at(dirfd, path, full) || (flags & AT_REMOVEDIR) ||
+	in = ours_at(dirfd, path, full);
+	if (!in || (flags & AT_REMOVEDIR) ||
 	    (real.lstat(full, &st) == 0 && !S_ISREG(st.st_mode))) {
+		/* Not a cached file's data: the disk's business, and the
+		 * directory's next fsync must be real. */
 		rc = real.unlinkat(dirfd, path, flags);
-		if (rc == 0 && dir != NULL && ours_at(AT_FDCWD, full, full))
+		if (rc == 0 && in)
 			meta_changed();
 		return rc;
 	}
