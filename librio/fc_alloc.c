@@ -115,6 +115,7 @@ rio__fc_reclaim_stale(rio_fc_cache *c)
 		for (b = lists[k]->head; b != FC_NONE; b = c->blks[b].next) {
 			struct rio_fc_desc *d = fc_desc(c, b);
 			fc_store8(&d->state, RIO_FC_D_FREE);
+			/* Durable at the drain below. */
 			rio_flush(p, &d->state, sizeof(d->state));
 		}
 		/* k == 0: the superseded copies are durably FREE before any

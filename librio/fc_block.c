@@ -51,7 +51,8 @@ rio__fc_desc_checksum(const struct rio_fc_desc *d)
 	return rio_checksum((const char *)d + 8, 48, RIO_FC_DESC_CSUM_SEED);
 }
 
-/* Copy into a block, flushed (fence 1 makes it durable). */
+/* Copy into a block that no state word names yet, flushed: fence 1 (the
+ * caller's drain) makes it durable before the commit. */
 static void
 copy_in(rio_fc_cache *c, void *dst, const void *src, size_t n)
 {
@@ -68,6 +69,7 @@ zero_in(rio_fc_cache *c, void *dst, size_t n)
 {
 	memset(dst, 0, n);
 #ifndef RIO_BROKEN_FC_NOPERSIST
+	/* As copy_in: durable at the caller's fence 1. */
 	rio_flush(c->pool, dst, n);
 #else
 	(void)c;
@@ -89,6 +91,7 @@ rio__fc_desc_fill(rio_fc_cache *c, struct fc_file *f, uint32_t b,
 	d->file_gen = f->gen;
 	memset(d->reserved, 0, sizeof(d->reserved));
 	d->checksum = rio__fc_desc_checksum(d);
+	/* Durable at the caller's drain, before the state names them. */
 	rio_flush(c->pool, &d->seq, sizeof(*d) - sizeof(d->state));
 	blk->seq = d->seq;
 	blk->fbn = fbn;
@@ -132,6 +135,8 @@ rio__fc_fill_from_disk(rio_fc_cache *c, struct fc_file *f, uint64_t fbn,
 
 	if (rc == 0) {
 #ifndef RIO_BROKEN_FC_NOPERSIST
+		/* The copy read in: durable at the caller's next drain,
+		 * which precedes the state store naming it. */
 		rio_flush(c->pool, dst, FC_BS);
 #endif
 	}
@@ -291,12 +296,14 @@ write_chunk(rio_fc_cache *c, struct fc_file *f, const char *src, uint64_t off,
 	for (uint32_t i = 0; i < k; i++) {
 		struct rio_fc_desc *d = fc_desc(c, newb[i]);
 		fc_store8(&d->state, RIO_FC_D_DIRTY);
-		rio_flush(p, &d->state, sizeof(d->state));
+		rio_flush(p, &d->state, sizeof(d->state)); /* fence 2 */
 	}
 	for (uint32_t i = 0; i < ni; i++) {
 		struct rio_fc_desc *d = fc_desc(c, inplace[i]);
 		if (fc_load8(&d->state) != RIO_FC_D_DIRTY) {
 			fc_store8(&d->state, RIO_FC_D_DIRTY);
+			/* A mapped clean block now differs from the disk:
+			 * durable at fence 2, with the bytes. */
 			rio_flush(p, &d->state, sizeof(d->state));
 		}
 	}

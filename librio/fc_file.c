@@ -756,6 +756,7 @@ rio_fc_unlink(rio_fc_cache *c, const char *path)
 		pthread_rwlock_unlock(&f->lock);
 	}
 	fc_store8(&r->state, RIO_FC_F_UNLINKED);
+	/* Durable before unlink(2): recovery finishes it, never undoes it. */
 	rio_persist(c->pool, &r->state, sizeof(r->state));
 	if (rio__fcsys.unlink(abs) != 0 && errno != ENOENT) {
 		rc = rio__errno("unlink %s", abs);

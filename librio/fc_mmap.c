@@ -176,6 +176,7 @@ rio_fc_mmap(rio_fc_file *h, uint64_t off, size_t len, int prot, void **addr)
 			want = RIO_FC_D_CLEAN; /* read in, read-only */
 		if (fc_load8(&d->state) != want) {
 			fc_store8(&d->state, want);
+			/* Durable at fence 2 below. */
 			rio_flush(c->pool, &d->state, sizeof(d->state));
 		}
 	}
@@ -230,6 +231,7 @@ unmap_one(rio_fc_cache *c, struct fc_file *f, struct fc_map *m)
 {
 	munmap(m->addr, m->len);
 	if (m->prot & PROT_WRITE) {
+		/* Whatever the program stored through the mapping... */
 		for (uint32_t i = 0; i < m->n; i++)
 			rio_flush(c->pool, fc_data(c, m->blks[i]), FC_BS);
 		/* The mapping's last stores are durable before the blocks
@@ -289,6 +291,7 @@ rio_fc_msync(rio_fc_file *h, void *addr, size_t len)
 			size_t in = FC_BS - o % FC_BS;
 			if (in > len)
 				in = len;
+			/* Durable at the drain after the loop. */
 			rio_flush(c->pool,
 				fc_data(c, m->blks[o / FC_BS]) + o % FC_BS, in);
 			a += in;

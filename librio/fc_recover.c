@@ -25,9 +25,13 @@
  *      its blocks are kept, and opening it fails until rio_fc_forget();
  *   5. after a crash, drops every clean block (the cache starts cold);
  *   6. fsyncs the directories of UNLINKED and NEW records (settle).
- * Recovery is idempotent: a crash during it is recovered by running it
- * again (write-back rewrites whole blocks; nothing is freed before its
- * data is on disk).
+ * Invariants
+ *   R1. Nothing is written before every record and descriptor has been
+ *       validated (a corrupt pool is left as it was).
+ *   R2. Recovery is idempotent: a crash during it is recovered by running
+ *       it again (write-back rewrites whole blocks; nothing is freed
+ *       before its data is on disk, or before the copies it supersedes).
+ *   R3. A disk copy that changed behind the cache is never overwritten.
  *
  * Deliberately broken build (crash test only): RIO_BROKEN_FC_ORDER keeps
  * the copy with the lowest seq when a block has several.

@@ -7,6 +7,11 @@
  * (libc's), so the cache never calls back into the shim; and tests replace
  * entries to make the disk fail (a full disk during write-back, an EIO
  * from fdatasync).
+ *
+ * Invariant
+ *   Y1. Every system call the cache makes on a cached file or its
+ *       directory goes through rio__fcsys (realpath(3) and faccessat(2)
+ *       excepted: the shim does not interpose them).
  */
 #include <fcntl.h>
 #include <stdio.h>

@@ -24,6 +24,16 @@
  * are rewritten in full next time (an fdatasync error may have dropped the
  * kernel's dirty pages, so the data is never assumed to be there).
  *
+ * Invariants
+ *   W1. A descriptor is marked CLEAN only after its bytes are durable on
+ *       disk (fdatasync) and the file-state record that carries the size
+ *       is durable in the pool.
+ *   W2. WB_ACTIVE is durable before the disk copy changes and cleared only
+ *       after the write-back is complete.
+ *   W3. One write-back of a file at a time (f->wb_lock); writers are held
+ *       off only while the blocks are copied to the kernel (f->lock
+ *       shared), not during fdatasync.
+ *
  * The background thread runs a pass every quarter of writeback_ms: it
  * writes back the files dirty for longer than writeback_ms, the files
  * whose last handle closed, and every dirty file when writers wait for
@@ -193,6 +203,8 @@ rio__fc_wb_file(rio_fc_cache *c, struct fc_file *f)
 		    blk->file != f->slot || blk->wpins > 0)
 			continue; /* rewritten, dropped or mapped meanwhile */
 		fc_store8(&d->state, RIO_FC_D_CLEAN);
+		/* After the file-state record (step 4); durable at the drain
+		 * below. */
 		rio_flush(c->pool, &d->state, sizeof(d->state));
 		rio__fc_mark_clean(c, f, s[i].b);
 		cleaned++;
