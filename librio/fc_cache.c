@@ -82,6 +82,18 @@ rio__fc_check(const rio_fc_cache *c)
 	return 0;
 }
 
+void
+rio__fc_deadline(unsigned ms, struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 uint64_t
 rio__fc_now_ns(void)
 {

@@ -374,12 +374,7 @@ record_create(rio_fc_cache *c, const char *rel, const struct stat *st,
 			return -EAGAIN; /* another thread made it meanwhile */
 		if (attempt >= 2 && free_slot(c) == FC_NONE) {
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += 10 * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			rio__fc_deadline(10, &ts);
 			pthread_cond_timedwait(&c->space_cond, &c->lock, &ts);
 		}
 	}
@@ -880,59 +875,57 @@ out:
 	return rc;
 }
 
-int
-rio_fc_forget(rio_fc_cache *c, const char *path)
+/* The file record of path; on success c->lock is held. */
+static int
+lookup_locked(rio_fc_cache *c, const char *path, struct fc_file **f)
 {
 	char *rel = NULL;
-	struct fc_file *f;
-	int rc;
+	int rc = rio__fc_check(c);
 
-	rc = rio__fc_check(c);
-	if (rc)
-		return rc;
-	rc = rio__fc_resolve(c, path, &rel, NULL);
+	if (rc == 0)
+		rc = rio__fc_resolve(c, path, &rel, NULL);
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&c->lock);
-	f = rio__fc_file_find(c, rel);
-	if (f == NULL)
-		rc = rio__err(-ENOENT, "%s: the file cache holds nothing for "
-				       "it", path);
-	else
-		rc = claim(c, f, true, "forget");
+	*f = rio__fc_file_find(c, rel);
+	free(rel);
+	if (*f != NULL)
+		return 0;
+	pthread_mutex_unlock(&c->lock);
+	return rio__err(-ENOENT, "%s: the file cache holds nothing for it",
+		path);
+}
+
+int
+rio_fc_forget(rio_fc_cache *c, const char *path)
+{
+	struct fc_file *f;
+	int rc = lookup_locked(c, path, &f);
+
+	if (rc)
+		return rc;
+	rc = claim(c, f, true, "forget");
 	pthread_mutex_unlock(&c->lock);
 	if (rc == 0) {
+		/* No write-back in flight (claim waited for passes). */
 		pthread_mutex_lock(&f->wb_lock);
 		pthread_mutex_unlock(&f->wb_lock);
 		flush_and_forget(c, f, false);
 	}
-	free(rel);
 	return rc;
 }
 
 int
 rio_fc_stat_size(rio_fc_cache *c, const char *path, uint64_t *size)
 {
-	char *rel = NULL;
 	struct fc_file *f;
-	int rc;
+	int rc = lookup_locked(c, path, &f);
 
-	rc = rio__fc_check(c);
 	if (rc)
 		return rc;
-	rc = rio__fc_resolve(c, path, &rel, NULL);
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&c->lock);
-	f = rio__fc_file_find(c, rel);
-	if (f == NULL)
-		rc = rio__err(-ENOENT, "%s: the file cache holds nothing for "
-				       "it", path);
-	else
-		*size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
+	*size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->lock);
-	free(rel);
-	return rc;
+	return 0;
 }
 
 bool

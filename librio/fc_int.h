@@ -251,6 +251,8 @@ fc_load8(const uint64_t *p)
 int rio__fc_check(const rio_fc_cache *c);
 bool rio__fc_forked(const rio_fc_cache *c);
 uint64_t rio__fc_now_ns(void);
+/* ms from now, CLOCK_REALTIME (for pthread_cond_timedwait). */
+void rio__fc_deadline(unsigned ms, struct timespec *ts);
 struct fc_geometry {
 	uint32_t nfiles;
 	uint64_t nblocks, files_off, descs_off, data_off;

@@ -312,6 +312,20 @@ same_dir(const char *a, const char *b)
 	return sa - a == sb - b && strncmp(a, b, (size_t)(sa - a)) == 0;
 }
 
+/* A removed file whose blocks are gone, or a file the cache created: its
+ * directory needs an fsync.  c->lock held. */
+static bool
+to_settle(rio_fc_cache *c, uint32_t s)
+{
+	struct fc_file *f = c->files[s];
+
+	if (f == NULL)
+		return false;
+	if (f->unlinked)
+		return f->handles == 0 && f->ncached == 0;
+	return fc_load8(&c->frecs[s].flags) & RIO_FC_FF_NEW;
+}
+
 int
 rio__fc_settle_dirs(rio_fc_cache *c)
 {
@@ -321,15 +335,8 @@ rio__fc_settle_dirs(rio_fc_cache *c)
 	int rc = 0;
 
 	pthread_mutex_lock(&c->lock);
-	for (uint32_t s = 0; s < c->nfiles; s++) {
-		struct fc_file *f = c->files[s];
-		if (f != NULL && ((f->unlinked && f->handles == 0 &&
-					  f->ncached == 0) ||
-				       (!f->unlinked &&
-					       (fc_load8(&c->frecs[s].flags) &
-						       RIO_FC_FF_NEW))))
-			n++;
-	}
+	for (uint32_t s = 0; s < c->nfiles; s++)
+		n += to_settle(c, s);
 	if (n == 0) {
 		pthread_mutex_unlock(&c->lock);
 		return 0;
@@ -341,14 +348,9 @@ rio__fc_settle_dirs(rio_fc_cache *c)
 	}
 	n = 0;
 	for (uint32_t s = 0; s < c->nfiles; s++) {
-		struct fc_file *f = c->files[s];
-		if (f != NULL && ((f->unlinked && f->handles == 0 &&
-					  f->ncached == 0) ||
-				       (!f->unlinked &&
-					       (fc_load8(&c->frecs[s].flags) &
-						       RIO_FC_FF_NEW)))) {
-			f->refs++;
-			v[n++] = f;
+		if (to_settle(c, s)) {
+			c->files[s]->refs++;
+			v[n++] = c->files[s];
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -401,13 +403,7 @@ wb_main(void *arg)
 		struct timespec ts;
 
 		if (!c->wb_kick) {
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += tick / 1000;
-			ts.tv_nsec += (long)(tick % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			rio__fc_deadline(tick, &ts);
 			pthread_cond_timedwait(&c->wb_cond, &c->lock, &ts);
 		}
 		if (c->wb_stop)

@@ -59,6 +59,7 @@
 #include "fc_int.h"
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
+#define SHIM_COMMA ,
 
 /* glibc entry points that its headers do not declare. */
 int __open_2(const char *path, int flags);
@@ -807,53 +808,21 @@ mode_arg(int flags, va_list ap)
 		(mode_t)va_arg(ap, int) : 0;
 }
 
-SHIM_EXPORT int
-open(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t m;
-
-	va_start(ap, flags);
-	m = mode_arg(flags, ap);
-	va_end(ap);
-	return do_openat(AT_FDCWD, path, flags, m);
-}
-
-SHIM_EXPORT int
-open64(const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t m;
-
-	va_start(ap, flags);
-	m = mode_arg(flags, ap);
-	va_end(ap);
-	return do_openat(AT_FDCWD, path, flags, m);
-}
-
-SHIM_EXPORT int
-openat(int dirfd, const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t m;
-
-	va_start(ap, flags);
-	m = mode_arg(flags, ap);
-	va_end(ap);
-	return do_openat(dirfd, path, flags, m);
-}
-
-SHIM_EXPORT int
-openat64(int dirfd, const char *path, int flags, ...)
-{
-	va_list ap;
-	mode_t m;
-
-	va_start(ap, flags);
-	m = mode_arg(flags, ap);
-	va_end(ap);
-	return do_openat(dirfd, path, flags, m);
-}
+/* open, open64, openat, openat64 (the same on LP64). */
+#define SHIM_OPENAT(name, dirfd_param, dirfd_arg)                       \
+	SHIM_EXPORT int name(dirfd_param const char *path, int flags, ...) \
+	{                                                               \
+		va_list ap;                                             \
+		mode_t m;                                               \
+		va_start(ap, flags);                                    \
+		m = mode_arg(flags, ap);                                \
+		va_end(ap);                                             \
+		return do_openat(dirfd_arg, path, flags, m);            \
+	}
+SHIM_OPENAT(open, , AT_FDCWD)
+SHIM_OPENAT(open64, , AT_FDCWD)
+SHIM_OPENAT(openat, int dirfd SHIM_COMMA, dirfd)
+SHIM_OPENAT(openat64, int dirfd SHIM_COMMA, dirfd)
 
 SHIM_EXPORT int
 __open_2(const char *path, int flags)
@@ -900,8 +869,9 @@ unusable(struct ofd *o, const char *what)
 	if (o->kind == OFD_POISON) {
 		ofd_put();
 		refuse(EBADF, what, o->path);
-		say("librio-fs: (the descriptor was inherited from the process "
-		    "that opened it through the cache)");
+		say("librio-fs: (the descriptor was inherited over exec from "
+		    "the process that opened it through the cache, or the "
+		    "cache was closed at exit)");
 		return true;
 	}
 	return false;

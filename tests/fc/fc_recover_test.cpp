@@ -37,6 +37,19 @@ static rio_fc_file *copen(rio_fc_cache *c, const std::string &p)
 	return f;
 }
 
+// A child writes `data` to `name` through the cache and is killed.
+static void killed_after_write(const Env &e, const std::string &name,
+	const std::string &data)
+{
+	test::ChildResult r = test::run_child([&] {
+		rio_fc_cache *c = child_cache(e);
+		rio_fc_file *f = copen(c, e.file(name));
+		cput(f, 0, data);
+		raise(SIGKILL);
+	});
+	REQUIRE(r.signal == SIGKILL);
+}
+
 static rio_fc_cache *reopen(const Env &e)
 {
 	rio_fc_cache *c = nullptr;
@@ -93,13 +106,7 @@ TEST_CASE("recovery recreates a file whose creation the disk lost",
 	"[fc-recover]")
 {
 	Env e;
-	test::ChildResult r = test::run_child([&] {
-		rio_fc_cache *c = child_cache(e);
-		rio_fc_file *f = copen(c, e.file("n"));
-		cput(f, 0, "new file");
-		raise(SIGKILL);
-	});
-	REQUIRE(r.signal == SIGKILL);
+	killed_after_write(e, "n", "new file");
 	// The directory entry never reached the disk (power loss).
 	REQUIRE(unlink(e.file("n").c_str()) == 0);
 	rio_fc_cache *c = reopen(e);
@@ -167,13 +174,7 @@ TEST_CASE("a file changed behind the cache is not overwritten",
 	"[fc-recover]")
 {
 	Env e;
-	test::ChildResult r = test::run_child([&] {
-		rio_fc_cache *c = child_cache(e);
-		rio_fc_file *f = copen(c, e.file("x"));
-		cput(f, 0, "cached");
-		raise(SIGKILL);
-	});
-	REQUIRE(r.signal == SIGKILL);
+	killed_after_write(e, "x", "cached");
 	test::write_file(e.file("x"), "written by someone else");
 	rio_fc_cache *c = reopen(e);
 	REQUIRE(fct::stats(c).conflicts == 1);
@@ -275,15 +276,7 @@ TEST_CASE("a failing disk at recovery fails the open and keeps the data",
 	"[fc-recover]")
 {
 	Env e;
-	{
-		test::ChildResult r = test::run_child([&] {
-			rio_fc_cache *c = child_cache(e);
-			rio_fc_file *f = copen(c, e.file("r"));
-			cput(f, 0, "replay me");
-			raise(SIGKILL);
-		});
-		REQUIRE(r.signal == SIGKILL);
-	}
+	killed_after_write(e, "r", "replay me");
 	SysopsGuard g;
 	fail_errno = EIO;
 	rio__fcsys.pwrite = failing_pwrite;
