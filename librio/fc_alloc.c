@@ -218,8 +218,9 @@ space_for(rio_fc_cache *c, uint32_t n, bool writer)
 int
 rio__fc_reserve(rio_fc_cache *c, uint32_t n, bool writer, uint32_t *out)
 {
+	uint64_t last_dirty = UINT64_MAX, last_room = UINT64_MAX;
 	bool waited = false;
-	int rc;
+	int stalled = 0, rc;
 
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
@@ -242,14 +243,30 @@ rio__fc_reserve(rio_fc_cache *c, uint32_t n, bool writer, uint32_t *out)
 				rio_strerror(c->wb_pass_error));
 			break;
 		}
-		if (waited && dirty_effective(c) == 0 && c->clean.n == 0) {
+		if (waited && dirty_effective(c) == 0 && c->clean.n == 0 &&
+		    c->nreserved == 0) {
 			rc = rio__err(-ENOSPC,
 				"file cache full: %llu blocks pinned by "
-				"mappings, %llu reserved",
-				(unsigned long long)c->nwpinned,
-				(unsigned long long)c->nreserved);
+				"mappings", (unsigned long long)c->nwpinned);
 			break;
 		}
+		/* A4: passes that change nothing (the dirty blocks belong to
+		 * files in conflict, or are pinned) end the wait. */
+		if (waited && c->ndirty == last_dirty &&
+		    c->free.n + c->clean.n == last_room) {
+			if (++stalled >= 3) {
+				rc = rio__err(-ENOSPC,
+					"file cache full: %llu dirty blocks "
+					"cannot be written back (files "
+					"changed behind the cache, or "
+					"mapped)", (unsigned long long)c->ndirty);
+				break;
+			}
+		} else {
+			stalled = 0;
+		}
+		last_dirty = c->ndirty;
+		last_room = c->free.n + c->clean.n;
 		if (!waited)
 			FC_STAT_ADD(c, waits, 1);
 		waited = true;

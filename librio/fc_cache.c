@@ -25,6 +25,7 @@
  *       RIO_EFORKED and writes nothing (the pool is the parent's).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -40,6 +41,9 @@
 #define FC_MIN_POOL (256u << 10)
 #define FC_DEFAULT_WB_MS 1000u
 #define FC_DEFAULT_DIRTY_PCT 50u
+
+RIO_STATIC_ASSERT(offsetof(struct rio_fc_stats, recovered) ==
+	21 * sizeof(uint64_t), "counters first, all uint64_t");
 
 static uint64_t fork_gen;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -489,8 +493,14 @@ rio_fc_stats(const rio_fc_cache *cc, struct rio_fc_stats *out)
 {
 	rio_fc_cache *c = (rio_fc_cache *)(uintptr_t)cc;
 
+	const uint64_t *src = (const uint64_t *)(const void *)&c->stats;
+	uint64_t *dst = (uint64_t *)(void *)out;
+
+	/* The counters are bumped with atomic adds, without c->lock. */
+	for (size_t i = 0; i < offsetof(struct rio_fc_stats, recovered) / 8; i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	out->recovered = c->stats.recovered;
 	pthread_mutex_lock(&c->lock);
-	*out = c->stats;
 	out->blocks = c->nblocks;
 	out->blocks_free = c->free.n;
 	out->blocks_dirty = c->ndirty;

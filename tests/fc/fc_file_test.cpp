@@ -175,3 +175,27 @@ TEST_CASE("more files than file records", "[fc-file]")
 		REQUIRE(test::read_file(e.file("f" + std::to_string(i))) ==
 			"file " + std::to_string(i));
 }
+
+TEST_CASE("dirty blocks of a file in conflict cannot stall writers forever",
+	"[fc-file]")
+{
+	Env e;
+	rio_fc_cache *c = fct::open_cache(e, 512 << 10);
+	struct rio_fc_stats s = fct::stats(c);
+	uint64_t budget = s.blocks / 2; // dirty_max_pct 50
+	rio_fc_file *f = fct::open_file(c, e.file("x"));
+	put(f, 0, std::string((budget - 2) * 4096, 'x'));
+	rio_fc_close(f);
+	test::write_file(e.file("x"), "theirs");
+	REQUIRE_RC(rio_fc_open(c, e.file("x").c_str(), O_RDONLY, &f),
+		RIO_ECHANGED);
+	f = fct::open_file(c, e.file("y"));
+	std::string y(64 << 10, 'y');
+	REQUIRE_RC(rio_fc_pwrite(f, y.data(), y.size(), 0), -ENOSPC);
+	REQUIRE(test::read_file(e.file("x")) == "theirs");
+	REQUIRE_OK(rio_fc_forget(c, e.file("x").c_str()));
+	REQUIRE_OK(rio_fc_pwrite(f, y.data(), y.size(), 0));
+	rio_fc_close(f);
+	REQUIRE_OK(rio_fc_cache_close(c));
+	REQUIRE(test::read_file(e.file("y")) == y);
+}
