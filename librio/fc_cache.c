@@ -161,13 +161,13 @@ all_zero(const void *p, size_t n)
 }
 
 /* Write the superblock of an empty cache (C1). */
-static void
+static int
 format(rio_fc_cache *c, const struct fc_geometry *g, const char *dir)
 {
 	struct rio_fc_super *sb = calloc(1, sizeof(*sb));
 
 	if (sb == NULL)
-		abort(); /* 4 KiB at create time */
+		return rio__err(-ENOMEM, "out of memory");
 	memcpy(sb->magic, RIO_FC_MAGIC, sizeof(sb->magic));
 	sb->major = RIO_FC_MAJOR;
 	sb->minor = RIO_FC_MINOR;
@@ -192,6 +192,7 @@ format(rio_fc_cache *c, const struct fc_geometry *g, const char *dir)
 	 * still zero, and formatting is redone (C1). */
 	rio_memcpy_persist(c->pool, c->sb, sb, sizeof(*sb));
 	free(sb);
+	return 0;
 }
 
 static int
@@ -396,8 +397,7 @@ rio_fc_cache_open(const char *pool_path, const char *dir,
 				pool_path);
 			goto fail;
 		}
-		format(c, &g, want);
-		rc = 0;
+		rc = format(c, &g, want);
 	}
 	if (rc)
 		goto fail;

@@ -118,9 +118,9 @@ load_files(rio_fc_cache *c, uint64_t *maxseq)
 		c->nfiles_used++;
 		if (!f->unlinked) {
 			if (rio__fc_file_find(c, f->rel) != NULL)
-				return corrupt(c, "file records %llu and another "
-						  "(%llu) name the same file",
-					s, s);
+				return corrupt(c, "file record %llu names a file "
+						  "another record names (%llu)",
+					s, 0);
 			rio__fc_file_hash_add(c, f);
 		}
 		if (r->seq > *maxseq)

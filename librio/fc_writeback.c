@@ -110,11 +110,11 @@ struct snap {
 
 /* Step 2, under f->lock shared. */
 static int
-write_disk(rio_fc_cache *c, struct fc_file *f, struct snap *s, uint64_t *ns)
+write_disk(rio_fc_cache *c, struct fc_file *f, int fd, struct snap *s,
+	uint64_t *ns)
 {
 	uint64_t size = f->size, limit = f->disk_limit, n = 0;
 	struct stat st;
-	int fd = f->fd;
 
 	if (rio__fcsys.fstat(fd, &st) != 0)
 		return rio__errno("fstat %s", f->abs);
@@ -155,7 +155,7 @@ rio__fc_wb_file(rio_fc_cache *c, struct fc_file *f)
 	uint64_t n = 0, cleaned = 0;
 	struct stat st;
 	bool needed;
-	int rc = 0;
+	int rc = 0, wfd = -1;
 
 	pthread_mutex_lock(&f->wb_lock);
 	pthread_rwlock_rdlock(&f->lock);
@@ -170,23 +170,30 @@ rio__fc_wb_file(rio_fc_cache *c, struct fc_file *f)
 	if (!needed || rc)
 		goto out_locked;
 	rc = rio__fc_file_fd(c, f, false);
-	if (rc == 0 && f->fd_rdonly)
-		rc = rio__err(-EACCES, "write back %s: no write permission",
-			f->abs);
 	if (rc)
 		goto out_locked;
+	wfd = f->fd;
+	if (f->fd_rdonly) {
+		/* Opened read-only (then truncated through O_TRUNC): a
+		 * descriptor of our own for this write-back. */
+		wfd = rio__fcsys.open(f->abs, O_RDWR | O_CLOEXEC);
+		if (wfd < 0) {
+			rc = rio__errno("write back %s", f->abs);
+			goto out_locked;
+		}
+	}
 	/* Step 1: announce, durably, before the disk copy changes. */
 	rio__fc_frec_set_flags(c, f, RIO_FC_FF_WB_ACTIVE, 0);
-	rc = write_disk(c, f, s, &n);
+	rc = write_disk(c, f, wfd, s, &n);
 	pthread_rwlock_unlock(&f->lock);
 	if (rc)
 		goto out;
 	/* Step 3, without the file lock: writers go on meanwhile. */
-	if (rio__fcsys.fdatasync(f->fd) != 0) {
+	if (rio__fcsys.fdatasync(wfd) != 0) {
 		rc = rio__errno("fdatasync %s", f->abs);
 		goto out;
 	}
-	if (rio__fcsys.fstat(f->fd, &st) != 0) {
+	if (rio__fcsys.fstat(wfd, &st) != 0) {
 		rc = rio__errno("fstat %s", f->abs);
 		goto out;
 	}
@@ -224,6 +231,8 @@ out:
 		f->wb_error = rc;
 		FC_STAT_ADD(c, writeback_errors, 1);
 	}
+	if (wfd >= 0 && wfd != f->fd)
+		rio__fcsys.close(wfd);
 	pthread_mutex_unlock(&f->wb_lock);
 	free(s);
 	return rc;

@@ -294,3 +294,18 @@ TEST_CASE("threads writing and reading files concurrently", "[fc-io]")
 		REQUIRE(test::read_file(e.file("t" + std::to_string(t))) ==
 			want[t]);
 }
+
+TEST_CASE("O_RDONLY|O_TRUNC truncates, and is written back", "[fc-io]")
+{
+	Env e;
+	test::write_file(e.file("ro"), "some content");
+	rio_fc_cache *c = fct::open_cache(e);
+	rio_fc_file *f = fct::open_file(c, e.file("ro"), O_RDONLY | O_TRUNC);
+	uint64_t size = 1;
+	REQUIRE_OK(rio_fc_size(f, &size));
+	REQUIRE(size == 0);
+	REQUIRE_OK(rio_fc_sync_all(c));
+	REQUIRE(test::read_file(e.file("ro")).empty());
+	rio_fc_close(f);
+	REQUIRE_OK(rio_fc_cache_close(c));
+}
