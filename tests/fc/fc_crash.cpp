@@ -235,11 +235,21 @@ Outcome run(Mode mode, int iterations, uint64_t seed, bool stop_at_first)
 		REQUIRE(pipe(fds) == 0);
 		pid_t pid = start_writer(mode, e, seed, next, fds[1]);
 		close(fds[1]);
-		usleep((useconds_t)(1000 + rng.below(mode == KILL_SHIM ?
-						 25000 : 15000)));
+		uint64_t a = next - 1, v;
+		// One kill in four lands while the writer starts (its cache
+		// open); the others once it is writing, however loaded the
+		// machine is.
+		if (rng.below(4) == 0) {
+			usleep((useconds_t)rng.below(3000));
+		} else {
+			struct pollfd p = { fds[0], POLLIN, 0 };
+			if (poll(&p, 1, 5000) == 1 &&
+			    read(fds[0], &v, sizeof(v)) == sizeof(v))
+				a = v;
+			usleep((useconds_t)(200 + rng.below(12000)));
+		}
 		kill(pid, SIGKILL);
 		int st = fct::wait_status(pid);
-		uint64_t a = next - 1, v;
 		while (read(fds[0], &v, sizeof(v)) == sizeof(v))
 			a = v;
 		close(fds[0]);
