@@ -348,7 +348,7 @@ translate_open_error(int rc, const char *path)
  */
 static int
 seg_open_existing(vista *v, const char *path, int fd, void *addr,
-	rio_pool **p, bool *fresh)
+	bool create, rio_pool **p, bool *fresh)
 {
 	struct vista_seg_hdr *h = malloc(sizeof(*h));
 	struct rio_pool_opts po = { .layout = VISTA_SEG_LAYOUT };
@@ -363,7 +363,7 @@ seg_open_existing(vista *v, const char *path, int fd, void *addr,
 		/* Too short for a header, or one that was never written:
 		 * librio judges the pool; an unfinished create is finished
 		 * where the caller asks (VISTA_CREATE gave addr). */
-		po.addr = addr;
+		po.addr = create ? addr : NULL;
 		rc = rio_pool_open_opts(path, v->seg_rio_flags, &po, p);
 		if (rc)
 			return translate_open_error(rc, path);
@@ -492,8 +492,8 @@ map_locked(vista *v, const char *path, void *addr, size_t size,
 	seg->dev = st.st_dev;
 	seg->ino = st.st_ino;
 	if (seg->pool == NULL) {
-		rc = seg_open_existing(v, path, seg->lock_fd,
-			(flags & VISTA_CREATE) ? addr : NULL, &seg->pool, &fresh);
+		rc = seg_open_existing(v, path, seg->lock_fd, addr,
+			(flags & VISTA_CREATE) != 0, &seg->pool, &fresh);
 		if (rc == 0 && fresh && !(flags & VISTA_CREATE))
 			rc = vista__err(VISTA_ECORRUPT,
 				"segment %s: its creation never finished (the "

@@ -98,11 +98,16 @@ VISTA_EXPORT int vista_fini(vista *v);
 
 /*
  * Map segment `path` at `addr` (page aligned).  A new segment (VISTA_CREATE)
- * needs addr and size; an existing one maps where it was created (addr may
- * be NULL, or must match).  Recovery runs here: any uncommitted transaction
+ * needs addr and size: `size` is the user area wanted (rounded up to whole
+ * pages); the segment occupies vista_segment_footprint(size) bytes of
+ * address space from addr (headers and heap metadata come first).  An
+ * existing one maps where it was created (addr may be NULL, or must match;
+ * size is then ignored).  Recovery runs here: any uncommitted transaction
  * that touched this segment is rolled back before the call returns, and
- * recovery is idempotent.  Returns 0, VISTA_EMAPPED, VISTA_ELAYOUT,
- * VISTA_ECORRUPT, RIO_EADDRINUSE, or any error of rio_pool_open/create.
+ * recovery is idempotent.  Returns 0, VISTA_EMAPPED (mapped already, by
+ * this instance, another one or another process), VISTA_ELAYOUT,
+ * VISTA_ECORRUPT, RIO_EADDRINUSE, -ENOENT, -EEXIST (VISTA_EXCL), -EINVAL,
+ * or any error of rio_pool_open/create.
  */
 VISTA_EXPORT int vista_map(vista *v, const char *path, void *addr,
 	size_t size, unsigned flags, vista_segment **seg);
@@ -110,6 +115,13 @@ VISTA_EXPORT int vista_map(vista *v, const char *path, void *addr,
  * otherwise the result of rio_pool_close (the segment is unmapped). */
 VISTA_EXPORT int vista_unmap(vista_segment *seg);
 
+/*
+ * The user area.  It is also the arena of the segment's heap: a program
+ * uses a segment either raw (any layout it likes, declared with
+ * vista_set_range; no vista_malloc/vista_root on it) or through the heap
+ * (only blocks it allocated), never both.  A fixed layout next to heap
+ * objects goes in the root object (vista_root).
+ */
 VISTA_EXPORT void *vista_segment_base(const vista_segment *seg);  /* user area */
 VISTA_EXPORT size_t vista_segment_size(const vista_segment *seg);
 VISTA_EXPORT rio_pool *vista_segment_pool(const vista_segment *seg);

@@ -6,8 +6,10 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "vista.h"
 
