@@ -432,8 +432,20 @@ vista__open_reprotect(struct vista_lane *l)
 	l->prot_used = false;
 	if (n == 0)
 		return;
-	/* P3: one mprotect per run of adjacent pages. */
+	/* P3: one mprotect per run of adjacent pages -- or, when the runs are
+	 * many and close together, one for the span covering them all: a
+	 * call costs about as much as changing a few dozen page table
+	 * entries.  Pages in the span that other transactions have open
+	 * fault once more and are opened again by the hook. */
 	qsort(pg, n, sizeof(*pg), page_cmp);
+	uint32_t runs = 1;
+	for (uint32_t k = 1; k < n; k++)
+		runs += pg[k] != pg[k - 1] + VISTA_PAGE;
+	if (runs > 1 && (pg[n - 1] - pg[0]) / VISTA_PAGE < 32ull * runs) {
+		rc = set_prot((uintptr_t)pg[0], (uintptr_t)pg[n - 1] + VISTA_PAGE,
+			PROT_READ);
+		n = 0;
+	}
 	lo = pg[0];
 	hi = lo + VISTA_PAGE;
 	for (uint32_t k = 1; k <= n && rc == 0; k++) {

@@ -48,16 +48,22 @@ mix64(uint64_t x)
 	return x;
 }
 
-/* The seal of a sealed record at byte offset pos of the record area. */
+/* The seal of a sealed record at byte offset pos of the record area.  w2
+ * and w3 are the header's words at offsets 16 and 24, passed in registers
+ * (reading them back right after storing them piecewise would stall). */
 static inline uint64_t
-seal_of(uint64_t seed, uint64_t pos, const struct vista_rec *r)
+seal_of(uint64_t seed, uint64_t pos, uint64_t gen, uint64_t w2, uint64_t w3)
 {
-	uint64_t w2, w3;
+	return mix64(gen ^ seed ^ (pos << 8) ^ (w2 * 0x9e3779b97f4a7c15ull) ^
+		(w3 * 0xc2b2ae3d27d4eb4full));
+}
 
-	memcpy(&w2, (const char *)r + 16, 8);
-	memcpy(&w3, (const char *)r + 24, 8);
-	return mix64(r->gen ^ seed ^ (pos << 8) ^
-		mix64(w2 ^ ((w3 << 1) | (w3 >> 63))));
+static inline uint64_t
+word_at(const void *p, size_t off)
+{
+	uint64_t w;
+	memcpy(&w, (const char *)p + off, 8);
+	return w;
 }
 
 static inline uint64_t
@@ -72,19 +78,48 @@ pad8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
-void
-vista__log_close(struct vista_lane *l, struct vista_rec *r)
+/* Header words 16..31 (len, type, count; prev, flags, reserved). */
+static inline uint64_t
+w2_of(size_t len, uint16_t type, uint16_t count)
+{
+	return (uint64_t)len | ((uint64_t)type << 32) | ((uint64_t)count << 48);
+}
+
+static inline uint64_t
+w3_of(const struct vista_lane *l)
+{
+	return (uint64_t)l->last |
+		((uint64_t)(l->v->sealed ? VISTA_REC_F_SEALED : 0) << 32);
+}
+
+/* Fill a record header at l->cur (check comes last, in close()). */
+static inline struct vista_rec *
+rec_start(struct vista_lane *l, uint64_t w2, uint64_t w3)
+{
+	struct vista_rec *r = (void *)l->cur;
+
+	memcpy((char *)r + 8, &l->gen, 8);
+	memcpy((char *)r + 16, &w2, 8);
+	memcpy((char *)r + 24, &w3, 8);
+	return r;
+}
+
+/* Seal or checksum the record (L4), start its write-back, advance. */
+VISTA__INLINE void
+close_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
+	uint64_t w3)
 {
 	uint64_t pos = (uint64_t)((char *)r - l->rec0);
-	size_t stride = (r->len + VISTA_REC_ALIGN - 1) &
+	size_t len = (uint32_t)w2;
+	size_t stride = (len + VISTA_REC_ALIGN - 1) &
 		~(size_t)(VISTA_REC_ALIGN - 1);
 
-	if (r->flags & VISTA_REC_F_SEALED) {
+	if (w3 & ((uint64_t)VISTA_REC_F_SEALED << 32)) {
 		/* Byte domain: every store above reaches the persistence
 		 * domain before this one (L4); the compiler must not sink
 		 * them below it. */
 		__asm__ volatile("" ::: "memory");
-		__atomic_store_n(&r->check, seal_of(l->seed, pos, r),
+		__atomic_store_n(&r->check, seal_of(l->seed, pos, l->gen, w2, w3),
 			__ATOMIC_RELAXED);
 	} else {
 		r->check = checksum_of(l->seed, pos, r);
@@ -92,7 +127,7 @@ vista__log_close(struct vista_lane *l, struct vista_rec *r)
 #ifndef VISTA_BROKEN_NO_LOG_PERSIST
 	/* Start writing the record back; the caller's drain completes it
 	 * before anything the record describes is stored (L2). */
-	vista__flush(l, l->v->log, r, r->len);
+	vista__flush(l, l->v->log, r, len);
 #endif
 	l->cur += stride;
 	l->last = (uint32_t)stride;
@@ -117,7 +152,8 @@ vista__log_valid(uint64_t seed, uint64_t gen, const char *rec0,
 	if (r->prev % VISTA_REC_ALIGN || r->prev > off)
 		return false;
 	if (r->flags & VISTA_REC_F_SEALED) {
-		if (r->check != seal_of(seed, off, r))
+		if (r->check != seal_of(seed, off, r->gen, word_at(r, 16),
+				    word_at(r, 24)))
 			return false;
 	} else if (r->check != checksum_of(seed, off, r)) {
 		return false;
@@ -145,23 +181,7 @@ vista__log_valid(uint64_t seed, uint64_t gen, const char *rec0,
 	}
 }
 
-/* Fill a record header at l->cur. */
-static struct vista_rec *
-rec_start(struct vista_lane *l, size_t len, uint16_t type, uint16_t count)
-{
-	struct vista_rec *r = (void *)l->cur;
-
-	r->gen = l->gen;
-	r->len = (uint32_t)len;
-	r->type = type;
-	r->count = count;
-	r->prev = l->last;
-	r->flags = l->v->sealed ? VISTA_REC_F_SEALED : 0;
-	r->reserved = 0;
-	return r;
-}
-
-static int
+VISTA__COLD static int
 log_full(struct vista_lane *l, size_t len)
 {
 	return vista__err(VISTA_ELOGFULL,
@@ -171,6 +191,49 @@ log_full(struct vista_lane *l, size_t len)
 		l->idx, len, (size_t)(l->end - l->cur), l->v->lane_size);
 }
 
+/* Copy n bytes of before-image, reading nothing outside the range. */
+static inline void
+copy_image(char *dst, const char *src, size_t n)
+{
+	if (n == 8) {
+		memcpy(dst, src, 8);
+	} else if (n >= 8 && n <= 16) {
+		memcpy(dst, src, 8);
+		memcpy(dst + n - 8, src + n - 8, 8);
+	} else {
+		memcpy(dst, src, n);
+	}
+}
+
+int
+vista__log_one(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
+	size_t n)
+{
+	size_t len = sizeof(struct vista_rec) + sizeof(struct vista_rdesc) +
+		pad8(n);
+	uint64_t w2, w3, d0, d1;
+	struct vista_rec *r;
+
+	if (VISTA__UNLIKELY(n > VISTA__MAX_DESC_LEN)) {
+		struct vista__span s = { lo, lo + n, seg };
+		return vista__log_ranges(l, &s, 1);
+	}
+	if (VISTA__UNLIKELY(vista__log_room(l, len) == NULL))
+		return log_full(l, len);
+	w2 = w2_of(len, VISTA_REC_RANGES, 1);
+	w3 = w3_of(l);
+	r = rec_start(l, w2, w3);
+	d0 = lo - (uintptr_t)seg->base;
+	d1 = (uint64_t)n | ((uint64_t)seg->idx << 32);
+	memcpy(r + 1, &d0, 8);
+	memcpy((char *)(r + 1) + 8, &d1, 8);
+	copy_image((char *)(r + 1) + sizeof(struct vista_rdesc),
+		(const char *)lo, n);
+	close_rec(l, r, w2, w3);
+	VISTA__STAT_ADD(l, bytes_logged, n);
+	return 0;
+}
+
 int
 vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 	uint32_t n)
@@ -178,6 +241,7 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 	size_t ndesc = 0, len = sizeof(struct vista_rec), bytes = 0;
 	struct vista_rdesc *d;
 	struct vista_rec *r;
+	uint64_t w2, w3;
 	char *data;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -193,7 +257,9 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			UINT16_MAX);
 	if (vista__log_room(l, len) == NULL)
 		return log_full(l, len);
-	r = rec_start(l, len, VISTA_REC_RANGES, (uint16_t)ndesc);
+	w2 = w2_of(len, VISTA_REC_RANGES, (uint16_t)ndesc);
+	w3 = w3_of(l);
+	r = rec_start(l, w2, w3);
 	d = (void *)(r + 1);
 	data = (char *)(d + ndesc);
 	for (uint32_t i = 0; i < n; i++) {
@@ -206,13 +272,13 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			d->len = (uint32_t)cl;
 			d->seg = s[i].seg->idx;
 			d->reserved = 0;
-			memcpy(data, (const void *)a, cl);
+			copy_image(data, (const void *)a, cl);
 			data += pad8(cl);
 			a += cl;
 			d++;
 		}
 	}
-	vista__log_close(l, r);
+	close_rec(l, r, w2, w3);
 	VISTA__STAT_ADD(l, bytes_logged, bytes);
 	return 0;
 }
@@ -222,35 +288,15 @@ vista__log_objs(struct vista_lane *l, uint16_t type,
 	const struct vista_robj *o, uint32_t n)
 {
 	size_t len = sizeof(struct vista_rec) + n * sizeof(*o);
+	uint64_t w2, w3;
 	struct vista_rec *r;
 
 	if (vista__log_room(l, len) == NULL)
 		return log_full(l, len);
-	r = rec_start(l, len, type, (uint16_t)n);
+	w2 = w2_of(len, type, (uint16_t)n);
+	w3 = w3_of(l);
+	r = rec_start(l, w2, w3);
 	memcpy(r + 1, o, n * sizeof(*o));
-	vista__log_close(l, r);
+	close_rec(l, r, w2, w3);
 	return 0;
-}
-
-void
-vista__log_truncate(struct vista_lane *l)
-{
-	/* L3: one 8-byte store discards the whole transaction... */
-	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
-	/* ...once durable: nothing after this may assume the old records
-	 * are still live, and the next transaction's records (gen + 1) must
-	 * not become valid before the old ones are dead. */
-	vista__flush(l, l->v->log, &l->hdr->gen, sizeof(l->hdr->gen));
-	vista__drain(l);
-	l->gen++;
-}
-
-void
-vista__log_reset(struct vista_lane *l)
-{
-	l->cur = l->rec0;
-	l->last = 0;
-	l->nrec = 0;
-	l->nfree_recs = 0;
-	l->nalloc_recs = 0;
 }

@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -417,6 +418,24 @@ seg_check_mapping(struct vista_segment *seg)
 	return 0;
 }
 
+/* Restore a missing segment file from its safe-sync image, if it has one. */
+static int
+seg_restore(vista *v, const char *path)
+{
+	struct rio_pool_opts po = { .layout = VISTA_SEG_LAYOUT };
+	char img[4096];
+	rio_pool *p = NULL;
+	int rc;
+
+	if ((size_t)snprintf(img, sizeof(img), "%s.img", path) >= sizeof(img) ||
+	    access(img, F_OK) != 0)
+		return 0;
+	rc = rio_pool_open_opts(path, v->seg_rio_flags, &po, &p);
+	if (rc)
+		return translate_open_error(rc, path);
+	return rio_pool_close(p);
+}
+
 static void
 seg_free(struct vista_segment *seg)
 {
@@ -443,6 +462,14 @@ map_locked(vista *v, const char *path, void *addr, size_t size,
 	seg->v = v;
 	seg->lock_fd = -1;
 
+	if (stat(path, &st) != 0 && errno == ENOENT) {
+		/* The memory copy may be gone while its safe-sync image
+		 * survives (a reboot): librio restores the file when it
+		 * opens it. */
+		rc = seg_restore(v, path);
+		if (rc)
+			goto fail;
+	}
 	if (stat(path, &st) != 0) {
 		if (errno != ENOENT) {
 			rc = vista__err(-errno, "stat %s: %s", path,

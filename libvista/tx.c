@@ -43,7 +43,7 @@
 
 #define VISTA__MAXGAPS 32
 
-static int
+VISTA__COLD static int
 no_tx(const vista *v, const char *call)
 {
 	if (v == NULL)
@@ -52,7 +52,7 @@ no_tx(const vista *v, const char *call)
 		"%s: no transaction is active on this thread", call);
 }
 
-static int
+VISTA__COLD static int
 bad_range(const vista *v, const void *addr, size_t len, const char *call)
 {
 	return vista__err(VISTA_ERANGE,
@@ -61,36 +61,50 @@ bad_range(const vista *v, const void *addr, size_t len, const char *call)
 		call, addr, len, v->nmap);
 }
 
-int
-vista_begin_transaction(vista *v, unsigned flags)
+/* Everything but the common case of vista_begin_transaction. */
+VISTA__COLD static int
+begin_slow(vista *v, struct vista_lane *l, unsigned flags)
 {
-	struct vista_lane *l = vista__lane_fast(v);
 	int rc;
 
-	if (VISTA__UNLIKELY(l == NULL)) {
+	if (l == NULL) {
 		if (v == NULL)
 			return no_tx(v, "vista_begin_transaction");
 		l = vista__lane_get(v, &rc);
 		if (l == NULL)
 			return rc;
 	}
-	if (VISTA__UNLIKELY(l->state != VISTA__TX_IDLE))
+	if (l->state != VISTA__TX_IDLE)
 		return vista__err(VISTA_EINTX,
 			"vista_begin_transaction: a transaction is already "
 			"active on this thread (they do not nest)");
-	if (VISTA__UNLIKELY(flags & ~VISTA_TX_AUTO))
+	if (flags & ~VISTA_TX_AUTO)
 		return vista__err(-EINVAL,
 			"vista_begin_transaction: unknown flags 0x%x", flags);
-	if (VISTA__UNLIKELY(__atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
+	if (__atomic_load_n(&v->fatal, __ATOMIC_RELAXED))
 		return vista__err(VISTA_EFATAL,
 			"vista_begin_transaction: the instance is in its error "
 			"state; reopen it");
-	if (VISTA__UNLIKELY(flags & VISTA_TX_AUTO)) {
+	if (flags & VISTA_TX_AUTO) {
 		rc = vista__auto_begin(v);
 		if (rc)
 			return rc;
 	}
 	l->flags = flags;
+	l->state = VISTA__TX_ACTIVE;
+	vista__tx_push(l);
+	VISTA__STAT_ADD(l, tx_begun, 1);
+	return 0;
+}
+
+int
+vista_begin_transaction(vista *v, unsigned flags)
+{
+	struct vista_lane *l = vista__lane_fast(v);
+
+	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_IDLE ||
+		    flags != 0 || __atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
+		return begin_slow(v, l, flags);
 	l->state = VISTA__TX_ACTIVE;
 	vista__tx_push(l);
 	VISTA__STAT_ADD(l, tx_begun, 1);
@@ -119,28 +133,42 @@ vista__declare(struct vista_lane *l, struct vista_segment *seg, void *addr,
 		goto declared;
 	}
 	if (VISTA__LIKELY(l->ranges.n == 0)) {
+		/* The first range of the transaction: nothing to coalesce
+		 * with, and the set has room inline. */
+		rc = vista__log_one(l, seg, lo, len);
+		if (VISTA__UNLIKELY(rc))
+			return rc;
+#ifndef VISTA_BROKEN_NO_LOG_PERSIST
+		/* T1: the before-image is durable before the program
+		 * stores. */
+		vista__drain(l);
+#endif
+		l->ranges.v[0] = (struct vista_ival){ lo, hi, seg };
+		l->ranges.n = 1;
+		goto opened;
+	}
+	ng = vista__ranges_gaps(&l->ranges, lo, hi, g, VISTA__MAXGAPS);
+	if (ng == 0) {
+		VISTA__STAT_ADD(l, ranges_coalesced, 1);
+		return 0;
+	}
+	if (ng > VISTA__MAXGAPS) {
+		/* Too fragmented: log it whole (T4's exception is harmless:
+		 * undo runs newest first). */
 		g[0] = (struct vista_gap){ lo, hi };
 		ng = 1;
-	} else {
-		ng = vista__ranges_gaps(&l->ranges, lo, hi, g, VISTA__MAXGAPS);
-		if (ng == 0) {
-			VISTA__STAT_ADD(l, ranges_coalesced, 1);
-			return 0;
-		}
-		if (ng > VISTA__MAXGAPS) {
-			/* Too fragmented: log it whole (T4's exception is
-			 * harmless: undo runs newest first). */
-			g[0] = (struct vista_gap){ lo, hi };
-			ng = 1;
-		} else if (ng > 1 || g[0].lo != lo || g[0].hi != hi) {
-			VISTA__STAT_ADD(l, ranges_coalesced, 1);
-		}
+	} else if (ng > 1 || g[0].lo != lo || g[0].hi != hi) {
+		VISTA__STAT_ADD(l, ranges_coalesced, 1);
 	}
 	if (VISTA__UNLIKELY(vista__ranges_reserve(&l->ranges, 1)))
 		return vista__err(-ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < ng; i++)
-		sp[i] = (struct vista__span){ g[i].lo, g[i].hi, seg };
-	rc = vista__log_ranges(l, sp, ng);
+	if (ng == 1) {
+		rc = vista__log_one(l, seg, g[0].lo, g[0].hi - g[0].lo);
+	} else {
+		for (uint32_t i = 0; i < ng; i++)
+			sp[i] = (struct vista__span){ g[i].lo, g[i].hi, seg };
+		rc = vista__log_ranges(l, sp, ng);
+	}
 	if (VISTA__UNLIKELY(rc))
 		return rc;
 #ifndef VISTA_BROKEN_NO_LOG_PERSIST
@@ -148,6 +176,7 @@ vista__declare(struct vista_lane *l, struct vista_segment *seg, void *addr,
 	vista__drain(l);
 #endif
 	(void)vista__ranges_add(&l->ranges, lo, hi, seg); /* reserved */
+opened:
 	if (VISTA__UNLIKELY(__atomic_load_n(&seg->prot, __ATOMIC_RELAXED)) &&
 	    !(l->flags & VISTA_TX_AUTO)) {
 		rc = vista__open_pages(l, seg, lo, hi, false);
@@ -175,7 +204,7 @@ vista_set_range(vista *v, void *addr, size_t len)
 	VISTA__STAT_ADD(l, set_ranges, 1);
 	if (VISTA__UNLIKELY(len == 0))
 		return 0;
-	seg = vista__seg_lookup(l, (uintptr_t)addr, len, true);
+	seg = vista__seg_find(l, (uintptr_t)addr, len);
 	if (VISTA__UNLIKELY(seg == NULL))
 		return bad_range(v, addr, len, "vista_set_range");
 	return vista__declare(l, seg, addr, len, true);
@@ -319,13 +348,19 @@ flush_ranges(struct vista_lane *l)
 static void
 finish(struct vista_lane *l)
 {
-	if (l->prot_used)
+	if (VISTA__UNLIKELY(l->prot_used)) {
 		vista__open_reprotect(l);
-	vista__log_reset(l);
+		memset(l->touched, 0, sizeof(l->touched));
+	}
+	if (l->nrec) {
+		memset(l->touched, 0, sizeof(l->touched));
+		if (VISTA__UNLIKELY(l->nalloc_recs || l->nfree_recs)) {
+			memset(l->freed, 0, sizeof(l->freed));
+			memset(l->allocd, 0, sizeof(l->allocd));
+		}
+		vista__log_reset(l);
+	}
 	vista__ranges_clear(&l->ranges);
-	memset(l->touched, 0, sizeof(l->touched));
-	memset(l->freed, 0, sizeof(l->freed));
-	memset(l->allocd, 0, sizeof(l->allocd));
 	l->flags = 0;
 	l->state = VISTA__TX_IDLE;
 	vista__tx_pop(l);
@@ -358,21 +393,12 @@ check_pools(struct vista_lane *l)
 	return rc ? vista__set_fatal(v, rc, "persisting the transaction") : 0;
 }
 
+/* Commit with frees, open pages, a tracer, or the page domain. */
 static int
-commit(struct vista_lane *l)
+commit_slow(struct vista_lane *l)
 {
 	int rc = 0;
 
-	if (VISTA__UNLIKELY(__atomic_load_n(&l->v->fatal, __ATOMIC_RELAXED)))
-		return vista__err(VISTA_EFATAL,
-			"vista_end_transaction: the instance is in its error "
-			"state; abort the transaction and reopen");
-	if (l->nrec == 0) {
-		/* Nothing was logged, so nothing was declared either. */
-		VISTA__STAT_ADD(l, tx_committed, 1);
-		finish(l);
-		return 0;
-	}
 	l->state = VISTA__TX_COMMITTING;
 	if (l->nfree_recs) {
 		vista__heap_lock(l, false);
@@ -393,11 +419,53 @@ commit(struct vista_lane *l)
 	durable_points(l, "vista_end_transaction");
 	if (l->nfree_recs)
 		vista__heap_after(l, true);
-	if (VISTA__UNLIKELY(l->v->page_domain))
+	if (l->v->page_domain)
 		rc = check_pools(l);
 	VISTA__STAT_ADD(l, tx_committed, 1);
 	finish(l);
 	return rc;
+}
+
+static int
+commit(struct vista_lane *l)
+{
+	vista *v = l->v;
+
+	if (VISTA__UNLIKELY(__atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
+		return vista__err(VISTA_EFATAL,
+			"vista_end_transaction: the instance is in its error "
+			"state; abort the transaction and reopen");
+	if (l->nrec == 0) {
+		/* Nothing was logged, so nothing was declared either. */
+		VISTA__STAT_ADD(l, tx_committed, 1);
+		finish(l);
+		return 0;
+	}
+	if (VISTA__UNLIKELY(l->nfree_recs || l->prot_used || v->page_domain ||
+		    rio__trace != NULL))
+		return commit_slow(l);
+	/* The common case: only declared ranges (and fresh blocks). */
+#ifdef VISTA_BROKEN_COMMIT_ORDER
+	vista__log_truncate(l); /* wrong: the log dies before the data lives */
+#endif
+	if (!v->sealed) /* the byte domain flushes nothing */
+		flush_ranges(l);
+	/* T2: the transaction's stores are durable... */
+	vista__drain(l);
+#ifndef VISTA_BROKEN_COMMIT_ORDER
+	/* ...before its undo records are discarded. */
+	vista__log_truncate(l);
+#endif
+	VISTA__STAT_ADD(l, tx_committed, 1);
+	memset(l->touched, 0, sizeof(l->touched));
+	if (VISTA__UNLIKELY(l->nalloc_recs))
+		memset(l->allocd, 0, sizeof(l->allocd));
+	vista__log_reset(l);
+	vista__ranges_clear(&l->ranges);
+	l->flags = 0;
+	l->state = VISTA__TX_IDLE;
+	vista__tx_pop(l);
+	return 0;
 }
 
 int
@@ -499,6 +567,8 @@ vista__tx_abort_lane(struct vista_lane *l)
 		if (heap)
 			vista__heap_after(l, false);
 	}
+	if (l->nrec > 0 && l->v->page_domain)
+		(void)check_pools(l);
 	VISTA__STAT_ADD(l, tx_aborted, 1);
 	finish(l);
 	if (__atomic_load_n(&l->v->fatal, __ATOMIC_RELAXED))

@@ -267,14 +267,7 @@ vista_thread_detach(vista *v)
 }
 
 void
-vista__tx_push(struct vista_lane *l)
-{
-	l->tnext = vista__tls.txs;
-	vista__tls.txs = l;
-}
-
-void
-vista__tx_pop(struct vista_lane *l)
+vista__tx_pop_slow(struct vista_lane *l)
 {
 	for (struct vista_lane **pp = &vista__tls.txs; *pp != NULL;
 		pp = &(*pp)->tnext) {

@@ -36,6 +36,8 @@ extern "C" {
 #define VISTA__LIKELY(x) __builtin_expect(!!(x), 1)
 #define VISTA__UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define VISTA__HIDDEN __attribute__((visibility("hidden")))
+#define VISTA__COLD __attribute__((cold, noinline))
+#define VISTA__INLINE static inline __attribute__((always_inline))
 
 /* Relaxed counter update by the owning thread: a plain add on x86, but a
  * data-race-free one for vista_stats() reading from another thread. */
@@ -272,8 +274,21 @@ vista__lane_fast(const vista *v)
 struct vista_lane *vista__lane_get(vista *v, int *rc);
 /* The calling thread's lane of v if it has one, else NULL. */
 struct vista_lane *vista__lane_peek(const vista *v);
-void vista__tx_push(struct vista_lane *l);
-void vista__tx_pop(struct vista_lane *l);
+void vista__tx_pop_slow(struct vista_lane *l);
+static inline void
+vista__tx_push(struct vista_lane *l)
+{
+	l->tnext = vista__tls.txs;
+	vista__tls.txs = l;
+}
+static inline void
+vista__tx_pop(struct vista_lane *l)
+{
+	if (VISTA__LIKELY(vista__tls.txs == l))
+		vista__tls.txs = l->tnext;
+	else
+		vista__tx_pop_slow(l);
+}
 /* The first lane of this thread with a transaction (fault hook). */
 struct vista_lane *vista__tx_first(void);
 int vista__set_fatal(vista *v, int rc, const char *what);
@@ -317,6 +332,15 @@ vista__copy(struct vista_lane *l, const rio_pool *p, void *dst,
  * NULL if none.  Async-signal-safe when `cache` is false. */
 struct vista_segment *vista__seg_lookup(struct vista_lane *l, uintptr_t addr,
 	size_t len, bool cache);
+static inline struct vista_segment *
+vista__seg_find(struct vista_lane *l, uintptr_t a, size_t len)
+{
+	if (VISTA__LIKELY(__atomic_load_n(&l->v->seq, __ATOMIC_ACQUIRE) ==
+			    l->cseq &&
+		    a >= l->clo && a < l->chi && len <= l->chi - a))
+		return l->cseg;
+	return vista__seg_lookup(l, a, len, true);
+}
 int vista__seg_unmap_all(vista *v);
 
 /* ---- log.c ---- */
@@ -331,18 +355,33 @@ vista__log_room(const struct vista_lane *l, size_t len)
 		return NULL;
 	return l->cur;
 }
-/* Seal or checksum the record at l->cur (header filled except check,
- * payload written), flush it, and advance.  No drain. */
-void vista__log_close(struct vista_lane *l, struct vista_rec *r);
 /* Validate the record at pos of a lane for generation gen. */
 bool vista__log_valid(uint64_t seed, uint64_t gen, const char *rec0,
 	const char *end, const char *pos);
 uint64_t vista__log_seed(uint64_t salt, unsigned lane);
-/* Truncate: hdr->gen = gen + 1, made durable; the lane's DRAM state is
- * reset for the next transaction. */
-void vista__log_truncate(struct vista_lane *l);
+/* Truncate: hdr->gen = gen + 1, made durable (L3 in log.c). */
+VISTA__INLINE void
+vista__log_truncate(struct vista_lane *l)
+{
+	/* One 8-byte store discards the whole transaction... */
+	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
+	/* ...once durable: nothing after this may assume the old records
+	 * are still live, and the next transaction's records (gen + 1) must
+	 * not become valid before the old ones are dead. */
+	vista__flush(l, l->v->log, &l->hdr->gen, sizeof(l->hdr->gen));
+	vista__drain(l);
+	l->gen++;
+}
 /* Forget the records in DRAM (cursor back to the start of the lane). */
-void vista__log_reset(struct vista_lane *l);
+static inline void
+vista__log_reset(struct vista_lane *l)
+{
+	l->cur = l->rec0;
+	l->last = 0;
+	l->nrec = 0;
+	l->nfree_recs = 0;
+	l->nalloc_recs = 0;
+}
 /* Append a RANGES record for the given gaps (all in one segment each).
  * Returns 0 or VISTA_ELOGFULL (nothing written). */
 struct vista__span {
@@ -351,6 +390,9 @@ struct vista__span {
 };
 int vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 	uint32_t n);
+/* The common case: one range of one segment. */
+int vista__log_one(struct vista_lane *l, struct vista_segment *seg,
+	uintptr_t lo, size_t n);
 int vista__log_objs(struct vista_lane *l, uint16_t type,
 	const struct vista_robj *o, uint32_t n);
 

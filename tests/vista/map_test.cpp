@@ -302,3 +302,32 @@ TEST_CASE("the segment table reuses entries of segments that are gone",
 	}
 	VREQUIRE_OK(vista_fini(v));
 }
+
+TEST_CASE("with RIO_SAFE_SYNC a lost memory copy comes back from the images",
+	"[map]")
+{
+	Env e(RIO_SAFE_SYNC);
+	std::string a = e.seg("a");
+	{
+		vista *v = e.open();
+		vista_segment *s = vt::map(v, a, 0);
+		uint64_t *root;
+		VREQUIRE_OK(vista_root(s, 64, (void **)&root));
+		VREQUIRE_OK(vista_begin_transaction(v, 0));
+		VREQUIRE_OK(vista_set_range(v, root, 8));
+		root[0] = 1234;
+		VREQUIRE_OK(vista_end_transaction(v));
+		VREQUIRE_OK(vista_fini(v)); // safe-syncs the images
+	}
+	REQUIRE(test::exists(a + ".img"));
+	REQUIRE(test::exists(e.log + ".img"));
+	// A reboot: the memory copies (tmpfs files) are gone.
+	unlink(a.c_str());
+	unlink(e.log.c_str());
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, a, 0); // VISTA_CREATE must not recreate
+	uint64_t *root;
+	VREQUIRE_OK(vista_root(s, 64, (void **)&root));
+	REQUIRE(root[0] == 1234);
+	VREQUIRE_OK(vista_fini(v));
+}
