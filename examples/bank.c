@@ -5,11 +5,14 @@
  *   bank DIR [TRANSFERS]
  *
  * Keeps 100 accounts in a segment under DIR (made on first use, at a fixed
- * address, so the list of history records can hold plain pointers), moves
- * money between random accounts in transactions, and appends a history
- * record for each transfer with vista_malloc.  Every run checks that the
+ * address, so history records can point to each other with plain
+ * pointers), moves money between random accounts in transactions, and keeps
+ * the last 256 transfers as heap records: each transfer allocates one and
+ * frees the oldest, in the same transaction.  Every run checks that the
  * money adds up: kill it with SIGKILL at any moment and run it again.
  */
+#include <errno.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,16 +22,17 @@
 
 #define NACCOUNTS 100
 #define INITIAL 1000
+#define NHISTORY 256
 
 struct history {
-	struct history *next; /* a native pointer: the segment never moves */
+	struct history *prev; /* a native pointer: the segment never moves */
 	uint32_t from, to, amount;
 };
 
 struct bank {
 	uint64_t transfers;
 	int64_t balance[NACCOUNTS];
-	struct history *last;
+	struct history *ring[NHISTORY]; /* the last transfers */
 };
 
 static int
@@ -55,6 +59,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: bank DIR [TRANSFERS]\n");
 		return 2;
 	}
+	if (mkdir(argv[1], 0755) != 0 && errno != EEXIST) {
+		perror(argv[1]);
+		return 1;
+	}
 	snprintf(log, sizeof(log), "%s/bank.log", argv[1]);
 	snprintf(segpath, sizeof(segpath), "%s/bank.seg", argv[1]);
 	if ((rc = vista_init(&opts, &v)) != 0)
@@ -79,6 +87,7 @@ main(int argc, char **argv)
 		uint32_t from = (uint32_t)rand() % NACCOUNTS;
 		uint32_t to = (uint32_t)rand() % NACCOUNTS;
 		uint32_t amount = (uint32_t)rand() % 100;
+		struct history **slot = &b->ring[b->transfers % NHISTORY];
 		struct history *h;
 
 		vista_begin_transaction(v, 0);
@@ -86,16 +95,18 @@ main(int argc, char **argv)
 			{ &b->balance[from], sizeof(b->balance[0]) },
 			{ &b->balance[to], sizeof(b->balance[0]) },
 			{ &b->transfers, sizeof(b->transfers) },
-			{ &b->last, sizeof(b->last) },
+			{ slot, sizeof(*slot) },
 		};
 		vista_set_ranges(v, 4, r); /* four ranges, one fence */
-		if ((rc = vista_malloc(seg, sizeof(*h), (void **)&h)) != 0) {
-			/* The heap is full: forget the oldest history. */
-			vista_abort_transaction(v);
-			break;
-		}
-		*h = (struct history){ b->last, from, to, amount };
-		b->last = h;
+		if ((rc = vista_malloc(seg, sizeof(*h), (void **)&h)) != 0)
+			return fail("vista_malloc", rc);
+		/* Freed at commit; an abort or a crash would keep it. */
+		if (*slot != NULL && (rc = vista_free(seg, *slot)) != 0)
+			return fail("vista_free", rc);
+		*h = (struct history){
+			b->ring[(b->transfers + NHISTORY - 1) % NHISTORY], from,
+			to, amount };
+		*slot = h;
 		b->balance[from] -= amount;
 		b->balance[to] += amount;
 		b->transfers++;
