@@ -345,7 +345,7 @@ flush_ranges(struct vista_lane *l)
 }
 
 /* Back to IDLE: the lane's DRAM state for the next transaction. */
-static void
+VISTA__INLINE void
 finish(struct vista_lane *l)
 {
 	if (VISTA__UNLIKELY(l->prot_used)) {
@@ -457,14 +457,7 @@ commit(struct vista_lane *l)
 	vista__log_truncate(l);
 #endif
 	VISTA__STAT_ADD(l, tx_committed, 1);
-	memset(l->touched, 0, sizeof(l->touched));
-	if (VISTA__UNLIKELY(l->nalloc_recs))
-		memset(l->allocd, 0, sizeof(l->allocd));
-	vista__log_reset(l);
-	vista__ranges_clear(&l->ranges);
-	l->flags = 0;
-	l->state = VISTA__TX_IDLE;
-	vista__tx_pop(l);
+	finish(l);
 	return 0;
 }
 

@@ -435,125 +435,125 @@ void verdict(const Outcome &o, int n, bool catches)
 		REQUIRE(o.violations == 0);
 	}
 }
+// A series of crashes on one set of files.
+struct Campaign {
+	unsigned flags;
+	int n;
+	test::Rng rng;
+	Files f;
+	Outcome o;
+	Campaign(unsigned fl, int dflt)
+		: flags(fl), n(test::iterations(dflt)), rng(test::seed())
+	{
+		setup(f, flags);
+	}
+	// A writer that loses power at a random barrier (cut) or is killed
+	// after a random delay.
+	Run writer(bool cut)
+	{
+		Run r = cut ? run_writer(f, flags, rng.next(), 1 + rng.below(600), 0) :
+			      run_writer(f, flags, rng.next(), 0,
+				      (unsigned)(300 + rng.below(4000)));
+		INFO(r.err);
+		REQUIRE(r.killed);
+		o.kills++;
+		if (getenv("CRASH_VERBOSE"))
+			fprintf(stderr, "acked %llu\n", (unsigned long long)r.acked);
+		return r;
+	}
+	// Record the checker's verdict; true to go on.
+	bool judge(int it, const std::string &why, bool catches)
+	{
+		o.note(it, why);
+		if (why.empty())
+			return true;
+		if (catches)
+			return false; // caught: enough
+		setup(f, flags); // start over from good files
+		return true;
+	}
+	void verdict(bool catches) const
+	{
+		::verdict(o, catches && o.violations ? o.kills : n, catches);
+	}
+};
 
 } // namespace
 
 TEST_CASE("power cuts at random persist barriers (cacheline)",
 	"[crash][powercut]")
 {
-	const unsigned flags = RIO_FORCE_CACHELINE;
 	bool catches = broken == COMMIT_ORDER || broken == NO_LOG_PERSIST;
-	int n = test::iterations(300);
-	uint64_t seed = test::seed();
-	test::Rng rng(seed);
-	Files f;
-	Outcome o;
-	setup(f, flags);
-	for (int it = 0; it < n; it++) {
-		Run r = run_writer(f, flags, rng.next(), 1 + rng.below(600), 0);
-		INFO("iteration " << it << ": " << r.err);
-		REQUIRE(r.killed);
-		o.kills++;
-		if (getenv("CRASH_VERBOSE"))
-			fprintf(stderr, "acked %llu\n", (unsigned long long)r.acked);
-		std::string why = check(f, flags, r.acked);
-		o.note(it, why);
-		if (!why.empty()) {
-			if (catches)
-				break; // caught: enough
-			setup(f, flags);
-		}
+	Campaign c(RIO_FORCE_CACHELINE, 300);
+	for (int it = 0; it < c.n; it++) {
+		Run r = c.writer(true);
+		if (!c.judge(it, check(c.f, c.flags, r.acked), catches))
+			break;
 	}
-	verdict(o, catches && o.violations ? o.kills : n, catches);
+	c.verdict(catches);
 }
 
 TEST_CASE("SIGKILL at random moments (byte domain)", "[crash][kill]")
 {
-	const unsigned flags = RIO_FORCE_BYTE;
-	int n = test::iterations(200);
-	test::Rng rng(test::seed());
-	Files f;
-	Outcome o;
-	setup(f, flags);
-	for (int it = 0; it < n; it++) {
-		Run r = run_writer(f, flags, rng.next(), 0,
-			(unsigned)(300 + rng.below(4000)));
-		INFO("iteration " << it << ": " << r.err);
-		REQUIRE(r.killed);
-		o.kills++;
-		if (getenv("CRASH_VERBOSE"))
-			fprintf(stderr, "acked %llu\n", (unsigned long long)r.acked);
-		std::string why = check(f, flags, r.acked);
-		o.note(it, why);
-		if (!why.empty())
-			setup(f, flags);
+	Campaign c(RIO_FORCE_BYTE, 200);
+	for (int it = 0; it < c.n; it++) {
+		Run r = c.writer(false);
+		c.judge(it, check(c.f, c.flags, r.acked), false);
 	}
-	verdict(o, n, false);
+	c.verdict(false);
 }
 
 TEST_CASE("power cuts during recovery from a power cut", "[crash][recovery]")
 {
-	const unsigned flags = RIO_FORCE_CACHELINE;
-	int n = test::iterations(150);
-	test::Rng rng(test::seed());
-	Files f;
-	Outcome o;
-	setup(f, flags);
-	for (int it = 0; it < n; it++) {
-		Run r = run_writer(f, flags, rng.next(), 1 + rng.below(600), 0);
-		REQUIRE(r.killed);
-		o.kills++;
+	Campaign c(RIO_FORCE_CACHELINE, 150);
+	for (int it = 0; it < c.n; it++) {
+		Run r = c.writer(true);
 		// Recovery itself loses power, once or twice.
-		for (int k = 0; k < 1 + (int)rng.below(2); k++) {
-			cut_recovery(f, flags, rng.next(), 1 + rng.below(12));
-			o.kills++;
+		for (int k = 0; k < 1 + (int)c.rng.below(2); k++) {
+			cut_recovery(c.f, c.flags, c.rng.next(),
+				1 + c.rng.below(12));
+			c.o.kills++;
 		}
-		std::string why = check(f, flags, r.acked, rng.below(2));
-		o.note(it, why);
-		if (!why.empty())
-			setup(f, flags);
+		c.judge(it, check(c.f, c.flags, r.acked, c.rng.below(2)), false);
 	}
-	verdict(o, n, false);
+	c.verdict(false);
+}
+
+// Run 2 maps A alone (rolling back its part of the interrupted
+// transaction) and commits transfers inside A; returns A's seq after them.
+static uint64_t work_on_a_alone(Campaign &c)
+{
+	Inst in;
+	VREQUIRE_OK(open_inst(c.f, c.flags, in, true, false));
+	Root *ra = in.root[0];
+	for (int t = 0; t < 5; t++) {
+		int i = (int)c.rng.below(NC), j = (int)c.rng.below(NC);
+		VREQUIRE_OK(vista_begin_transaction(in.v, 0));
+		VREQUIRE_OK(vista_set_range(in.v, &ra->seq, 8));
+		VREQUIRE_OK(vista_set_range(in.v, &ra->counter[i], 8));
+		VREQUIRE_OK(vista_set_range(in.v, &ra->counter[j], 8));
+		ra->seq += 1000;
+		int64_t amt = ra->counter[i] < 10 ? 0 : 10;
+		ra->counter[i] -= amt;
+		ra->counter[j] += amt;
+		VREQUIRE_OK(vista_end_transaction(in.v));
+	}
+	uint64_t seq = ra->seq;
+	VREQUIRE_OK(vista_fini(in.v));
+	return seq;
 }
 
 TEST_CASE("partial recovery: A alone, new work on A, then B",
 	"[crash][partial]")
 {
-	const unsigned flags = RIO_FORCE_CACHELINE;
 	bool catches = broken == PARTIAL_REDO;
-	int n = test::iterations(150);
-	test::Rng rng(test::seed());
-	Files f;
-	Outcome o;
-	setup(f, flags);
-	for (int it = 0; it < n; it++) {
-		Run r = run_writer(f, flags, rng.next(), 1 + rng.below(600), 0);
-		REQUIRE(r.killed);
-		o.kills++;
-		// Run 2: A alone; transfers inside A, committed.
-		uint64_t seq_a;
-		{
-			Inst in;
-			VREQUIRE_OK(open_inst(f, flags, in, true, false));
-			Root *ra = in.root[0];
-			for (int t = 0; t < 5; t++) {
-				int i = (int)rng.below(NC), j = (int)rng.below(NC);
-				VREQUIRE_OK(vista_begin_transaction(in.v, 0));
-				VREQUIRE_OK(vista_set_range(in.v, &ra->seq, 8));
-				VREQUIRE_OK(vista_set_range(in.v, &ra->counter[i], 8));
-				VREQUIRE_OK(vista_set_range(in.v, &ra->counter[j], 8));
-				ra->seq += 1000;
-				int64_t amt = ra->counter[i] < 10 ? 0 : 10;
-				ra->counter[i] -= amt;
-				ra->counter[j] += amt;
-				VREQUIRE_OK(vista_end_transaction(in.v));
-			}
-			seq_a = ra->seq;
-			VREQUIRE_OK(vista_fini(in.v));
-		}
+	Campaign c(RIO_FORCE_CACHELINE, 150);
+	for (int it = 0; it < c.n; it++) {
+		c.writer(true);
+		uint64_t seq_a = work_on_a_alone(c);
 		// Run 3: everything, B or A first.
 		Inst in;
-		int rc = open_inst(f, flags, in, true, true, rng.below(2));
+		int rc = open_inst(c.f, c.flags, in, true, true, c.rng.below(2));
 		std::string why;
 		if (rc)
 			why = std::string("recovery failed: ") + vista_errormsg();
@@ -565,12 +565,8 @@ TEST_CASE("partial recovery: A alone, new work on A, then B",
 			why = check_inst(in, 0);
 		if (rc == 0)
 			VREQUIRE_OK(vista_fini(in.v));
-		o.note(it, why);
-		if (!why.empty()) {
-			if (catches)
-				break;
-			setup(f, flags);
-		}
+		if (!c.judge(it, why, catches))
+			break;
 	}
-	verdict(o, catches && o.violations ? o.kills : n, catches);
+	c.verdict(catches);
 }

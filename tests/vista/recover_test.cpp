@@ -38,6 +38,19 @@ static uint64_t *word(vista_segment *s, int i)
 	return (uint64_t *)r + i;
 }
 
+// In a child: open the instance, map A and B, run body, die.
+static void crash_two(Env &e,
+	const std::function<void(vista *, vista_segment *, vista_segment *)>
+		&body)
+{
+	crash_in_child([&] {
+		vista *cv = e.open();
+		vista_segment *a = vt::map(cv, e.seg("a"), 0);
+		vista_segment *b = vt::map(cv, e.seg("b"), 1);
+		body(cv, a, b);
+	});
+}
+
 // Set words 0..n of a segment to `val`, committed.
 static void fill(vista *v, vista_segment *s, int n, uint64_t val)
 {
@@ -46,6 +59,15 @@ static void fill(vista *v, vista_segment *s, int n, uint64_t val)
 	for (int i = 0; i < n; i++)
 		*word(s, i) = val;
 	VREQUIRE_OK(vista_end_transaction(v));
+}
+
+// Segments A and B with words 0..n set to va and vb.
+static void make_two(Env &e, int n, uint64_t va, uint64_t vb)
+{
+	vista *v = e.open();
+	fill(v, vt::map(v, e.seg("a"), 0), n, va);
+	fill(v, vt::map(v, e.seg("b"), 1), n, vb);
+	VREQUIRE_OK(vista_fini(v));
 }
 
 TEST_CASE("an uncommitted transaction is rolled back when its segment is "
@@ -98,16 +120,8 @@ TEST_CASE("an uncommitted transaction is rolled back when its segment is "
 TEST_CASE("a transaction over two segments is rolled back in both", "[recover]")
 {
 	Env e;
-	{
-		vista *v = e.open();
-		fill(v, vt::map(v, e.seg("a"), 0), 1, 10);
-		fill(v, vt::map(v, e.seg("b"), 1), 1, 20);
-		VREQUIRE_OK(vista_fini(v));
-	}
-	crash_in_child([&] {
-		vista *cv = e.open();
-		vista_segment *a = vt::map(cv, e.seg("a"), 0);
-		vista_segment *b = vt::map(cv, e.seg("b"), 1);
+	make_two(e, 1, 10, 20);
+	crash_two(e, [](vista *cv, vista_segment *a, vista_segment *b) {
 		CHILD_OK(vista_begin_transaction(cv, 0));
 		CHILD_OK(vista_set_range(cv, word(a, 0), 8));
 		*word(a, 0) -= 5;
@@ -135,16 +149,8 @@ TEST_CASE("partial recovery: a segment rolled back alone is never rolled "
 {
 	bool a_first_in_run3 = GENERATE(true, false);
 	Env e;
-	{
-		vista *v = e.open();
-		fill(v, vt::map(v, e.seg("a"), 0), 2, 1);
-		fill(v, vt::map(v, e.seg("b"), 1), 2, 1);
-		VREQUIRE_OK(vista_fini(v));
-	}
-	crash_in_child([&] {
-		vista *cv = e.open();
-		vista_segment *a = vt::map(cv, e.seg("a"), 0);
-		vista_segment *b = vt::map(cv, e.seg("b"), 1);
+	make_two(e, 2, 1, 1);
+	crash_two(e, [](vista *cv, vista_segment *a, vista_segment *b) {
 		CHILD_OK(vista_begin_transaction(cv, 0));
 		CHILD_OK(vista_set_range(cv, word(a, 0), 16));
 		CHILD_OK(vista_set_range(cv, word(b, 0), 16));
@@ -188,10 +194,7 @@ TEST_CASE("lanes held by unrecovered transactions are not handed out",
 		vt::map(v, e.seg("b"), 1);
 		VREQUIRE_OK(vista_fini(v));
 	}
-	crash_in_child([&] {
-		vista *cv = e.open();
-		vista_segment *a = vt::map(cv, e.seg("a"), 0);
-		vista_segment *b = vt::map(cv, e.seg("b"), 1);
+	crash_two(e, [](vista *cv, vista_segment *a, vista_segment *b) {
 		CHILD_OK(vista_begin_transaction(cv, 0));
 		CHILD_OK(vista_set_range(cv, word(a, 0), 8));
 		CHILD_OK(vista_set_range(cv, word(b, 0), 8));
@@ -367,10 +370,7 @@ TEST_CASE("recovery interrupted at any barrier is finished by the next run",
 		VREQUIRE_OK(vista_fini(v));
 	}
 	std::string log0, a0, b0;
-	crash_in_child([&] {
-		vista *cv = e.open();
-		vista_segment *a = vt::map(cv, e.seg("a"), 0);
-		vista_segment *b = vt::map(cv, e.seg("b"), 1);
+	crash_two(e, [](vista *cv, vista_segment *a, vista_segment *b) {
 		void *p;
 		CHILD_OK(vista_begin_transaction(cv, 0));
 		for (int i = 0; i < 64; i++) {
