@@ -401,6 +401,8 @@ vista__open_flush(struct vista_lane *l)
 		if (!(e & VISTA__PG_FULL))
 			continue; /* its ranges are flushed as ranges */
 		seg = l->v->byidx[(e >> IDX_SHIFT) & 0xff];
+		/* Whatever the program stored in the page: commit's data
+		 * fence makes it durable before the truncation (T2). */
 		vista__flush(l, seg->pool,
 			(void *)(uintptr_t)(e & ~(uint64_t)(VISTA_PAGE - 1)),
 			VISTA_PAGE);

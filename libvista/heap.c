@@ -878,6 +878,8 @@ vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 			 * was of a block allocated by a committed
 			 * transaction, which made the run durable (A2). */
 			st(&pm[p], vista_pg_make(VISTA_PG_RUN, o->cls, 0));
+		/* The caller's fence (abort, recovery) makes the undo
+		 * durable before the log record that describes it dies. */
 		vista__flush(l, seg->pool, w, 8);
 		if (type == VISTA_REC_FREE)
 			vista__flush(l, seg->pool, &pm[p], 8);
@@ -890,6 +892,7 @@ vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 				     vista_pg_make(VISTA_PG_CONT, 0, i);
 		st(&pm[p + i], e);
 	}
+	/* Durable at the caller's fence, before the record dies. */
 	vista__flush(l, seg->pool, &pm[p], 8 * (size_t)o->n);
 }
 
@@ -933,11 +936,15 @@ apply_free(struct vista_lane *l, uint16_t type, const struct vista_robj *o,
 	if (o->kind == VISTA_OBJ_SMALL) {
 		uint64_t *w = &h->bits[p][o->n / 64];
 		st(w, ld(w) & ~(1ull << (o->n % 64)));
+		/* Durable with the transaction's data, before the
+		 * truncation commits it (T2); undone from the FREE record if
+		 * the truncation never happens. */
 		vista__flush(l, seg->pool, w, 8);
 		return;
 	}
 	for (uint32_t i = 0; i < o->n; i++)
 		st(&h->pmap[p + i], vista_pg_make(VISTA_PG_FREE, 0, 0));
+	/* As above: durable with the data, before the truncation. */
 	vista__flush(l, seg->pool, &h->pmap[p], 8 * (size_t)o->n);
 }
 

@@ -475,6 +475,8 @@ vista_end_transaction(vista *v)
 	return commit(l);
 }
 
+/* Copy a before-image back and start writing it back; the caller fences
+ * before the record is discarded (T3, C4). */
 static void
 restore(struct vista_lane *l, struct vista_segment *seg, char *dst,
 	const char *src, size_t len, bool recovering)

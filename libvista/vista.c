@@ -348,6 +348,8 @@ log_format(vista *v, unsigned nlanes)
 			(size_t)i * lane_size);
 		memset(lh, 0, sizeof(*lh));
 		lh->gen = 1;
+		/* Lane headers and the empty table: durable at the drain
+		 * below, before the magic makes the log valid. */
 		rio_flush(v->log, lh, sizeof(*lh));
 	}
 	rio_flush(v->log, (char *)h + VISTA_SEGTAB_OFF,
