@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "vista_int.h"
 
@@ -145,6 +146,17 @@ vista__recover_scan(vista *v)
 		vista__log_truncate(l);
 		vista__log_reset(l);
 		VISTA__STAT_ADD(l, recovered_tx, 1);
+	}
+	/* The scan read every lane to its end; give back the pages past what
+	 * the lanes hold now (their contents stay in the pool), so that the
+	 * log costs memory in proportion to the transactions that use it. */
+	for (unsigned i = 0; i < v->nlanes && rc == 0; i++) {
+		struct vista_lane *l = &v->lanes[i];
+		uintptr_t from = ((uintptr_t)l->cur + VISTA_PAGE - 1) &
+			~(uintptr_t)(VISTA_PAGE - 1);
+		if (from < (uintptr_t)l->end)
+			(void)madvise((void *)from, (uintptr_t)l->end - from,
+				MADV_DONTNEED);
 	}
 	free(s);
 	return rc;
