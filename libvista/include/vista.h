@@ -71,7 +71,9 @@ struct vista_opts {
 	/* Concurrent transactions (threads) at most; 0 = 8. */
 	unsigned lanes;
 	/* librio flags for the log and every segment: RIO_FORCE_* to choose
-	 * the persistence domain, RIO_SAFE_SYNC, RIO_PROTECT. */
+	 * the persistence domain, RIO_SAFE_SYNC (disk images of emulated
+	 * pools), RIO_NO_SIGNALS; RIO_PROTECT keeps every segment
+	 * write-protected outside the pages transactions declare. */
 	unsigned rio_flags;
 };
 
@@ -89,7 +91,8 @@ struct vista_opts {
  */
 VISTA_EXPORT int vista_init(const struct vista_opts *opts, vista **v);
 /* Unmap every segment and close the log.  VISTA_EINTX if a transaction is
- * active on any thread (nothing is closed then). */
+ * active on any thread (nothing is closed then).  No other call on v may
+ * run concurrently with it. */
 VISTA_EXPORT int vista_fini(vista *v);
 
 /* vista_map flags */
@@ -137,6 +140,11 @@ VISTA_EXPORT unsigned vista_pending_lanes(const vista *v);
 
 #define VISTA_TX_AUTO (1u << 0) /* find modified pages by write faults */
 
+/*
+ * Start a transaction on the calling thread (the first one gives the thread
+ * a log lane).  Returns 0, VISTA_EINTX (one is running: they do not nest),
+ * VISTA_ENOLANE, VISTA_EPENDING, VISTA_EFATAL, -EINVAL.  Costs no fence.
+ */
 VISTA_EXPORT int vista_begin_transaction(vista *v, unsigned flags);
 
 /*
@@ -153,7 +161,9 @@ struct vista_range {
 	void *addr;
 	size_t len;
 };
-/* Several ranges with a single persist barrier. */
+/* Several ranges with a single persist barrier (one log record).  Either
+ * every range is declared or none: VISTA_ERANGE for any bad range,
+ * VISTA_ELOGFULL, -E2BIG (more than 65535 pieces), -ENOMEM. */
 VISTA_EXPORT int vista_set_ranges(vista *v, size_t n,
 	const struct vista_range *ranges);
 

@@ -211,7 +211,6 @@ TEST_CASE("RIO_PROTECT: explicit transactions open only what they declare",
 	uint64_t *w = (uint64_t *)vista_segment_base(s);
 	REQUIRE(w[1000] == 5);
 	REQUIRE(w[3000] == 0);
-	// The heap works on a protected segment too.
 	VREQUIRE_OK(vista_fini(v));
 }
 
