@@ -860,23 +860,23 @@ void
 vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 	uint16_t type, const struct vista_robj *o, bool recovering)
 {
-	struct vista_heap *h = &seg->heap;
+	/* From the header: recovery runs before the DRAM heap exists. */
 	uint64_t *pm = (uint64_t *)(void *)(seg->base + seg->hdr->heap_off +
 		VISTA_HEAP_HDR_SIZE);
 	uint64_t (*bits)[VISTA_RUN_WORDS] = (void *)(seg->base +
 		seg->hdr->heap_off + vista_heap_bits_off(seg->hdr->npages));
 	uint32_t p = o->page;
 
-	(void)h;
 	if (type == VISTA_REC_FREE && !recovering)
 		return; /* never applied: commit applies frees */
 	if (o->kind == VISTA_OBJ_SMALL) {
 		uint64_t *w = &bits[p][o->n / 64], bit = 1ull << (o->n % 64);
 		st(w, type == VISTA_REC_ALLOC ? ld(w) & ~bit : ld(w) | bit);
 		if (type == VISTA_REC_FREE)
-			/* The run itself is durable: the free being undone
-			 * was of a block allocated by a committed
-			 * transaction, which made the run durable (A2). */
+			/* The block was allocated when it was freed, so its
+			 * page is a run of this class: say so again, in case
+			 * the allocating transaction was this one and its
+			 * page map store never reached memory (A2). */
 			st(&pm[p], vista_pg_make(VISTA_PG_RUN, o->cls, 0));
 		/* The caller's fence (abort, recovery) makes the undo
 		 * durable before the log record that describes it dies. */
@@ -924,13 +924,13 @@ vista__heap_lock(struct vista_lane *l, bool aborting)
 
 static void
 apply_free(struct vista_lane *l, uint16_t type, const struct vista_robj *o,
-	bool unused)
+	bool flag)
 {
 	struct vista_segment *seg = l->v->byidx[o->seg];
 	struct vista_heap *h = &seg->heap;
 	uint32_t p = o->page;
 
-	(void)unused;
+	(void)flag; /* each_obj's, not needed here */
 	if (type != VISTA_REC_FREE)
 		return;
 	if (o->kind == VISTA_OBJ_SMALL) {
