@@ -177,12 +177,14 @@ vista__declare(struct vista_lane *l, struct vista_segment *seg, void *addr,
 #endif
 	(void)vista__ranges_add(&l->ranges, lo, hi, seg); /* reserved */
 opened:
+	/* The segment holds records of this transaction from now on (it
+	 * cannot be unmapped until the transaction ends). */
+	if (VISTA__UNLIKELY(!vista__bit_test(l->touched, seg->idx)))
+		vista__bit_set(l->touched, seg->idx);
 	if (VISTA__UNLIKELY(__atomic_load_n(&seg->prot, __ATOMIC_RELAXED)) &&
-	    !(l->flags & VISTA_TX_AUTO)) {
-		rc = vista__open_pages(l, seg, lo, hi, false);
-		if (rc)
-			return rc;
-	}
+	    !(l->flags & VISTA_TX_AUTO))
+		return vista__open_pages(l, seg, lo, hi, false);
+	return 0;
 declared:
 	if (VISTA__UNLIKELY(!vista__bit_test(l->touched, seg->idx)))
 		vista__bit_set(l->touched, seg->idx);
