@@ -35,6 +35,17 @@ struct World {
 
 enum End { COMMIT, ABORT, LEAVE_OPEN };
 
+// A call that must succeed (also in children, where REQUIRE cannot report).
+#define MUST(expr)                                                         \
+	do {                                                               \
+		int rc_ = (expr);                                          \
+		if (rc_ != 0) {                                            \
+			fprintf(stderr, "%s: %s: %s\n", #expr,              \
+				vista_err_name(rc_), vista_errormsg());    \
+			abort();                                           \
+		}                                                          \
+	} while (0)
+
 // One random transaction; returns true if it committed.  LEAVE_OPEN: the
 // caller dies in the middle of it.
 static bool run_tx(World &w, Model &m, test::Rng &rng, bool automatic,
@@ -54,8 +65,8 @@ static bool run_tx(World &w, Model &m, test::Rng &rng, bool automatic,
 			size_t len = 1 + rng.below(rng.below(4) ? 64 : 5000);
 			if (off + len > RAW)
 				len = RAW - off;
-			if (!automatic && vista_set_range(w.v, b + off, len))
-				abort();
+			if (!automatic)
+				MUST(vista_set_range(w.v, b + off, len));
 			for (size_t i = 0; i < len; i++)
 				b[off + i] = (uint8_t)rng.next();
 			break;
@@ -67,8 +78,8 @@ static bool run_tx(World &w, Model &m, test::Rng &rng, bool automatic,
 				size_t off = rng.below(RAW - 256);
 				r[i] = { b + off, 1 + rng.below(256) };
 			}
-			if (!automatic && vista_set_ranges(w.v, n, r))
-				abort();
+			if (!automatic)
+				MUST(vista_set_ranges(w.v, n, r));
 			for (size_t i = 0; i < n; i++)
 				memset(r[i].addr, (int)rng.next(), r[i].len);
 			break;
@@ -77,8 +88,7 @@ static bool run_tx(World &w, Model &m, test::Rng &rng, bool automatic,
 		case 4: { // allocate
 			void *p;
 			size_t n = 1 + rng.below(rng.below(8) ? 512 : 20000);
-			if (vista_malloc(w.heap, n, &p))
-				abort();
+			MUST(vista_malloc(w.heap, n, &p));
 			uint8_t f = (uint8_t)rng.next();
 			memset(p, f, n < 64 ? n : 64);
 			blocks[(uintptr_t)p] = f;
@@ -89,8 +99,7 @@ static bool run_tx(World &w, Model &m, test::Rng &rng, bool automatic,
 				break;
 			auto it = blocks.begin();
 			std::advance(it, (long)rng.below(blocks.size()));
-			if (vista_free(w.heap, (void *)it->first))
-				abort();
+			MUST(vista_free(w.heap, (void *)it->first));
 			blocks.erase(it);
 			break;
 		}
@@ -100,12 +109,10 @@ static bool run_tx(World &w, Model &m, test::Rng &rng, bool automatic,
 	if (end == LEAVE_OPEN)
 		return false;
 	if (end == COMMIT) {
-		if (vista_end_transaction(w.v))
-			abort();
+		MUST(vista_end_transaction(w.v));
 		return true;
 	}
-	if (vista_abort_transaction(w.v))
-		abort();
+	MUST(vista_abort_transaction(w.v));
 	return false;
 }
 
@@ -146,6 +153,7 @@ static void property(unsigned flags, int iterations)
 				Model cm = m;
 				std::map<uintptr_t, uint8_t> bl;
 				run_tx(cw, cm, crng, automatic, COMMIT, &bl);
+				cm.blocks = bl;
 				std::string out((char *)cw.bytes(), RAW);
 				for (auto &x : bl)
 					out.append((char *)&x, sizeof(x));
@@ -153,6 +161,7 @@ static void property(unsigned flags, int iterations)
 				run_tx(cw, cm, crng, crng.below(2), LEAVE_OPEN, &bl);
 				_exit(0);
 			});
+			INFO("child: signal " << r.signal << ", " << r.err);
 			REQUIRE(r.exited);
 			REQUIRE(r.code == 0);
 			std::string ex = test::read_file(expect);
