@@ -319,3 +319,39 @@ TEST_CASE("the page domain persists with msync and commits correctly",
 	REQUIRE(w[0] == 5);
 	VREQUIRE_OK(vista_fini(v));
 }
+
+// librio's fault-injection table: make msync fail.
+#include "rio_int.h"
+
+TEST_CASE("a failed persist puts the instance in its error state", "[tx]")
+{
+	Env e(RIO_FORCE_PAGE);
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0);
+	uint64_t *w = (uint64_t *)vista_segment_base(s);
+	auto real = rio__sys.msync;
+
+	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	VREQUIRE_OK(vista_set_range(v, w, 8));
+	w[0] = 1;
+	rio__sys.msync = [](void *, size_t, int) {
+		errno = EIO;
+		return -1;
+	};
+	VREQUIRE_RC(vista_end_transaction(v), VISTA_EFATAL);
+	rio__sys.msync = real;
+	REQUIRE(std::string(vista_errormsg()).find("uncertain") !=
+		std::string::npos);
+	// It sticks: nothing more until the instance is reopened.
+	VREQUIRE_RC(vista_begin_transaction(v, 0), VISTA_EFATAL);
+	vista_segment *s2;
+	VREQUIRE_RC(vista_map(v, e.seg("b").c_str(), vt::addr(1), 4096,
+			    VISTA_CREATE, &s2),
+		VISTA_EFATAL);
+	vista_fini(v); // the pools report their error; the instance is gone
+	v = e.open();
+	s = vt::map(v, e.seg("a"), 0);
+	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	VREQUIRE_OK(vista_end_transaction(v));
+	VREQUIRE_OK(vista_fini(v));
+}
