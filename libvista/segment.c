@@ -106,14 +106,7 @@ seg_format(rio_pool *p)
 	tmp.nclasses = VISTA_NCLASSES;
 	tmp.checksum = seg_hdr_checksum(&tmp);
 	/* The heap metadata of a new pool is zero: every page FREE. */
-	memcpy((char *)h + 8, (char *)&tmp + 8, sizeof(tmp) - 8);
-	rio_flush(p, h, sizeof(*h));
-	/* The header body is durable before the magic declares it valid. */
-	rio_drain(p);
-	__atomic_store_n((uint64_t *)(void *)h->magic,
-		*(uint64_t *)(void *)tmp.magic, __ATOMIC_RELAXED);
-	/* ...and the magic before the segment is used. */
-	rio_persist(p, h, 8);
+	vista__write_header(p, h, &tmp, sizeof(tmp));
 	return 0;
 }
 

@@ -348,8 +348,8 @@ log_format(vista *v, unsigned nlanes)
 			(size_t)i * lane_size);
 		memset(lh, 0, sizeof(*lh));
 		lh->gen = 1;
-		/* Lane headers and the empty table: durable at the drain
-		 * below, before the magic makes the log valid. */
+		/* Lane headers and the empty table: durable at the header's
+		 * first drain, before the magic makes the log valid. */
 		rio_flush(v->log, lh, sizeof(*lh));
 	}
 	rio_flush(v->log, (char *)h + VISTA_SEGTAB_OFF,
@@ -367,15 +367,8 @@ log_format(vista *v, unsigned nlanes)
 	if (getrandom(&tmp.salt, sizeof(tmp.salt), 0) != sizeof(tmp.salt))
 		tmp.salt = (uint64_t)(uintptr_t)&tmp ^ 0x5bd1e9955bd1e995ull;
 	tmp.checksum = log_hdr_checksum(&tmp);
-	memcpy((char *)h + 8, (char *)&tmp + 8, sizeof(tmp) - 8);
-	rio_flush(v->log, h, sizeof(*h));
-	/* Lanes, table and header body are durable before the magic says
-	 * the log is complete. */
-	rio_drain(v->log);
-	__atomic_store_n((uint64_t *)(void *)h->magic,
-		*(uint64_t *)(void *)tmp.magic, __ATOMIC_RELAXED);
-	/* And the magic itself before anyone relies on the log. */
-	rio_persist(v->log, h, 8);
+	/* Its first drain also makes the lanes and the table durable. */
+	vista__write_header(v->log, h, &tmp, sizeof(tmp));
 	return 0;
 }
 

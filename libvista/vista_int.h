@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "heap_layout.h"
@@ -324,6 +325,24 @@ vista__copy(struct vista_lane *l, const rio_pool *p, void *dst,
 		uintptr_t a = (uintptr_t)dst & ~(uintptr_t)63;
 		VISTA__STAT_ADD(l, flushes, ((uintptr_t)dst + len - a + 63) / 64);
 	}
+}
+
+/*
+ * Write a header whose first 8 bytes are its magic (log, segment): the
+ * body first, made durable, then the magic with one 8-byte store, made
+ * durable.  A crash in between leaves magic zero: "never finished".
+ */
+static inline void
+vista__write_header(const rio_pool *p, void *dst, const void *src, size_t n)
+{
+	memcpy((char *)dst + 8, (const char *)src + 8, n - 8);
+	rio_flush(p, dst, n);
+	/* The body is durable before the magic declares it valid... */
+	rio_drain(p);
+	__atomic_store_n((uint64_t *)dst, *(const uint64_t *)src,
+		__ATOMIC_RELAXED);
+	/* ...and the magic before anything relies on the header. */
+	rio_persist(p, dst, 8);
 }
 
 /* ---- segment.c ---- */
