@@ -64,7 +64,7 @@ lm_open(struct lm_node *n, const char *dir, uint64_t node, uint16_t port,
 	o.max_message = 64;
 	LM_CHECK(vg_table_size(&o, &tables));
 	tables = (tables + 4095) & ~(size_t)4095;
-	LM_CHECK(vista_map(n->v, seg, (void *)0x600000000000ull,
+	LM_CHECK(vista_map(n->v, seg, (void *)0x5c0000000000ull,
 		tables + data_size, VISTA_CREATE, &n->seg));
 	LM_CHECK(vg_endpoint_open(n->v, n->seg, &o, &n->ep));
 	n->data = (char *)vista_segment_base(n->seg) + tables;
