@@ -15,10 +15,14 @@
  *   outstanding --timer, no response yet--> sent again to the retransmit
  *          port; rto doubles up to rto_max
  *   outstanding --response datagram--> response held (reqv.resp)
- *   held --vista_receive_response (tx: FREE_REQ logged; reqv.consumed)-->
- *          --abort--> held again, delivered again
- *          --commit, replay FREE_REQ--> DELETED; the sequence number goes
- *          to the destination's ack queue
+ *   held --vista_receive_response (tx: header declared, slot DELETED or
+ *          FREE; reqv.consumed)-->
+ *          --abort--> LIVE again (Vista), held again, delivered again
+ *          --commit--> gone; the sequence number goes to the destination's
+ *          ack queue
+ * Forgetting the request needs no deferred operation: the header is
+ * declared in the same persist barrier as the program's own ranges, and
+ * Vista's undo log makes the deletion atomic with them.
  *
  * Acknowledgements.  Every datagram to a server carries `low`: the
  * smallest outstanding sequence number to that server, or the committed
@@ -215,23 +219,20 @@ queue_ack(vg_endpoint *ep, int32_t di, uint64_t seq)
 }
 
 void
-vg__client_replay_free(vg_endpoint *ep, uint32_t slot, uint64_t seq)
+vg__client_commit_taken(vg_endpoint *ep, uint32_t slot)
 {
 	struct vg__reqv *rv = &ep->reqv[slot];
 	int32_t di = rv->dest;
+	uint64_t seq = ep->req[slot].seq; /* the key stays in a deleted slot */
 
-	vg__req_delete(ep, slot);
+	if (rv->sweep)
+		vg__req_sweep(ep, slot); /* T4: the deletion is committed */
 	if (rv->outstanding)
 		dest_unlink(ep, slot);
-	if (rv->resp) {
-		if (!rv->consumed)
-			ep->resp_ready--;
+	if (rv->resp)
 		vg__pkt_free(ep, rv->resp);
-		rv->resp = NULL;
-	}
-	rv->consumed = false;
-	rv->pending = false;
-	rv->dest = -1;
+	memset(rv, 0, sizeof(*rv));
+	rv->prev = rv->next = rv->dest = -1;
 	ep->req_live--;
 	ep->st.responses_delivered++;
 	if (di >= 0)
@@ -495,19 +496,17 @@ take_response_tx(vg_endpoint *ep, uint64_t *seq, void *buf, size_t cap,
 			"bytes, the buffer %zu",
 			(unsigned long long)ep->req[slot].seq, w->payload_len,
 			cap);
-	if ((rc = vg__op_room(ep, 1)) != 0)
-		return rc;
 	if ((rc = vg__undo_push(ep, VG__U_RESP_TAKEN, (uint32_t)slot)) != 0)
 		return rc;
-	if ((rc = vg__declare(ep, NULL, 0, true)) != 0) {
+	/* The request is forgotten in this transaction: its header is
+	 * declared, so an abort brings it back with its response. */
+	struct vg_req_slot *rs = &ep->req[slot];
+	if ((rc = vg__declare(ep, rs, sizeof(*rs), false)) != 0) {
 		ep->tx.nundo--;
 		return rc;
 	}
-	uint64_t s = ep->req[slot].seq;
-	rc = vg__op_append(ep, VG_OP_FREE_REQ, (uint32_t)slot, ep->node,
-		ep->inc, s);
-	if (rc)
-		return vg__fatal(ep, rc, "op log");
+	uint64_t s = rs->seq;
+	rv->sweep = vg__req_delete_tx(ep, (uint32_t)slot);
 	if (w->payload_len)
 		memcpy(buf, w->payload, w->payload_len);
 	rv->consumed = true;

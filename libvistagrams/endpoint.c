@@ -528,8 +528,10 @@ vg_endpoint_close(vg_endpoint *ep)
 	if (ep->tx.joined)
 		return vg__err(VG_EINTX, "endpoint %llu is part of an open "
 			"transaction", (unsigned long long)ep->node);
-	if (!ep->error)
+	if (!ep->error) {
 		vg__client_flush_acks(ep);
+		vg__server_forget_doomed(ep);
+	}
 	for (uint32_t i = 0; i <= ep->req_mask; i++)
 		ep->reqv[i].resp = NULL; /* buffers are freed with pkt_mem */
 	free_endpoint(ep);

@@ -2,9 +2,9 @@
 /*
  * oplog.c -- the deferred-operation log: what a transaction does at commit
  *
- * Sends, and the forgetting of answered requests, must not happen before
- * the transaction that decided them commits, and must happen if it does.
- * So a transaction appends them to a log in the segment, and:
+ * Sends must not happen before the transaction that decided them commits,
+ * and must happen (eventually) if it does.  So a transaction appends them
+ * to a log in the segment, and:
  *
  *   append     record {gen, type, slot, key, checksum} written raw into
  *              log gen & 1 and flushed; txhdr.{committed_gen = gen, nops}
@@ -26,9 +26,12 @@
  *   L2. Generation G writes half G & 1 only; the committed log (the other
  *       half, or the same half of an older generation) is never overwritten
  *       by a transaction that has not committed yet.
- *   L3. Replay does its own raw stores (slot deletions) and drains them
- *       before it returns, so the next generation can never be committed
- *       over effects of this one that are not durable yet.
+ *   L3. Replay changes nothing persistent (it sends), so a newer
+ *       generation can replace this one as soon as it commits.  (Table
+ *       changes are made in the transactions themselves, declared with
+ *       vista_set_range: Vista's undo log already makes them atomic, at
+ *       the price of one 64-byte range in a barrier the transaction pays
+ *       anyway.)
  */
 #include <string.h>
 
@@ -114,7 +117,7 @@ vg__op_check(vg_endpoint *ep, uint64_t gen, uint32_t n)
 				(unsigned long long)gen,
 				op->gen != gen ? "stale record"
 					       : "checksum mismatch");
-		if (op->type < VG_OP_SEND_REQ || op->type > VG_OP_FREE_REQ ||
+		if (op->type < VG_OP_SEND_REQ || op->type > VG_OP_SEND_RESP ||
 		    op->slot > cap || op->reserved != 0)
 			return vg__err(VG_ECORRUPT, "deferred operation %u of "
 				"generation %llu: type %u slot %u out of range",
@@ -126,8 +129,6 @@ vg__op_check(vg_endpoint *ep, uint64_t gen, uint32_t n)
 void
 vg__op_replay(vg_endpoint *ep, uint64_t gen, uint32_t n, bool recovering)
 {
-	bool effects = false;
-
 	for (uint32_t i = 0; i < n; i++) {
 		const struct vg_op *op = op_at(ep, gen, i);
 		VG__CRASH_POINT("replay:op");
@@ -147,23 +148,10 @@ vg__op_replay(vg_endpoint *ep, uint64_t gen, uint32_t n, bool recovering)
 				vg__server_replay_send(ep, op->slot);
 			break;
 		}
-		case VG_OP_FREE_REQ: {
-			const struct vg_req_slot *s = &ep->req[op->slot];
-			if (vg_slot_state(s->word) == VG_REQ_LIVE &&
-			    s->seq == op->seq) {
-				vg__client_replay_free(ep, op->slot, op->seq);
-				effects = true;
-			}
-			break;
-		}
 		}
 		if (recovering)
 			ep->st.ops_recovered++;
 		else
 			ep->st.ops_replayed++;
 	}
-	/* L3: the deletions are durable before this generation can be
-	 * followed by another commit (which would stop replaying this log). */
-	if (effects)
-		vg__drain(ep);
 }

@@ -5,20 +5,23 @@
  * There is no thread and no signal: the network is served whenever the
  * program is inside a waiting call (vista_receive_*, vista_select,
  * vg_poll).  One turn of the loop
- *   1. reads every datagram waiting on the normal and retransmit sockets
- *      of each endpoint, parses it (wire.c) and hands it to the client or
- *      server side (which keep it, answer it, or drop and count it);
- *   2. runs the timers: held datagrams of the fault injector,
- *      retransmissions with backoff, lone acknowledgements;
- *   3. checks whether the caller's condition holds;
- *   4. sleeps in ppoll() until a socket is readable or the earliest timer
- *      or the caller's deadline.
+ *   1. runs the timers: held datagrams of the fault injector,
+ *      retransmissions with backoff, lone acknowledgements, acknowledged
+ *      responses to forget;
+ *   2. checks whether the caller's condition holds (then returns);
+ *   3. sleeps in ppoll() until a socket is readable or the earliest timer
+ *      or the caller's deadline;
+ *   4. reads one datagram from each readable socket, parses it (wire.c)
+ *      and hands it to the client or server side (which keep it, answer
+ *      it, or drop and count it).
+ * A request/response cycle thus costs each side one ppoll and one recvmsg
+ * per datagram, besides the sendmsg.
  *
  * Invariants
  *   E1. A datagram is parsed before anything looks at it; a refused one
  *       only increments its drop counter.
- *   E2. Reading stops at VG__RX_BATCH datagrams per socket and turn, so a
- *       flood on one socket cannot starve timers or the other socket.
+ *   E2. One datagram per readable socket and turn: a flood on one socket
+ *       cannot starve the timers or the other socket.
  *   E3. Receive buffers come from a fixed pool; when it is empty datagrams
  *       are read into a scratch buffer and dropped (nobuf_dropped): the
  *       sender retransmits, memory stays bounded.
@@ -31,7 +34,6 @@
 
 #include "vg_int.h"
 
-#define VG__RX_BATCH 64
 #define VG__STACK_EPS 8
 
 void
@@ -62,74 +64,71 @@ count_refused(vg_endpoint *ep, enum vg__wire_verdict v)
 	}
 }
 
-static void
-receive_socket(vg_endpoint *ep, int fd, bool retrans)
+/* Read one datagram from fd, parse it, hand it over.  False if none. */
+static bool
+receive_one(vg_endpoint *ep, int fd, bool retrans)
 {
 	size_t cap = ep->pkt_size - sizeof(struct vg__pkt);
+	struct vg__pkt *p = ep->free_pkts;
+	struct sockaddr_storage from;
+	struct iovec iov = { p ? p->data : ep->scratch, cap };
+	struct msghdr m;
+	ssize_t got;
 
-	for (int n = 0; n < VG__RX_BATCH; n++) {
-		struct vg__pkt *p = ep->free_pkts;
-		struct sockaddr_storage from;
-		struct iovec iov = { p ? p->data : ep->scratch, cap };
-		struct msghdr m;
-		ssize_t got;
-
-		memset(&m, 0, sizeof(m));
-		m.msg_name = &from;
-		m.msg_namelen = sizeof(from);
-		m.msg_iov = &iov;
-		m.msg_iovlen = 1;
+	memset(&m, 0, sizeof(m));
+	m.msg_name = &from;
+	m.msg_namelen = sizeof(from);
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	do
 		got = recvmsg(fd, &m, MSG_DONTWAIT | MSG_TRUNC);
-		if (got < 0) {
-			if (errno == EINTR)
-				continue;
-			return; /* EAGAIN: drained; anything else: try later */
-		}
-		ep->st.received++;
-		if (p == NULL) {
-			ep->st.nobuf_dropped++; /* E3 */
-			continue;
-		}
-		if ((size_t)got > cap) {
-			ep->st.oversized_dropped++;
-			continue;
-		}
-		enum vg__wire_verdict v = vg__wire_parse(p->data, (size_t)got,
-			ep->max_message, &p->w);
-		if (v != VG__WIRE_OK) {
-			count_refused(ep, v); /* E1 */
-			continue;
-		}
-		ep->free_pkts = p->next;
-		p->next = NULL;
-		p->len = (uint32_t)got;
-		p->retrans = retrans;
-		p->from = from;
-		p->fromlen = m.msg_namelen;
-		switch (p->w.type) {
-		case VG_PKT_REQUEST:
-			vg__server_on_request(ep, p);
-			break;
-		case VG_PKT_RESPONSE:
-			vg__client_on_response(ep, p);
-			break;
-		default:
-			vg__server_on_ack(ep, p);
-			break;
-		}
+	while (got < 0 && errno == EINTR);
+	if (got < 0)
+		return false; /* EAGAIN: drained; anything else: try later */
+	ep->st.received++;
+	if (p == NULL) {
+		ep->st.nobuf_dropped++; /* E3 */
+		return true;
 	}
+	if ((size_t)got > cap) {
+		ep->st.oversized_dropped++;
+		return true;
+	}
+	enum vg__wire_verdict v = vg__wire_parse(p->data, (size_t)got,
+		ep->max_message, &p->w);
+	if (v != VG__WIRE_OK) {
+		count_refused(ep, v); /* E1 */
+		return true;
+	}
+	ep->free_pkts = p->next;
+	p->next = NULL;
+	p->len = (uint32_t)got;
+	p->retrans = retrans;
+	p->from = from;
+	p->fromlen = m.msg_namelen;
+	switch (p->w.type) {
+	case VG_PKT_REQUEST:
+		vg__server_on_request(ep, p);
+		break;
+	case VG_PKT_RESPONSE:
+		vg__client_on_response(ep, p);
+		break;
+	default:
+		vg__server_on_ack(ep, p);
+		break;
+	}
+	return true;
 }
 
+/* Timers of one endpoint; the next due time. */
 static uint64_t
-serve(vg_endpoint *ep)
+timers(vg_endpoint *ep, uint64_t now)
 {
-	uint64_t now, next, t;
+	uint64_t next = vg__net_tick(ep, now), t;
 
-	receive_socket(ep, ep->net.fd, false);
-	receive_socket(ep, ep->net.rfd, true);
-	now = vg__now_ns();
-	next = vg__net_tick(ep, now);
 	t = vg__client_timers(ep, now);
+	next = t < next ? t : next;
+	t = vg__server_timers(ep, now);
 	return t < next ? t : next;
 }
 
@@ -152,11 +151,11 @@ vg__wait(vg_endpoint *const *eps, size_t n, int timeout_ms,
 		fds[2 * i + 1] = (struct pollfd){ eps[i]->net.rfd, POLLIN, 0 };
 	}
 	for (;;) {
-		uint64_t next = deadline, now;
+		uint64_t now = vg__now_ns(), next = deadline;
 		for (size_t i = 0; i < n; i++) {
 			if ((rc = vg__check(eps[i])) != 0)
 				goto out;
-			uint64_t t = serve(eps[i]);
+			uint64_t t = timers(eps[i], now);
 			if (t < next)
 				next = t;
 		}
@@ -164,12 +163,12 @@ vg__wait(vg_endpoint *const *eps, size_t n, int timeout_ms,
 			rc = 0;
 			goto out;
 		}
-		now = vg__now_ns();
 		if (now >= deadline) {
 			rc = vg__err(-ETIMEDOUT, "nothing to deliver within %d "
 				"ms", timeout_ms);
 			goto out;
 		}
+		/* One system call to wait, one per datagram to read (E2). */
 		struct timespec ts, *tsp = NULL;
 		if (next != UINT64_MAX) {
 			uint64_t d = next > now ? next - now : 0;
@@ -177,10 +176,14 @@ vg__wait(vg_endpoint *const *eps, size_t n, int timeout_ms,
 			ts.tv_nsec = (long)(d % 1000000000ull);
 			tsp = &ts;
 		}
-		if (ppoll(fds, 2 * n, tsp, NULL) < 0 && errno != EINTR) {
+		int nready = ppoll(fds, 2 * n, tsp, NULL);
+		if (nready < 0 && errno != EINTR) {
 			rc = vg__errno("ppoll");
 			goto out;
 		}
+		for (size_t i = 0; nready > 0 && i < 2 * n; i++)
+			if (fds[i].revents)
+				(void)receive_one(eps[i / 2], fds[i].fd, i & 1);
 	}
 out:
 	if (fds != stack_fds)

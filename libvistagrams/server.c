@@ -132,10 +132,61 @@ peer_insert(vg_endpoint *ep, int32_t i, uint64_t node, uint64_t inc,
 	return i;
 }
 
+void
+vg__server_forget_doomed(vg_endpoint *ep)
+{
+	if (ep->ndoomed == 0)
+		return;
+	/* S2: the watermarks that condemned them are durable first; one
+	 * drain for the whole batch. */
+	drain_watermarks(ep);
+	for (uint32_t i = 0; i < ep->ndoomed; i++) {
+		const struct vg__doomed *d = &ep->doomed[i];
+		const struct vg_resp_slot *s = &ep->resp[d->slot];
+		if (vg_slot_state(s->word) == VG_RESP_ANSWERED &&
+		    !ep->resp_pending[d->slot] && s->node == d->node &&
+		    s->inc == d->inc && s->seq == d->seq)
+			forget(ep, d->slot);
+	}
+	ep->ndoomed = 0;
+}
+
+uint64_t
+vg__server_timers(vg_endpoint *ep, uint64_t now)
+{
+	uint64_t due;
+
+	if (ep->ndoomed == 0)
+		return UINT64_MAX;
+	due = ep->doomed_since + (uint64_t)ep->ack_delay_us * 1000;
+	if (now < due)
+		return due;
+	vg__server_forget_doomed(ep);
+	return UINT64_MAX;
+}
+
+/* Queue an acknowledged response below its client's watermark. */
+static void
+doom(vg_endpoint *ep, uint32_t slot)
+{
+	const struct vg_resp_slot *s = &ep->resp[slot];
+
+	for (uint32_t i = 0; i < ep->ndoomed; i++)
+		if (ep->doomed[i].slot == slot)
+			return;
+	if (ep->ndoomed == VG__DOOM_BATCH)
+		vg__server_forget_doomed(ep);
+	if (ep->ndoomed == 0)
+		ep->doomed_since = vg__now_ns();
+	ep->doomed[ep->ndoomed++] = (struct vg__doomed){ slot, s->node, s->inc,
+		s->seq };
+}
+
 /* Forget the responses of an older incarnation of `node` (S2). */
 static void
 purge_incarnation(vg_endpoint *ep, uint64_t node, uint64_t inc)
 {
+	vg__server_forget_doomed(ep);
 	drain_watermarks(ep);
 	for (uint32_t i = 0; i <= ep->resp_mask; i++) {
 		const struct vg_resp_slot *s = &ep->resp[i];
@@ -193,10 +244,8 @@ peer_update(vg_endpoint *ep, const struct vg__wire *w, uint64_t *wm)
 		int32_t s = vg__resp_find(ep, w->req_node, w->req_inc, seq,
 			NULL);
 		if (s >= 0 && !ep->resp_pending[s] &&
-		    vg_slot_state(ep->resp[s].word) == VG_RESP_ANSWERED) {
-			drain_watermarks(ep);
-			forget(ep, (uint32_t)s);
-		}
+		    vg_slot_state(ep->resp[s].word) == VG_RESP_ANSWERED)
+			doom(ep, (uint32_t)s);
 	}
 	return true;
 }
@@ -205,6 +254,7 @@ peer_update(vg_endpoint *ep, const struct vg__wire *w, uint64_t *wm)
 static void
 collect(vg_endpoint *ep)
 {
+	vg__server_forget_doomed(ep);
 	drain_watermarks(ep);
 	for (uint32_t i = 0; i <= ep->resp_mask; i++) {
 		const struct vg_resp_slot *s = &ep->resp[i];

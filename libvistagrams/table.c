@@ -6,8 +6,11 @@
  * (table_layout.h, invariants T1-T6).  Lookups and the choice of an
  * insertion slot are pure reads; filling a slot is the caller's business
  * (inside a transaction, after vista_set_range of the slot header).
- * Deletion happens outside transactions, after the commit that decided it,
- * as a tombstone (one 8-byte store) followed by the clean-up of T4: in the
+ * A request is deleted inside the transaction that receives its response
+ * (its header is declared); a response outside transactions, after the
+ * client's acknowledgement, by one 8-byte store.  Either way the slot
+ * becomes a tombstone, or FREE at once if no other key's probe path
+ * crosses it, followed by the clean-up of T4: in the
  * run of non-FREE slots around it, every tombstone that no live key's
  * probe path crosses becomes FREE again,
  *
@@ -16,12 +19,13 @@
  *                                         otherwise all three go
  *
  * so the table never silts up with tombstones.  The deletion itself is
- * drained first: after a crash no live key may sit behind a FREE slot of
- * its own path.  The freeing stores need no order among themselves.
+ * durable first (committed, or drained): after a crash no live key may sit
+ * behind a FREE slot of its own path.  The freeing stores need no order
+ * among themselves.
  *
  * Slot states:
- *   request   FREE -> LIVE (send_request, in a tx) -> DELETED (replay of
- *             FREE_REQ after commit) -> FREE (clean-up) or LIVE (reuse)
+ *   request   FREE -> LIVE (send_request, in a tx) -> DELETED or FREE
+ *             (receive_response, in a tx) -> FREE (clean-up) or LIVE
  *   response  FREE -> RECEIVED (receive_request, in a tx) -> ANSWERED
  *             (send_response, in a tx) -> DELETED (client's ack, raw)
  *   peer      FREE -> used (raw insertion: fields, drain, then node); never
@@ -159,22 +163,24 @@ word_at(const struct tbl *t, uint32_t i)
  * Walk the run [a, a + len) backwards and free (or, with !apply, count)
  * every tombstone that no live key behind it needs: a key's probe path
  * runs from its home to its slot, so a tombstone is needed iff some live
- * key at a later position of the run has its home at or before it.
+ * key at a later position of the run has its home at or before it.  The
+ * slot being deleted, `gone`, counts as a tombstone already.
  */
 static uint32_t
 sweep(vg_endpoint *ep, const struct tbl *t, uint32_t a, uint32_t len,
-	bool apply)
+	uint32_t gone, bool apply, bool *gone_freed)
 {
 	uint32_t min_home = UINT32_MAX, freed = 0;
 
+	*gone_freed = false;
 	for (uint32_t off = len; off-- > 0;) {
 		uint32_t i = (a + off) & t->mask;
 		uint64_t *w = word_at(t, i);
-		uint32_t st = vg_slot_state(*w);
-		if (st == t->deleted) {
+		if (i == gone || vg_slot_state(*w) == t->deleted) {
 			if (min_home <= off)
 				continue; /* needed */
 			freed++;
+			*gone_freed |= i == gone;
 			if (apply)
 				vg__raw_store64(ep, w,
 					vg_slot_word(VG_SLOT_FREE, 0));
@@ -187,52 +193,120 @@ sweep(vg_endpoint *ep, const struct tbl *t, uint32_t a, uint32_t len,
 	return freed;
 }
 
-/* Tombstone slot `slot`, then T4's clean-up of its run. */
-static void
-tombstone(vg_endpoint *ep, const struct tbl *t, uint32_t slot)
+/* The run of non-FREE slots around `slot`: *a, *len; false if the table
+ * has no FREE slot at all (it then keeps its tombstones). */
+static bool
+run_of(const struct tbl *t, uint32_t slot, uint32_t *a, uint32_t *len)
 {
-	uint32_t a = slot, len = 1, n;
+	uint32_t n;
 
-	vg__raw_store64(ep, word_at(t, slot), vg_slot_word(t->deleted, 0));
-	/* The run: back to the slot after a FREE one, on to the last
-	 * non-FREE one.  A table without FREE slots keeps its tombstones. */
+	*a = slot;
+	*len = 1;
 	for (n = 0; n <= t->mask; n++) {
-		uint32_t prev = (a - 1) & t->mask;
+		uint32_t prev = (*a - 1) & t->mask;
 		if (vg_slot_state(*word_at(t, prev)) == VG_SLOT_FREE)
 			break;
-		a = prev;
-		len++;
+		*a = prev;
+		(*len)++;
 	}
 	if (n > t->mask)
-		return;
-	while (len <= t->mask &&
-	       vg_slot_state(*word_at(t, (a + len) & t->mask)) != VG_SLOT_FREE)
-		len++;
-	if (sweep(ep, t, a, len, false) == 0)
-		return;
-	/* The deletion must be durable before the tombstones its key needed
-	 * can disappear: a crash must never leave a live key behind a FREE
-	 * slot of its own probe path. */
-	vg__drain(ep);
-	(void)sweep(ep, t, a, len, true);
+		return false;
+	while (*len <= t->mask &&
+	       vg_slot_state(*word_at(t, (*a + *len) & t->mask)) != VG_SLOT_FREE)
+		(*len)++;
+	return true;
+}
+
+/*
+ * What deleting `slot` stores there: FREE if no other key needs it, else
+ * DELETED.  *others: other tombstones of the run become free as well
+ * (T4), once the deletion is durable.
+ */
+static uint32_t
+delete_plan(vg_endpoint *ep, const struct tbl *t, uint32_t slot,
+	bool *others)
+{
+	uint32_t a, len, freed;
+	bool self = false;
+
+	*others = false;
+	if (!run_of(t, slot, &a, &len))
+		return t->deleted;
+	freed = sweep(ep, t, a, len, slot, false, &self);
+	*others = freed > (self ? 1u : 0u);
+	return self ? VG_SLOT_FREE : t->deleted;
+}
+
+/* Free the tombstones of slot's run that no live key needs (raw).  A
+ * slot that became FREE itself ended its run: the run before it. */
+static void
+sweep_run(vg_endpoint *ep, const struct tbl *t, uint32_t slot)
+{
+	uint32_t a, len;
+	bool self;
+
+	if (vg_slot_state(*word_at(t, slot)) == VG_SLOT_FREE) {
+		slot = (slot - 1) & t->mask;
+		if (vg_slot_state(*word_at(t, slot)) == VG_SLOT_FREE)
+			return;
+	}
+	if (run_of(t, slot, &a, &len))
+		(void)sweep(ep, t, a, len, UINT32_MAX, true, &self);
+}
+
+static const struct tbl *
+req_tbl(const vg_endpoint *ep, struct tbl *t)
+{
+	*t = (struct tbl){ (uint8_t *)ep->req, sizeof(*ep->req), ep->req_mask,
+		VG_REQ_DELETED, req_home };
+	return t;
+}
+
+static const struct tbl *
+resp_tbl(const vg_endpoint *ep, struct tbl *t)
+{
+	*t = (struct tbl){ (uint8_t *)ep->resp, sizeof(*ep->resp),
+		ep->resp_mask, VG_RESP_DELETED, resp_home };
+	return t;
+}
+
+bool
+vg__req_delete_tx(vg_endpoint *ep, uint32_t slot)
+{
+	struct tbl t;
+	bool others;
+	uint32_t st = delete_plan(ep, req_tbl(ep, &t), slot, &others);
+
+	/* Declared in the transaction by the caller. */
+	ep->req[slot].word = vg_slot_word(st, 0);
+	return others;
 }
 
 void
-vg__req_delete(vg_endpoint *ep, uint32_t slot)
+vg__req_sweep(vg_endpoint *ep, uint32_t slot)
 {
-	const struct tbl t = { (uint8_t *)ep->req, sizeof(*ep->req),
-		ep->req_mask, VG_REQ_DELETED, req_home };
+	struct tbl t;
 
-	tombstone(ep, &t, slot);
+	sweep_run(ep, req_tbl(ep, &t), slot);
 }
 
 void
 vg__resp_delete(vg_endpoint *ep, uint32_t slot)
 {
-	const struct tbl t = { (uint8_t *)ep->resp, sizeof(*ep->resp),
-		ep->resp_mask, VG_RESP_DELETED, resp_home };
+	struct tbl t;
+	bool others;
+	uint32_t st = delete_plan(ep, resp_tbl(ep, &t), slot, &others);
 
-	tombstone(ep, &t, slot);
+	/* Only this slot changes: LIVE -> DELETED or FREE in one store;
+	 * whatever becomes durable first is consistent. */
+	vg__raw_store64(ep, &ep->resp[slot].word, vg_slot_word(st, 0));
+	if (!others)
+		return;
+	/* The deletion must be durable before the tombstones its key needed
+	 * can disappear: a crash must never leave a live key behind a FREE
+	 * slot of its own probe path. */
+	vg__drain(ep);
+	sweep_run(ep, &t, slot);
 }
 
 uint64_t

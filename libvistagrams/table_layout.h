@@ -114,7 +114,6 @@ struct vg_txhdr {
 enum vg_op_type {
 	VG_OP_SEND_REQ = 1,  /* send request slot `slot` (key: seq) */
 	VG_OP_SEND_RESP = 2, /* send response slot `slot` (key: node/inc/seq) */
-	VG_OP_FREE_REQ = 3,  /* forget request slot `slot` and ack it */
 };
 
 struct vg_op {

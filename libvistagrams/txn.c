@@ -139,8 +139,9 @@ commit_ep(vg_endpoint *ep)
 		const struct vg__undo *u = &t->undo[i];
 		if (u->kind == VG__U_REQ_INSERT)
 			ep->reqv[u->slot].pending = false;
-		else if (u->kind == VG__U_RESP_INSERT ||
-			 u->kind == VG__U_RESP_ANSWER)
+		else if (u->kind == VG__U_RESP_TAKEN)
+			vg__client_commit_taken(ep, u->slot);
+		else
 			ep->resp_pending[u->slot] = 0;
 	}
 	for (struct vg__pkt *p = t->taken_head, *n; p; p = n) {
@@ -175,6 +176,7 @@ abort_ep(vg_endpoint *ep)
 			break;
 		case VG__U_RESP_TAKEN:
 			ep->reqv[u->slot].consumed = false;
+			ep->reqv[u->slot].sweep = false;
 			ep->resp_ready++;
 			break;
 		}
@@ -250,12 +252,18 @@ vg_commit(vista *v)
 			return vg__check(ep);
 		}
 	}
-	/* X2, T2: the payloads and op records written raw in this
-	 * transaction must be durable before the commit point, which makes
-	 * the slot headers and the commit flag refer to them. */
-	for (vg_endpoint *ep = ctx.eps; ep; ep = ep->tx.next)
-		if (ep->tx.raw_dirty)
-			vg__drain(ep);
+	/*
+	 * X2, T2: the payloads and op records written raw in this transaction
+	 * (flushed, not drained) must be durable before the commit point,
+	 * which makes the slot headers and the commit flag refer to them.
+	 * vista_end_transaction provides exactly that: it flushes the
+	 * declared ranges and rio_drain()s before it truncates its log (its
+	 * T2), every pool of an instance shares one persistence domain, and
+	 * rio_drain orders every earlier rio_flush of the calling thread --
+	 * this thread made all of them (X1), and an endpoint with raw writes
+	 * has declared at least one range, so Vista's commit does drain.
+	 * One persist barrier per commit saved.
+	 */
 	VG__CRASH_POINT("commit:before");
 	rc = vista_end_transaction(v);
 	if (rc == VISTA_ENOTX)

@@ -128,6 +128,8 @@ struct vg__pkt {
 	uint8_t data[];
 };
 
+#define VG__DOOM_BATCH 16
+
 /* Per request slot (client). */
 struct vg__reqv {
 	int32_t prev, next; /* outstanding list of its destination */
@@ -135,6 +137,7 @@ struct vg__reqv {
 	bool pending;       /* filled by the open transaction */
 	bool outstanding;   /* committed, on its destination's list */
 	bool consumed;      /* response taken by the open transaction */
+	bool sweep;         /* ... whose commit frees tombstones (T4) */
 	uint32_t rto_us;
 	uint64_t due_ns;    /* next retransmission */
 	struct vg__pkt *resp;
@@ -225,6 +228,14 @@ struct vg_endpoint {
 	uint32_t resp_live;
 	uint32_t peers_used;
 	bool wm_undrained;   /* a watermark store is not drained yet */
+	/* acknowledged responses below their watermark, forgotten in a
+	 * batch behind one drain of the watermarks */
+	struct vg__doomed {
+		uint32_t slot;
+		uint64_t node, inc, seq;
+	} doomed[VG__DOOM_BATCH];
+	uint32_t ndoomed;
+	uint64_t doomed_since; /* forgotten at the latest ack_delay later */
 	struct vg__pkt *inbox_head, *inbox_tail;
 	uint32_t inbox_len;
 	uint32_t gc_countdown;
@@ -314,8 +325,12 @@ int32_t vg__resp_find(const vg_endpoint *ep, uint64_t node, uint64_t inc,
 	uint64_t seq, int32_t *ins);
 /* The slot of node, or -1; *ins as above (FREE slots only). */
 int32_t vg__peer_find(const vg_endpoint *ep, uint64_t node, int32_t *ins);
-/* Tombstone a request/response slot and clean up (T4); raw, flushed. */
-void vg__req_delete(vg_endpoint *ep, uint32_t slot);
+/* Delete a request slot inside a transaction (its header declared): true
+ * if other tombstones can go once it commits (vg__req_sweep then). */
+bool vg__req_delete_tx(vg_endpoint *ep, uint32_t slot);
+void vg__req_sweep(vg_endpoint *ep, uint32_t slot);
+/* Delete a response slot outside transactions, with T4's clean-up; raw,
+ * flushed. */
 void vg__resp_delete(vg_endpoint *ep, uint32_t slot);
 uint64_t vg__req_slot_csum(const struct vg_req_slot *s, uint32_t index);
 uint64_t vg__resp_slot_csum(const struct vg_resp_slot *s, uint32_t index);
@@ -362,7 +377,8 @@ uint64_t vg__client_timers(vg_endpoint *ep, uint64_t now);
 void vg__client_send_req(vg_endpoint *ep, uint32_t slot, bool retrans);
 /* Commit/abort of the open transaction, for the client's state. */
 void vg__client_replay_send(vg_endpoint *ep, uint32_t slot);
-void vg__client_replay_free(vg_endpoint *ep, uint32_t slot, uint64_t seq);
+/* A response taken by the transaction that just committed. */
+void vg__client_commit_taken(vg_endpoint *ep, uint32_t slot);
 /* Rebuild destinations and outstanding lists from the table (open). */
 int vg__client_recover(vg_endpoint *ep);
 void vg__client_flush_acks(vg_endpoint *ep);
@@ -370,6 +386,10 @@ bool vg__client_ready(const vg_endpoint *ep);
 
 void vg__server_on_request(vg_endpoint *ep, struct vg__pkt *p);
 void vg__server_on_ack(vg_endpoint *ep, struct vg__pkt *p);
+/* Forget the acknowledged responses waiting for it (close, idle). */
+void vg__server_forget_doomed(vg_endpoint *ep);
+/* ... when they have waited ack_delay; the next due time. */
+uint64_t vg__server_timers(vg_endpoint *ep, uint64_t now);
 void vg__server_replay_send(vg_endpoint *ep, uint32_t slot);
 int vg__server_recover(vg_endpoint *ep);
 bool vg__server_ready(const vg_endpoint *ep);
