@@ -15,11 +15,13 @@
  *   outstanding --timer, no response yet--> sent again to the retransmit
  *          port; rto doubles up to rto_max
  *   outstanding --response datagram--> response held (reqv.resp)
- *   held --vista_receive_response (tx: header declared, slot DELETED or
- *          FREE; reqv.consumed)-->
- *          --abort--> LIVE again (Vista), held again, delivered again
- *          --commit--> gone; the sequence number goes to the destination's
- *          ack queue
+ *   held --vista_receive_response (tx: header declared; reqv.consumed)-->
+ *          --abort--> held again, delivered again
+ *          --commit: slot DELETED or FREE just before the commit point
+ *          (vg__client_precommit_taken), then gone; the sequence number
+ *          goes to the destination's ack queue
+ * The slot keeps its request until the commit, so a request sent by the
+ * same transaction never reuses it (and its volatile state) too early.
  * Forgetting the request needs no deferred operation: the header is
  * declared in the same persist barrier as the program's own ranges, and
  * Vista's undo log makes the deletion atomic with them.
@@ -219,6 +221,13 @@ queue_ack(vg_endpoint *ep, int32_t di, uint64_t seq)
 }
 
 void
+vg__client_precommit_taken(vg_endpoint *ep, uint32_t slot)
+{
+	/* The header was declared when the response was taken. */
+	ep->reqv[slot].sweep = vg__req_delete_tx(ep, slot);
+}
+
+void
 vg__client_commit_taken(vg_endpoint *ep, uint32_t slot)
 {
 	struct vg__reqv *rv = &ep->reqv[slot];
@@ -366,10 +375,11 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 			"(max_requests)", ep->req_live);
 	if ((rc = vg__op_room(ep, 1)) != 0)
 		return rc;
-	if (vg__req_find(ep, seq, &slot) >= 0 || slot < 0)
+	if (vg__req_find(ep, seq, &slot) >= 0)
 		return vg__fatal(ep, VG_ECORRUPT, "request table: sequence "
-			"number %llu in use or no slot free",
-			(unsigned long long)seq);
+			"number %llu is in use", (unsigned long long)seq);
+	if (slot < 0) /* cannot happen: twice as many slots as requests */
+		return vg__err(VG_EFULL, "request table: no slot free");
 	if ((rc = vg__undo_push(ep, VG__U_REQ_INSERT, (uint32_t)slot)) != 0)
 		return rc;
 	struct vg_req_slot *s = &ep->req[slot];
@@ -506,7 +516,6 @@ take_response_tx(vg_endpoint *ep, uint64_t *seq, void *buf, size_t cap,
 		return rc;
 	}
 	uint64_t s = rs->seq;
-	rv->sweep = vg__req_delete_tx(ep, (uint32_t)slot);
 	if (w->payload_len)
 		memcpy(buf, w->payload, w->payload_len);
 	rv->consumed = true;

@@ -5,9 +5,9 @@
  * There is no thread and no signal: the network is served whenever the
  * program is inside a waiting call (vista_receive_*, vista_select,
  * vg_poll).  One turn of the loop
- *   1. runs the timers: held datagrams of the fault injector,
- *      retransmissions with backoff, lone acknowledgements, acknowledged
- *      responses to forget;
+ *   1. runs the timers (the first turn of a call only looks at them):
+ *      held datagrams of the fault injector, retransmissions with
+ *      backoff, lone acknowledgements, acknowledged responses to forget;
  *   2. checks whether the caller's condition holds (then returns);
  *   3. sleeps in ppoll() until a socket is readable or the earliest timer
  *      or the caller's deadline;
@@ -28,6 +28,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -120,7 +121,8 @@ receive_one(vg_endpoint *ep, int fd, bool retrans)
 	return true;
 }
 
-/* Timers of one endpoint; the next due time. */
+/* Timers of one endpoint (none runs at now == 0: a peek); the next due
+ * time. */
 static uint64_t
 timers(vg_endpoint *ep, uint64_t now)
 {
@@ -150,12 +152,14 @@ vg__wait(vg_endpoint *const *eps, size_t n, int timeout_ms,
 		fds[2 * i] = (struct pollfd){ eps[i]->net.fd, POLLIN, 0 };
 		fds[2 * i + 1] = (struct pollfd){ eps[i]->net.rfd, POLLIN, 0 };
 	}
-	for (;;) {
+	/* The first turn only peeks at the timers: a retransmission falls
+	 * due while the response waits in the socket buffer, unread. */
+	for (bool fire = false;; fire = true) {
 		uint64_t now = vg__now_ns(), next = deadline;
 		for (size_t i = 0; i < n; i++) {
 			if ((rc = vg__check(eps[i])) != 0)
 				goto out;
-			uint64_t t = timers(eps[i], now);
+			uint64_t t = timers(eps[i], fire ? now : 0);
 			if (t < next)
 				next = t;
 		}

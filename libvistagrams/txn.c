@@ -126,6 +126,15 @@ leave(vg_endpoint *ep)
 	ep->tx.next = NULL;
 }
 
+/* Just before the commit point: the changes left for last. */
+static void
+precommit_ep(vg_endpoint *ep)
+{
+	for (uint32_t i = 0; i < ep->tx.nundo; i++)
+		if (ep->tx.undo[i].kind == VG__U_RESP_TAKEN)
+			vg__client_precommit_taken(ep, ep->tx.undo[i].slot);
+}
+
 /* After the commit point: replay the log, settle the volatile state. */
 static void
 commit_ep(vg_endpoint *ep)
@@ -264,6 +273,8 @@ vg_commit(vista *v)
 	 * has declared at least one range, so Vista's commit does drain.
 	 * One persist barrier per commit saved.
 	 */
+	for (vg_endpoint *ep = ctx.eps; ep; ep = ep->tx.next)
+		precommit_ep(ep);
 	VG__CRASH_POINT("commit:before");
 	rc = vista_end_transaction(v);
 	if (rc == VISTA_ENOTX)
@@ -360,10 +371,12 @@ vg__call_end(vg_endpoint *ep, int rc)
 	if (vg__volatile(ep)) {
 		/* X4: a call that fails has changed nothing persistent (the
 		 * calls check before they store); undo the volatile side. */
-		if (rc == 0)
+		if (rc == 0) {
+			precommit_ep(ep);
 			commit_ep(ep);
-		else
+		} else {
 			abort_ep(ep);
+		}
 		return rc;
 	}
 	if (rc == 0)

@@ -377,7 +377,9 @@ uint64_t vg__client_timers(vg_endpoint *ep, uint64_t now);
 void vg__client_send_req(vg_endpoint *ep, uint32_t slot, bool retrans);
 /* Commit/abort of the open transaction, for the client's state. */
 void vg__client_replay_send(vg_endpoint *ep, uint32_t slot);
-/* A response taken by the transaction that just committed. */
+/* A response taken by the transaction about to commit (forget the
+ * request, in the transaction), and that just committed. */
+void vg__client_precommit_taken(vg_endpoint *ep, uint32_t slot);
 void vg__client_commit_taken(vg_endpoint *ep, uint32_t slot);
 /* Rebuild destinations and outstanding lists from the table (open). */
 int vg__client_recover(vg_endpoint *ep);

@@ -2,8 +2,8 @@
 /*
  * vg_bench.c -- vg-bench: request/response round trips (thesis Figure 4.6)
  *
- *   vg-bench [-n CYCLES] [-r ROUNDS] [-s SIZES] [-D DOMAIN] [-d DIR]
- *            [-o CSV] [-q]
+ *   vg-bench [-n CYCLES] [-r ROUNDS] [-s SIZES] [-S SYSTEMS] [-D DOMAIN]
+ *            [-d DIR] [-o CSV] [-q]
  *
  * A client sends requests of SIZES bytes (default 8,16,...,8192) and the
  * server echoes them; the time of one request/response cycle on the
@@ -17,6 +17,9 @@
  *               transaction and receives in the next, the server receives
  *               and answers in one; tables and messages in Vista segments
  *               in the DOMAIN persistence domain (default cacheline)
+ *   vistagrams-1tx  the same, but the client receives response i and
+ *               sends request i+1 in one transaction (a pipelined client:
+ *               one commit per cycle instead of two)
  *   zeromq      ZeroMQ REQ/REP over TCP on 127.0.0.1: what one would use
  *               for volatile request/reply (if built with libzmq)
  *
@@ -25,13 +28,15 @@
  * medians (robust against other load).  Also counted, in a separate pass,
  * the persist barriers (drains) and flushed cache lines per cycle on each
  * side, through librio's tracing hook.  -o writes every round's median,
- * p99 and mean as CSV.  -q: a quick smoke run.
+ * p99 and mean as CSV.  -S udp,vistagrams...: only those systems.  -q: a
+ * quick smoke run.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,16 +52,16 @@
 #include <zmq.h>
 #endif
 
-enum sys { S_UDP, S_BASE, S_VG, S_ZMQ, NSYS };
+enum sys { S_UDP, S_BASE, S_VG, S_VG1, S_ZMQ, NSYS };
 static const char *sys_name[NSYS] = { "udp", "baseline", "vistagrams",
-	"zeromq" };
+	"vistagrams-1tx", "zeromq" };
 
 #define MAX_SIZES 32
 #define MAX_MSG 8192
 
 /* Shared with the server processes. */
 struct shared {
-	volatile int port[NSYS];
+	volatile int port[NSYS]; /* S_VG1 uses S_VG's server */
 	volatile uint64_t drains, lines; /* the Vistagrams server's, traced */
 	volatile int trace;              /* the server counts from now on */
 };
@@ -305,6 +310,8 @@ spawn(enum sys s)
 	case S_VG:
 		serve_vg(1);
 		break;
+	case S_VG1:
+		break;
 	case S_ZMQ:
 #ifdef HAVE_ZMQ
 		serve_zmq();
@@ -322,6 +329,7 @@ struct client {
 	int udp_fd;
 	struct sockaddr_in udp_to, base_to, vg_to;
 	struct node base, vg;
+	uint64_t pending; /* vistagrams-1tx: the request still out */
 #ifdef HAVE_ZMQ
 	void *zctx, *zsock;
 #endif
@@ -360,6 +368,19 @@ cycle(struct client *c, enum sys s, size_t size)
 		CHECK(vg_begin(c->vg.v, 0));
 		CHECK(vista_receive_response(c->vg.ep, &seq, c->in,
 			sizeof(c->in), &len, -1));
+		CHECK(vg_commit(c->vg.v));
+		break;
+	case S_VG1:
+		CHECK(vg_begin(c->vg.v, 0));
+		if (c->pending) {
+			seq = c->pending;
+			CHECK(vista_receive_response(c->vg.ep, &seq, c->in,
+				sizeof(c->in), &len, -1));
+		} else {
+			len = size; /* the first request of a run */
+		}
+		CHECK(vista_send_request(c->vg.ep, (struct sockaddr *)&c->vg_to,
+			sizeof(c->vg_to), c->out, size, &c->pending));
 		CHECK(vg_commit(c->vg.v));
 		break;
 	case S_ZMQ:
@@ -436,7 +457,7 @@ measure(struct client *c, enum sys s, size_t size, int n, uint64_t *t)
 	struct result r;
 	uint64_t sum = 0;
 
-	for (int i = 0; i < n / 10 + 1; i++) /* warm up */
+	for (int i = 0; i < n / 10 + 2; i++) /* warm up */
 		cycle(c, s, size);
 	if (memcmp(c->in, c->out, size) != 0) {
 		fprintf(stderr, "vg-bench: %s echoed other bytes\n",
@@ -448,6 +469,15 @@ measure(struct client *c, enum sys s, size_t size, int n, uint64_t *t)
 		cycle(c, s, size);
 		t[i] = now_ns() - t0;
 		sum += t[i];
+	}
+	if (s == S_VG1) { /* take the last response: the endpoint is idle */
+		size_t len;
+		uint64_t seq = c->pending;
+		CHECK(vg_begin(c->vg.v, 0));
+		CHECK(vista_receive_response(c->vg.ep, &seq, c->in,
+			sizeof(c->in), &len, -1));
+		CHECK(vg_commit(c->vg.v));
+		c->pending = 0;
 	}
 	qsort(t, (size_t)n, sizeof(*t), cmp_u64);
 	r.med = (double)t[n / 2] / 1e3;
@@ -480,10 +510,11 @@ main(int argc, char **argv)
 	const char *csv = NULL, *domain = "cacheline";
 	pid_t pid[NSYS] = { 0 };
 	int nsys = NSYS;
+	bool want[NSYS] = { true, true, true, true, true };
 
 	for (size_t s = 8; s <= MAX_MSG; s *= 2)
 		sizes[nsizes++] = s;
-	while ((opt = getopt(argc, argv, "n:r:s:D:d:o:q")) != -1) {
+	while ((opt = getopt(argc, argv, "n:r:s:S:D:d:o:q")) != -1) {
 		switch (opt) {
 		case 'n':
 			n = atoi(optarg);
@@ -493,6 +524,20 @@ main(int argc, char **argv)
 			break;
 		case 's':
 			nsizes = parse_sizes(optarg, sizes);
+			break;
+		case 'S':
+			for (int k = 0; k < NSYS; k++) {
+				/* whole names, comma separated */
+				size_t l = strlen(sys_name[k]);
+				const char *m = optarg;
+				want[k] = false;
+				while ((m = strstr(m, sys_name[k])) != NULL) {
+					if ((m == optarg || m[-1] == ',') &&
+					    (m[l] == ',' || m[l] == 0))
+						want[k] = true;
+					m += l;
+				}
+			}
 			break;
 		case 'D':
 			domain = optarg;
@@ -542,9 +587,10 @@ main(int argc, char **argv)
 		return 1;
 	memset((void *)sh, 0, sizeof(*sh));
 	for (int s = 0; s < nsys; s++)
-		pid[s] = spawn((enum sys)s);
+		if (s != S_VG1)
+			pid[s] = spawn((enum sys)s);
 	for (int s = 0; s < nsys; s++)
-		while (sh->port[s] == 0)
+		while (s != S_VG1 && sh->port[s] == 0)
 			usleep(1000);
 
 	static struct client c;
@@ -561,6 +607,8 @@ main(int argc, char **argv)
 	for (int r = 0; r < rounds; r++) {
 		for (int i = 0; i < nsizes; i++) {
 			for (int s = 0; s < nsys; s++) {
+				if (!want[s])
+					continue;
 				struct result x = measure(&c, (enum sys)s,
 					sizes[i], n, t);
 				if (r == 0 || x.med < best[i][s].med)
@@ -595,17 +643,20 @@ main(int argc, char **argv)
 	       "(smallest of %d round medians, %d cycles each);\n"
 	       "Vistagrams in the %s domain, segments in %s.\n\n",
 		rounds, n, domain, dir);
-	printf("| size | udp | baseline | vistagrams | zeromq | vistagrams - "
-	       "baseline |\n|---:|---:|---:|---:|---:|---:|\n");
+	printf("| size | udp | baseline | vistagrams | vistagrams 1 tx | "
+	       "zeromq | vistagrams - baseline | 1 tx - baseline |\n"
+	       "|---:|---:|---:|---:|---:|---:|---:|---:|\n");
 	for (int i = 0; i < nsizes; i++) {
-		printf("| %zu | %.1f | %.1f | %.1f | ", sizes[i],
-			best[i][S_UDP].med, best[i][S_BASE].med,
-			best[i][S_VG].med);
-		if (nsys > S_ZMQ)
-			printf("%.1f", best[i][S_ZMQ].med);
-		else
-			printf("-");
-		printf(" | %+.1f |\n", best[i][S_VG].med - best[i][S_BASE].med);
+		printf("| %zu |", sizes[i]);
+		for (int s = 0; s < NSYS; s++) {
+			if (s < nsys && want[s])
+				printf(" %.1f |", best[i][s].med);
+			else
+				printf(" - |");
+		}
+		printf(" %+.1f | %+.1f |\n",
+			best[i][S_VG].med - best[i][S_BASE].med,
+			best[i][S_VG1].med - best[i][S_BASE].med);
 	}
 	printf("\nPersist barriers per cycle (64 B): client %.1f drains, %.1f "
 	       "lines flushed; server %.1f drains, %.1f lines flushed.\n",
@@ -614,8 +665,10 @@ main(int argc, char **argv)
 	node_close(&c.vg);
 	node_close(&c.base);
 	for (int s = 0; s < nsys; s++) {
-		kill(pid[s], SIGKILL);
-		waitpid(pid[s], NULL, 0);
+		if (pid[s] > 0) {
+			kill(pid[s], SIGKILL);
+			waitpid(pid[s], NULL, 0);
+		}
 	}
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/vg-bench-%d-server", dir,
@@ -627,6 +680,7 @@ main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: vg-bench [-n CYCLES] [-r ROUNDS] [-s SIZES] "
-		"[-D byte|cacheline|page] [-d DIR] [-o CSV] [-q]\n");
+		"[-S SYSTEMS] [-D byte|cacheline|page] [-d DIR] [-o CSV] "
+		"[-q]\n");
 	return 2;
 }

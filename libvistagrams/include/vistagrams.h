@@ -264,7 +264,8 @@ VG_EXPORT int vg_abort(vista *v);
  * port is `to`.  The datagram leaves at commit; *seq (if not NULL)
  * receives the request's sequence number, to wait for its response with
  * vista_receive_response() in a later transaction.  Returns 0, VG_ETOOBIG,
- * VG_EFULL (max_requests outstanding), VG_EOPFULL, VG_EADDR, VG_EFATAL,
+ * VG_EFULL (max_requests outstanding; a request whose response this
+ * transaction received still counts), VG_EOPFULL, VG_EADDR, VG_EFATAL,
  * VG_EOTHERTX, or an error of vista_set_range (the transaction can still
  * be aborted).
  */

@@ -289,3 +289,44 @@ TEST_CASE("a server thread answers many pipelined requests exactly once",
 	w.close(c);
 	w.close(s);
 }
+
+TEST_CASE("one transaction receives a response and sends the next request",
+	"[mlt]")
+{
+	World w;
+	auto co = opts(1);
+	// 8 slots: the slot just freed is often reused.  A request whose
+	// response the transaction received counts until the commit: 2.
+	co.max_requests = 2;
+	vg_endpoint *c = w.open(w.segment(0), co);
+	vg_endpoint *s = w.open(w.segment(1), opts(2));
+	ServerThread st(w.v, s, upper);
+	socklen_t len;
+	auto to = address(s, &len);
+	uint64_t pending = 0;
+
+	for (int i = 0; i < 100; i++) {
+		std::string m = "cycle " + std::to_string(i);
+		VG_REQUIRE_OK(vg_begin(w.v, 0));
+		if (pending) {
+			char buf[64];
+			size_t n;
+			uint64_t seq = pending;
+			VG_REQUIRE_OK(vista_receive_response(c, &seq, buf,
+				sizeof(buf), &n, 5000));
+			REQUIRE(std::string(buf, n) ==
+				upper("cycle " + std::to_string(i - 1)));
+		}
+		VG_REQUIRE_OK(vista_send_request(c, (sockaddr *)&to, len,
+			m.data(), m.size(), &pending));
+		VG_REQUIRE_OK(vg_commit(w.v));
+	}
+	REQUIRE(receive(w.v, c, pending) == "CYCLE 99");
+	REQUIRE(stats(c).responses_delivered == 100);
+	REQUIRE(st.served == 100);
+	char buf[8];
+	size_t n;
+	uint64_t any = 0;
+	VG_REQUIRE_RC(vista_receive_response(c, &any, buf, sizeof(buf), &n, 0),
+		VG_ENOREQ);
+}
