@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * preload.c -- libpmemtest-trace.so: switch tracing on in a program
+ *
+ * `pmemtest run` starts the program with LD_PRELOAD naming this library and
+ *   PMEMTEST_TRACE=<file>       where to write the trace (created, O_EXCL)
+ *   PMEMTEST_TRACE_PID=<pid>    only that process traces (not its children)
+ *   PMEMTEST_POOLS=<paths>      newline-separated pools to trace (else all)
+ *   PMEMTEST_STACK_DEPTH=<n>    frames per call site (default 8)
+ *   PMEMTEST_DIRTY=scan|uffd    how stores are found (default scan)
+ * The constructor starts the tracer and installs it in librio
+ * (rio_trace_set); pmem_shim.c does the same for libpmem's functions.  The
+ * destructor writes the END record.  Without PMEMTEST_TRACE the library
+ * does nothing, so programs it leaks into (a shell, a child) run as usual.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tracer_int.h"
+
+__attribute__((constructor)) static void
+pmt_preload_init(void)
+{
+	const char *path = getenv("PMEMTEST_TRACE");
+	const char *pid = getenv("PMEMTEST_TRACE_PID");
+	const char *depth = getenv("PMEMTEST_STACK_DEPTH");
+	const char *dirty = getenv("PMEMTEST_DIRTY");
+	struct pmt_tracer_cfg cfg = { 0 };
+	int rc;
+
+	if (path == NULL || pid == NULL || atol(pid) != (long)getpid())
+		return;
+	cfg.trace_path = path;
+	cfg.pools = getenv("PMEMTEST_POOLS");
+	cfg.stack_depth = depth ? (unsigned)atoi(depth) : 8;
+	cfg.dirty = dirty && strcmp(dirty, "uffd") == 0 ? PMT_DIRTY_UFFD :
+		PMT_DIRTY_SCAN;
+	rc = pmt_tracer_start(&cfg);
+	if (rc) {
+		fprintf(stderr, "pmemtest-trace: cannot start tracing to %s: "
+			"%s\n", path, strerror(-rc));
+		return;
+	}
+	rio_trace_set(&pmt_rio_ops);
+}
+
+__attribute__((destructor)) static void
+pmt_preload_fini(void)
+{
+	if (!pmt_tracer_active())
+		return;
+	rio_trace_set(NULL);
+	pmt_tracer_stop(0);
+}
