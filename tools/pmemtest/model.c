@@ -176,7 +176,6 @@ pool_init(struct pmt_model *m, const struct pmt_rec_pool *pr, uint16_t aux,
 		line_hash(p->id, l, zero, li->hdur);
 		li->hcur[0] = li->hdur[0];
 		li->hcur[1] = li->hdur[1];
-		li->flags = PMT_LI_FLUSHED;
 		p->hsum[0] += li->hdur[0];
 		p->hsum[1] += li->hdur[1];
 	}

@@ -332,7 +332,7 @@ pmt_report_lints(struct pmt_model *m, FILE *out)
 		switch (x->kind) {
 		case PMT_LINT_REDUNDANT:
 			fprintf(out, "%llu line flush%s with no store since "
-				"the line was last flushed or durable (first: "
+				"the line was last flushed (first: "
 				"%s +0x%llx), at\n%s\n",
 				(unsigned long long)x->count,
 				x->count == 1 ? "" : "es", p->name, off,

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * undo_log.c -- update a three-line record in place under an undo log
+ *
+ * Every word of the record holds the version v.  To move to v + 1: copy
+ * the record to the undo area and make it durable; set `valid` and make it
+ * durable; update the record in place and make it durable; clear `valid`
+ * and make that durable.  Recovery copies the undo image back while
+ * `valid` is set.  Invariant after recovery: all words equal.
+ *
+ * Variants:
+ *   BUG_MARKER_FIRST   the before-image and `valid` are persisted together
+ *                      (valid may be durable before the image)
+ *   BUG_MISSING_FENCE  the before-image is flushed, not fenced, before
+ *                      `valid` is set
+ *   BUG_NO_LOG         the record is updated in place with no log at all
+ */
+#include "example.h"
+
+#define WORDS 24 /* three lines */
+#define STEPS 8
+
+struct root {
+	uint64_t rec[WORDS];
+	uint64_t undo[WORDS];
+	uint64_t valid;
+	uint8_t pad[EX_LINE - 8];
+};
+
+static void
+recover(rio_pool *p, struct root *r)
+{
+	if (!r->valid)
+		return;
+	memcpy(r->rec, r->undo, sizeof(r->rec));
+	/* The record is restored before the log is dropped. */
+	rio_persist(p, r->rec, sizeof(r->rec));
+	r->valid = 0;
+	rio_persist(p, &r->valid, sizeof(r->valid));
+}
+
+static int
+ex_run(rio_pool *p, uint8_t *base)
+{
+	struct root *r = (struct root *)base;
+
+	for (uint64_t v = 1; v <= STEPS; v++) {
+#ifndef BUG_NO_LOG
+		memcpy(r->undo, r->rec, sizeof(r->rec));
+#if defined(BUG_MARKER_FIRST)
+		r->valid = 1;
+		rio_flush(p, r->undo, sizeof(r->undo));
+		rio_persist(p, &r->valid, sizeof(r->valid));
+#else
+#ifdef BUG_MISSING_FENCE
+		rio_flush(p, r->undo, sizeof(r->undo));
+#else
+		/* The before-image is durable before it is declared valid. */
+		rio_persist(p, r->undo, sizeof(r->undo));
+#endif
+		r->valid = 1;
+		/* The log is valid before the record changes. */
+		rio_persist(p, &r->valid, sizeof(r->valid));
+#endif
+#endif
+		for (int i = 0; i < WORDS; i++)
+			r->rec[i] = v;
+		/* The new record is durable before the log is dropped. */
+		rio_persist(p, r->rec, sizeof(r->rec));
+#ifndef BUG_NO_LOG
+		r->valid = 0;
+		/* Drop the log. */
+		rio_persist(p, &r->valid, sizeof(r->valid));
+#endif
+	}
+	return 0;
+}
+
+static int
+ex_check(rio_pool *p, uint8_t *base)
+{
+	struct root *r = (struct root *)base;
+
+	recover(p, r);
+	for (int i = 1; i < WORDS; i++)
+		if (r->rec[i] != r->rec[0])
+			EX_FAIL("undo_log: record torn: word 0 = %llu, word %d "
+				"= %llu", (unsigned long long)r->rec[0], i,
+				(unsigned long long)r->rec[i]);
+	return 0;
+}
