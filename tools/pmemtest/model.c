@@ -35,6 +35,8 @@
  *       image from the first crash point on (pre-pass); one created by the
  *       run is present from its first mapping.
  *   M4. Only a fence of the flushing thread makes a flush durable.
+ *   M5. pool.nz[page] counts the non-zero lines of dur in that page, so
+ *       a crash image is written as its non-zero pages only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -125,9 +127,15 @@ static void
 set_dur(struct pmt_model *m, struct pmt_pool *p, uint64_t line,
 	const uint8_t *data, const uint64_t h[2])
 {
+	static const uint8_t zero[PMT_LINE];
 	struct pmt_line_info *li = &p->li[line];
+	uint8_t *d = p->dur + line * PMT_LINE;
+	bool was = memcmp(d, zero, PMT_LINE) != 0;
+	bool now = memcmp(data, zero, PMT_LINE) != 0;
 
-	memcpy(p->dur + line * PMT_LINE, data, PMT_LINE);
+	/* M5 */
+	p->nz[line / PMT_LINES_PER_PAGE] += (int)now - (int)was;
+	memcpy(d, data, PMT_LINE);
 	p->hsum[0] += h[0] - li->hdur[0];
 	p->hsum[1] += h[1] - li->hdur[1];
 	li->hdur[0] = h[0];
@@ -169,6 +177,8 @@ pool_init(struct pmt_model *m, const struct pmt_rec_pool *pr, uint16_t aux,
 	p->cur = pmt_xcalloc(1, p->size);
 	p->dur = pmt_xcalloc(1, p->size);
 	p->li = pmt_xcalloc(p->nlines, sizeof(*p->li));
+	p->npages = (p->size + PMT_PAGE - 1) / PMT_PAGE;
+	p->nz = pmt_xcalloc(p->npages, sizeof(*p->nz));
 	p->existed = aux & PMT_POOL_EXISTED;
 	p->known = true;
 	for (uint64_t l = 0; l < p->nlines; l++) {
@@ -297,6 +307,7 @@ pmt_model_close(struct pmt_model *m)
 		free(m->pools[i].cur);
 		free(m->pools[i].dur);
 		free(m->pools[i].li);
+		free(m->pools[i].nz);
 	}
 	free(m->pools);
 	free(m->pend);

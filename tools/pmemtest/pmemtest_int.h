@@ -34,6 +34,9 @@ int pmt_trace_next(struct pmt_trace *t, const struct pmt_rec **rec,
 
 /* ---- model.c: the persistence model, replayed from a trace ---- */
 
+#define PMT_PAGE 4096u
+#define PMT_LINES_PER_PAGE (PMT_PAGE / PMT_LINE)
+
 /* A line of some pool. */
 struct pmt_lref {
 	uint32_t pool;
@@ -67,6 +70,8 @@ struct pmt_pool {
 	struct pmt_line_info *li;
 	uint64_t hpresent[2]; /* hash term of the pool's existence */
 	uint64_t hsum[2];     /* sum of li.hdur */
+	uint16_t *nz;         /* [page]: non-zero lines of dur (model.c M5) */
+	uint64_t npages;
 	bool known;           /* POOL record seen (or pre-pass: existed) */
 	bool present;         /* part of crash images now */
 	bool existed;
