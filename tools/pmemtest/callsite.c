@@ -62,6 +62,15 @@ pmt_callsite_init(unsigned d, pmt_emit_fn emit)
 
 	depth = d == 0 ? 1 : (d > MAX_DEPTH ? MAX_DEPTH : d);
 	emit_fn = emit;
+	/* A new trace: every stack and module is new to it (T3). */
+	for (size_t i = 0; i < tab_cap; i++)
+		free(tab[i].pc);
+	free(tab);
+	free(mods);
+	tab = NULL;
+	mods = NULL;
+	tab_cap = tab_used = nmods = 0;
+	next_stack = 1;
 	if (dladdr1((void *)pmt_callsite_init, &info, (void **)&self_lm,
 		    RTLD_DL_LINKMAP) == 0)
 		self_lm = NULL;

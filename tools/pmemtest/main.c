@@ -40,6 +40,7 @@ struct run_opts {
 	unsigned npools;
 	struct pmt_enum_opts e;
 	uint64_t max_images;
+	uint64_t max_failures;
 	const char *check_cmd;
 	const char *check_lib;
 	unsigned jobs;
@@ -67,6 +68,7 @@ struct ctx {
 	bool capped;
 	struct pmt_model *m;
 	const struct pmt_cp *cp;
+	struct pmt_report *rep;
 };
 
 static void
@@ -82,6 +84,7 @@ usage(FILE *f)
 "  --random N          random larger subsets per crash point (8)\n"
 "  --max-images N      check at most N images (100000)\n"
 "  --max-per-fence N   try at most N subsets per crash point (20000)\n"
+"  --max-failures N    stop after N inconsistent images (no limit)\n"
 "  --seed S            seed of the random subsets (time)\n"
 "  --check CMD         shell command; {image} = first pool's image file,\n"
 "                      {dir} = the image directory; exit 0 = consistent\n"
@@ -186,7 +189,8 @@ on_image(const struct pmt_lref *chosen, size_t n, const struct pmt_lref *pend,
 {
 	struct ctx *c = arg;
 
-	if (c->submitted >= c->o->max_images) {
+	if (c->submitted >= c->o->max_images ||
+	    pmt_report_failures(c->rep) >= c->o->max_failures) {
 		c->capped = true;
 		return false;
 	}
@@ -274,6 +278,7 @@ cmd_run(int argc, char **argv)
 		{ "random", required_argument, NULL, 'r' },
 		{ "max-images", required_argument, NULL, 'M' },
 		{ "max-per-fence", required_argument, NULL, 'F' },
+		{ "max-failures", required_argument, NULL, 'X' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "check", required_argument, NULL, 'c' },
 		{ "check-lib", required_argument, NULL, 'l' },
@@ -295,7 +300,7 @@ cmd_run(int argc, char **argv)
 	struct run_opts o = {
 		.e = { .k = 2, .random = 8, .max_per_cp = 20000,
 			.seed = (uint64_t)time(NULL) },
-		.max_images = 100000, .timeout_s = 30, .outdir = "pmemtest-out",
+		.max_images = 100000, .max_failures = UINT64_MAX, .timeout_s = 30, .outdir = "pmemtest-out",
 		.save_max = 20, .stack_depth = 8, .dirty = "scan",
 		.domain = "cacheline",
 	};
@@ -319,6 +324,7 @@ cmd_run(int argc, char **argv)
 		case 'k': o.e.k = parse_uint("--k", optarg, 16); break;
 		case 'r': o.e.random = parse_uint("--random", optarg, 1u << 20); break;
 		case 'M': o.max_images = parse_uint("--max-images", optarg, UINT_MAX); break;
+		case 'X': o.max_failures = parse_uint("--max-failures", optarg, UINT_MAX); break;
 		case 'F': o.e.max_per_cp = parse_uint("--max-per-fence", optarg, UINT_MAX); break;
 		case 's': o.e.seed = strtoull(optarg, NULL, 0); break;
 		case 'c': o.check_cmd = optarg; break;
@@ -386,6 +392,7 @@ cmd_run(int argc, char **argv)
 		.image_name = m.npools ? m.pools[co.image_pool].name : "",
 		.twice = o.twice, .trace_path = trace };
 	rep = pmt_report_new(&m, &ro);
+	c.rep = rep;
 	c.runner = pmt_runner_new(&co, pmt_report_fail, rep);
 	c.seen = pmt_imgset_new();
 	pmt_model_run(&m, on_cp, &c);
@@ -402,7 +409,8 @@ cmd_run(int argc, char **argv)
 		(unsigned long long)m.flushes, (unsigned long long)c.cps,
 		c.st.max_pending, (unsigned long long)c.st.generated,
 		(unsigned long long)c.st.duplicates,
-		c.capped ? " (stopped at --max-images)" : "");
+		c.capped ? " (stopped at --max-images or --max-failures)" :
+			"");
 	if (c.st.truncated_cps)
 		printf("pmemtest: %llu crash points had more subsets than "
 			"--max-per-fence %llu: not every <= k subset was "

@@ -297,6 +297,25 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 		pthread_mutex_unlock(&T.lock);
 		return -EBUSY;
 	}
+	/* A new trace knows no pool yet (a process may trace twice: the
+	 * driver's own tests do). */
+	for (unsigned i = 0; i < T.nregions; i++) {
+		free(T.regions[i].shadow);
+		free(T.regions[i].path);
+	}
+	for (unsigned i = 0; i < T.nfilter; i++)
+		free(T.filter[i]);
+	free(T.filter);
+	free(T.buf);
+	if (T.xs != NULL)
+		XXH3_freeState(T.xs);
+	T.filter = NULL;
+	T.buf = NULL;
+	T.xs = NULL;
+	T.nfilter = T.nregions = 0;
+	T.records = 0;
+	T.used = 0;
+	T.write_failed = false;
 	rc = parse_filter(cfg->pools);
 	if (rc)
 		goto fail;

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// selftest.cpp -- pmemtest on its own examples: every buggy variant is
+// flagged (inconsistent images, or the lint it exists for), no correct
+// version is, and every saved inconsistent image replays as inconsistent.
+//
+// PMEMTEST names the driver, PMT_EXAMPLES the folder of example programs
+// and checker modules (set by meson).
+#include "../common/test_util.hpp"
+
+#include <cstdio>
+#include <regex>
+
+namespace {
+
+struct Case {
+	const char *example;
+	const char *variant; // "" = the correct program
+	const char *expect;  // "ok", "inconsistent", or the lint's title
+};
+
+const Case cases[] = {
+	{ "counter_pair", "", "ok" },
+	{ "counter_pair", "missing_flush", "inconsistent" },
+	{ "counter_pair", "missing_fence", "inconsistent" },
+	{ "counter_pair", "marker_first", "inconsistent" },
+	{ "counter_pair", "redundant_flush", "redundant flush" },
+	{ "counter_pair", "no_final_persist", "never made durable" },
+	{ "append_log", "", "ok" },
+	{ "append_log", "missing_flush", "inconsistent" },
+	{ "append_log", "missing_fence", "inconsistent" },
+	{ "append_log", "marker_first", "inconsistent" },
+	{ "append_log", "wrong_range", "inconsistent" },
+	{ "append_log", "unfenced_tail", "flush never fenced" },
+	{ "list_insert", "", "ok" },
+	{ "list_insert", "missing_flush", "inconsistent" },
+	{ "list_insert", "missing_fence", "inconsistent" },
+	{ "list_insert", "wrong_range", "inconsistent" },
+	{ "undo_log", "", "ok" },
+	{ "undo_log", "marker_first", "inconsistent" },
+	{ "undo_log", "missing_fence", "inconsistent" },
+	{ "undo_log", "no_log", "inconsistent" },
+	{ "redo_log", "", "ok" },
+	{ "redo_log", "marker_first", "inconsistent" },
+	{ "redo_log", "missing_flush", "inconsistent" },
+	{ "redo_log", "dpoint_early", "not durable at a durability point" },
+	{ "ring_buffer", "", "ok" },
+	{ "ring_buffer", "marker_first", "inconsistent" },
+	{ "ring_buffer", "missing_flush", "inconsistent" },
+	{ "pointer_swap", "", "ok" },
+	{ "pointer_swap", "missing_flush", "inconsistent" },
+	{ "pointer_swap", "missing_fence", "inconsistent" },
+	{ "multi_line_record", "", "ok" },
+	{ "multi_line_record", "no_log", "inconsistent" },
+	{ "kv_hash", "", "ok" },
+	{ "kv_hash", "marker_first", "inconsistent" },
+	{ "kv_hash", "wrong_range", "inconsistent" },
+	{ "bitmap_alloc", "", "ok" },
+	{ "bitmap_alloc", "missing_fence", "inconsistent" },
+	{ "bitmap_alloc", "marker_first", "inconsistent" },
+	{ "sorted_array", "", "ok" },
+	{ "sorted_array", "no_log", "inconsistent" },
+	{ "memcpy_batch", "", "ok" },
+	{ "memcpy_batch", "missing_fence", "inconsistent" },
+	{ "pmem_log", "", "ok" },
+	{ "pmem_log", "marker_first", "inconsistent" },
+	{ "pmem_log", "missing_flush", "inconsistent" },
+};
+
+std::string env(const char *name)
+{
+	const char *v = getenv(name);
+	REQUIRE(v != nullptr);
+	return v;
+}
+
+struct Run {
+	int code = -1;
+	std::string out;
+};
+
+Run sh(const std::string &cmd)
+{
+	Run r;
+	FILE *f = popen((cmd + " 2>&1").c_str(), "r");
+	REQUIRE(f != nullptr);
+	char buf[4096];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
+		r.out.append(buf, n);
+	int st = pclose(f);
+	r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return r;
+}
+
+// images: N checked, N inconsistent, N unique
+void summary(const std::string &out, long &checked, long &bad, long &uniq)
+{
+	std::smatch m;
+	std::regex re("images: ([0-9]+) checked, ([0-9]+) inconsistent, "
+		      "([0-9]+) unique");
+	REQUIRE(std::regex_search(out, m, re));
+	checked = std::stol(m[1]);
+	bad = std::stol(m[2]);
+	uniq = std::stol(m[3]);
+}
+
+std::string exe(const Case &c)
+{
+	std::string n = "ex_" + std::string(c.example);
+	if (*c.variant)
+		n += "_" + std::string(c.variant);
+	return env("PMT_EXAMPLES") + "/" + n;
+}
+
+std::string lib(const char *example)
+{
+	return env("PMT_EXAMPLES") + "/libex_" + example + ".so:pmemtest_check";
+}
+
+void check_case(const Case &c, const std::string &mode)
+{
+	test::TempDir d;
+	std::string check = mode == "lib" ?
+		"--check-lib " + lib(c.example) :
+		"--check '" + env("PMT_EXAMPLES") + "/ex_" + c.example +
+			" check {image}'";
+	std::string cmd = env("PMEMTEST") + " run --seed 7 --workdir " +
+		d.path + " --out " + d / "out" + " --max-failures 50 " +
+		check + " -- " + exe(c) + " run " + d / "pool";
+	Run r = sh(cmd);
+	INFO(cmd << "\n" << r.out);
+	long checked, bad, uniq;
+	summary(r.out, checked, bad, uniq);
+	REQUIRE(checked > 0);
+	std::string expect = c.expect;
+	if (expect == "ok") {
+		REQUIRE(r.code == 0);
+		REQUIRE(bad == 0);
+		REQUIRE(r.out.find("warning:") == std::string::npos);
+	} else if (expect == "inconsistent") {
+		REQUIRE(r.code == 1);
+		REQUIRE(bad > 0);
+		REQUIRE(uniq > 0);
+		REQUIRE(uniq <= bad);
+		// The first saved image reproduces the failure.
+		std::smatch m;
+		std::regex re("reproduce: pmemtest replay (\\S+)");
+		REQUIRE(std::regex_search(r.out, m, re));
+		Run rp = sh(env("PMEMTEST") + " replay " + m[1].str());
+		INFO(rp.out);
+		REQUIRE(rp.code == 1);
+		REQUIRE(rp.out.find("INCONSISTENT") != std::string::npos);
+	} else {
+		REQUIRE(r.code == 0);
+		REQUIRE(bad == 0);
+		REQUIRE(r.out.find("warning: " + expect) != std::string::npos);
+	}
+}
+
+} // namespace
+
+TEST_CASE("every example variant is judged as expected", "[examples]")
+{
+	for (const Case &c : cases) {
+		DYNAMIC_SECTION(c.example << " " << (*c.variant ? c.variant :
+						"(correct)"))
+		{
+			check_case(c, "lib");
+		}
+	}
+}
+
+TEST_CASE("command-mode checker judges like the library checker",
+	"[command]")
+{
+	for (const Case &c : cases) {
+		std::string ex = c.example;
+		if (ex != "counter_pair" && ex != "undo_log" && ex != "pmem_log")
+			continue;
+		DYNAMIC_SECTION(c.example << " " << c.variant)
+		{
+			check_case(c, "cmd");
+		}
+	}
+}
+
+TEST_CASE("replay checks a copy and reproduces the failure every time",
+	"[replay]")
+{
+	// Replaying checks a copy: the saved image itself is not changed
+	// by the checker's recovery, so it fails again the second time.
+	test::TempDir d;
+	Case c = { "undo_log", "no_log", "inconsistent" };
+	std::string cmd = env("PMEMTEST") + " run --seed 3 --workdir " +
+		d.path + " --out " + d / "out" + " --check-lib " +
+		lib(c.example) + " -- " + exe(c) + " run " + d / "pool";
+	Run r = sh(cmd);
+	INFO(r.out);
+	REQUIRE(r.code == 1);
+	std::smatch m;
+	std::regex re("reproduce: pmemtest replay (\\S+)");
+	REQUIRE(std::regex_search(r.out, m, re));
+	std::string img = m[1].str();
+	std::string before = test::read_file(img + "/pool");
+	REQUIRE(sh(env("PMEMTEST") + " replay " + img).code == 1);
+	REQUIRE(sh(env("PMEMTEST") + " replay " + img).code == 1);
+	REQUIRE(test::read_file(img + "/pool") == before);
+	REQUIRE(sh(env("PMEMTEST") + " replay " + d / "nothing").code == 2);
+}
+
+TEST_CASE("recovery run twice must still be consistent", "[twice]")
+{
+	test::TempDir d;
+	for (const char *ex : { "undo_log", "redo_log" }) {
+		Case c = { ex, "", "ok" };
+		Run r = sh(env("PMEMTEST") + " run --twice --workdir " + d.path +
+			" --check-lib " + lib(ex) + " -- " + exe(c) + " run " +
+			d / "pool");
+		INFO(r.out);
+		REQUIRE(r.code == 0);
+	}
+}
+
+TEST_CASE("bad command lines are refused", "[usage]")
+{
+	REQUIRE(sh(env("PMEMTEST")).code == 2);
+	REQUIRE(sh(env("PMEMTEST") + " run -- true").code == 2);
+	REQUIRE(sh(env("PMEMTEST") + " run --check x --check-lib y:z -- true")
+			.code == 2);
+	REQUIRE(sh(env("PMEMTEST") + " run --k nope --check x -- true")
+			.code == 2);
+	Run r = sh(env("PMEMTEST") + " run --check-lib /nonexistent.so:f -- "
+				     "true");
+	REQUIRE(r.code == 2);
+	REQUIRE(r.out.find("cannot load") != std::string::npos);
+}
