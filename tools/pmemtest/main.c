@@ -96,7 +96,7 @@ usage(FILE *f)
 "  --save N            save at most N images (20)\n"
 "  --verbose           describe every inconsistent image\n"
 "  --stack-depth N     frames kept per flush/fence call site (8)\n"
-"  --dirty scan|uffd   how the tracer finds stores (scan)\n"
+"  --dirty auto|uffd|scan  how the tracer finds stores (auto)\n"
 "  --domain D          RIO_DOMAIN for the program (cacheline; 'keep')\n"
 "  --workdir DIR       scratch directory (/dev/shm)\n"
 "  --keep              keep the scratch directory (trace, slots)\n"
@@ -301,7 +301,7 @@ cmd_run(int argc, char **argv)
 		.e = { .k = 2, .random = 8, .max_per_cp = 20000,
 			.seed = (uint64_t)time(NULL) },
 		.max_images = 100000, .max_failures = UINT64_MAX, .timeout_s = 30, .outdir = "pmemtest-out",
-		.save_max = 20, .stack_depth = 8, .dirty = "scan",
+		.save_max = 20, .stack_depth = 8, .dirty = "auto",
 		.domain = "cacheline",
 	};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -349,8 +349,9 @@ cmd_run(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (strcmp(o.dirty, "scan") != 0 && strcmp(o.dirty, "uffd") != 0)
-		pmt_die("--dirty must be scan or uffd");
+	if (strcmp(o.dirty, "scan") != 0 && strcmp(o.dirty, "uffd") != 0 &&
+	    strcmp(o.dirty, "auto") != 0)
+		pmt_die("--dirty must be auto, uffd or scan");
 	if (o.jobs == 0)
 		o.jobs = 1;
 	o.argv = argv + optind;
@@ -371,8 +372,9 @@ cmd_run(int argc, char **argv)
 	m.lints_on = !o.no_lints;
 	printf("pmemtest: %s: ", o.argv[0]);
 	describe_exit(stdout, o.argv[0], st);
-	printf(", trace %.1f MB in %.2f s%s\n",
+	printf(", trace %.1f MB in %.2f s (stores found by %s)%s\n",
 		(double)m.tr.size / 1e6, (double)(t1 - t0) / 1e9,
+		m.tr.flags & PMT_TRACE_UFFD ? "userfaultfd" : "scanning",
 		m.tr.complete ? "" : " (cut short: no END record)");
 	if (m.npools == 0)
 		fprintf(stderr, "pmemtest: warning: the program mapped no "

@@ -24,6 +24,7 @@ struct pmt_trace {
 	bool complete;      /* END present and checksum good */
 	int end_signal;
 	uint32_t pid;
+	uint32_t flags;     /* PMT_TRACE_* */
 };
 int pmt_trace_open(const char *path, struct pmt_trace *t);
 void pmt_trace_close(struct pmt_trace *t);
@@ -249,7 +250,7 @@ struct pmt_check_opts {
 struct pmt_line_desc {
 	struct pmt_lref l;
 	struct pmt_line_info li;
-	uint32_t store_site; /* flush that logged the store, or 0 */
+	uint32_t store_site; /* pmt_model_store_site() when submitted */
 };
 
 /* One checked image. */

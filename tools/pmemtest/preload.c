@@ -7,7 +7,8 @@
  *   PMEMTEST_TRACE_PID=<pid>    only that process traces (not its children)
  *   PMEMTEST_POOLS=<paths>      newline-separated pools to trace (else all)
  *   PMEMTEST_STACK_DEPTH=<n>    frames per call site (default 8)
- *   PMEMTEST_DIRTY=scan|uffd    how stores are found (default scan)
+ *   PMEMTEST_DIRTY=auto|uffd|scan  how stores are found (default auto:
+ *                               userfaultfd where allowed, else scanning)
  * The constructor starts the tracer and installs it in librio
  * (rio_trace_set); pmem_shim.c does the same for libpmem's functions.  The
  * destructor writes the END record.  Without PMEMTEST_TRACE the library
@@ -35,8 +36,11 @@ pmt_preload_init(void)
 	cfg.trace_path = path;
 	cfg.pools = getenv("PMEMTEST_POOLS");
 	cfg.stack_depth = depth ? (unsigned)atoi(depth) : 8;
-	cfg.dirty = dirty && strcmp(dirty, "uffd") == 0 ? PMT_DIRTY_UFFD :
-		PMT_DIRTY_SCAN;
+	cfg.dirty = PMT_DIRTY_AUTO;
+	if (dirty && strcmp(dirty, "uffd") == 0)
+		cfg.dirty = PMT_DIRTY_UFFD;
+	else if (dirty && strcmp(dirty, "scan") == 0)
+		cfg.dirty = PMT_DIRTY_SCAN;
 	rc = pmt_tracer_start(&cfg);
 	if (rc) {
 		fprintf(stderr, "pmemtest-trace: cannot start tracing to %s: "

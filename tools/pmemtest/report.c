@@ -46,7 +46,7 @@ pmt_report_new(struct pmt_model *m, const struct pmt_report_opts *o)
 }
 
 static uint64_t
-signature(struct pmt_model *m, const struct pmt_job *j)
+signature(const struct pmt_job *j)
 {
 	uint64_t v[4] = { j->cp.kind, j->cp.stack, 0, 0 };
 	uint64_t h = rio_checksum(v, sizeof(v), 0x5349);
@@ -54,7 +54,7 @@ signature(struct pmt_model *m, const struct pmt_job *j)
 	for (size_t i = 0; i < j->nchosen; i++) {
 		const struct pmt_line_desc *d = &j->desc[i];
 		v[0] = d->l.pool;
-		v[1] = pmt_model_store_site(m, &d->li);
+		v[1] = d->store_site;
 		v[2] = d->li.flush_stack;
 		v[3] = 0;
 		h = rio_checksum(v, sizeof(v), h);
@@ -67,7 +67,7 @@ pmt_report_fail(struct pmt_job *job, void *arg)
 {
 	struct pmt_report *r = arg;
 
-	job->sig = signature(r->m, job);
+	job->sig = signature(job);
 	r->fails = pmt_xrealloc(r->fails, (r->nfails + 1) * sizeof(*r->fails));
 	r->fails[r->nfails++] = job;
 }

@@ -40,10 +40,12 @@ struct pmt_trace_hdr {
 	uint32_t line_size;   /* PMT_LINE */
 	uint32_t pid;         /* traced process */
 	uint64_t start_ns;    /* CLOCK_REALTIME at start */
-	uint8_t reserved[24]; /* zero */
+	uint32_t flags;       /* PMT_TRACE_* */
+	uint8_t reserved[20]; /* zero */
 	uint64_t checksum;    /* rio_checksum(bytes 0..55, PMT_HDR_CSUM_SEED) */
 };
 RIO_STATIC_ASSERT(sizeof(struct pmt_trace_hdr) == 64, "trace header size");
+#define PMT_TRACE_UFFD 1u /* stores found with userfaultfd, not by scanning */
 
 enum pmt_rec_type {
 	PMT_REC_MODULE = 1, /* a loaded object call sites refer to */

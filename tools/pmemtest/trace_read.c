@@ -57,6 +57,7 @@ pmt_trace_open(const char *path, struct pmt_trace *t)
 		return -EBADMSG;
 	}
 	t->pid = h->pid;
+	t->flags = h->flags;
 	/* V1: find the last whole record. */
 	off = sizeof(*h);
 	while (off + sizeof(struct pmt_rec) <= t->size) {

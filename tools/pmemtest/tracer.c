@@ -334,11 +334,15 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 	}
 	T.quiet = cfg->quiet;
 	T.dirty = cfg->dirty;
-	if (T.dirty == PMT_DIRTY_UFFD && pmt_uffd_open(&T.uffd) != 0) {
-		warn("userfaultfd write tracking unavailable (%s); "
-		     "scanning pools instead", "need CAP_SYS_PTRACE or "
-		     "vm.unprivileged_userfaultfd=1, kernel >= 6.7");
+	if (T.dirty != PMT_DIRTY_SCAN && pmt_uffd_open(&T.uffd) != 0) {
+		if (T.dirty == PMT_DIRTY_UFFD)
+			warn("userfaultfd write tracking unavailable (%s); "
+			     "scanning pools instead", "needs kernel >= 6.7 "
+			     "and CAP_SYS_PTRACE or "
+			     "vm.unprivileged_userfaultfd=1");
 		T.dirty = PMT_DIRTY_SCAN;
+	} else if (T.dirty == PMT_DIRTY_AUTO) {
+		T.dirty = PMT_DIRTY_UFFD;
 	}
 	clock_gettime(CLOCK_REALTIME, &T.start);
 	memset(&h, 0, sizeof(h));
@@ -348,6 +352,7 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 	h.hdr_size = sizeof(h);
 	h.line_size = PMT_LINE;
 	h.pid = (uint32_t)getpid();
+	h.flags = T.dirty == PMT_DIRTY_UFFD ? PMT_TRACE_UFFD : 0;
 	h.start_ns = (uint64_t)T.start.tv_sec * 1000000000ull +
 		(uint64_t)T.start.tv_nsec;
 	h.checksum = rio_checksum(&h, offsetof(struct pmt_trace_hdr, checksum),
@@ -429,6 +434,7 @@ region_map(struct region *r, void *base)
 {
 	r->base = base;
 	r->mapped = true;
+	/* A region that cannot be registered is scanned (U2). */
 	if (T.dirty == PMT_DIRTY_UFFD)
 		r->uffd = pmt_uffd_register(T.uffd, r->base, r->size) == 0;
 }

@@ -16,6 +16,7 @@
 enum pmt_dirty_mode {
 	PMT_DIRTY_SCAN = 0, /* compare every mapped page with a shadow copy */
 	PMT_DIRTY_UFFD = 1, /* userfaultfd async write-protect + PAGEMAP_SCAN */
+	PMT_DIRTY_AUTO = 2, /* UFFD where the kernel allows it, else SCAN */
 };
 
 struct pmt_tracer_cfg {
