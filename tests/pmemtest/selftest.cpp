@@ -46,6 +46,7 @@ const Case cases[] = {
 	{ "ring_buffer", "", "ok" },
 	{ "ring_buffer", "marker_first", "inconsistent" },
 	{ "ring_buffer", "missing_flush", "inconsistent" },
+	{ "ring_buffer", "full_window", "inconsistent" },
 	{ "pointer_swap", "", "ok" },
 	{ "pointer_swap", "missing_flush", "inconsistent" },
 	{ "pointer_swap", "missing_fence", "inconsistent" },

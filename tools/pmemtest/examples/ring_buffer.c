@@ -3,15 +3,17 @@
  * ring_buffer.c -- a persistent ring: slot first, then the head
  *
  * 16 one-line slots; the producer fills slot head % 16 and makes it
- * durable, then advances head and makes that durable.  The slot being
- * filled is the oldest, so only 15 count as valid: invariant, the last
- * min(head, 15) slots hold sequence numbers head-15 .. head-1 with good
- * checksums.  (Counting all 16 was this example's own first bug, found by
- * pmemtest: the slot overwritten next is still inside a 16-slot window.)
+ * durable, then advances head and makes that durable.  The ring's header
+ * says how many of the newest slots a reader may trust (`window`).  The
+ * slot being filled is the oldest, so the window must leave it out: 15.
+ * Invariant: the last min(head, window) slots hold sequence numbers
+ * head-window .. head-1 with good checksums.
  *
  * Variants:
  *   BUG_MARKER_FIRST   the head is made durable before the slot
  *   BUG_MISSING_FLUSH  the slot is never flushed
+ *   BUG_FULL_WINDOW    window = 16: the slot being overwritten is still
+ *                      trusted (docs/pmemtest-walkthrough.md finds it)
  */
 #include "example.h"
 
@@ -26,7 +28,8 @@ struct slot {
 
 struct root {
 	uint64_t head;
-	uint8_t pad[EX_LINE - 8];
+	uint64_t window; /* trusted newest slots */
+	uint8_t pad[EX_LINE - 16];
 	struct slot s[SLOTS];
 };
 
@@ -35,6 +38,13 @@ ex_run(rio_pool *p, uint8_t *base)
 {
 	struct root *r = (struct root *)base;
 
+#ifdef BUG_FULL_WINDOW
+	r->window = SLOTS;
+#else
+	r->window = SLOTS - 1; /* the slot being filled is not trusted */
+#endif
+	/* The ring's shape is durable before it is used. */
+	rio_persist(p, &r->window, sizeof(r->window));
 	for (uint64_t i = 0; i < STEPS; i++) {
 		struct slot *s = &r->s[r->head % SLOTS];
 		s->seq = r->head;
@@ -61,9 +71,11 @@ static int
 ex_check(rio_pool *p, uint8_t *base)
 {
 	const struct root *r = (const struct root *)base;
-	uint64_t from = r->head > SLOTS - 1 ? r->head - (SLOTS - 1) : 0;
+	uint64_t from = r->head > r->window ? r->head - r->window : 0;
 
 	(void)p;
+	if (r->window > SLOTS)
+		EX_FAIL("ring_buffer: window %llu", (unsigned long long)r->window);
 	for (uint64_t q = from; q < r->head; q++) {
 		const struct slot *s = &r->s[q % SLOTS];
 		if (s->seq != q ||
