@@ -39,6 +39,7 @@ const Case cases[] = {
 	{ "undo_log", "marker_first", "inconsistent" },
 	{ "undo_log", "missing_fence", "inconsistent" },
 	{ "undo_log", "no_log", "inconsistent" },
+	{ "undo_log", "recovery_order", "ok" }, // its writer is correct
 	{ "redo_log", "", "ok" },
 	{ "redo_log", "marker_first", "inconsistent" },
 	{ "redo_log", "missing_flush", "inconsistent" },
@@ -234,4 +235,35 @@ TEST_CASE("bad command lines are refused", "[usage]")
 				     "true");
 	REQUIRE(r.code == 2);
 	REQUIRE(r.out.find("cannot load") != std::string::npos);
+}
+
+TEST_CASE("a crash during recovery is checked by tracing the recovery",
+	"[recovery]")
+{
+	// The writer dies half way through a transaction (a process crash:
+	// the pool keeps every store, the undo log is valid); then the
+	// recovery (the example's check mode) runs under pmemtest, starting
+	// from that pool, and every crash image of the recovery is checked.
+	for (const char *variant : { "", "recovery_order" }) {
+		test::TempDir d;
+		Case c = { "undo_log", variant, "" };
+		std::string pool = d / "pool";
+		Run w = sh("EX_STOP_AT=3 " + exe(c) + " run " + pool);
+		REQUIRE(w.code == 0);
+		Run r = sh(env("PMEMTEST") + " run --seed 5 --workdir " +
+			d.path + " --out " + d / "out" + " --pool " + pool +
+			" --check-lib " + lib("undo_log") + " -- " + exe(c) +
+			" check " + pool);
+		INFO(r.out);
+		long checked, bad, uniq;
+		summary(r.out, checked, bad, uniq);
+		REQUIRE(checked > 1); // the recovery's own crash points
+		if (*variant) {
+			REQUIRE(r.code == 1);
+			REQUIRE(bad > 0);
+		} else {
+			REQUIRE(r.code == 0);
+			REQUIRE(bad == 0);
+		}
+	}
 }

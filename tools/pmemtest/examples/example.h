@@ -12,6 +12,10 @@
  *   pmemtest_check(image, dir): the library checker (--check-lib), built
  *         into a shared module from the same source (-DEX_MODULE).
  * Buggy variants are the same source built with -DBUG_<NAME>.
+ * ex_maybe_stop(step) ends the writer abruptly (a process crash: every
+ * store stays in the pool) at step $EX_STOP_AT, leaving work for recovery,
+ * so the recovery itself can be traced: `pmemtest run --pool POOL ...
+ * -- PROG check POOL`.
  * The pool's user area is EX_POOL_SIZE bytes (64 KiB, or $EX_POOL_KB).
  */
 #ifndef PMEMTEST_EXAMPLE_H
@@ -45,6 +49,14 @@ ex_csum(const void *p, size_t n)
 }
 
 static int ex_run(rio_pool *p, uint8_t *base) __attribute__((unused));
+
+static inline __attribute__((unused)) void
+ex_maybe_stop(uint64_t step)
+{
+	const char *s = getenv("EX_STOP_AT");
+	if (s != NULL && strtoull(s, NULL, 0) == step)
+		_exit(0);
+}
 static int ex_check(rio_pool *p, uint8_t *base);
 
 EX_EXPORT int pmemtest_check(const char *image, const char *dir);

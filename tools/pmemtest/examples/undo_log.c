@@ -14,6 +14,10 @@
  *   BUG_MISSING_FENCE  the before-image is flushed, not fenced, before
  *                      `valid` is set
  *   BUG_NO_LOG         the record is updated in place with no log at all
+ *   BUG_RECOVERY_ORDER recovery drops the log before the restored record
+ *                      is durable (found by tracing the recovery: run
+ *                      with EX_STOP_AT=N, then `pmemtest run --pool POOL
+ *                      ... -- PROG check POOL`)
  */
 #include "example.h"
 
@@ -33,10 +37,16 @@ recover(rio_pool *p, struct root *r)
 	if (!r->valid)
 		return;
 	memcpy(r->rec, r->undo, sizeof(r->rec));
+#ifdef BUG_RECOVERY_ORDER
+	r->valid = 0;
+	rio_flush(p, &r->valid, sizeof(r->valid));
+	rio_persist(p, r->rec, sizeof(r->rec));
+#else
 	/* The record is restored before the log is dropped. */
 	rio_persist(p, r->rec, sizeof(r->rec));
 	r->valid = 0;
 	rio_persist(p, &r->valid, sizeof(r->valid));
+#endif
 }
 
 static int
@@ -63,8 +73,11 @@ ex_run(rio_pool *p, uint8_t *base)
 		rio_persist(p, &r->valid, sizeof(r->valid));
 #endif
 #endif
-		for (int i = 0; i < WORDS; i++)
+		for (int i = 0; i < WORDS; i++) {
 			r->rec[i] = v;
+			if (i == WORDS / 2)
+				ex_maybe_stop(v); /* half updated, log valid */
+		}
 		/* The new record is durable before the log is dropped. */
 		rio_persist(p, r->rec, sizeof(r->rec));
 #ifndef BUG_NO_LOG
