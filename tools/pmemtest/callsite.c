@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "trace_layout.h"
 #include "tracer_int.h"
@@ -148,7 +149,7 @@ emit_stack(uint32_t id, void **pc, int n)
 static uint64_t
 hash_pcs(void **pc, int n)
 {
-	return rio_checksum(pc, (size_t)n * sizeof(*pc), 0x5354);
+	return XXH3_64bits_withSeed(pc, (size_t)n * sizeof(*pc), 0x5354);
 }
 
 static bool

@@ -13,13 +13,23 @@
  * (rio_trace_set); pmem_shim.c does the same for libpmem's functions.  The
  * destructor writes the END record.  Without PMEMTEST_TRACE the library
  * does nothing, so programs it leaks into (a shell, a child) run as usual.
+ *
+ * This library does not link librio: it finds rio_trace_set() with
+ * dlsym(RTLD_DEFAULT), which returns the program's own copy first.  So a
+ * program using librio.so is traced, and so is one that links librio
+ * statically and exports its dynamic symbols (-rdynamic; meson
+ * export_dynamic) -- the crash tests of libvista's broken builds do.
  */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "tracer_int.h"
+
+typedef int (*trace_set_fn)(const struct rio_trace_ops *);
+static trace_set_fn trace_set;
 
 __attribute__((constructor)) static void
 pmt_preload_init(void)
@@ -47,7 +57,9 @@ pmt_preload_init(void)
 			"%s\n", path, strerror(-rc));
 		return;
 	}
-	rio_trace_set(&pmt_rio_ops);
+	trace_set = (trace_set_fn)dlsym(RTLD_DEFAULT, "rio_trace_set");
+	if (trace_set != NULL)
+		trace_set(&pmt_rio_ops);
 }
 
 __attribute__((destructor)) static void
@@ -55,6 +67,7 @@ pmt_preload_fini(void)
 {
 	if (!pmt_tracer_active())
 		return;
-	rio_trace_set(NULL);
+	if (trace_set != NULL)
+		trace_set(NULL);
 	pmt_tracer_stop(0);
 }

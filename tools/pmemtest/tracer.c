@@ -355,8 +355,9 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 	h.flags = T.dirty == PMT_DIRTY_UFFD ? PMT_TRACE_UFFD : 0;
 	h.start_ns = (uint64_t)T.start.tv_sec * 1000000000ull +
 		(uint64_t)T.start.tv_nsec;
-	h.checksum = rio_checksum(&h, offsetof(struct pmt_trace_hdr, checksum),
-		PMT_HDR_CSUM_SEED);
+	/* rio_checksum() is XXH3-64; the tracer does not link librio. */
+	h.checksum = XXH3_64bits_withSeed(&h,
+		offsetof(struct pmt_trace_hdr, checksum), PMT_HDR_CSUM_SEED);
 	memcpy(T.buf, &h, sizeof(h));
 	T.used = sizeof(h);
 	pmt_callsite_init(cfg->stack_depth, emit);
