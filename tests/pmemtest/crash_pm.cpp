@@ -6,47 +6,13 @@
 //
 // PMEMTEST, VPM (the workload program), VPM_MOD (its checker module) and
 // VPM_BROKEN (folder of the broken builds) are set by meson.
-#include "../common/test_util.hpp"
+#include "pmemtest_util.hpp"
 
-#include <cstdio>
-#include <regex>
+using pmt::env;
+using pmt::Run;
+using pmt::sh;
 
 namespace {
-
-std::string env(const char *name)
-{
-	const char *v = getenv(name);
-	REQUIRE(v != nullptr);
-	return v;
-}
-
-struct Run {
-	int code = -1;
-	std::string out;
-};
-
-Run sh(const std::string &cmd)
-{
-	Run r;
-	FILE *f = popen((cmd + " 2>&1").c_str(), "r");
-	REQUIRE(f != nullptr);
-	char buf[4096];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		r.out.append(buf, n);
-	int st = pclose(f);
-	r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	return r;
-}
-
-long checked(const std::string &out, long *bad)
-{
-	std::smatch m;
-	std::regex re("images: ([0-9]+) checked, ([0-9]+) inconsistent");
-	REQUIRE(std::regex_search(out, m, re));
-	*bad = std::stol(m[2]);
-	return std::stol(m[1]);
-}
 
 const char *const scenarios[] = { "one_range", "many_ranges",
 	"multi_segment", "heap", "abort", "auto", "debit_credit" };
@@ -70,9 +36,9 @@ TEST_CASE("every crash image of every vista workload recovers",
 				":pm_check_" + sc + " -- " + env("VPM") + " " +
 				sc + " run " + d.path));
 			INFO(r.out);
-			long bad;
-			REQUIRE(checked(r.out, &bad) > 10);
-			REQUIRE(bad == 0);
+			pmt::Summary s = pmt::summary(r.out);
+			REQUIRE(s.checked > 10);
+			REQUIRE(s.bad == 0);
 			REQUIRE(r.code == 0);
 		}
 	}
@@ -99,9 +65,9 @@ TEST_CASE("every crash image of a vista recovery recovers",
 				env("VPM_MOD") + ":pm_check_" + sc + " -- " +
 				env("VPM") + " " + sc + " check " + d.path));
 			INFO(r.out);
-			long bad;
-			REQUIRE(checked(r.out, &bad) > 1);
-			REQUIRE(bad == 0);
+			pmt::Summary s = pmt::summary(r.out);
+			REQUIRE(s.checked > 1);
+			REQUIRE(s.bad == 0);
 			REQUIRE(r.code == 0);
 		}
 	}
@@ -121,9 +87,7 @@ TEST_CASE("libvista's broken builds are caught", "[vista-broken]")
 				" one_range check {dir}' -- " + exe +
 				" one_range run " + d.path));
 			INFO(r.out);
-			long bad;
-			checked(r.out, &bad);
-			REQUIRE(bad > 0);
+			REQUIRE(pmt::summary(r.out).bad > 0);
 			REQUIRE(r.code == 1);
 		}
 	}

@@ -5,10 +5,11 @@
 //
 // PMEMTEST names the driver, PMT_EXAMPLES the folder of example programs
 // and checker modules (set by meson).
-#include "../common/test_util.hpp"
+#include "pmemtest_util.hpp"
 
-#include <cstdio>
-#include <regex>
+using pmt::env;
+using pmt::Run;
+using pmt::sh;
 
 namespace {
 
@@ -68,44 +69,6 @@ const Case cases[] = {
 	{ "pmem_log", "missing_flush", "inconsistent" },
 };
 
-std::string env(const char *name)
-{
-	const char *v = getenv(name);
-	REQUIRE(v != nullptr);
-	return v;
-}
-
-struct Run {
-	int code = -1;
-	std::string out;
-};
-
-Run sh(const std::string &cmd)
-{
-	Run r;
-	FILE *f = popen((cmd + " 2>&1").c_str(), "r");
-	REQUIRE(f != nullptr);
-	char buf[4096];
-	size_t n;
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		r.out.append(buf, n);
-	int st = pclose(f);
-	r.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	return r;
-}
-
-// images: N checked, N inconsistent, N unique
-void summary(const std::string &out, long &checked, long &bad, long &uniq)
-{
-	std::smatch m;
-	std::regex re("images: ([0-9]+) checked, ([0-9]+) inconsistent, "
-		      "([0-9]+) unique");
-	REQUIRE(std::regex_search(out, m, re));
-	checked = std::stol(m[1]);
-	bad = std::stol(m[2]);
-	uniq = std::stol(m[3]);
-}
-
 std::string exe(const Case &c)
 {
 	std::string n = "ex_" + std::string(c.example);
@@ -131,8 +94,7 @@ void check_case(const Case &c, const std::string &mode)
 		check + " -- " + exe(c) + " run " + d / "pool";
 	Run r = sh(cmd);
 	INFO(cmd << "\n" << r.out);
-	long checked, bad, uniq;
-	summary(r.out, checked, bad, uniq);
+	auto [checked, bad, uniq] = pmt::summary(r.out);
 	REQUIRE(checked > 0);
 	std::string expect = c.expect;
 	if (expect == "ok") {
@@ -255,8 +217,8 @@ TEST_CASE("a crash during recovery is checked by tracing the recovery",
 			" --check-lib " + lib("undo_log") + " -- " + exe(c) +
 			" check " + pool);
 		INFO(r.out);
-		long checked, bad, uniq;
-		summary(r.out, checked, bad, uniq);
+		auto [checked, bad, uniq] = pmt::summary(r.out);
+		(void)uniq;
 		REQUIRE(checked > 1); // the recovery's own crash points
 		if (*variant) {
 			REQUIRE(r.code == 1);

@@ -50,6 +50,18 @@ ex_csum(const void *p, size_t n)
 
 static int ex_run(rio_pool *p, uint8_t *base) __attribute__((unused));
 
+/* 0 if the n words of a record all hold the same version, else say so. */
+static inline __attribute__((unused)) int
+ex_words_equal(const char *who, const uint64_t *w, int n)
+{
+	for (int i = 1; i < n; i++)
+		if (w[i] != w[0])
+			EX_FAIL("%s: record torn: word 0 = %llu, word %d = %llu",
+				who, (unsigned long long)w[0], i,
+				(unsigned long long)w[i]);
+	return 0;
+}
+
 static inline __attribute__((unused)) void
 ex_maybe_stop(uint64_t step)
 {

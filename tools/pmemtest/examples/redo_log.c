@@ -84,10 +84,5 @@ ex_check(rio_pool *p, uint8_t *base)
 	struct root *r = (struct root *)base;
 
 	recover(p, r);
-	for (int i = 1; i < WORDS; i++)
-		if (r->rec[i] != r->rec[0])
-			EX_FAIL("redo_log: record torn: word 0 = %llu, word %d "
-				"= %llu", (unsigned long long)r->rec[0], i,
-				(unsigned long long)r->rec[i]);
-	return 0;
+	return ex_words_equal("redo_log", r->rec, WORDS);
 }
