@@ -365,6 +365,16 @@ cmd_run(int argc, char **argv)
 	st = trace_program(&o, trace);
 	t1 = pmt_now_ns();
 	rc = pmt_model_open(&m, trace);
+	if (rc == -ENOENT) {
+		/* The tracer creates the trace at the first traced mapping. */
+		fprintf(stderr, "pmemtest: %s mapped no traced pool (does "
+			"--pool name the right file? Is librio linked "
+			"statically without exported symbols?)\n", o.argv[0]);
+		printf("images: 0 checked, 0 inconsistent, 0 unique\n");
+		if (!o.keep)
+			pmt_rm_rf(work);
+		return 2;
+	}
 	if (rc)
 		pmt_die("no usable trace from %s (%s): did it start? Is "
 			"libpmemtest-trace.so (%s) loadable?", o.argv[0],
@@ -376,10 +386,6 @@ cmd_run(int argc, char **argv)
 		(double)m.tr.size / 1e6, (double)(t1 - t0) / 1e9,
 		m.tr.flags & PMT_TRACE_UFFD ? "userfaultfd" : "scanning",
 		m.tr.complete ? "" : " (cut short: no END record)");
-	if (m.npools == 0)
-		fprintf(stderr, "pmemtest: warning: the program mapped no "
-			"traced pool (is it linked with librio statically, or "
-			"does --pool name the right file?)\n");
 
 	co.jobs = o.jobs;
 	co.twice = o.twice;

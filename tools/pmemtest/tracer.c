@@ -28,9 +28,12 @@
  *       opened again keeps its id and its shadow, and the reopen logs only
  *       what changed while it was not mapped.
  *
- * State machine: OFF --pmt_tracer_start--> ON --pmt_tracer_stop--> OFF.
- * A fork()ed child of the traced process goes OFF without writing (only the
- * process the driver started is traced).
+ * State machine: OFF --pmt_tracer_start--> ARMED --first traced pool
+ * mapping (open_trace)--> ON --pmt_tracer_stop--> OFF.  The trace file is
+ * created only in ON, so a wrapper (env, a shell) that loads the library
+ * and execs the real program leaves nothing behind for the program to
+ * trip on.  A fork()ed child goes OFF without writing (only the process
+ * the driver started is traced).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -81,6 +84,7 @@ static struct {
 	uint32_t next_thread;
 	bool quiet;
 	bool write_failed;
+	char *path;   /* the trace, created at the first traced mapping */
 } T = { .lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1 };
 
 static __thread uint32_t my_thread;
@@ -326,10 +330,10 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 		goto fail;
 	}
 	XXH3_64bits_reset_withSeed(T.xs, PMT_END_CSUM_SEED);
-	T.fd = open(cfg->trace_path,
-		O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (T.fd < 0) {
-		rc = -errno;
+	free(T.path);
+	T.path = strdup(cfg->trace_path);
+	if (T.path == NULL) {
+		rc = -ENOMEM;
 		goto fail;
 	}
 	T.quiet = cfg->quiet;
@@ -394,7 +398,8 @@ pmt_tracer_stop(int sig)
 	struct pmt_rec_end e;
 
 	pthread_mutex_lock(&T.lock);
-	if (!T.active) {
+	if (!T.active || T.fd < 0) {
+		T.active = false; /* ARMED, never ON: no trace to finish */
 		pthread_mutex_unlock(&T.lock);
 		return;
 	}
@@ -416,6 +421,21 @@ pmt_tracer_stop(int sig)
 		pmt_uffd_close(T.uffd);
 	T.uffd = NULL;
 	pthread_mutex_unlock(&T.lock);
+}
+
+/* ARMED -> ON: create the trace (O_EXCL: never two writers). */
+static bool
+open_trace(void)
+{
+	if (T.fd >= 0)
+		return true;
+	T.fd = open(T.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (T.fd < 0) {
+		warn("cannot create the trace %s; not tracing", T.path);
+		T.active = false;
+		return false;
+	}
+	return true;
 }
 
 static bool
@@ -476,6 +496,8 @@ pmt_tracer_mapped(const void *handle, void *base, size_t size,
 		warn("too many pools; %s is not traced", cpath);
 		goto out;
 	}
+	if (!open_trace())
+		goto out;
 	r = &T.regions[T.nregions];
 	memset(r, 0, sizeof(*r));
 	r->shadow = malloc(size);

@@ -6,6 +6,8 @@
  * the entry past the tail, makes it durable, then advances the tail (one
  * 8-byte store) and makes that durable.  Invariant: every entry below the
  * tail verifies and has seq == its index.  $EX_STEPS entries (default 24).
+ * With $EX_FILL set, the space after them is first filled with a pattern
+ * and made durable: a pool full of data (for measuring pmemtest).
  *
  * Variants:
  *   BUG_MISSING_FLUSH   the entry is never flushed
@@ -42,6 +44,11 @@ ex_run(rio_pool *p, uint8_t *base)
 	uint64_t cap = (rio_pool_size(p) - sizeof(*l)) / sizeof(struct entry);
 	uint64_t n = steps();
 
+	if (getenv("EX_FILL") != NULL && n < cap) {
+		memset(&l->e[n], 0xa5, (cap - n) * sizeof(struct entry));
+		/* Never read (beyond any tail this run reaches). */
+		rio_persist(p, &l->e[n], (cap - n) * sizeof(struct entry));
+	}
 	for (uint64_t i = 0; i < n && i < cap; i++) {
 		struct entry *e = &l->e[l->tail];
 		e->seq = l->tail;
