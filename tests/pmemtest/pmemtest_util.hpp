@@ -38,17 +38,23 @@ inline Run sh(const std::string &cmd)
 	return r;
 }
 
-// images: N checked, N inconsistent, N unique
+// The last line that starts with `prefix`N checked, N inconsistent,
+// N unique (nested runs of --crash-recovery print their own, indented).
 struct Summary {
 	long checked, bad, uniq;
 };
-inline Summary summary(const std::string &out)
+inline Summary summary(const std::string &out,
+	const std::string &prefix = "images: ")
 {
-	std::smatch m;
-	std::regex re("images: ([0-9]+) checked, ([0-9]+) inconsistent, "
-		      "([0-9]+) unique");
-	REQUIRE(std::regex_search(out, m, re));
-	return { std::stol(m[1]), std::stol(m[2]), std::stol(m[3]) };
+	std::regex re("(^|\n)" + prefix + "([0-9]+) checked, ([0-9]+) "
+		"inconsistent, ([0-9]+) unique");
+	Summary s{ -1, -1, -1 };
+	for (auto it = std::sregex_iterator(out.begin(), out.end(), re);
+		it != std::sregex_iterator(); ++it)
+		s = { std::stol((*it)[2]), std::stol((*it)[3]),
+			std::stol((*it)[4]) };
+	REQUIRE(s.checked >= 0);
+	return s;
 }
 
 } // namespace pmt

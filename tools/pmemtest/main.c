@@ -55,6 +55,7 @@ struct run_opts {
 	const char *domain;
 	const char *workdir;
 	bool no_lints;
+	unsigned crash_recovery;
 	char **argv;
 };
 
@@ -69,6 +70,7 @@ struct ctx {
 	struct pmt_model *m;
 	const struct pmt_cp *cp;
 	struct pmt_report *rep;
+	struct pmt_recovery *rec;
 };
 
 static void
@@ -78,6 +80,7 @@ usage(FILE *f)
 "usage: pmemtest run [options] --check 'CMD {image}' -- PROGRAM [ARGS...]\n"
 "       pmemtest run [options] --check-lib LIB.so:FUNCTION -- PROGRAM ...\n"
 "       pmemtest replay IMAGE_DIR\n"
+"       pmemtest check-lib LIB.so:FUNCTION IMAGE DIR\n"
 "run options:\n"
 "  --pool FILE         trace this pool (repeatable; default: every pool)\n"
 "  --k N               every subset of at most N pending lines (2)\n"
@@ -90,6 +93,8 @@ usage(FILE *f)
 "                      {dir} = the image directory; exit 0 = consistent\n"
 "  --check-lib L:F     int F(const char *image, const char *dir) in L\n"
 "  --twice             run the checker (recovery) twice on each image\n"
+"  --crash-recovery N  for N sampled images, trace the checker's recovery\n"
+"                      and check every crash image of it (0)\n"
 "  --jobs N            checkers at once (number of CPUs)\n"
 "  --timeout S         seconds per image before it counts as failed (30)\n"
 "  --out DIR           where inconsistent images are saved (pmemtest-out)\n"
@@ -196,6 +201,7 @@ on_image(const struct pmt_lref *chosen, size_t n, const struct pmt_lref *pend,
 	}
 	c->submitted++;
 	pmt_runner_submit(c->runner, c->m, c->cp, chosen, n, pend, npend);
+	pmt_recovery_offer(c->rec, c->m, c->cp, c->submitted, chosen, n);
 	return true;
 }
 
@@ -210,6 +216,12 @@ on_cp(struct pmt_model *m, const struct pmt_cp *cp, void *arg)
 	c->m = m;
 	c->cp = cp;
 	pmt_enumerate(m, c->seen, &c->o->e, &c->st, on_image, c);
+}
+
+static bool
+report_failed(uint64_t seq, void *arg)
+{
+	return pmt_report_failed(arg, seq);
 }
 
 static unsigned
@@ -283,6 +295,7 @@ cmd_run(int argc, char **argv)
 		{ "check", required_argument, NULL, 'c' },
 		{ "check-lib", required_argument, NULL, 'l' },
 		{ "twice", no_argument, NULL, 't' },
+		{ "crash-recovery", required_argument, NULL, 'C' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "out", required_argument, NULL, 'o' },
@@ -310,6 +323,7 @@ cmd_run(int argc, char **argv)
 	struct pmt_check_opts co = { 0 };
 	struct pmt_report *rep;
 	uint64_t t0, t1, t2, unique;
+	int rc_rec = 0;
 	char *work, *trace;
 	int opt, st, rc;
 
@@ -330,6 +344,7 @@ cmd_run(int argc, char **argv)
 		case 'c': o.check_cmd = optarg; break;
 		case 'l': o.check_lib = optarg; break;
 		case 't': o.twice = true; break;
+		case 'C': o.crash_recovery = parse_uint("--crash-recovery", optarg, 100000); break;
 		case 'j': o.jobs = parse_uint("--jobs", optarg, 1024); break;
 		case 'T': o.timeout_s = parse_uint("--timeout", optarg, 86400); break;
 		case 'o': o.outdir = optarg; break;
@@ -403,6 +418,7 @@ cmd_run(int argc, char **argv)
 	c.rep = rep;
 	c.runner = pmt_runner_new(&co, pmt_report_fail, rep);
 	c.seen = pmt_imgset_new();
+	c.rec = pmt_recovery_new(o.crash_recovery, o.e.seed, work);
 	pmt_model_run(&m, on_cp, &c);
 	pmt_runner_wait_all(c.runner);
 	t2 = pmt_now_ns();
@@ -430,16 +446,36 @@ cmd_run(int argc, char **argv)
 		(double)pmt_runner_checked(c.runner) * 1e9 /
 			(double)(t2 - t1 ? t2 - t1 : 1), o.jobs,
 		(unsigned long long)o.e.seed);
+	if (o.crash_recovery) {
+		struct pmt_recovery_args ra = { .check_cmd = o.check_cmd,
+			.check_lib = o.check_lib, .image_pool = co.image_pool,
+			.seed = o.e.seed, .k = o.e.k, .jobs = o.jobs,
+			.timeout_s = o.timeout_s, .outdir = o.outdir,
+			.failed = report_failed, .arg = rep };
+		struct pmt_recovery_totals rt = { 0 };
+		int rrc = pmt_recovery_run(c.rec, &m, &ra, stdout, &rt);
+		printf("\nrecovery images: %llu checked, %llu inconsistent, %llu "
+			"unique (the recoveries of %llu images crashed at every "
+			"fence)\n", (unsigned long long)rt.checked,
+			(unsigned long long)rt.inconsistent,
+			(unsigned long long)rt.unique,
+			(unsigned long long)rt.images);
+		if (rrc > rc_rec)
+			rc_rec = rrc;
+	}
 	printf("images: %llu checked, %llu inconsistent, %llu unique\n",
 		(unsigned long long)pmt_runner_checked(c.runner),
 		(unsigned long long)pmt_report_failures(rep),
 		(unsigned long long)unique);
 	rc = pmt_report_failures(rep) ? 1 : 0;
+	if (rc_rec > rc)
+		rc = rc_rec;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "pmemtest: %s did not exit 0\n", o.argv[0]);
 		rc = 2;
 	}
 	pmt_runner_free(c.runner);
+	pmt_recovery_free(c.rec);
 	pmt_imgset_free(c.seen);
 	pmt_report_free(rep);
 	pmt_model_close(&m);
@@ -573,6 +609,15 @@ main(int argc, char **argv)
 		return cmd_run(argc - 1, argv + 1);
 	if (strcmp(argv[1], "replay") == 0)
 		return cmd_replay(argc - 1, argv + 1);
+	if (strcmp(argv[1], "check-lib") == 0) {
+		/* The library checker as a program (--crash-recovery traces
+		 * it): exit 0 if FUNCTION accepts the image. */
+		if (argc != 5) {
+			usage(stderr);
+			return 2;
+		}
+		return load_checker(argv[2])(argv[3], argv[4]) ? 1 : 0;
+	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(stdout);
 		return 0;

@@ -306,3 +306,35 @@ uint64_t pmt_report_failures(const struct pmt_report *r);
 uint64_t pmt_report_print(struct pmt_report *r, FILE *out);
 void pmt_report_lints(struct pmt_model *m, FILE *out);
 void pmt_report_free(struct pmt_report *r);
+
+/* ---- recovery.c: crash the recovery itself ---- */
+
+struct pmt_recovery;
+struct pmt_recovery_args {
+	const char *check_cmd;   /* or */
+	const char *check_lib;
+	unsigned image_pool;
+	uint64_t seed;
+	unsigned k, jobs, timeout_s;
+	const char *outdir;
+	bool (*failed)(uint64_t seq, void *arg); /* image itself failed? */
+	void *arg;
+};
+struct pmt_recovery_totals {
+	uint64_t images;     /* images whose recovery was crashed */
+	uint64_t checked, inconsistent, unique;
+};
+struct pmt_recovery *pmt_recovery_new(unsigned n, uint64_t seed,
+	const char *workdir);
+/* Offer image `seq` (dur + chosen of m) to the sample. */
+void pmt_recovery_offer(struct pmt_recovery *r, struct pmt_model *m,
+	const struct pmt_cp *cp, uint64_t seq, const struct pmt_lref *chosen,
+	size_t n);
+/* Run the nested pmemtest on every sampled image; returns the worst exit
+ * status (0, 1, 2). */
+int pmt_recovery_run(struct pmt_recovery *r, struct pmt_model *m,
+	const struct pmt_recovery_args *a, FILE *out,
+	struct pmt_recovery_totals *t);
+void pmt_recovery_free(struct pmt_recovery *r);
+/* report.c: was image seq inconsistent? */
+bool pmt_report_failed(const struct pmt_report *r, uint64_t seq);

@@ -78,6 +78,15 @@ pmt_report_failures(const struct pmt_report *r)
 	return r->nfails;
 }
 
+bool
+pmt_report_failed(const struct pmt_report *r, uint64_t seq)
+{
+	for (size_t i = 0; i < r->nfails; i++)
+		if (r->fails[i]->seq == seq)
+			return true;
+	return false;
+}
+
 static int
 job_cmp(const void *a, const void *b)
 {
