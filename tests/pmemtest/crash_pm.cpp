@@ -73,6 +73,27 @@ TEST_CASE("every crash image of a vista recovery recovers",
 	}
 }
 
+TEST_CASE("vista recovery crashed at every fence (--crash-recovery)",
+	"[vista-crash-recovery]")
+{
+	for (const char *sc : { "multi_segment", "heap" }) {
+		DYNAMIC_SECTION(sc)
+		{
+			test::TempDir d;
+			Run r = sh(pmemtest(d, "--crash-recovery 12 --check-lib " +
+				env("VPM_MOD") + ":pm_check_" + sc + " -- " +
+				env("VPM") + " " + sc + " run " + d.path));
+			INFO(r.out);
+			pmt::Summary rec = pmt::summary(r.out,
+				"recovery images: ");
+			REQUIRE(rec.checked > 0);
+			REQUIRE(rec.bad == 0);
+			REQUIRE(pmt::summary(r.out).bad == 0);
+			REQUIRE(r.code == 0);
+		}
+	}
+}
+
 TEST_CASE("libvista's broken builds are caught", "[vista-broken]")
 {
 	// Each broken build checks itself (command mode: its own, broken,
