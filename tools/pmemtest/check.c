@@ -328,6 +328,7 @@ pmt_job_free(struct pmt_job *j)
 	free(j->chosen);
 	free(j->desc);
 	free(j->output);
+	free(j->saved);
 	free(j);
 }
 

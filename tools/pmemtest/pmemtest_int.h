@@ -266,6 +266,7 @@ struct pmt_job {
 	bool timed_out;
 	char *output;          /* checker's output (failures only) */
 	uint64_t sig;          /* failure signature */
+	char *saved;           /* saved image directory, or NULL */
 };
 
 struct pmt_runner;

@@ -9,7 +9,8 @@
  * lines that reached memory and some that did not, with where each was
  * stored and flushed, the checker's output) and lists the others.  The
  * first image of each group is saved as pool files with a description, so
- * `pmemtest replay DIR` reproduces it.
+ * `pmemtest replay DIR` reproduces it (with --verbose, every image is
+ * described and, up to --save, saved).
  *
  * Invariant
  *   P1. Groups and images are printed in submission order (the order of
@@ -26,7 +27,6 @@ struct group {
 	uint64_t sig;
 	struct pmt_job **jobs;
 	size_t n;
-	char *saved; /* directory of the saved first image */
 };
 
 struct pmt_report {
@@ -219,8 +219,8 @@ write_meta(struct pmt_report *r, const struct pmt_job *j, const char *dir)
 
 struct saver {
 	struct pmt_report *r;
-	struct group *g;
-	size_t ng;
+	struct pmt_job **jobs; /* to save, each with job->saved set */
+	size_t n;
 };
 
 static void
@@ -228,46 +228,56 @@ save_cp(struct pmt_model *m2, const struct pmt_cp *cp, void *arg)
 {
 	struct saver *s = arg;
 
-	for (size_t i = 0; i < s->ng; i++) {
-		struct pmt_job *j = s->g[i].jobs[0];
-		if (s->g[i].saved == NULL || j->cp.fence != cp->fence ||
+	for (size_t i = 0; i < s->n; i++) {
+		struct pmt_job *j = s->jobs[i];
+		if (j->saved == NULL || j->cp.fence != cp->fence ||
 		    j->cp.kind != cp->kind)
 			continue;
-		if (pmt_image_write(m2, j->chosen, j->nchosen, s->g[i].saved) ||
-		    (write_meta(s->r, j, s->g[i].saved), false)) {
-			fprintf(stderr, "pmemtest: cannot save %s\n",
-				s->g[i].saved);
-			free(s->g[i].saved);
-			s->g[i].saved = NULL;
+		if (pmt_image_write(m2, j->chosen, j->nchosen, j->saved) != 0) {
+			fprintf(stderr, "pmemtest: cannot save %s\n", j->saved);
+			free(j->saved);
+			j->saved = NULL;
+			continue;
 		}
+		write_meta(s->r, j, j->saved);
 	}
 }
 
-/* Save the first image of each group (replaying the trace once more). */
+/* Save the first image of each group, then (--verbose) the others, up to
+ * --save images, by replaying the trace once more. */
 static void
 save_images(struct pmt_report *r, struct group *g, size_t ng)
 {
 	struct pmt_model m2;
-	struct saver s = { r, g, ng };
-	unsigned saved = 0;
+	struct saver s = { r, NULL, 0 };
 
 	if (r->o.outdir == NULL || r->o.save_max == 0)
 		return;
-	for (size_t i = 0; i < ng && saved < r->o.save_max; i++, saved++)
-		g[i].saved = pmt_xasprintf("%s/img-%06llu", r->o.outdir,
-			(unsigned long long)g[i].jobs[0]->seq);
+	s.jobs = pmt_xcalloc(r->nfails + 1, sizeof(*s.jobs));
+	for (size_t pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < ng; k++)
+			for (size_t i = pass; i < (pass ? g[k].n : 1) &&
+				s.n < r->o.save_max; i++) {
+				if (pass && !r->o.verbose)
+					break;
+				struct pmt_job *j = g[k].jobs[i];
+				j->saved = pmt_xasprintf("%s/img-%06llu",
+					r->o.outdir, (unsigned long long)j->seq);
+				s.jobs[s.n++] = j;
+			}
 	if (pmt_mkdir_p(r->o.outdir) != 0 ||
 	    pmt_model_open(&m2, r->o.trace_path) != 0) {
 		fprintf(stderr, "pmemtest: cannot save images in %s\n",
 			r->o.outdir);
-		for (size_t i = 0; i < ng; i++) {
-			free(g[i].saved);
-			g[i].saved = NULL;
+		for (size_t i = 0; i < s.n; i++) {
+			free(s.jobs[i]->saved);
+			s.jobs[i]->saved = NULL;
 		}
-		return;
+	} else {
+		pmt_model_run(&m2, save_cp, &s);
+		pmt_model_close(&m2);
 	}
-	pmt_model_run(&m2, save_cp, &s);
-	pmt_model_close(&m2);
+	free(s.jobs);
 }
 
 uint64_t
@@ -294,7 +304,7 @@ pmt_report_print(struct pmt_report *r, FILE *out)
 	save_images(r, g, ng);
 	for (size_t k = 0; k < ng; k++) {
 		fprintf(out, "\n");
-		print_job(r, out, g[k].jobs[0], g[k].saved);
+		print_job(r, out, g[k].jobs[0], g[k].jobs[0]->saved);
 		if (g[k].n > 1)
 			fprintf(out, "  the same failure (same call sites) in "
 				"%zu more image%s:", g[k].n - 1,
@@ -310,13 +320,12 @@ pmt_report_print(struct pmt_report *r, FILE *out)
 		if (r->o.verbose)
 			for (size_t i = 1; i < g[k].n; i++) {
 				fprintf(out, "\n");
-				print_job(r, out, g[k].jobs[i], NULL);
+				print_job(r, out, g[k].jobs[i],
+					g[k].jobs[i]->saved);
 			}
 	}
-	for (size_t k = 0; k < ng; k++) {
+	for (size_t k = 0; k < ng; k++)
 		free(g[k].jobs);
-		free(g[k].saved);
-	}
 	free(g);
 	return ng;
 }
