@@ -45,11 +45,24 @@ pmt_report_new(struct pmt_model *m, const struct pmt_report_opts *o)
 	return r;
 }
 
+static int
+u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The crash point's call site and the *set* of (pool, store site, flush
+ * site) of the lines that reached memory: how many lines, and which ones,
+ * do not matter -- a loop's iterations and subsets of one kind of line
+ * fall into one group. */
 static uint64_t
 signature(const struct pmt_job *j)
 {
 	uint64_t v[4] = { j->cp.kind, j->cp.stack, 0, 0 };
-	uint64_t h = rio_checksum(v, sizeof(v), 0x5349);
+	uint64_t *h = pmt_xmalloc((j->nchosen + 1) * sizeof(*h));
+	uint64_t sig = rio_checksum(v, sizeof(v), 0x5349);
+	size_t n = 0;
 
 	for (size_t i = 0; i < j->nchosen; i++) {
 		const struct pmt_line_desc *d = &j->desc[i];
@@ -57,9 +70,14 @@ signature(const struct pmt_job *j)
 		v[1] = d->store_site;
 		v[2] = d->li.flush_stack;
 		v[3] = 0;
-		h = rio_checksum(v, sizeof(v), h);
+		h[n++] = rio_checksum(v, sizeof(v), 0x4c53);
 	}
-	return h;
+	qsort(h, n, sizeof(*h), u64_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || h[i] != h[i - 1])
+			sig = rio_checksum(&h[i], sizeof(h[i]), sig);
+	free(h);
+	return sig;
 }
 
 void
