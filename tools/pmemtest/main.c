@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -601,6 +602,12 @@ cmd_replay(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
+	/* The driver forks once per image, and fork costs a page table entry
+	 * per resident page: big buffers (a flush list that once held a
+	 * whole pool) must go back to the kernel when freed, which glibc's
+	 * self-raising mmap threshold would prevent. */
+	mallopt(M_MMAP_THRESHOLD, 1 << 20);
+	mallopt(M_TRIM_THRESHOLD, 1 << 20);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

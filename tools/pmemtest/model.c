@@ -174,9 +174,9 @@ pool_init(struct pmt_model *m, const struct pmt_rec_pool *pr, uint16_t aux,
 	p->path = pmt_xstrdup(path);
 	p->size = pr->size;
 	p->nlines = pr->size / PMT_LINE;
-	p->cur = pmt_xcalloc(1, p->size);
-	p->dur = pmt_xcalloc(1, p->size);
-	p->li = pmt_xcalloc(p->nlines, sizeof(*p->li));
+	p->cur = pmt_xbig(p->size);
+	p->dur = pmt_xbig(p->size);
+	p->li = pmt_xbig(p->nlines * sizeof(*p->li));
 	p->npages = (p->size + PMT_PAGE - 1) / PMT_PAGE;
 	p->nz = pmt_xcalloc(p->npages, sizeof(*p->nz));
 	p->existed = aux & PMT_POOL_EXISTED;
@@ -304,9 +304,10 @@ pmt_model_close(struct pmt_model *m)
 	for (unsigned i = 0; i < m->npools; i++) {
 		free(m->pools[i].path);
 		free(m->pools[i].name);
-		free(m->pools[i].cur);
-		free(m->pools[i].dur);
-		free(m->pools[i].li);
+		pmt_big_free(m->pools[i].cur, m->pools[i].size);
+		pmt_big_free(m->pools[i].dur, m->pools[i].size);
+		pmt_big_free(m->pools[i].li,
+			m->pools[i].nlines * sizeof(*m->pools[i].li));
 		free(m->pools[i].nz);
 	}
 	free(m->pools);
@@ -443,6 +444,12 @@ on_fence(struct pmt_model *m, const struct pmt_rec_fence *f, pmt_cp_fn fn,
 		set_dur(m, &m->pools[e->l.pool], e->l.line, e->data, e->h);
 	}
 	t->n = 0;
+	if (t->cap > 4096) {
+		/* A huge flush once should not make every fork copy it. */
+		free(t->v);
+		t->v = NULL;
+		t->cap = 0;
+	}
 	m->fences++;
 	if (m->fences >= m->fence_cap) {
 		m->fence_cap *= 2;

@@ -225,6 +225,10 @@ char *pmt_xstrdup(const char *s);
 char *pmt_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1,
 	2)));
 uint64_t pmt_now_ns(void);
+/* Zeroed, huge-page backed where possible (cheap to fork); pmt_big_free
+ * with the same size. */
+void *pmt_xbig(size_t n);
+void pmt_big_free(void *p, size_t n);
 int pmt_mkdir_p(const char *path);
 int pmt_rm_rf(const char *path);
 /* splitmix64 */
