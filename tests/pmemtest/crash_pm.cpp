@@ -19,7 +19,7 @@ const char *const scenarios[] = { "one_range", "many_ranges",
 
 std::string pmemtest(const test::TempDir &d, const std::string &args)
 {
-	return env("PMEMTEST") + " run --seed 11 --workdir " + d.path +
+	return env("PMEMTEST") + " run --seed 11 --timeout 120 --workdir " + d.path +
 		" --out " + d / "out" + " --max-failures 20 " + args;
 }
 

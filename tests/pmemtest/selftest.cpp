@@ -89,7 +89,7 @@ void check_case(const Case &c, const std::string &mode)
 		"--check-lib " + lib(c.example) :
 		"--check '" + env("PMT_EXAMPLES") + "/ex_" + c.example +
 			" check {image}'";
-	std::string cmd = env("PMEMTEST") + " run --seed 7 --workdir " +
+	std::string cmd = env("PMEMTEST") + " run --seed 7 --timeout 120 --workdir " +
 		d.path + " --out " + d / "out" + " --max-failures 50 " +
 		check + " -- " + exe(c) + " run " + d / "pool";
 	Run r = sh(cmd);
@@ -155,7 +155,7 @@ TEST_CASE("replay checks a copy and reproduces the failure every time",
 	// by the checker's recovery, so it fails again the second time.
 	test::TempDir d;
 	Case c = { "undo_log", "no_log", "inconsistent" };
-	std::string cmd = env("PMEMTEST") + " run --seed 3 --workdir " +
+	std::string cmd = env("PMEMTEST") + " run --seed 3 --timeout 120 --workdir " +
 		d.path + " --out " + d / "out" + " --check-lib " +
 		lib(c.example) + " -- " + exe(c) + " run " + d / "pool";
 	Run r = sh(cmd);
@@ -212,7 +212,7 @@ TEST_CASE("a crash during recovery is checked by tracing the recovery",
 		std::string pool = d / "pool";
 		Run w = sh("EX_STOP_AT=3 " + exe(c) + " run " + pool);
 		REQUIRE(w.code == 0);
-		Run r = sh(env("PMEMTEST") + " run --seed 5 --workdir " +
+		Run r = sh(env("PMEMTEST") + " run --seed 5 --timeout 120 --workdir " +
 			d.path + " --out " + d / "out" + " --pool " + pool +
 			" --check-lib " + lib("undo_log") + " -- " + exe(c) +
 			" check " + pool);
@@ -245,7 +245,7 @@ TEST_CASE("--crash-recovery crashes the checker's recovery at every fence",
 			std::string check = std::string(mode) == "lib" ?
 				"--check-lib " + lib("undo_log") :
 				"--check '" + exe(c) + " check {image}'";
-			Run r = sh(env("PMEMTEST") + " run --seed 3 --workdir " +
+			Run r = sh(env("PMEMTEST") + " run --seed 3 --timeout 120 --workdir " +
 				d.path + " --out " + d / "out" +
 				" --crash-recovery 30 " + check + " -- " + exe(c) +
 				" run " + d / "pool");

@@ -131,6 +131,15 @@ trace_lib_path(void)
 	return PMT_TRACE_LIB_INSTALLED;
 }
 
+static char *cleanup_dir; /* removed at exit unless --keep */
+
+static void
+cleanup(void)
+{
+	if (cleanup_dir != NULL)
+		pmt_rm_rf(cleanup_dir);
+}
+
 static char *
 make_workdir(const char *base)
 {
@@ -376,6 +385,11 @@ cmd_run(int argc, char **argv)
 	co.cmd = o.check_cmd;
 
 	work = make_workdir(o.workdir);
+	if (!o.keep) {
+		/* Also when pmt_die() ends the run. */
+		cleanup_dir = work;
+		atexit(cleanup);
+	}
 	trace = pmt_xasprintf("%s/trace", work);
 	t0 = pmt_now_ns();
 	st = trace_program(&o, trace);
@@ -387,8 +401,6 @@ cmd_run(int argc, char **argv)
 			"--pool name the right file? Is librio linked "
 			"statically without exported symbols?)\n", o.argv[0]);
 		printf("images: 0 checked, 0 inconsistent, 0 unique\n");
-		if (!o.keep)
-			pmt_rm_rf(work);
 		return 2;
 	}
 	if (rc)
@@ -485,6 +497,7 @@ cmd_run(int argc, char **argv)
 		printf("pmemtest: scratch directory kept: %s\n", work);
 	else
 		pmt_rm_rf(work);
+	cleanup_dir = NULL;
 	free(desc);
 	free(work);
 	free(trace);
