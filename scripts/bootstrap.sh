@@ -32,7 +32,8 @@ PACKAGES=(
 	# libvista
 	# libvistagrams
 	# discount
-	# tools/pmemtest
+	# tools/pmemtest (addr2line symbolizes call sites)
+	binutils
 	# bench/tpcb_tpcc
 	# tests
 	catch2
