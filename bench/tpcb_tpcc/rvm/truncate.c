@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * truncate.c -- applying the redo log to the data files, and recovery
+ *
+ * Design (epoch truncation, RVM section 5):
+ *  1. Truncation reads the records written so far back from the log,
+ *     writes every range to its data file, syncs every data file it wrote,
+ *     and only then resets the log by a new status block with the next
+ *     generation.  Order matters: a log reset before the data files are
+ *     durable would forget committed transactions on a power failure
+ *     (the RVM_BROKEN_TRUNC_ORDER build does exactly that, for the crash
+ *     test to catch).
+ *  2. Recovery is truncation of whatever the log holds at rvm_initialize,
+ *     stopping at the first invalid record.  Applying a record twice
+ *     writes the same bytes twice, so a crash during recovery is recovered
+ *     by running it again.
+ *  3. Records in the no_flush buffer are not in the log and are not
+ *     touched; they are written after the reset.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rvm_int.h"
+
+rvm_return_t
+rvm__seg_open(uint32_t i, bool create)
+{
+	struct rvm__state *g = &rvm__g;
+	if (g->segs[i].fd >= 0)
+		return RVM_SUCCESS;
+	const char *path = g->status.segs[i].path;
+	int fd = rvm__io->open(path, O_RDWR | (create ? O_CREAT : 0), 0644);
+	if (fd < 0)
+		return rvm__err(RVM_EIO, "opening data file %s: %s", path,
+			strerror(-fd));
+	g->segs[i].fd = fd;
+	return RVM_SUCCESS;
+}
+
+struct apply_ctx {
+	rvm_return_t rc;
+};
+
+static int
+apply_range(const struct rvm_range_hdr *r, const void *data, void *arg)
+{
+	struct apply_ctx *a = arg;
+	struct rvm__state *g = &rvm__g;
+	rvm_return_t rc = rvm__seg_open(r->seg, false);
+	if (rc) {
+		a->rc = rc;
+		return -1;
+	}
+	int e = rvm__write_full(g->segs[r->seg].fd, data, r->length, r->offset);
+	if (e) {
+		a->rc = rvm__err(RVM_EIO, "writing %llu bytes at %llu of %s: %s",
+			(unsigned long long)r->length,
+			(unsigned long long)r->offset,
+			g->status.segs[r->seg].path, strerror(-e));
+		return -1;
+	}
+	g->segs[r->seg].dirty = true;
+	g->stats.bytes_applied += r->length;
+	return 0;
+}
+
+static rvm_return_t
+sync_data(void)
+{
+	struct rvm__state *g = &rvm__g;
+	for (uint32_t i = 0; i < g->status.nsegs; i++) {
+		if (!g->segs[i].dirty)
+			continue;
+		int e = rvm__sync(g->segs[i].fd);
+		if (e)
+			return rvm__err(RVM_EIO, "fdatasync of %s: %s",
+				g->status.segs[i].path, strerror(-e));
+		g->segs[i].dirty = false;
+	}
+	return RVM_SUCCESS;
+}
+
+static rvm_return_t
+reset_log(void)
+{
+	struct rvm__state *g = &rvm__g;
+	g->status.generation++;
+	g->status.first_seq = g->next_seq;
+	g->tail = 0;
+	return rvm__status_write();
+}
+
+/*
+ * Apply log[0, len) (status st, first sequence first_seq): the records'
+ * ranges go to the data files, which are then synced, and the log is
+ * reset.  *nrec gets the records applied.  strict: every byte must be a
+ * valid record (our own log during normal operation).
+ */
+static rvm_return_t
+apply_and_reset(uint64_t len, bool strict, uint64_t *nrec)
+{
+	struct rvm__state *g = &rvm__g;
+	uint8_t *area = malloc(len ? len : 1);
+	if (area == NULL)
+		return rvm__err(RVM_ENO_MEMORY, "%llu bytes to read the log",
+			(unsigned long long)len);
+	int e = rvm__read_full(g->log_fd, area, len, RVM_LOG_DATA_OFF);
+	if (e) {
+		free(area);
+		return rvm__err(RVM_EIO, "reading log %s: %s", g->log_path,
+			strerror(-e));
+	}
+	struct apply_ctx a = { RVM_SUCCESS };
+	uint64_t end = 0;
+	e = rvm__scan(area, len, &g->status, g->status.first_seq, apply_range,
+		&a, nrec, &end);
+	free(area);
+	if (e)
+		return a.rc;
+	if (strict && end != len)
+		return rvm__err(RVM_EINTERNAL, "log %s: record at %llu does not "
+			"verify", g->log_path, (unsigned long long)end);
+#ifndef RVM_BROKEN_TRUNC_ORDER
+	/* First the data files must hold every applied range durably ... */
+	rvm_return_t rc = sync_data();
+	if (rc)
+		return rc;
+	/* ... then the records may die: the new generation is durable when
+	 * reset_log returns, and new records are written after it. */
+	g->next_seq = g->status.first_seq + *nrec;
+	return reset_log();
+#else
+	/* Broken on purpose: the log forgets its records before the data
+	 * files are durable. */
+	g->next_seq = g->status.first_seq + *nrec;
+	rvm_return_t rc = reset_log();
+	if (rc)
+		return rc;
+	return sync_data();
+#endif
+}
+
+rvm_return_t
+rvm__truncate_locked(void)
+{
+	struct rvm__state *g = &rvm__g;
+	if (g->tail == 0)
+		return RVM_SUCCESS;
+	uint64_t n;
+	rvm_return_t rc = apply_and_reset(g->tail, true, &n);
+	if (rc)
+		return rvm__fail("truncating log %s: %s", g->log_path,
+			rvm_errormsg());
+	g->stats.n_truncation++;
+	return RVM_SUCCESS;
+}
+
+rvm_return_t
+rvm__recover(void)
+{
+	struct rvm__state *g = &rvm__g;
+	uint64_t n = 0;
+	rvm_return_t rc = apply_and_reset(g->status.log_size, false, &n);
+	if (rc)
+		return rc;
+	g->stats.recovered_tx += n;
+	return RVM_SUCCESS;
+}
