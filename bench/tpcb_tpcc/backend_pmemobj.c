@@ -177,6 +177,7 @@ pobj_files(void *ctx, const char **paths, int max)
 
 const struct tb_backend tb_backend_pmemobj = {
 	.name = "pmemobj",
+	.can_abort = true,
 	.setup = pobj_setup,
 	.teardown = pobj_teardown,
 	.open = pobj_open,

@@ -180,7 +180,13 @@ static int
 rvm_abort(void *ctx)
 {
 	struct rvm_ctx *c = ctx;
+#ifndef TB_BROKEN_NO_ABORT
 	rvm_return_t rc = rvm_abort_transaction(&c->tid);
+#else
+	/* Broken on purpose (bench-smoke proves the invariant checks catch
+	 * it): an "abort" that keeps the transaction's stores. */
+	rvm_return_t rc = rvm_end_transaction(&c->tid, no_flush);
+#endif
 	return rc ? fail("rvm_abort_transaction", rc) : 0;
 }
 
@@ -222,6 +228,7 @@ rvm_files(void *ctx, const char **paths, int max)
 
 const struct tb_backend tb_backend_rvm = {
 	.name = "rvm",
+	.can_abort = true,
 	.setup = rvm_setup_disk,
 	.teardown = rvm_teardown,
 	.open = rvm_open,
@@ -237,6 +244,7 @@ const struct tb_backend tb_backend_rvm = {
 
 const struct tb_backend tb_backend_rvm_rio = {
 	.name = "rvm-rio",
+	.can_abort = true,
 	.setup = rvm_setup_rio,
 	.teardown = rvm_teardown,
 	.open = rvm_open,

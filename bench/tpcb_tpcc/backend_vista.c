@@ -194,6 +194,7 @@ v_files(void *ctx, const char **paths, int max)
 
 const struct tb_backend tb_backend_vista = {
 	.name = "vista",
+	.can_abort = true,
 	.setup = v_setup,
 	.teardown = v_teardown,
 	.open = v_open,

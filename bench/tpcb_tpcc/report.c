@@ -462,3 +462,38 @@ tb_report(FILE *out, const struct tb_row *rows, size_t n, double fence_ns)
 		synthetic(out, rows, n, threads);
 	}
 }
+
+void
+tb_summary(FILE *out, const struct tb_row *rows, size_t n)
+{
+	static struct agg a[64];
+	fprintf(out, "workload,label,backend,domain,group,threads,tx_size,"
+		"tx_per_s,ns_per_tx,overhead_ns,min_tx_per_s,median_tx_per_s,"
+		"max_tx_per_s,rss_bytes,mem_bytes\n");
+	/* Every (workload, threads, tx size) seen, in first-seen order. */
+	for (size_t i = 0; i < n; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(rows[j].workload, rows[i].workload) &&
+				rows[j].threads == rows[i].threads &&
+				rows[j].tx_size == rows[i].tx_size;
+		if (seen)
+			continue;
+		size_t k = configs(rows, n, rows[i].workload, rows[i].threads,
+			rows[i].tx_size, a, 64);
+		const struct agg *none = find(a, k, "none", NULL, 0);
+		for (size_t j = 0; j < k; j++) {
+			const struct tb_row *r = a[j].first;
+			fprintf(out, "%s,%s,%s,%s,%d,%d,%llu,%.1f,%.1f,", r->workload,
+				r->label, r->backend, r->domain, r->group,
+				r->threads, (unsigned long long)r->tx_size,
+				a[j].tps, a[j].ns);
+			if (none)
+				fprintf(out, "%.1f", a[j].ns - none->ns);
+			fprintf(out, ",%.1f,%.1f,%.1f,%llu,%llu\n", a[j].min,
+				a[j].median, a[j].max,
+				(unsigned long long)a[j].rss,
+				(unsigned long long)a[j].mem);
+		}
+	}
+}

@@ -56,7 +56,8 @@ usage(FILE *f)
 "  --tx-size LIST       synthetic bytes per transaction, or \"sweep\" (8)\n"
 "  --seconds T          per run (1)      --tx N   transactions per run\n"
 "  --runs R             runs per configuration (5; best and worst dropped)\n"
-"  --csv FILE           append the result rows to FILE\n"
+"  --csv FILE           append the result rows (one per run) to FILE\n"
+"  --summary FILE       write one line per configuration to FILE\n"
 "  --rvm-dir DIR        rvm files, on a disk (/var/tmp)\n"
 "  --rio-dir DIR        rvm-rio files (/dev/shm until the Rio file cache)\n"
 "  --pmem-dir DIR       vista and pmemobj pools (/dev/shm)\n"
@@ -343,8 +344,8 @@ main(int argc, char **argv)
 		.pmem_dir = "/dev/shm",
 	};
 	const char *backends = NULL, *groups = "1", *sizes = "8";
-	const char *rowfile = NULL;
-	enum { O_CHILD = 256, O_RVM, O_RIO, O_PMEM, O_SEED, O_NOREOPEN };
+	const char *rowfile = NULL, *summary = NULL;
+	enum { O_SUMMARY = 255, O_CHILD = 256, O_RVM, O_RIO, O_PMEM, O_SEED, O_NOREOPEN };
 	static const struct option lo[] = {
 		{ "workload", required_argument, 0, 'w' },
 		{ "backend", required_argument, 0, 'b' },
@@ -357,6 +358,7 @@ main(int argc, char **argv)
 		{ "tx", required_argument, 0, 'n' },
 		{ "runs", required_argument, 0, 'r' },
 		{ "csv", required_argument, 0, 'c' },
+		{ "summary", required_argument, 0, O_SUMMARY },
 		{ "quiet", no_argument, 0, 'q' },
 		{ "help", no_argument, 0, 'h' },
 		{ "child", required_argument, 0, O_CHILD },
@@ -396,6 +398,7 @@ main(int argc, char **argv)
 		case 'n': o.ntx = strtoull(optarg, NULL, 0); break;
 		case 'r': o.runs = atoi(optarg); break;
 		case 'c': o.csv = optarg; break;
+		case O_SUMMARY: summary = optarg; break;
 		case 'q': o.quiet = true; break;
 		case 'h': usage(stdout); return 0;
 		case O_CHILD: rowfile = optarg; break;
@@ -464,6 +467,16 @@ main(int argc, char **argv)
 		fclose(csv);
 	unlink(rowfile_buf);
 	tb_report(stdout, rows, nr, fence);
+	if (summary) {
+		FILE *sf = fopen(summary, "w");
+		if (sf == NULL) {
+			tb_err("%s: %s", summary, strerror(errno));
+			failures++;
+		} else {
+			tb_summary(sf, rows, nr);
+			fclose(sf);
+		}
+	}
 	if (failures) {
 		fprintf(stderr, "tpcbench: %d configuration(s) FAILED\n", failures);
 		return 2;

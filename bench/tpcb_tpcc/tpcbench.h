@@ -57,6 +57,9 @@ struct tb_bstats {
 
 struct tb_backend {
 	const char *name;
+	/* false for "none": nothing to roll back with, so workloads do not
+	 * roll back on it (order-entry's 1% new-order rollbacks). */
+	bool can_abort;
 	/* Process-wide setup and teardown (may be NULL).  teardown(true)
 	 * also removes the backend's files. */
 	int (*setup)(const struct tb_opts *o);

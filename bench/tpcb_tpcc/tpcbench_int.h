@@ -35,4 +35,7 @@ int tb_run_config(const struct tb_opts *o, const struct tb_backend *b,
 void tb_report(FILE *out, const struct tb_row *rows, size_t n,
 	double fence_ns);
 
+/* One line per configuration (middle-runs average), for the plots. */
+void tb_summary(FILE *out, const struct tb_row *rows, size_t n);
+
 #endif /* TPCBENCH_INT_H */
