@@ -33,6 +33,7 @@ PACKAGES=(
 	# discount
 	# tools/pmemtest
 	# bench/tpcb_tpcc
+	gnuplot-nox
 	# tests
 	catch2
 	libclang-rt-14-dev
