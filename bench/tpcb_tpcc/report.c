@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rio.h"
 #include "tpcbench_int.h"
 
 const char tb_csv_header[] =
@@ -316,8 +317,6 @@ table(FILE *out, const struct agg *a, size_t n, const char *title,
 	const struct agg *vc = vis[1];
 	if (vc && none && fence_ns > 0 && vc->first->has_fences) {
 		double floor = none->ns + vc->fences * fence_ns;
-		fprintf(out, "\nfence latency (store + %s + sfence, one dirty "
-			"line): %.1f ns\n", "flush", fence_ns);
 		fprintf(out, "vista cacheline fence floor = none %.0f ns + %.2f "
 			"fences/tx x %.1f ns = %.0f ns/tx; vista cacheline %.0f "
 			"ns/tx = %.2f x floor\n", none->ns, vc->fences, fence_ns,
@@ -445,6 +444,9 @@ void
 tb_report(FILE *out, const struct tb_row *rows, size_t n, double fence_ns)
 {
 	static struct agg a[64];
+	fprintf(out, "fence latency (store + %s + sfence of a dirty line, "
+		"through rio_persist): %.1f ns\n", rio_flush_instruction(),
+		fence_ns);
 	for (int threads = 1; threads <= TB_MAX_STREAMS; threads++) {
 		for (int w = 0; w < 2; w++) {
 			const char *wl = w ? "order-entry" : "debit-credit";
