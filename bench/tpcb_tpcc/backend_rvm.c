@@ -226,34 +226,17 @@ rvm_files(void *ctx, const char **paths, int max)
 	return n;
 }
 
-const struct tb_backend tb_backend_rvm = {
-	.name = "rvm",
-	.can_abort = true,
-	.setup = rvm_setup_disk,
-	.teardown = rvm_teardown,
-	.open = rvm_open,
-	.loaded = rvm_loaded,
-	.begin = rvm_begin,
-	.set_ranges = rvm_ranges,
-	.commit = rvm_commit,
-	.abort = rvm_abort,
-	.stats = rvm_stats,
-	.close = rvm_close,
-	.files = rvm_files,
-};
+/* rvm and rvm-rio differ only in where their files are. */
+#define RVM_BACKEND(NAME, SETUP)                                        \
+	{                                                               \
+		.name = NAME, .can_abort = true, .setup = SETUP,        \
+		.teardown = rvm_teardown, .open = rvm_open,             \
+		.loaded = rvm_loaded, .begin = rvm_begin,               \
+		.set_ranges = rvm_ranges, .commit = rvm_commit,         \
+		.abort = rvm_abort, .stats = rvm_stats,                 \
+		.close = rvm_close, .files = rvm_files,                 \
+	}
 
-const struct tb_backend tb_backend_rvm_rio = {
-	.name = "rvm-rio",
-	.can_abort = true,
-	.setup = rvm_setup_rio,
-	.teardown = rvm_teardown,
-	.open = rvm_open,
-	.loaded = rvm_loaded,
-	.begin = rvm_begin,
-	.set_ranges = rvm_ranges,
-	.commit = rvm_commit,
-	.abort = rvm_abort,
-	.stats = rvm_stats,
-	.close = rvm_close,
-	.files = rvm_files,
-};
+const struct tb_backend tb_backend_rvm = RVM_BACKEND("rvm", rvm_setup_disk);
+const struct tb_backend tb_backend_rvm_rio =
+	RVM_BACKEND("rvm-rio", rvm_setup_rio);

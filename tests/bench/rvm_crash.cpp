@@ -188,6 +188,20 @@ static std::string check(const std::string &dir, uint64_t acked,
 	return why;
 }
 
+// An empty database, its log, and their ".durable" copies.
+static void fresh(const TempDir &d)
+{
+	for (const char *f : {"log", "data", "log.durable", "data.durable"})
+		unlink((d / f).c_str());
+	Opts o(d / "log", LOG);
+	RVM_OK(RVM_INIT(&o.o));
+	Region r(d / "data", SEG);
+	RVM_OK(rvm_map(&r.r, nullptr));
+	RVM_OK(rvm_terminate());
+	for (const char *f : {"log", "data"})
+		copy_file(d / f, d / (std::string(f) + ".durable"));
+}
+
 struct Outcome {
 	int kills = 0, power = 0, violations = 0;
 	std::string first;
@@ -198,15 +212,7 @@ static Outcome run(int iterations, uint64_t seed)
 	TempDir d;
 	Outcome out;
 	std::mt19937_64 rng(seed);
-	{
-		Opts o(d / "log", LOG);
-		RVM_OK(RVM_INIT(&o.o));
-		Region r(d / "data", SEG);
-		RVM_OK(rvm_map(&r.r, nullptr));
-		RVM_OK(rvm_terminate());
-	}
-	for (const char *f : {"log", "data"})
-		copy_file(d / f, d / (std::string(f) + ".durable"));
+	fresh(d);
 
 	for (int it = 0; it < iterations; it++) {
 		int fds[2];
@@ -251,19 +257,8 @@ static Outcome run(int iterations, uint64_t seed)
 			out.first = "kill " + std::to_string(it) + " (" +
 				(power ? "power failure" : "process crash") +
 				", group " + std::to_string(group) + "): " + why;
-		if (!why.empty()) {
-			// Start over from an empty database.
-			for (const char *f : {"log", "data", "log.durable",
-				     "data.durable"})
-				unlink((d / f).c_str());
-			Opts o(d / "log", LOG);
-			RVM_OK(RVM_INIT(&o.o));
-			Region r(d / "data", SEG);
-			RVM_OK(rvm_map(&r.r, nullptr));
-			RVM_OK(rvm_terminate());
-			for (const char *f : {"log", "data"})
-				copy_file(d / f, d / (std::string(f) + ".durable"));
-		}
+		if (!why.empty())
+			fresh(d); // start over from an empty database
 	}
 	return out;
 }

@@ -63,12 +63,14 @@ const struct rvm__io_ops rvm__io_posix = {
 
 const struct rvm__io_ops *rvm__io = &rvm__io_posix;
 
-int
-rvm__read_full(int fd, void *buf, size_t len, uint64_t off)
+/* Transfer all len bytes, retrying short transfers and EINTR. */
+static int
+xfer(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
 	char *p = buf;
 	while (len > 0) {
-		ssize_t n = rvm__io->pread(fd, p, len, (off_t)off);
+		ssize_t n = write ? rvm__io->pwrite(fd, p, len, (off_t)off) :
+			rvm__io->pread(fd, p, len, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -83,22 +85,15 @@ rvm__read_full(int fd, void *buf, size_t len, uint64_t off)
 }
 
 int
+rvm__read_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	return xfer(fd, buf, len, off, false);
+}
+
+int
 rvm__write_full(int fd, const void *buf, size_t len, uint64_t off)
 {
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = rvm__io->pwrite(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return xfer(fd, (void *)buf, len, off, true);
 }
 
 int

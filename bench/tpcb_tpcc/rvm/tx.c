@@ -257,26 +257,28 @@ out:
 	return rc;
 }
 
-rvm_return_t
-rvm_flush(void)
+/* Write and sync the buffer; then, if asked, truncate the log. */
+static rvm_return_t
+flush_log(bool truncate)
 {
 	pthread_mutex_lock(&rvm__g.lock);
 	rvm_return_t rc = rvm__usable();
 	if (rc == RVM_SUCCESS)
 		rc = rvm__log_write(true);
+	if (rc == RVM_SUCCESS && truncate)
+		rc = rvm__truncate_locked();
 	pthread_mutex_unlock(&rvm__g.lock);
 	return rc;
 }
 
 rvm_return_t
+rvm_flush(void)
+{
+	return flush_log(false);
+}
+
+rvm_return_t
 rvm_truncate(void)
 {
-	pthread_mutex_lock(&rvm__g.lock);
-	rvm_return_t rc = rvm__usable();
-	if (rc == RVM_SUCCESS)
-		rc = rvm__log_write(true);
-	if (rc == RVM_SUCCESS)
-		rc = rvm__truncate_locked();
-	pthread_mutex_unlock(&rvm__g.lock);
-	return rc;
+	return flush_log(true);
 }
