@@ -9,8 +9,9 @@
  *  2. States: UNINIT --rvm_initialize--> READY --rvm_terminate--> UNINIT;
  *     READY --I/O failure--> FAILED (sticky, rvm__fail) --rvm_terminate-->
  *     UNINIT.  rvm_terminate refuses while transactions are open.
- *  3. rvm_create_log writes both status blocks and syncs before the log is
- *     usable; an existing file is never overwritten.
+ *  3. rvm_create_log writes the whole log (zeros, then both status blocks)
+ *     and syncs before the log is usable; an existing file is never
+ *     overwritten.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -248,7 +249,18 @@ create_log(const char *path, uint64_t log_size, long mode)
 		s[i].checksum = rio_checksum(&s[i],
 			offsetof(struct rvm_log_status, checksum), 0);
 	}
+	/* The record area is written out (zeros), not left sparse: RVM's log
+	 * is a preallocated device, and a sync that must also allocate
+	 * blocks would charge file-system metadata to every commit. */
 	int e = rvm__io->ftruncate(fd, (off_t)(RVM_LOG_DATA_OFF + log_size));
+	size_t chunk = 1 << 20;
+	void *zero = e == 0 ? calloc(1, chunk) : NULL;
+	if (e == 0 && zero == NULL)
+		e = -ENOMEM;
+	for (uint64_t off = 0; e == 0 && off < log_size; off += chunk)
+		e = rvm__write_full(fd, zero, log_size - off < chunk ?
+			(size_t)(log_size - off) : chunk, RVM_LOG_DATA_OFF + off);
+	free(zero);
 	if (e == 0)
 		e = rvm__write_full(fd, s, sizeof(s), 0);
 	/* The status blocks must be durable before the log is used. */
