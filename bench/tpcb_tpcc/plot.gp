@@ -7,7 +7,7 @@ dir = ARG1
 set datafile separator ","
 set terminal pngcairo size 1000,600 font "sans,10"
 set grid ytics
-set key outside right
+set key below
 
 nonempty(f) = int(system("test -s " . f . " && echo 1 || echo 0"))
 
@@ -41,7 +41,10 @@ set xlabel "bytes modified per transaction"
 set ylabel "overhead per transaction, ns (log)"
 # Rows of one configuration: grep on ",backend,domain,group," columns.
 keys = "vista,byte vista,cacheline vista,page pmemobj,byte pmemobj,cacheline pmemobj,page rvm,-,1 rvm-rio,-,1"
-names = "vista/byte vista/cacheline vista/page pmemobj/byte pmemobj/cacheline pmemobj/page rvm rvm-rio"
+# rvm-rio's name follows tpcbench's label (tmpfs until the Rio file cache).
+rio = system("grep -h -m1 -o 'rvm-tmpfs (file cache not yet available)' " . dir . "/*.summary.csv 2>/dev/null | head -1")
+rio = strlen(rio) ? rio : "rvm-rio"
+names = "vista/byte vista/cacheline vista/page pmemobj/byte pmemobj/cacheline pmemobj/page rvm \"" . rio . "\""
 rows(f, k) = sprintf("< grep -F ',%s,' '%s'", k, f)
 f = dir . "/synthetic.summary.csv"
 if (nonempty(f)) {
@@ -56,5 +59,5 @@ if (nonempty(g)) {
 	set title "synthetic: RVM overhead with group commit (thesis Fig. 3.4b)"
 	plot for [b in "rvm rvm-rio"] for [n in "1 8 64"] \
 		rows(g, b . ",-," . n) using 7:($10 > 0 ? $10 : NaN) \
-		with linespoints title b . " group " . n
+		with linespoints title (b eq "rvm" ? b : rio) . " group " . n
 }
