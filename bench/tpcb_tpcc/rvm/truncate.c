@@ -3,6 +3,13 @@
  * truncate.c -- applying the redo log to the data files, and recovery
  *
  * Design (epoch truncation, RVM section 5):
+ *  0. Write-ahead: the log is synced before any of its records is applied
+ *     to a data file.  Records written without a sync (no_flush commits
+ *     written when the buffer filled, or just before a truncation) would
+ *     otherwise reach a data file durably while the durable log lacks
+ *     them; a power failure before the reset would then replay the older
+ *     records over newer data and leave a mix of transactions (the crash
+ *     test found exactly that).
  *  1. Truncation reads the records written so far back from the log,
  *     writes every range to its data file, syncs every data file it wrote,
  *     and only then resets the log by a new status block with the next
@@ -110,6 +117,14 @@ apply_and_reset(uint64_t len, bool strict, uint64_t *nrec)
 	if (e) {
 		free(area);
 		return rvm__err(RVM_EIO, "reading log %s: %s", g->log_path,
+			strerror(-e));
+	}
+	/* Write-ahead (invariant 0): every record about to be applied is
+	 * durable in the log before the first data file write. */
+	e = rvm__sync(g->log_fd);
+	if (e) {
+		free(area);
+		return rvm__err(RVM_EIO, "fdatasync of log %s: %s", g->log_path,
 			strerror(-e));
 	}
 	struct apply_ctx a = { RVM_SUCCESS };
