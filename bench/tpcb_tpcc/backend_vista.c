@@ -82,8 +82,9 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 	snprintf(c->path, sizeof(c->path), "%s/vista.%d.seg", dir, stream);
 	c->size = o->db_size;
 	/* One lane (one thread per instance), big enough for the largest
-	 * transaction's before-images. */
-	size_t log = 4 * o->tx_size + (8u << 20);
+	 * transaction's before-images, small enough not to count against
+	 * the one-copy memory budget. */
+	size_t log = 2 * o->tx_size + (2u << 20);
 	struct vista_opts vo = {
 		.log_path = c->log,
 		.log_size = (log + 4095) & ~(size_t)4095,
