@@ -321,6 +321,13 @@ spawn(char **argv0, const struct tb_opts *o, const struct config *c,
 	int st;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
+	/* A child that failed may have left its files behind. */
+	const char *dirs[] = { o->rvm_dir, o->rio_dir, o->pmem_dir };
+	for (int i = 0; i < 3; i++) {
+		char d[4200];
+		snprintf(d, sizeof(d), "%s/tpcbench.%d", dirs[i], (int)pid);
+		tb_rmtree(d);
+	}
 	if (WIFEXITED(st))
 		return WEXITSTATUS(st);
 	tb_err("%s: killed by signal %d", c->backend, WTERMSIG(st));
