@@ -9,8 +9,8 @@
 # database across every backend -- none, vista and pmemobj in the byte,
 # cacheline and page domains, rvm on disk, rvm-rio -- 5 runs of 1 s each,
 # best and worst dropped; prints the tables.  --full adds RVM group commit
-# 1/8/64, the synthetic transaction-size sweep (8 B .. 1 MB), and 2
-# streams.  Results: bench/results/*.csv and the figures as PNG
+# 1/8/64, the synthetic transaction-size sweep (8 B .. 1 MB), one
+# set_range call per range, and 2 streams.  Results: bench/results/*.csv and the figures as PNG
 # (gnuplot).  RVM_DIR (default /var/tmp) must be on a disk, not tmpfs.
 set -euo pipefail
 
@@ -57,6 +57,13 @@ if [ $FULL = 1 ]; then
 	tb --workload synthetic --backend none,rvm,rvm-rio --group 1,8,64 \
 		--tx-size sweep --seconds 0.5 --csv "$OUT/synthetic-group.csv" \
 		--summary "$OUT/synthetic-group.summary.csv" || status=1
+	echo "== one set_range call per range (the thesis' benchmarks) =="
+	for w in debit-credit order-entry; do
+		tb --workload $w --per-range \
+			--backend none,vista:byte,vista:cacheline,pmemobj:byte,pmemobj:cacheline \
+			--csv "$OUT/per-range.csv" \
+			--summary "$OUT/$w-per-range.summary.csv" || status=1
+	done
 	echo "== 2 streams, each on its own database =="
 	for w in debit-credit order-entry; do
 		tb --workload $w --threads 2 \

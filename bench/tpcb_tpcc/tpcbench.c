@@ -61,6 +61,8 @@ usage(FILE *f)
 "  --rvm-dir DIR        rvm files, on a disk (/var/tmp)\n"
 "  --rio-dir DIR        rvm-rio files (/dev/shm until the Rio file cache)\n"
 "  --pmem-dir DIR       vista and pmemobj pools (/dev/shm)\n"
+"  --per-range          one set_range call per range (the thesis' way;\n"
+"                       default: all of a transaction's ranges in one call)\n"
 "  --seed N  --quiet  --no-reopen\n", all_backends);
 }
 
@@ -144,6 +146,8 @@ pmdk_env(enum tb_domain d, char *buf, size_t n)
 		snprintf(buf, n, "PMEM_IS_PMEM_FORCE=0");
 }
 
+static bool per_range_labels;
+
 static void
 label(char *buf, size_t n, const char *backend, enum tb_domain d, int group)
 {
@@ -153,7 +157,9 @@ label(char *buf, size_t n, const char *backend, enum tb_domain d, int group)
 	if (has_domain(backend))
 		k += snprintf(buf + k, n - (size_t)k, " (%s)", tb_domain_name(d));
 	if (has_group(backend) && group > 1)
-		snprintf(buf + k, n - (size_t)k, " group %d", group);
+		k += snprintf(buf + k, n - (size_t)k, " group %d", group);
+	if (per_range_labels)
+		snprintf(buf + k, n - (size_t)k, " per-range");
 }
 
 /* ---- child: one configuration ---- */
@@ -298,6 +304,8 @@ spawn(char **argv0, const struct tb_opts *o, const struct config *c,
 		args[na++] = "--quiet";
 	if (o->no_reopen)
 		args[na++] = "--no-reopen";
+	if (o->per_range)
+		args[na++] = "--per-range";
 	args[na] = NULL;
 	fflush(NULL);
 	pid_t pid = fork();
@@ -352,7 +360,8 @@ main(int argc, char **argv)
 	};
 	const char *backends = NULL, *groups = "1", *sizes = "8";
 	const char *rowfile = NULL, *summary = NULL;
-	enum { O_SUMMARY = 255, O_CHILD = 256, O_RVM, O_RIO, O_PMEM, O_SEED, O_NOREOPEN };
+	enum { O_SUMMARY = 255, O_CHILD = 256, O_RVM, O_RIO, O_PMEM, O_SEED,
+		O_NOREOPEN, O_PERRANGE };
 	static const struct option lo[] = {
 		{ "workload", required_argument, 0, 'w' },
 		{ "backend", required_argument, 0, 'b' },
@@ -374,6 +383,7 @@ main(int argc, char **argv)
 		{ "pmem-dir", required_argument, 0, O_PMEM },
 		{ "seed", required_argument, 0, O_SEED },
 		{ "no-reopen", no_argument, 0, O_NOREOPEN },
+		{ "per-range", no_argument, 0, O_PERRANGE },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -414,6 +424,7 @@ main(int argc, char **argv)
 		case O_PMEM: o.pmem_dir = optarg; break;
 		case O_SEED: o.seed = strtoull(optarg, NULL, 0); break;
 		case O_NOREOPEN: o.no_reopen = true; break;
+		case O_PERRANGE: o.per_range = per_range_labels = true; break;
 		default: usage(stderr); return 2;
 		}
 	}

@@ -40,6 +40,7 @@ struct tb_opts {
 	const char *csv;        /* append result rows here */
 	bool quiet;
 	bool no_reopen;
+	bool per_range;         /* one set_range call per range (thesis) */
 };
 
 struct tb_range {
