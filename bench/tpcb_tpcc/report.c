@@ -268,7 +268,7 @@ table(FILE *out, const struct agg *a, size_t n, const char *title,
 		vis[i] = find(a, n, "vista", dom[i], 0);
 
 	fprintf(out, "\n== %s ==\n", title);
-	fprintf(out, "%-44s %9s %9s %9s %9s %10s %10s %9s %9s %8s %6s %7s %7s\n",
+	fprintf(out, "%-52s %9s %9s %9s %9s %10s %10s %9s %9s %8s %6s %7s %7s\n",
 		"backend", "tx/s", "min", "median", "max", "ns/tx", "overhead",
 		"fences/tx", "logB/tx", "syncs/tx", "trunc", "RSS MB", "mem MB");
 	for (size_t i = 0; i < n; i++) {
@@ -291,19 +291,19 @@ table(FILE *out, const struct agg *a, size_t n, const char *title,
 			snprintf(tr, 16, "%llu",
 				(unsigned long long)g->truncations);
 		}
-		fprintf(out, "%-44s %9s %9s %9s %9s %10.0f %10s %9s %9s %8s %6s "
+		fprintf(out, "%-52s %9s %9s %9s %9s %10.0f %10s %9s %9s %8s %6s "
 			"%7.1f %7.1f\n", g->first->label, t[0], t[1], t[2], t[3],
 			g->ns, ov, fe, lg, sy, tr, g->rss / 1048576.0,
 			g->mem / 1048576.0);
 	}
 	/* Ratios: vista in each domain over every other backend. */
 	if (vis[0] || vis[1] || vis[2]) {
-		fprintf(out, "\n%-44s %14s %14s %14s\n", "ratio vista/X (tx/s)",
+		fprintf(out, "\n%-52s %14s %14s %14s\n", "ratio vista/X (tx/s)",
 			"vista byte", "vista cline", "vista page");
 		for (size_t i = 0; i < n; i++) {
 			if (!strcmp(a[i].first->backend, "vista"))
 				continue;
-			fprintf(out, "%-44s", a[i].first->label);
+			fprintf(out, "%-52s", a[i].first->label);
 			for (int d = 0; d < 3; d++) {
 				double r = ratio(vis[d], &a[i]);
 				if (isnan(r))
@@ -404,7 +404,7 @@ synthetic(FILE *out, const struct tb_row *rows, size_t n, int threads)
 	}
 	/* Figure 3.4: overhead (ns/tx over none) by size. */
 	fprintf(out, "\n== synthetic: overhead per transaction, ns (thesis "
-		"Fig. 3.4) ==\n%-44s", "backend");
+		"Fig. 3.4) ==\n%-52s", "backend");
 	for (size_t s = 0; s < ns; s++)
 		fprintf(out, " %9llu", (unsigned long long)sizes[s]);
 	fputc('\n', out);
@@ -415,7 +415,7 @@ synthetic(FILE *out, const struct tb_row *rows, size_t n, int threads)
 			continue;
 		char label[96];
 		copy(label, sizeof(label), a[c].first->label);
-		fprintf(out, "%-44s", label);
+		fprintf(out, "%-52s", label);
 		for (size_t s = 0; s < ns; s++) {
 			size_t k = configs(rows, n, "synthetic", threads,
 				sizes[s], b, 64);
