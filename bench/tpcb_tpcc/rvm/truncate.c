@@ -11,7 +11,9 @@
  *     records over newer data and leave a mix of transactions (the crash
  *     test found exactly that).
  *  1. Truncation reads the records written so far back from the log,
- *     writes every range to its data file, syncs every data file it wrote,
+ *     writes their ranges to the data files -- sorted by place, each run
+ *     of overlapping or adjacent ranges merged into one write holding the
+ *     newest bytes, as RVM's truncation does -- syncs every data file it wrote,
  *     and only then resets the log by a new status block with the next
  *     generation.  Order matters: a log reset before the data files are
  *     durable would forget committed transactions on a power failure
@@ -46,31 +48,98 @@ rvm__seg_open(uint32_t i, bool create)
 	return RVM_SUCCESS;
 }
 
-struct apply_ctx {
-	rvm_return_t rc;
+/* One range of a record, in log order (idx). */
+struct change {
+	uint32_t seg;
+	uint64_t off, len;
+	const uint8_t *data;
+	size_t idx;
+};
+
+struct changes {
+	struct change *v;
+	size_t n, cap;
 };
 
 static int
-apply_range(const struct rvm_range_hdr *r, const void *data, void *arg)
+collect(const struct rvm_range_hdr *r, const void *data, void *arg)
 {
-	struct apply_ctx *a = arg;
-	struct rvm__state *g = &rvm__g;
-	rvm_return_t rc = rvm__seg_open(r->seg, false);
-	if (rc) {
-		a->rc = rc;
-		return -1;
+	struct changes *c = arg;
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 1024;
+		struct change *v = realloc(c->v, cap * sizeof(*v));
+		if (v == NULL)
+			return -1;
+		c->v = v;
+		c->cap = cap;
 	}
-	int e = rvm__write_full(g->segs[r->seg].fd, data, r->length, r->offset);
-	if (e) {
-		a->rc = rvm__err(RVM_EIO, "writing %llu bytes at %llu of %s: %s",
-			(unsigned long long)r->length,
-			(unsigned long long)r->offset,
-			g->status.segs[r->seg].path, strerror(-e));
-		return -1;
-	}
-	g->segs[r->seg].dirty = true;
-	g->stats.bytes_applied += r->length;
+	c->v[c->n] = (struct change){ r->seg, r->offset, r->length, data, c->n };
+	c->n++;
 	return 0;
+}
+
+static int
+by_place(const void *x, const void *y)
+{
+	const struct change *a = x, *b = y;
+	if (a->seg != b->seg)
+		return a->seg < b->seg ? -1 : 1;
+	if (a->off != b->off)
+		return a->off < b->off ? -1 : 1;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+static int
+by_idx(const void *x, const void *y)
+{
+	const struct change *a = x, *b = y;
+	return a->idx < b->idx ? -1 : a->idx > b->idx;
+}
+
+/*
+ * Write the changes to the data files as RVM's truncation does: sorted by
+ * place, each run of overlapping or adjacent ranges merged into one write
+ * whose bytes are the ranges applied in log order (the newest wins).
+ */
+static rvm_return_t
+apply_changes(struct changes *c)
+{
+	struct rvm__state *g = &rvm__g;
+	qsort(c->v, c->n, sizeof(*c->v), by_place);
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	rvm_return_t rc = RVM_SUCCESS;
+	for (size_t i = 0, j; i < c->n && rc == RVM_SUCCESS; i = j) {
+		uint32_t seg = c->v[i].seg;
+		uint64_t lo = c->v[i].off, hi = lo + c->v[i].len;
+		for (j = i + 1; j < c->n && c->v[j].seg == seg &&
+		     c->v[j].off <= hi; j++)
+			if (c->v[j].off + c->v[j].len > hi)
+				hi = c->v[j].off + c->v[j].len;
+		if (hi - lo > cap) {
+			uint8_t *nb = realloc(buf, hi - lo);
+			if (nb == NULL) {
+				rc = rvm__err(RVM_ENO_MEMORY, "truncation buffer");
+				break;
+			}
+			buf = nb;
+			cap = hi - lo;
+		}
+		qsort(c->v + i, j - i, sizeof(*c->v), by_idx);
+		for (size_t k = i; k < j; k++)
+			memcpy(buf + (c->v[k].off - lo), c->v[k].data, c->v[k].len);
+		if ((rc = rvm__seg_open(seg, false)))
+			break;
+		int e = rvm__write_full(g->segs[seg].fd, buf, hi - lo, lo);
+		if (e)
+			rc = rvm__err(RVM_EIO, "writing %llu bytes at %llu of %s: %s",
+				(unsigned long long)(hi - lo), (unsigned long long)lo,
+				g->status.segs[seg].path, strerror(-e));
+		g->segs[seg].dirty = true;
+		g->stats.bytes_applied += hi - lo;
+	}
+	free(buf);
+	return rc;
 }
 
 static rvm_return_t
@@ -130,19 +199,25 @@ apply_and_reset(uint64_t len, bool strict, uint64_t *nrec)
 		return rvm__err(RVM_EIO, "fdatasync of log %s: %s", g->log_path,
 			strerror(-e));
 	}
-	struct apply_ctx a = { RVM_SUCCESS };
+	struct changes c = { 0 };
 	uint64_t end = 0;
-	e = rvm__scan(area, len, &g->status, g->status.first_seq, apply_range,
-		&a, nrec, &end);
-	free(area);
+	e = rvm__scan(area, len, &g->status, g->status.first_seq, collect, &c,
+		nrec, &end);
+	rvm_return_t rc;
 	if (e)
-		return a.rc;
-	if (strict && end != len)
-		return rvm__err(RVM_EINTERNAL, "log %s: record at %llu does not "
+		rc = rvm__err(RVM_ENO_MEMORY, "truncation index");
+	else if (strict && end != len)
+		rc = rvm__err(RVM_EINTERNAL, "log %s: record at %llu does not "
 			"verify", g->log_path, (unsigned long long)end);
+	else
+		rc = apply_changes(&c);
+	free(c.v);
+	free(area);
+	if (rc)
+		return rc;
 #ifndef RVM_BROKEN_TRUNC_ORDER
 	/* First the data files must hold every applied range durably ... */
-	rvm_return_t rc = sync_data();
+	rc = sync_data();
 	if (rc)
 		return rc;
 	/* ... then the records may die: the new generation is durable when
@@ -153,7 +228,7 @@ apply_and_reset(uint64_t len, bool strict, uint64_t *nrec)
 	/* Broken on purpose: the log forgets its records before the data
 	 * files are durable. */
 	g->next_seq = g->status.first_seq + *nrec;
-	rvm_return_t rc = reset_log();
+	rc = reset_log();
 	if (rc)
 		return rc;
 	return sync_data();
