@@ -81,14 +81,16 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 	snprintf(c->log, sizeof(c->log), "%s/vista.%d.log", dir, stream);
 	snprintf(c->path, sizeof(c->path), "%s/vista.%d.seg", dir, stream);
 	c->size = o->db_size;
-	/* One lane (one thread per instance), big enough for the largest
-	 * transaction's before-images, small enough not to count against
-	 * the one-copy memory budget. */
-	size_t log = 2 * o->tx_size + (2u << 20);
+	/* Two lanes: a thread keeps its lane until it exits, and the
+	 * database is created by the main thread but, with --threads, run
+	 * by a stream thread.  Each lane holds the largest transaction's
+	 * before-images; together they stay inside the one-copy memory
+	 * budget. */
+	size_t lane = 2 * o->tx_size + (2u << 20);
 	struct vista_opts vo = {
 		.log_path = c->log,
-		.log_size = (log + 4095) & ~(size_t)4095,
-		.lanes = 1,
+		.log_size = 2 * ((lane + 4095) & ~(size_t)4095),
+		.lanes = 2,
 		.rio_flags = force_flag(o->domain) | RIO_NO_SIGNALS,
 	};
 	int rc = vista_init(&vo, &c->v);
