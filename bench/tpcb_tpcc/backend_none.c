@@ -2,10 +2,14 @@
 /*
  * backend_none.c -- no atomicity, no durability: the floor
  *
- * The database is plain anonymous memory; every transaction call is an
- * empty function reached through the same indirect call as the real
- * backends, so "overhead per transaction" (time(backend) - time(none))
- * measures the backend and nothing else.
+ * Design:
+ *  1. The database is plain anonymous memory, never made durable, and
+ *     cannot be reopened.
+ *  2. Every transaction call is an empty function reached through the same
+ *     indirect call as the real backends, so "overhead per transaction"
+ *     (time(backend) - time(none)) measures the backend and nothing else.
+ *  3. There is nothing to roll back with (can_abort is false): workloads
+ *     do not abort on it.
  */
 #include <stdlib.h>
 #include <sys/mman.h>

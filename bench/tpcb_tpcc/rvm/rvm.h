@@ -243,8 +243,9 @@ RVM_EXPORT rvm_return_t rvm_flush(void);
 RVM_EXPORT rvm_return_t rvm_truncate(void);
 
 /*
- * Create a log file with a data area of *log_len bytes (at least 64 KiB);
- * the file must not exist.  RVM_EOPTIONS, RVM_ELOG (exists), RVM_EIO.
+ * Create a log file with a data area of *log_len bytes (at least 64 KiB,
+ * a multiple of 8), written out in full and synced; the file must not
+ * exist.  RVM_EOPTIONS, RVM_ELOG (exists), RVM_EIO.
  */
 RVM_EXPORT rvm_return_t rvm_create_log(rvm_options_t *options,
 	rvm_offset_t *log_len, long mode);
