@@ -40,8 +40,7 @@ static char dir[4096];
 static int
 pobj_setup(const struct tb_opts *o)
 {
-	snprintf(dir, sizeof(dir), "%s/tpcbench.%d", o->pmem_dir, (int)getpid());
-	return tb_mkdirs(dir);
+	return tb_workdir(dir, sizeof(dir), o->pmem_dir);
 }
 
 static int

@@ -56,8 +56,7 @@ fail(const char *what, rvm_return_t rc)
 static int
 setup_in(const struct tb_opts *o, const char *base)
 {
-	snprintf(R.dir, sizeof(R.dir), "%s/tpcbench.%d", base, (int)getpid());
-	if (tb_mkdirs(R.dir))
+	if (tb_workdir(R.dir, sizeof(R.dir), base))
 		return -1;
 	snprintf(R.log, sizeof(R.log), "%s/log", R.dir);
 	R.group = o->group > 0 ? o->group : 1;

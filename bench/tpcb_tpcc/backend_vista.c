@@ -46,8 +46,7 @@ vfail(const char *what, int rc)
 static int
 v_setup(const struct tb_opts *o)
 {
-	snprintf(dir, sizeof(dir), "%s/tpcbench.%d", o->pmem_dir, (int)getpid());
-	return tb_mkdirs(dir);
+	return tb_workdir(dir, sizeof(dir), o->pmem_dir);
 }
 
 static int

@@ -128,6 +128,9 @@ tb_below(uint64_t *s, uint64_t n)
 const char *tb_domain_name(enum tb_domain d);
 /* mkdir -p; 0 or -1 (reported). */
 int tb_mkdirs(const char *path);
+/* Create this process's work directory "<base>/tpcbench.<pid>" in buf
+ * (tpcbench removes it when a child fails); 0 or -1 (reported). */
+int tb_workdir(char *buf, size_t n, const char *base);
 /* Remove a directory tree. */
 void tb_rmtree(const char *path);
 /* The process's memory: VmRSS and RssAnon in bytes. */

@@ -85,6 +85,13 @@ tb_mkdirs(const char *path)
 	}
 }
 
+int
+tb_workdir(char *buf, size_t n, const char *base)
+{
+	snprintf(buf, n, "%s/tpcbench.%d", base, (int)getpid());
+	return tb_mkdirs(buf);
+}
+
 static int
 rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
