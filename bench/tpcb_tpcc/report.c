@@ -131,7 +131,7 @@ struct agg {
 	const struct tb_row *first;
 	double tps, min, median, max; /* tx/s */
 	double ns;                    /* 1e9 / tps */
-	double fences, logged, syncs; /* per tx, middle runs */
+	double fences, flushes, logged, syncs; /* per tx, middle runs */
 	uint64_t truncations, rss, mem, aborts, tx;
 	int runs;
 };
@@ -167,11 +167,12 @@ aggregate(const struct tb_row *rows, size_t n, const struct tb_row *key,
 	g->runs = k;
 	qsort(v, (size_t)k, sizeof(v[0]), by_tps);
 	int lo = k >= 3 ? 1 : 0, hi = k >= 3 ? k - 1 : k;
-	double sum = 0, tx = 0, fences = 0, logged = 0, syncs = 0;
+	double sum = 0, tx = 0, fences = 0, flushes = 0, logged = 0, syncs = 0;
 	for (int i = lo; i < hi; i++) {
 		sum += (double)v[i]->tx / v[i]->seconds;
 		tx += (double)v[i]->tx;
 		fences += (double)v[i]->fences;
+		flushes += (double)v[i]->flushes;
 		logged += (double)v[i]->bytes_logged;
 		syncs += (double)v[i]->syncs;
 	}
@@ -190,6 +191,7 @@ aggregate(const struct tb_row *rows, size_t n, const struct tb_row *key,
 		((double)v[k / 2 - 1]->tx / v[k / 2 - 1]->seconds +
 		 (double)v[k / 2]->tx / v[k / 2]->seconds) / 2;
 	g->fences = fences / tx;
+	g->flushes = flushes / tx;
 	g->logged = logged / tx;
 	g->syncs = syncs / tx;
 }
@@ -259,8 +261,9 @@ ratio(const struct agg *a, const struct agg *b)
 
 static void
 table(FILE *out, const struct agg *a, size_t n, const char *title,
-	double fence_ns)
+	struct tb_persist_cost cost)
 {
+	double fence_ns = cost.fence_ns;
 	const struct agg *none = find(a, n, "none", NULL, 0);
 	const char *dom[3] = { "byte", "cacheline", "page" };
 	const struct agg *vis[3];
@@ -317,10 +320,16 @@ table(FILE *out, const struct agg *a, size_t n, const char *title,
 	const struct agg *vc = vis[1];
 	if (vc && none && fence_ns > 0 && vc->first->has_fences) {
 		double floor = none->ns + vc->fences * fence_ns;
+		double lines = vc->flushes - vc->fences;
 		fprintf(out, "vista cacheline fence floor = none %.0f ns + %.2f "
 			"fences/tx x %.1f ns = %.0f ns/tx; vista cacheline %.0f "
 			"ns/tx = %.2f x floor\n", none->ns, vc->fences, fence_ns,
 			floor, vc->ns, vc->ns / floor);
+		if (lines > 0)
+			fprintf(out, "  with its other %.1f flushed lines/tx at "
+				"%.1f ns each: %.0f ns/tx; vista = %.2f x that\n",
+				lines, cost.line_ns, floor + lines * cost.line_ns,
+				vc->ns / (floor + lines * cost.line_ns));
 	}
 	for (size_t i = 0; i < n; i++)
 		if (a[i].first->env[0]) {
@@ -400,7 +409,7 @@ synthetic(FILE *out, const struct tb_row *rows, size_t n, int threads)
 		char title[96];
 		snprintf(title, sizeof(title), "synthetic, %llu-byte transactions"
 			", %d stream(s)", (unsigned long long)sizes[s], threads);
-		table(out, a, k, title, 0);
+		table(out, a, k, title, (struct tb_persist_cost){ 0, 0 });
 	}
 	/* Figure 3.4: overhead (ns/tx over none) by size. */
 	fprintf(out, "\n== synthetic: overhead per transaction, ns (thesis "
@@ -441,12 +450,15 @@ synthetic(FILE *out, const struct tb_row *rows, size_t n, int threads)
 }
 
 void
-tb_report(FILE *out, const struct tb_row *rows, size_t n, double fence_ns)
+tb_report(FILE *out, const struct tb_row *rows, size_t n,
+	struct tb_persist_cost cost)
 {
 	static struct agg a[64];
+	double fence_ns = cost.fence_ns;
 	fprintf(out, "fence latency (store + %s + sfence of a dirty line, "
-		"through rio_persist): %.1f ns\n", rio_flush_instruction(),
-		fence_ns);
+		"through rio_persist): %.1f ns; each further line flushed "
+		"before the same sfence: %.1f ns\n", rio_flush_instruction(),
+		fence_ns, cost.line_ns);
 	for (int threads = 1; threads <= TB_MAX_STREAMS; threads++) {
 		for (int w = 0; w < 2; w++) {
 			const char *wl = w ? "order-entry" : "debit-credit";
@@ -457,7 +469,7 @@ tb_report(FILE *out, const struct tb_row *rows, size_t n, double fence_ns)
 			snprintf(title, sizeof(title), "%s, %d stream(s), %.0f MB "
 				"each", wl, threads,
 				a[0].first->db_bytes / 1048576.0);
-			table(out, a, k, title, fence_ns);
+			table(out, a, k, title, cost);
 			if (threads == 1)
 				targets(out, a, k, wl, fence_ns);
 		}

@@ -447,7 +447,7 @@ main(int argc, char **argv)
 	snprintf(rowfile_buf, sizeof(rowfile_buf), "%s/tpcbench-rows.%d",
 		o.pmem_dir, (int)getpid());
 	unlink(rowfile_buf);
-	double fence = tb_fence_ns(o.pmem_dir);
+	struct tb_persist_cost cost = tb_persist_cost(o.pmem_dir);
 	int failures = 0;
 	for (int i = 0; i < n; i++) {
 		char l[128];
@@ -474,7 +474,7 @@ main(int argc, char **argv)
 	char line[1024];
 	while (f && fgets(line, sizeof(line), f) && nr < 4096)
 		if (tb_row_parse(line, &rows[nr]) == 0) {
-			rows[nr].fence_ns = fence;
+			rows[nr].fence_ns = cost.fence_ns;
 			if (csv)
 				tb_row_write(csv, &rows[nr]);
 			nr++;
@@ -484,7 +484,7 @@ main(int argc, char **argv)
 	if (csv)
 		fclose(csv);
 	unlink(rowfile_buf);
-	tb_report(stdout, rows, nr, fence);
+	tb_report(stdout, rows, nr, cost);
 	if (summary) {
 		FILE *sf = fopen(summary, "w");
 		if (sf == NULL) {

@@ -137,8 +137,12 @@ void tb_rmtree(const char *path);
 void tb_rss(uint64_t *rss, uint64_t *anon);
 /* Bytes of `path` resident in the page cache. */
 uint64_t tb_cached(const char *path);
-/* Latency of persisting one dirty line in the cacheline domain
- * (store + clwb/clflushopt + sfence, through librio), in ns. */
-double tb_fence_ns(const char *dir);
+/* What persistence costs in the cacheline domain, through librio:
+ * fence_ns = store + clwb/clflushopt + sfence of one dirty line;
+ * line_ns = each further dirty line flushed before the same sfence. */
+struct tb_persist_cost {
+	double fence_ns, line_ns;
+};
+struct tb_persist_cost tb_persist_cost(const char *dir);
 
 #endif /* TPCBENCH_H */

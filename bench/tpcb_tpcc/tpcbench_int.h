@@ -33,7 +33,7 @@ int tb_run_config(const struct tb_opts *o, const struct tb_backend *b,
 
 /* report.c: the tables for every workload in rows[0..n). */
 void tb_report(FILE *out, const struct tb_row *rows, size_t n,
-	double fence_ns);
+	struct tb_persist_cost cost);
 
 /* One line per configuration (middle-runs average), for the plots. */
 void tb_summary(FILE *out, const struct tb_row *rows, size_t n);
