@@ -35,6 +35,7 @@ PACKAGES=(
 	# tools/pmemtest (addr2line symbolizes call sites)
 	binutils
 	# bench/tpcb_tpcc
+	gnuplot-nox
 	# tests
 	catch2
 	libclang-rt-14-dev
