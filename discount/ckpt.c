@@ -1,0 +1,857 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ckpt.c -- committing a checkpoint: redo log, commit record, shadow image
+ *
+ * A checkpoint of generation g (dc__commit):
+ *   0. the registers are saved (dc__save_ctx); what follows runs on stack
+ *      frames below the saved stack pointer, so it never changes the image;
+ *   1. mapping changes since the last commit are folded in: new tracked
+ *      ranges are registered and copied whole, dropped ranges are punched;
+ *   2. one PAGEMAP_SCAN returns the written pages and protects them again;
+ *   3. the redo file is written: header, entries, pages (one pwritev), and
+ *      made durable;
+ *   4. the commit record (slot g & 1) with the redo's length and checksum
+ *      is written and persisted: THE CHECKPOINT IS DURABLE HERE;
+ *   5. the same pages are written into the shadow at their addresses, made
+ *      durable, then words.applied = g is persisted;
+ *   6. the interval's logs start over (their entries now carry g + 1).
+ *
+ * Invariants:
+ *  1. The shadow holds exactly the image of generation words.applied; the
+ *     redo file holds generation committed's pages.  The redo file is only
+ *     rewritten when applied == committed (step 5 of the previous
+ *     checkpoint completed), so a committed redo is never lost.
+ *  2. Between the scan (2) and the end of the apply (5) no tracked byte is
+ *     written: what the redo holds is what the shadow gets.
+ *  3. Recovery re-applies the redo when applied < committed; applying is
+ *     idempotent (same pages to the same offsets, same punches).
+ *  4. A commit record is valid only with its magic and checksum; the valid
+ *     slot with the higher generation is the committed checkpoint.
+ *
+ * State machine of the directory: EMPTY --create--> CREATED (no valid
+ * commit: a new run starts over) --first commit--> COMMITTED(g)
+ * --commit--> COMMITTED(g+1) ... --clean exit--> removed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dc_int.h"
+
+#define SHADOW_SIZE (1ull << 47)
+#define CSUM_CHUNK (64u * 1024u)
+
+static char *
+path_in(char *buf, size_t n, const char *dir, const char *name)
+{
+	snprintf(buf, n, "%s/%s", dir, name);
+	return buf;
+}
+
+int
+dc__own_fd(int fd)
+{
+	int nfd = fcntl(fd, F_DUPFD_CLOEXEC, DC__OWN_FD_BASE);
+	if (nfd < 0)
+		return fd;
+	close(fd);
+	return nfd;
+}
+
+int
+dc__sync_fd(int fd)
+{
+	/* On tmpfs a completed write survives the death of the process
+	 * (Rio's model: the memory outlives the process); elsewhere the
+	 * data must reach the device first. */
+	if (dc__vol.dir_is_mem)
+		return 0;
+	if (fdatasync(fd) != 0)
+		return dc__err(-errno, "fdatasync: %s", strerror(errno));
+	return 0;
+}
+
+static struct dc_words *
+words(void)
+{
+	return (struct dc_words *)(void *)(dc__vol.ctlb + DC_CTL_WORDS_OFF);
+}
+
+static struct dc_commit *
+slot(uint64_t gen)
+{
+	return (struct dc_commit *)(void *)(dc__vol.ctlb + DC_CTL_COMMIT_OFF +
+		256u * (unsigned)(gen & 1));
+}
+
+static bool
+commit_valid(const struct dc_commit *c)
+{
+	return c->magic == DC_COMMIT_MAGIC && c->gen != 0 &&
+		c->checksum == rio_checksum(c, 248, DC_COMMIT_SEED);
+}
+
+const struct dc_commit *
+dc__last_commit(void)
+{
+	const struct dc_commit *a = slot(0), *b = slot(1), *best = NULL;
+	if (commit_valid(a))
+		best = a;
+	if (commit_valid(b) && (best == NULL || b->gen > best->gen))
+		best = b;
+	return best;
+}
+
+static int
+open_own(const char *dir, const char *name, int flags)
+{
+	char p[PATH_MAX];
+	int fd = open(path_in(p, sizeof(p), dir, name),
+		flags | O_CLOEXEC | O_RDWR, 0600);
+	if (fd < 0)
+		return dc__err(-errno, "open %s: %s", p, strerror(errno));
+	return dc__own_fd(fd);
+}
+
+static unsigned
+ctl_flags(void)
+{
+	return RIO_NO_SIGNALS | (dc__vol.dir_is_mem ? RIO_FORCE_BYTE : 0);
+}
+
+static int
+open_logs(const char *dir, int extra)
+{
+	int fds[4];
+	const char *names[4] = { "shadow", "redo", "ndlog", "fundo" };
+	for (int i = 0; i < 4; i++) {
+		fds[i] = open_own(dir, names[i], extra);
+		if (fds[i] < 0) {
+			int rc = fds[i];
+			while (i-- > 0)
+				close(fds[i]);
+			return rc;
+		}
+	}
+	dc__vol.shadow_fd = fds[0];
+	dc__vol.redo_fd = fds[1];
+	dc__vol.ndlog_fd = fds[2];
+	dc__vol.fundo_fd = fds[3];
+	return 0;
+}
+
+static int
+mkdirs(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0700) != 0 && errno != EEXIST)
+			return dc__err(-errno, "mkdir %s: %s", p,
+				strerror(errno));
+		*s = '/';
+	}
+	if (mkdir(p, 0700) != 0 && errno != EEXIST)
+		return dc__err(-errno, "mkdir %s: %s", p, strerror(errno));
+	return 0;
+}
+
+static void
+probe_fs(const char *dir)
+{
+	struct statfs sf;
+	dc__vol.dir_is_mem = statfs(dir, &sf) == 0 &&
+		(sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+}
+
+/* Create a fresh directory content.  ctl is created last: a directory
+ * without a valid ctl commit is "no checkpoint". */
+int
+dc__files_create(const char *dir)
+{
+	char p[PATH_MAX];
+	int rc = mkdirs(dir);
+	if (rc)
+		return rc;
+	probe_fs(dir);
+	unlink(path_in(p, sizeof(p), dir, "ctl"));
+	rc = open_logs(dir, O_CREAT | O_TRUNC);
+	if (rc)
+		return rc;
+	if (ftruncate(dc__vol.shadow_fd, (off_t)SHADOW_SIZE) != 0)
+		return dc__err(DC_EFS, "%s: cannot make a sparse file of "
+			"128 TiB for the shadow image (%s); use a directory "
+			"on tmpfs (/dev/shm), xfs or btrfs", dir,
+			strerror(errno));
+
+	struct rio_pool_opts o = { .layout = DC_CTL_LAYOUT };
+	rio_pool *pool;
+	rc = rio_pool_create_opts(path_in(p, sizeof(p), dir, "ctl"),
+		RIO_POOL_HDR_SIZE + DC_CTL_SIZE, ctl_flags(), &o, &pool);
+	if (rc)
+		return rc;
+	dc__vol.ctl = pool;
+	dc__vol.ctlb = rio_pool_base(pool);
+
+	struct dc_superblock *sb = (struct dc_superblock *)(void *)
+		dc__vol.ctlb;
+	memset(sb, 0, sizeof(*sb));
+	sb->magic = DC_SB_MAGIC;
+	sb->major = DC_MAJOR;
+	sb->minor = DC_MINOR;
+	sb->ctime_ns = dc__now_ns(CLOCK_REALTIME);
+	sb->ctl_addr = (uint64_t)(uintptr_t)dc__vol.ctlb;
+	struct stat st;
+	if (stat("/proc/self/exe", &st) == 0) {
+		sb->exe_dev = st.st_dev;
+		sb->exe_ino = st.st_ino;
+		sb->exe_size = (uint64_t)st.st_size;
+	}
+	ssize_t n = readlink("/proc/self/exe", sb->exe, sizeof(sb->exe) - 1);
+	if (n > 0)
+		sb->exe[n] = '\0';
+	sb->st_addr = (uint64_t)(uintptr_t)&dc__st;
+	sb->checksum = rio_checksum(sb, 4088, DC_SB_SEED);
+	/* The superblock must be durable before any commit record refers
+	 * to this directory. */
+	rio_persist(pool, sb, sizeof(*sb));
+	return 0;
+}
+
+static int
+check_sb(const struct dc_superblock *sb, const char *dir)
+{
+	if (sb->magic != DC_SB_MAGIC ||
+	    sb->checksum != rio_checksum(sb, 4088, DC_SB_SEED))
+		return dc__err(DC_ECORRUPT, "%s/ctl: bad superblock", dir);
+	if (sb->major > DC_MAJOR)
+		return dc__err(DC_EVERSION, "%s/ctl: format %u.%u is newer "
+			"than %u.%u", dir, sb->major, sb->minor, DC_MAJOR,
+			DC_MINOR);
+	return 0;
+}
+
+/* Open an existing directory; *have = a committed checkpoint exists. */
+int
+dc__files_open(const char *dir, bool *have)
+{
+	char p[PATH_MAX];
+	*have = false;
+	probe_fs(dir);
+	int fd = open(path_in(p, sizeof(p), dir, "ctl"), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 :
+					 dc__err(-errno, "open %s: %s", p,
+						 strerror(errno));
+	struct dc_superblock sb;
+	ssize_t n = pread(fd, &sb, sizeof(sb), RIO_POOL_HDR_SIZE);
+	close(fd);
+	if (n != (ssize_t)sizeof(sb))
+		return 0; /* half-created: start over */
+	int rc = check_sb(&sb, dir);
+	if (rc)
+		return rc;
+	if (sb.st_addr != (uint64_t)(uintptr_t)&dc__st)
+		return dc__err(DC_EMISMATCH, "recovery refused: libdc is at "
+			"another address than at the checkpoint (address-space "
+			"randomisation on, or another libdc build)");
+	struct rio_pool_opts o = { .layout = DC_CTL_LAYOUT,
+		.addr = (void *)(uintptr_t)(sb.ctl_addr - RIO_POOL_HDR_SIZE) };
+	rio_pool *pool;
+	rc = rio_pool_open_opts(p, ctl_flags(), &o, &pool);
+	if (rc)
+		return dc__err(rc, "%s: cannot map the checkpoint control "
+			"file where it was (%#lx): %s", p,
+			(unsigned long)sb.ctl_addr, rio_errormsg());
+	dc__vol.ctl = pool;
+	dc__vol.ctlb = rio_pool_base(pool);
+	const struct dc_commit *c = dc__last_commit();
+	if (c == NULL)
+		return 0;
+	rc = open_logs(dir, 0);
+	if (rc)
+		return rc;
+	dc__vol.committed = c->gen;
+	dc__vol.incarnation = words()->incarnation;
+	*have = true;
+	return 0;
+}
+
+/* ---- the redo file ---- */
+
+static uint64_t
+csum_range(const char *p, uint64_t len, uint64_t c)
+{
+	for (uint64_t o = 0; o < len; o += CSUM_CHUNK) {
+		uint64_t k = len - o < CSUM_CHUNK ? len - o : CSUM_CHUNK;
+		c = rio_checksum(p + o, k, c);
+	}
+	return c;
+}
+
+static int
+apply_punch(uint64_t a, uint64_t len)
+{
+	if (fallocate(dc__vol.shadow_fd,
+		    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a,
+		    (off_t)len) != 0)
+		return dc__err(-errno, "shadow: punch %#lx+%#lx: %s",
+			(unsigned long)a, (unsigned long)len, strerror(errno));
+	return 0;
+}
+
+static int
+pwrite_all(int fd, const void *buf, uint64_t len, uint64_t off)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t k = pwrite(fd, p, len, (off_t)off);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			return dc__err(-errno, "pwrite: %s", strerror(errno));
+		}
+		p += k;
+		len -= (uint64_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* Write the redo: header, entries, then the pages, with few pwritev. */
+static int
+redo_write(uint64_t gen, unsigned nent, uint64_t *len_out, uint64_t *csum)
+{
+	struct dc_redo_hdr h = { gen, nent };
+	struct dc_redo_ent *e = dc__vol.ents;
+	struct iovec *iov = dc__vol.iov;
+	uint64_t off = 0, c;
+	int ni = 0;
+
+	c = rio_checksum(&h, sizeof(h), DC_REDO_SEED);
+	c = csum_range((const char *)e, (uint64_t)nent * sizeof(*e), c);
+	iov[ni++] = (struct iovec){ &h, sizeof(h) };
+	iov[ni++] = (struct iovec){ e, (size_t)nent * sizeof(*e) };
+	for (unsigned i = 0; i <= nent; i++) {
+		bool last = i == nent;
+		if (!last && e[i].op == DC_REDO_PAGES) {
+			const char *p = (const char *)(uintptr_t)e[i].addr;
+			c = csum_range(p, e[i].len, c);
+			iov[ni++] = (struct iovec){ (void *)p, e[i].len };
+		}
+		if (ni == DC__IOV || (last && ni > 0)) {
+			uint64_t want = 0;
+			for (int k = 0; k < ni; k++)
+				want += iov[k].iov_len;
+			ssize_t got = pwritev(dc__vol.redo_fd, iov, ni,
+				(off_t)off);
+			if (got != (ssize_t)want) {
+				/* rare short write: fall back per vector */
+				uint64_t o = off;
+				for (int k = 0; k < ni; k++) {
+					int rc = pwrite_all(dc__vol.redo_fd,
+						iov[k].iov_base,
+						iov[k].iov_len, o);
+					if (rc)
+						return rc;
+					o += iov[k].iov_len;
+				}
+			}
+			off += want;
+			ni = 0;
+		}
+	}
+	*len_out = off;
+	*csum = c;
+	return dc__sync_fd(dc__vol.redo_fd);
+}
+
+/* Apply straight from memory (the normal path, right after the commit). */
+static int
+apply_from_memory(unsigned nent)
+{
+	const struct dc_redo_ent *e = dc__vol.ents;
+	for (unsigned i = 0; i < nent; i++) {
+		int rc = e[i].op == DC_REDO_PUNCH ?
+			apply_punch(e[i].addr, e[i].len) :
+			pwrite_all(dc__vol.shadow_fd,
+				(const void *)(uintptr_t)e[i].addr, e[i].len,
+				e[i].addr);
+		if (rc)
+			return rc;
+	}
+	return dc__sync_fd(dc__vol.shadow_fd);
+}
+
+static int
+read_all(int fd, void *buf, uint64_t len, uint64_t off)
+{
+	char *p = buf;
+	while (len > 0) {
+		ssize_t k = pread(fd, p, len, (off_t)off);
+		if (k <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			return dc__err(k < 0 ? -errno : DC_ECORRUPT,
+				"redo: short read at %lu", (unsigned long)off);
+		}
+		p += k;
+		len -= (uint64_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* Recovery: verify the committed redo, then apply it from the file. */
+static int
+apply_from_file(const struct dc_commit *cm)
+{
+	struct dc_redo_hdr h;
+	int rc = read_all(dc__vol.redo_fd, &h, sizeof(h), 0);
+	if (rc)
+		return rc;
+	if (h.gen != cm->gen || h.n > DC__SCAN_VEC + DC__MAX_CHG)
+		return dc__err(DC_ECORRUPT, "redo: generation %lu, %lu "
+			"entries; commit record says %lu",
+			(unsigned long)h.gen, (unsigned long)h.n,
+			(unsigned long)cm->gen);
+	struct dc_redo_ent *e = dc__vol.ents;
+	rc = read_all(dc__vol.redo_fd, e, h.n * sizeof(*e), sizeof(h));
+	if (rc)
+		return rc;
+	uint64_t c = rio_checksum(&h, sizeof(h), DC_REDO_SEED);
+	c = csum_range((const char *)e, h.n * sizeof(*e), c);
+	uint64_t off = sizeof(h) + h.n * sizeof(*e), data0 = off;
+	for (int pass = 0; pass < 2; pass++) {
+		off = data0;
+		for (uint64_t i = 0; i < h.n; i++) {
+			if (e[i].op == DC_REDO_PUNCH) {
+				if (pass == 1 &&
+				    (rc = apply_punch(e[i].addr, e[i].len)))
+					return rc;
+				continue;
+			}
+			for (uint64_t o = 0; o < e[i].len; o += CSUM_CHUNK) {
+				uint64_t k = e[i].len - o < CSUM_CHUNK ?
+					e[i].len - o : CSUM_CHUNK;
+				rc = read_all(dc__vol.redo_fd, dc__vol.buf, k,
+					off);
+				if (rc)
+					return rc;
+				if (pass == 0)
+					c = rio_checksum(dc__vol.buf, k, c);
+				else if ((rc = pwrite_all(dc__vol.shadow_fd,
+						  dc__vol.buf, k,
+						  e[i].addr + o)))
+					return rc;
+				off += k;
+			}
+		}
+		if (pass == 0 && (off != cm->redo_len || c != cm->redo_csum))
+			return dc__err(DC_ECORRUPT, "redo of generation %lu "
+				"does not match its commit record (length "
+				"%lu/%lu)", (unsigned long)cm->gen,
+				(unsigned long)off,
+				(unsigned long)cm->redo_len);
+	}
+	return dc__sync_fd(dc__vol.shadow_fd);
+}
+
+int
+dc__redo_apply_if_needed(void)
+{
+	const struct dc_commit *cm = dc__last_commit();
+	if (cm == NULL)
+		return dc__err(DC_ENOCKPT, "no committed checkpoint");
+	if (words()->applied >= cm->gen)
+		return 0;
+	int rc = apply_from_file(cm);
+	if (rc)
+		return rc;
+	words()->applied = cm->gen;
+	/* applied must be durable before the redo file may be reused by the
+	 * next checkpoint (invariant 1). */
+	rio_persist(dc__vol.ctl, &words()->applied, sizeof(uint64_t));
+	return 0;
+}
+
+/* ---- folding mapping changes in ---- */
+
+static bool
+overlaps_chg(uint64_t a, uint64_t b)
+{
+	for (unsigned i = 0; i < dc__st.nchg; i++)
+		if (dc__st.chg[i].a < b && dc__st.chg[i].b > a)
+			return true;
+	return false;
+}
+
+static bool
+inside_old_tracked(const struct dc__region *old, unsigned nold, uint64_t a,
+	uint64_t b)
+{
+	for (unsigned i = 0; i < nold; i++)
+		if ((old[i].kind & DC__R_TRACKED) && old[i].start <= a &&
+		    old[i].end >= b)
+			return true;
+	return false;
+}
+
+static int
+add_ent(unsigned *n, uint64_t a, uint64_t len, uint64_t op)
+{
+	if (*n >= DC__SCAN_VEC + DC__MAX_CHG)
+		return dc__err(DC_ELIMIT, "checkpoint has more than %u "
+			"ranges", DC__SCAN_VEC + DC__MAX_CHG);
+	dc__vol.ents[(*n)++] = (struct dc_redo_ent){ a, len, op };
+	return 0;
+}
+
+/* Copy every present page of [a, b) (a range new to tracking). */
+static int
+add_present(unsigned *n, uint64_t a, uint64_t b)
+{
+	while (a < b) {
+		uint64_t wend = b;
+		long k = dc__track_scan(a, b, false, false, dc__vol.scan,
+			DC__SCAN_VEC, &wend);
+		if (k < 0)
+			return (int)k;
+		for (long i = 0; i < k; i++) {
+			int rc = add_ent(n, dc__vol.scan[i].start,
+				dc__vol.scan[i].end - dc__vol.scan[i].start,
+				DC_REDO_PAGES);
+			if (rc)
+				return rc;
+		}
+		if (k < DC__SCAN_VEC || wend <= a)
+			break;
+		a = wend;
+	}
+	return 0;
+}
+
+static int
+fold_maps(unsigned *n)
+{
+	struct dc__region *nw = dc__vol.fresh, *old = dc__st.reg;
+	unsigned nn, nold = dc__st.nreg;
+	bool all = dc__st.chg_overflow || nold == 0;
+	int rc = dc__maps_read(nw, DC__MAX_REGIONS, &nn);
+	if (rc)
+		return rc;
+	dc__maps_classify(nw, nn);
+
+	/* punch: every changed range, and old tracked memory that is gone */
+	for (unsigned i = 0; i < dc__st.nchg && !all; i++)
+		if ((rc = add_ent(n, dc__st.chg[i].a,
+			     dc__st.chg[i].b - dc__st.chg[i].a,
+			     DC_REDO_PUNCH)))
+			return rc;
+	for (unsigned i = 0; i < nold; i++) {
+		if (!(old[i].kind & DC__R_TRACKED))
+			continue;
+		uint64_t a = old[i].start;
+		for (unsigned j = 0; j < nn && a < old[i].end; j++) {
+			if (!(nw[j].kind & DC__R_TRACKED) ||
+			    nw[j].end <= a || nw[j].start >= old[i].end)
+				continue;
+			if (nw[j].start > a &&
+			    (rc = add_ent(n, a, nw[j].start - a,
+				     DC_REDO_PUNCH)))
+				return rc;
+			a = nw[j].end;
+		}
+		if (a < old[i].end &&
+		    (rc = add_ent(n, a, old[i].end - a, DC_REDO_PUNCH)))
+			return rc;
+	}
+	/* new tracked memory: register, copy what is present, protect */
+	for (unsigned j = 0; j < nn; j++) {
+		struct dc__region *r = &nw[j];
+		if (r->kind & DC__R_SHARED && r->prot & PROT_WRITE) {
+			dc__refuse("a shared writable mapping");
+			return dc__err(DC_EUNSUPPORTED, "shared writable "
+				"mapping %#lx-%#lx %s", (unsigned long)r->start,
+				(unsigned long)r->end, r->path);
+		}
+		if (!(r->kind & DC__R_TRACKED))
+			continue;
+		bool fresh = all ||
+			!inside_old_tracked(old, nold, r->start, r->end);
+		if (!fresh && !overlaps_chg(r->start, r->end))
+			continue;
+		if ((rc = dc__track_register(r->start, r->end)))
+			return rc;
+		if (r->prot & PROT_READ) {
+			if (fresh)
+				rc = add_present(n, r->start, r->end);
+			else
+				for (unsigned i = 0; i < dc__st.nchg && !rc;
+				     i++) {
+					uint64_t a = dc__st.chg[i].a > r->start ?
+						dc__st.chg[i].a : r->start;
+					uint64_t b = dc__st.chg[i].b < r->end ?
+						dc__st.chg[i].b : r->end;
+					if (a < b)
+						rc = add_present(n, a, b);
+				}
+			if (rc)
+				return rc;
+		}
+		if ((rc = dc__track_protect(r->start, r->end)))
+			return rc;
+	}
+	memcpy(old, nw, nn * sizeof(*nw));
+	dc__st.nreg = nn;
+	return 0;
+}
+
+static int
+scan_written(unsigned *n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (unsigned i = 0; i < dc__st.nreg; i++) {
+		const struct dc__region *r = &dc__st.reg[i];
+		if (!(r->kind & DC__R_TRACKED))
+			continue;
+		if (r->start < lo)
+			lo = r->start;
+		if (r->end > hi)
+			hi = r->end;
+	}
+	while (lo < hi) {
+		uint64_t wend = hi;
+		long k = dc__track_scan(lo, hi, true, true, dc__vol.scan,
+			DC__SCAN_VEC, &wend);
+		if (k < 0)
+			return (int)k;
+		for (long i = 0; i < k; i++) {
+			int rc = add_ent(n, dc__vol.scan[i].start,
+				dc__vol.scan[i].end - dc__vol.scan[i].start,
+				DC_REDO_PAGES);
+			if (rc)
+				return rc;
+		}
+		if (k < DC__SCAN_VEC || wend <= lo)
+			break;
+		lo = wend;
+	}
+	return 0;
+}
+
+__attribute__((noinline)) static int
+commit_body(void)
+{
+	uint64_t gen = dc__st.gen;
+	unsigned n = 0;
+	int rc = 0;
+
+	if (dc__st.maps_changed || dc__st.nreg == 0)
+		rc = fold_maps(&n);
+	if (!rc)
+		rc = scan_written(&n);
+	uint64_t len = 0, csum = 0;
+	if (!rc)
+		rc = redo_write(gen, n, &len, &csum);
+	if (rc)
+		return rc;
+
+	/* The redo is durable (redo_write synced it); now the commit record
+	 * that vouches for it. */
+	struct dc_commit *c = slot(gen);
+	memset(c, 0, sizeof(*c));
+	c->magic = DC_COMMIT_MAGIC;
+	c->protocol = (uint32_t)dc__st.protocol;
+	c->gen = gen;
+	c->redo_len = len;
+	c->redo_csum = csum;
+	c->time_ns = dc__now_ns(CLOCK_REALTIME);
+	c->checkpoints = dc__st.stats.checkpoints;
+	c->input_bytes = dc__st.stats.input_bytes;
+	uint64_t pages = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (dc__vol.ents[i].op == DC_REDO_PAGES)
+			pages += dc__vol.ents[i].len / DC__PAGE;
+	c->pages = pages;
+	c->checksum = rio_checksum(c, 248, DC_COMMIT_SEED);
+	/* Commit point: once this record is durable, generation gen is the
+	 * checkpoint a crash returns to. */
+	rio_persist(dc__vol.ctl, c, sizeof(*c));
+	dc__vol.committed = gen;
+
+	if ((rc = apply_from_memory(n)))
+		return rc;
+	words()->applied = gen;
+	/* applied must be durable before the next checkpoint overwrites the
+	 * redo file (invariant 1). */
+	rio_persist(dc__vol.ctl, &words()->applied, sizeof(uint64_t));
+
+	/* A new interval: its log entries carry gen + 1 and start at 0. */
+	dc__vol.nd_off = dc__vol.nd_seq = 0;
+	dc__vol.fu_off = dc__vol.fu_seq = 0;
+	dc__vol.replaying = false;
+	dc__st.nchg = 0;
+	dc__st.chg_overflow = false;
+	dc__st.maps_changed = false;
+	dc__st.stats.pages_copied += pages;
+	dc__st.stats.redo_bytes_total += len;
+	if (len > dc__st.stats.redo_bytes_max)
+		dc__st.stats.redo_bytes_max = len;
+	dc__k_after_commit();
+	return 0;
+}
+
+/*
+ * Take a checkpoint.  Returns 0 when committed, 1 when the process has
+ * just been resumed here by recovery, or an error (the process is then in
+ * the fatal state: the previous checkpoint is intact).
+ */
+int
+dc__commit(void)
+{
+	if (!dc__vol.active || dc__vol.in_commit)
+		return 0;
+	if (dc__vol.fatal)
+		return DC_EFATAL;
+	if (dc__st.pre_checkpoint) {
+		unsigned char sel = dc__vol.selector;
+		dc__vol.in_commit = 1;
+		dc__vol.selector = SYSCALL_DISPATCH_FILTER_BLOCK;
+		dc__st.pre_checkpoint(dc__st.cb_arg);
+		dc__vol.selector = sel;
+		dc__vol.in_commit = 0;
+	}
+	uint64_t t0 = dc__now_ns(CLOCK_MONOTONIC);
+	dc__k_before_commit();
+	if (dc__st.maps_changed)
+		dc__st.brk_end = (uint64_t)syscall(SYS_brk, 0);
+	dc__st.nd_flag = false;
+	dc__st.gen = dc__vol.committed + 1;
+	dc__st.stats.checkpoints++;
+	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &dc__st.ctx.mask, 8);
+	syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */,
+		&dc__st.ctx.fsbase);
+	if (dc__save_ctx(&dc__st.ctx) != 0)
+		return 1; /* resumed by recovery */
+	dc__vol.in_commit = 1;
+	int rc = commit_body();
+	dc__vol.in_commit = 0;
+	if (rc) {
+		dc__vol.fatal = true;
+		dc__say("checkpoint %lu failed: %s (%s); the last checkpoint "
+			"(%lu) is intact", (unsigned long)dc__st.gen,
+			dc_strerror(rc), rio_errormsg(),
+			(unsigned long)dc__vol.committed);
+		return DC_EFATAL;
+	}
+	dc__st.stats.ckpt_ns_total += dc__now_ns(CLOCK_MONOTONIC) - t0;
+	return 0;
+}
+
+int
+dc__commit_first(void)
+{
+	dc__st.maps_changed = true;
+	dc__st.chg_overflow = true;
+	dc__st.nreg = 0;
+	return dc__commit();
+}
+
+/* ---- end of a run ---- */
+
+static void
+remove_dir_files(const char *dir)
+{
+	static const char *const names[] = { "ctl", "shadow", "redo", "ndlog",
+		"fundo" };
+	char p[PATH_MAX];
+	/* ctl first: without it the directory holds no checkpoint, so a
+	 * crash half way leaves nothing that could be recovered wrongly. */
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unlink(path_in(p, sizeof(p), dir, names[i]));
+	rmdir(dir);
+}
+
+void
+dc__cleanup_exit(void)
+{
+	if (!dc__vol.active)
+		return;
+	dc__k_after_commit(); /* pending deletes: the run is complete */
+	dc__vol.active = false;
+	remove_dir_files(dc__vol.dir);
+}
+
+int
+dc_discard(const char *dir)
+{
+	if (dir == NULL)
+		return dc__err(-EINVAL, "dc_discard: no directory");
+	remove_dir_files(dir);
+	return 0;
+}
+
+int
+dc_status(const char *dir, struct dc_status *out)
+{
+	char p[PATH_MAX];
+	memset(out, 0, sizeof(*out));
+	int fd = open(path_in(p, sizeof(p), dir, "ctl"), O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? dc__err(DC_ENOCKPT, "%s: no "
+			"checkpoint", dir) : dc__err(-errno, "open %s: %s", p,
+			strerror(errno));
+	static char blk[DC_CTL_WORDS_OFF + sizeof(struct dc_words)];
+	ssize_t n = pread(fd, blk, sizeof(blk), RIO_POOL_HDR_SIZE);
+	close(fd);
+	if (n != (ssize_t)sizeof(blk))
+		return dc__err(DC_ENOCKPT, "%s: no checkpoint", dir);
+	const struct dc_superblock *sb = (const void *)blk;
+	int rc = check_sb(sb, dir);
+	if (rc)
+		return rc;
+	const struct dc_commit *a = (const void *)(blk + DC_CTL_COMMIT_OFF);
+	const struct dc_commit *b = a + 1, *c = NULL;
+	if (commit_valid(a))
+		c = a;
+	if (commit_valid(b) && (c == NULL || b->gen > c->gen))
+		c = b;
+	if (c == NULL)
+		return dc__err(DC_ENOCKPT, "%s: no committed checkpoint", dir);
+	const struct dc_words *w = (const void *)(blk + DC_CTL_WORDS_OFF);
+	out->generation = c->gen;
+	out->incarnation = w->incarnation;
+	out->checkpoints = c->checkpoints;
+	out->protocol = c->protocol;
+	memcpy(out->exe, sb->exe, sizeof(out->exe));
+	out->exe[sizeof(out->exe) - 1] = '\0';
+	out->input_bytes = c->input_bytes;
+	/* logged standard-input reads of the interval will be replayed */
+	int nfd = open(path_in(p, sizeof(p), dir, "ndlog"),
+		O_RDONLY | O_CLOEXEC);
+	if (nfd >= 0) {
+		uint64_t off = 0, seq = 0;
+		struct dc_log_ent e;
+		while (dc__log_read(nfd, off, c->gen + 1, seq, NULL, &e, NULL,
+			       0) == 0) {
+			if (e.type == DC_ND_READ && e.a == 0 && e.b > 0)
+				out->input_bytes += (uint64_t)e.b;
+			off += sizeof(e) + ((e.len + 7) & ~7ull);
+			seq++;
+		}
+		close(nfd);
+	}
+	return 0;
+}
