@@ -619,18 +619,8 @@ fold_maps(unsigned *n)
 }
 
 static int
-scan_written(unsigned *n)
+scan_range(unsigned *n, uint64_t lo, uint64_t hi)
 {
-	uint64_t lo = UINT64_MAX, hi = 0;
-	for (unsigned i = 0; i < dc__st.nreg; i++) {
-		const struct dc__region *r = &dc__st.reg[i];
-		if (!(r->kind & DC__R_TRACKED))
-			continue;
-		if (r->start < lo)
-			lo = r->start;
-		if (r->end > hi)
-			hi = r->end;
-	}
 	while (lo < hi) {
 		uint64_t wend = hi;
 		long k = dc__track_scan(lo, hi, true, true, dc__vol.scan,
@@ -649,6 +639,35 @@ scan_written(unsigned *n)
 		lo = wend;
 	}
 	return 0;
+}
+
+/*
+ * One PAGEMAP_SCAN per cluster of tracked regions: the walk costs per
+ * address range visited, so the big holes between the executable, the
+ * libraries and the stack are not walked; small gaps are (one ioctl
+ * instead of many).
+ */
+#define CLUSTER_GAP (64ull << 20)
+
+static int
+scan_written(unsigned *n)
+{
+	uint64_t lo = 0, hi = 0;
+	for (unsigned i = 0; i < dc__st.nreg; i++) {
+		const struct dc__region *r = &dc__st.reg[i];
+		if (!(r->kind & DC__R_TRACKED))
+			continue;
+		if (hi != 0 && r->start - hi > CLUSTER_GAP) {
+			int rc = scan_range(n, lo, hi);
+			if (rc)
+				return rc;
+			hi = 0;
+		}
+		if (hi == 0)
+			lo = r->start;
+		hi = r->end;
+	}
+	return hi ? scan_range(n, lo, hi) : 0;
 }
 
 __attribute__((noinline)) static int

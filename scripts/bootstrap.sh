@@ -30,7 +30,13 @@ PACKAGES=(
 	liburcu-dev
 	# libvista
 	# libvistagrams
-	# discount
+	# discount (the crash tests run these unmodified; benchmarks use cjpeg, xz, gnuplot)
+	bc
+	lua5.4
+	ed
+	libjpeg-turbo-progs
+	xz-utils
+	gnuplot-nox
 	# tools/pmemtest
 	# bench/tpcb_tpcc
 	# tests

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// crash_test.cpp -- unmodified bc, lua5.4 and ed under dc-run, SIGKILLed at
+//                   random points under every protocol (harness.hpp)
+//
+// Writer: the program, fed a script at typist speed.  Checker: dc-equiv
+// against a failure-free run on the input the surviving execution
+// consumed, and the files it wrote.  Broken variant (DC_BROKEN build of
+// libdc, CBNDVS without the commit before a visible event): the same
+// checker must catch it.
+#include "harness.hpp"
+
+using dctest::Outcome;
+
+static const char *const protos[] = { "cpvs", "cand", "cbndvs", "cand-log",
+	"cbndvs-log" };
+
+static void run_all(const dctest::Prog &p, int kills_total)
+{
+	test::Rng rng(test::seed());
+	int per = kills_total / 5 + 1, kills = 0;
+	for (const char *pr : protos) {
+		Outcome o = dctest::crash_run(p, pr, per, rng, "");
+		INFO(o.why);
+		WARN(p.name << " " << pr << ": " << o.kills << " kills, "
+			    << o.lost << " input bytes dropped by crashes");
+		REQUIRE(o.equivalent);
+		REQUIRE(o.files_equal);
+		kills += o.kills;
+	}
+	REQUIRE(kills >= kills_total);
+}
+
+static int total_kills()
+{
+	return test::iterations(50);
+}
+
+TEST_CASE("bc survives SIGKILL under every protocol", "[crash][bc]")
+{
+	run_all(dctest::bc_prog(), total_kills());
+}
+
+TEST_CASE("lua5.4 survives SIGKILL under every protocol", "[crash][lua]")
+{
+	run_all(dctest::lua_prog(dctest::env_or("DC_REPL", "repl.lua")),
+		total_kills());
+}
+
+TEST_CASE("ed survives SIGKILL under every protocol", "[crash][ed]")
+{
+	run_all(dctest::ed_prog(), total_kills());
+}
+
+TEST_CASE("a protocol that skips the commit before a visible event is "
+	  "caught", "[crash][broken]")
+{
+	test::Rng rng(test::seed());
+	std::string lib = dctest::env_or("DC_BROKEN_LIB", "");
+	REQUIRE(!lib.empty());
+	int caught = 0, runs = 0;
+	for (; runs < 6 && caught == 0; runs++) {
+		Outcome o = dctest::crash_run(dctest::bc_prog(), "cbndvs", 10,
+			rng, lib);
+		if (!o.equivalent || !o.files_equal) {
+			caught++;
+			WARN("broken variant caught: " << o.why);
+		}
+	}
+	REQUIRE(caught > 0);
+}

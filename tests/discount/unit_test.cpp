@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// unit_test.cpp -- dc-equiv (Definition 2), the linked example recovering
+//                  after SIGKILL, refusals, and checkpoint-directory errors
+#include "harness.hpp"
+
+static int equiv(const std::string &ref, const std::string &obs)
+{
+	test::TempDir d;
+	test::write_file(d / "r", ref);
+	test::write_file(d / "o", obs);
+	std::string cmd = dctest::env_or("DC_EQUIV", "dc-equiv") + " " +
+		(d / "r") + " " + (d / "o") + " > /dev/null";
+	int rc = system(cmd.c_str());
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST_CASE("dc-equiv: identical except for duplicates of earlier events",
+	"[equiv]")
+{
+	REQUIRE(equiv("a\nb\nc\n", "a\nb\nc\n") == 0);
+	REQUIRE(equiv("a\nb\nc\n", "a\nb\nb\nc\n") == 0);        // last redone
+	REQUIRE(equiv("a\nb\nc\nd\n", "a\nb\nc\nb\nc\nd\n") == 0); // several
+	REQUIRE(equiv("a\nb\n", "a\nb\na\n") == 0);   // trailing duplicate
+	REQUIRE(equiv("a\r\nb\r\n", "a\nb\n") == 0);  // terminal line ends
+	REQUIRE(equiv("a\nb\nc\n", "a\nc\n") == 1);   // lost event
+	REQUIRE(equiv("a\nb\nc\n", "a\nx\nb\nc\n") == 1); // foreign event
+	REQUIRE(equiv("a\nb\n", "b\na\n") == 1);      // reordered
+	REQUIRE(equiv("a\nb\n", "a\n") == 1);         // incomplete
+}
+
+static std::string counter(const std::string &dir, int n, int kill_ms)
+{
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	pid_t pid = dctest::spawn({ dctest::env_or("DC_COUNTER", "dc-counter"),
+		dir, std::to_string(n) }, 0, p[1], "/", {});
+	close(p[1]);
+	if (kill_ms) {
+		usleep((useconds_t)kill_ms * 1000);
+		kill(pid, SIGKILL);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	std::string out;
+	dctest::drain(p[0], out);
+	close(p[0]);
+	return out;
+}
+
+TEST_CASE("linked example continues from its last checkpoint after "
+	  "SIGKILL", "[linked]")
+{
+	test::TempDir d;
+	std::string dir = d / "ck";
+	std::string a = counter(dir, 40, 300);
+	REQUIRE(a.find("step 3 ") != std::string::npos);
+	REQUIRE(a.find("step 39 ") == std::string::npos);
+	std::string b = counter(dir, 40, 0);
+	// resumes where it was: no step from the start again, totals right
+	REQUIRE(b.find("step 0 ") == std::string::npos);
+	REQUIRE(b.find("step 39 total 780 heap 40 (recovered)") !=
+		std::string::npos);
+	// a finished run leaves no checkpoint behind
+	REQUIRE(!test::exists(dir + "/ctl"));
+}
+
+TEST_CASE("a checkpoint of another program is refused, nothing changed",
+	"[linked]")
+{
+	test::TempDir d;
+	std::string dir = d / "ck";
+	std::string a = counter(dir, 40, 200);
+	REQUIRE(test::exists(dir + "/ctl"));
+	// bc under dc-run with the counter's directory
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	pid_t pid = dctest::spawn({ dctest::env_or("DC_RUN", "dc-run"),
+		"--dir", dir, "--", "bc", "-q" }, 0, p[1], "/", {});
+	close(p[1]);
+	int st;
+	waitpid(pid, &st, 0);
+	std::string out;
+	dctest::drain(p[0], out);
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 70);
+	REQUIRE(out.find("recovery refused") != std::string::npos);
+	// the checkpoint is still there and still recovers its program
+	std::string b = counter(dir, 40, 0);
+	REQUIRE(b.find("(recovered)") != std::string::npos);
+}
+
+TEST_CASE("fork and stream sockets are refused at the call", "[refuse]")
+{
+	test::TempDir d;
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	// sh -c would fork: dc-run runs the shell, the shell's fork is refused
+	pid_t pid = dctest::spawn({ dctest::env_or("DC_RUN", "dc-run"),
+		"--dir", d / "ck", "--", "sh", "-c", "/bin/true; echo after" },
+		0, p[1], "/", {});
+	close(p[1]);
+	int st;
+	waitpid(pid, &st, 0);
+	std::string out;
+	dctest::drain(p[0], out);
+	INFO(out);
+	REQUIRE(out.find("refused: fork") != std::string::npos);
+
+	REQUIRE(pipe(p) == 0);
+	pid = dctest::spawn({ dctest::env_or("DC_RUN", "dc-run"), "--dir",
+		d / "ck2", "--", "lua5.4", "-e",
+		"local f = io.popen('true'); print(f and 'opened' or 'no')" },
+		0, p[1], "/", {});
+	close(p[1]);
+	waitpid(pid, &st, 0);
+	out.clear();
+	dctest::drain(p[0], out);
+	INFO(out);
+	REQUIRE(out.find("refused") != std::string::npos);
+}
+
+TEST_CASE("dc_status reports a missing or corrupt directory", "[refuse]")
+{
+	test::TempDir d;
+	struct dc_status st;
+	REQUIRE_RC(dc_status((d / "none").c_str(), &st), DC_ENOCKPT);
+	REQUIRE(mkdir((d / "bad").c_str(), 0700) == 0);
+	test::write_file(d / "bad/ctl", std::string(65536 + 4096, 'x'));
+	REQUIRE_RC(dc_status((d / "bad").c_str(), &st), DC_ECORRUPT);
+	enum dc_protocol pr;
+	REQUIRE_RC(dc_protocol_parse("nope", &pr), DC_EPROTOCOL);
+	REQUIRE_OK(dc_protocol_parse("CBNDVS-LOG", &pr));
+	REQUIRE(pr == DC_CBNDVS_LOG);
+	REQUIRE_RC(dc_checkpoint(), DC_ENOTINIT);
+}
