@@ -271,9 +271,10 @@ dc__files_open(const char *dir, bool *have)
 	rio_pool *pool;
 	rc = rio_pool_open_opts(p, ctl_flags(), &o, &pool);
 	if (rc)
-		return dc__err(rc, "%s: cannot map the checkpoint control "
-			"file where it was (%#lx): %s", p,
-			(unsigned long)sb.ctl_addr, rio_errormsg());
+		return dc__err(rc == RIO_EADDRINUSE ? DC_EMISMATCH : rc,
+			"recovery refused: %s cannot be mapped where the "
+			"checkpointed program had it (%#lx; another program?): "
+			"%s", p, (unsigned long)sb.ctl_addr, rio_errormsg());
 	dc__vol.ctl = pool;
 	dc__vol.ctlb = rio_pool_base(pool);
 	const struct dc_commit *c = dc__last_commit();
