@@ -519,28 +519,13 @@ add_ent(unsigned *n, uint64_t a, uint64_t len, uint64_t op)
 	return 0;
 }
 
+static int scan_range(unsigned *n, uint64_t lo, uint64_t hi, bool written);
+
 /* Copy every present page of [a, b) (a range new to tracking). */
 static int
 add_present(unsigned *n, uint64_t a, uint64_t b)
 {
-	while (a < b) {
-		uint64_t wend = b;
-		long k = dc__track_scan(a, b, false, false, dc__vol.scan,
-			DC__SCAN_VEC, &wend);
-		if (k < 0)
-			return (int)k;
-		for (long i = 0; i < k; i++) {
-			int rc = add_ent(n, dc__vol.scan[i].start,
-				dc__vol.scan[i].end - dc__vol.scan[i].start,
-				DC_REDO_PAGES);
-			if (rc)
-				return rc;
-		}
-		if (k < DC__SCAN_VEC || wend <= a)
-			break;
-		a = wend;
-	}
-	return 0;
+	return scan_range(n, a, b, false);
 }
 
 static int
@@ -619,12 +604,14 @@ fold_maps(unsigned *n)
 	return 0;
 }
 
+/* Pages of [lo, hi) into redo entries: written ones (protected again),
+ * or, with written=false, present ones. */
 static int
-scan_range(unsigned *n, uint64_t lo, uint64_t hi)
+scan_range(unsigned *n, uint64_t lo, uint64_t hi, bool written)
 {
 	while (lo < hi) {
 		uint64_t wend = hi;
-		long k = dc__track_scan(lo, hi, true, true, dc__vol.scan,
+		long k = dc__track_scan(lo, hi, written, written, dc__vol.scan,
 			DC__SCAN_VEC, &wend);
 		if (k < 0)
 			return (int)k;
@@ -659,7 +646,7 @@ scan_written(unsigned *n)
 		if (!(r->kind & DC__R_TRACKED))
 			continue;
 		if (hi != 0 && r->start - hi > CLUSTER_GAP) {
-			int rc = scan_range(n, lo, hi);
+			int rc = scan_range(n, lo, hi, true);
 			if (rc)
 				return rc;
 			hi = 0;
@@ -668,7 +655,7 @@ scan_written(unsigned *n)
 			lo = r->start;
 		hi = r->end;
 	}
-	return hi ? scan_range(n, lo, hi) : 0;
+	return hi ? scan_range(n, lo, hi, true) : 0;
 }
 
 __attribute__((noinline)) static int
