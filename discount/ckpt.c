@@ -3,8 +3,11 @@
  * ckpt.c -- committing a checkpoint: redo log, commit record, shadow image
  *
  * A checkpoint of generation g (dc__commit):
- *   0. the registers are saved (dc__save_ctx); what follows runs on stack
- *      frames below the saved stack pointer, so it never changes the image;
+ *   0. the registers are saved (dc__save_ctx); what follows runs on
+ *      libdc's untracked stack (dc__vol.stack), so it never changes the
+ *      image: the pages of the program's stack below the saved stack
+ *      pointer are tracked too, and a redo page whose bytes changed
+ *      between checksum and write would fail verification at recovery;
  *   1. mapping changes since the last commit are folded in: new tracked
  *      ranges are registered and copied whole, dropped ranges are punched;
  *   2. one PAGEMAP_SCAN returns the written pages and protects them again;
@@ -47,6 +50,35 @@
 #include "dc_int.h"
 
 #define SHADOW_SIZE (1ull << 47)
+
+#ifdef DC_TEST_CRASHPOINTS
+/* Test build only: DC_CRASH_AT=point:gen kills the process at that point
+ * of the commit of generation gen (redo: redo durable, no commit record;
+ * committed: record durable, shadow not applied; apply: half the entries
+ * applied).  Read once per incarnation, into untracked memory: the
+ * environment is process memory, and a recovered process has the
+ * checkpoint's. */
+void
+dc__crashpoint_init(void)
+{
+	const char *e = getenv("DC_CRASH_AT");
+	snprintf(dc__vol.crash_at, sizeof(dc__vol.crash_at), "%s",
+		e ? e : "");
+}
+
+static void
+crashpoint(const char *point, uint64_t gen)
+{
+	const char *e = dc__vol.crash_at;
+	size_t n = strlen(point);
+	if (!strncmp(e, point, n) && e[n] == ':' &&
+	    strtoull(e + n + 1, NULL, 10) == gen)
+		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			SIGKILL, 0, 0, 0, 0);
+}
+#else
+#define crashpoint(point, gen) ((void)0)
+#endif
 #define CSUM_CHUNK (64u * 1024u)
 
 static char *
@@ -384,6 +416,8 @@ apply_from_memory(unsigned nent)
 {
 	const struct dc_redo_ent *e = dc__vol.ents;
 	for (unsigned i = 0; i < nent; i++) {
+		if (i == nent / 2)
+			crashpoint("apply", dc__st.gen);
 		int rc = e[i].op == DC_REDO_PUNCH ?
 			apply_punch(e[i].addr, e[i].len) :
 			pwrite_all(dc__vol.shadow_fd,
@@ -658,7 +692,7 @@ scan_written(unsigned *n)
 	return hi ? scan_range(n, lo, hi, true) : 0;
 }
 
-__attribute__((noinline)) static int
+static int
 commit_body(void)
 {
 	uint64_t gen = dc__st.gen;
@@ -674,6 +708,7 @@ commit_body(void)
 		rc = redo_write(gen, n, &len, &csum);
 	if (rc)
 		return rc;
+	crashpoint("redo", gen);
 
 	/* The redo is durable (redo_write synced it); now the commit record
 	 * that vouches for it. */
@@ -697,6 +732,7 @@ commit_body(void)
 	 * checkpoint a crash returns to. */
 	rio_persist(dc__vol.ctl, c, sizeof(*c));
 	dc__vol.committed = gen;
+	crashpoint("committed", gen);
 
 	if ((rc = apply_from_memory(n)))
 		return rc;
@@ -753,7 +789,10 @@ dc__commit(void)
 	if (dc__save_ctx(&dc__st.ctx) != 0)
 		return 1; /* resumed by recovery */
 	dc__vol.in_commit = 1;
-	int rc = commit_body();
+	/* On the untracked stack (invariant 2): the frames below the saved
+	 * stack pointer share tracked pages with the checkpointed frames. */
+	int rc = dc__call_on_stack(dc__vol.stack + sizeof(dc__vol.stack),
+		commit_body);
 	dc__vol.in_commit = 0;
 	if (rc) {
 		dc__vol.fatal = true;

@@ -62,6 +62,22 @@ dc__switch_stack:
 	ud2
 	.size dc__switch_stack, .-dc__switch_stack
 
+	/* int dc__call_on_stack(top, fn): run int fn(void) on another stack
+	 * and return its result on this one. */
+	.globl dc__call_on_stack
+	.hidden dc__call_on_stack
+	.type dc__call_on_stack, @function
+dc__call_on_stack:
+	pushq %rbp
+	movq %rsp, %rbp
+	movq %rdi, %rsp
+	andq $-16, %rsp
+	call *%rsi
+	movq %rbp, %rsp
+	popq %rbp
+	ret
+	.size dc__call_on_stack, .-dc__call_on_stack
+
 	.p2align 4
 	.globl dc__sud_begin
 	.hidden dc__sud_begin

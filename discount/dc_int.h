@@ -57,6 +57,7 @@ __attribute__((noreturn)) void dc__resume_ctx(const struct dc__ctx *c);
 long dc__sys6(long nr, long a, long b, long c, long d, long e, long f);
 void dc__restorer(void);
 void dc__switch_stack(void *top, void (*fn)(void)) __attribute__((noreturn));
+int dc__call_on_stack(void *top, int (*fn)(void));
 extern char dc__sud_begin[], dc__sud_end[];
 
 /* ---- memory regions (maps.c) ---- */
@@ -182,7 +183,12 @@ struct dc__vols {
 	struct dc__st old;      /* recovery: the checkpoint's dc__st */
 	struct dc__region fresh[DC__MAX_REGIONS];
 	unsigned nfresh;
+#ifdef DC_TEST_CRASHPOINTS
+	char crash_at[32];      /* DC_CRASH_AT of this incarnation */
+#endif
 	char buf[65536];
+	/* recovery runs on it, and every commit body: never tracked, so a
+	 * commit writes no tracked byte between its scan and its apply */
 	char stack[256 * 1024] __attribute__((aligned(16)));
 };
 
@@ -220,6 +226,11 @@ int dc__files_create(const char *dir);
 int dc__files_open(const char *dir, bool *have);
 int dc__commit(void);
 int dc__commit_first(void);
+#ifdef DC_TEST_CRASHPOINTS
+void dc__crashpoint_init(void);
+#else
+#define dc__crashpoint_init() ((void)0)
+#endif
 int dc__redo_apply_if_needed(void);
 void dc__cleanup_exit(void);
 int dc__sync_fd(int fd);

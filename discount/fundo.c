@@ -71,23 +71,40 @@ dc__fu_before_write(int fd, int64_t off, uint64_t len)
 	    (rc = dc__fu_log(DC_FU_SIZE, size, path, NULL, NULL, 0)))
 		return rc;
 	int64_t end = off + (int64_t)len < size ? off + (int64_t)len : size;
-	for (int64_t o = off; o < end;) {
-		int64_t k = end - o;
-		if (k > (int64_t)sizeof(dc__vol.buf))
-			k = (int64_t)sizeof(dc__vol.buf);
-		ssize_t got = pread(fd, dc__vol.buf, (size_t)k, o);
-		if (got < 0)
+	if (off >= end)
+		return 0;
+	/* a write-only descriptor cannot read the old bytes: read them
+	 * through a second, read-only open of the same file */
+	int rfd = fd;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && (fl & O_ACCMODE) == O_WRONLY) {
+		char link[64];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		rfd = open(link, O_RDONLY | O_CLOEXEC);
+		if (rfd < 0)
 			return dc__err(-errno, "%s: cannot read the bytes a "
 				"write will overwrite: %s", path,
 				strerror(errno));
-		if (got == 0)
+	}
+	rc = 0;
+	for (int64_t o = off; o < end && rc == 0;) {
+		int64_t k = end - o;
+		if (k > (int64_t)sizeof(dc__vol.buf))
+			k = (int64_t)sizeof(dc__vol.buf);
+		ssize_t got = pread(rfd, dc__vol.buf, (size_t)k, o);
+		if (got < 0)
+			rc = dc__err(-errno, "%s: cannot read the bytes a "
+				"write will overwrite: %s", path,
+				strerror(errno));
+		if (got <= 0)
 			break;
-		if ((rc = dc__fu_log(DC_FU_BYTES, o, path, NULL, dc__vol.buf,
-			     (uint64_t)got)))
-			return rc;
+		rc = dc__fu_log(DC_FU_BYTES, o, path, NULL, dc__vol.buf,
+			(uint64_t)got);
 		o += got;
 	}
-	return 0;
+	if (rfd != fd)
+		close(rfd);
+	return rc;
 }
 
 static int

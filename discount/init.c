@@ -160,6 +160,7 @@ dc_init(const struct dc_opts *opts)
 	dc__vol.shadow_fd = dc__vol.redo_fd = dc__vol.ndlog_fd = -1;
 	dc__vol.fundo_fd = dc__vol.uffd = dc__vol.pagemap_fd = -1;
 	dc__vol.dirfd = -1;
+	dc__crashpoint_init();
 	const char *dir = o.dir ? o.dir : getenv("DC_DIR");
 	if (dir && *dir)
 		snprintf(dc__vol.dir, sizeof(dc__vol.dir), "%s", dir);

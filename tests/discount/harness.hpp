@@ -86,26 +86,49 @@ inline pid_t spawn(const std::vector<std::string> &argv, int in, int out,
 	return pid;
 }
 
-// Failure-free run of the program on input E; output through a pty.
+// Failure-free run of the program on input E, fed through a pipe as the
+// observed runs are (a program may tell a pipe from a file: GNU ed stops at
+// the first error when its input is a regular file, and goes on when it is
+// a pipe); output through a pty.
 inline std::string reference(const Prog &p, const std::string &input,
 	const std::string &cwd)
 {
-	std::string inpath = cwd + "/../ref.in";
-	test::write_file(inpath, input);
-	int in = open(inpath.c_str(), O_RDONLY);
+	int in[2];
+	REQUIRE(pipe(in) == 0);
 	int m, s;
 	REQUIRE(openpty(&m, &s, nullptr, nullptr, nullptr) == 0);
-	pid_t pid = spawn(p.argv, in, s, cwd, {});
+	pid_t pid = spawn(p.argv, in[0], s, cwd, {});
 	close(s);
-	close(in);
+	close(in[0]);
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	fcntl(m, F_SETFL, O_NONBLOCK);
+	signal(SIGPIPE, SIG_IGN);
 	std::string out;
+	size_t sent = 0;
 	char buf[4096];
 	for (;;) {
+		if (in[1] >= 0 && sent < input.size()) {
+			ssize_t k = write(in[1], input.data() + sent,
+				input.size() - sent);
+			if (k > 0)
+				sent += (size_t)k;
+			else if (k < 0 && errno != EAGAIN)
+				sent = input.size(); // the program is gone
+		}
+		if (in[1] >= 0 && sent == input.size()) {
+			close(in[1]);
+			in[1] = -1;
+		}
+		struct pollfd pf = { m, POLLIN, 0 };
+		poll(&pf, 1, in[1] >= 0 ? 5 : -1);
 		ssize_t n = read(m, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		out.append(buf, (size_t)n);
+		if (n > 0)
+			out.append(buf, (size_t)n);
+		else if (!(n < 0 && errno == EAGAIN))
+			break; // EIO: the program and its pty are gone
 	}
+	if (in[1] >= 0)
+		close(in[1]);
 	close(m);
 	int st;
 	waitpid(pid, &st, 0);
@@ -241,6 +264,15 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 	if (!o.files_equal && o.why.empty())
 		o.why = p.name + "/" + proto + ": files differ:\n" + fa +
 			"---- reference:\n" + fb;
+	// DC_KEEP=1: keep a failing run (input E, outputs, files) for study
+	if ((!o.files_equal || !o.equivalent) && getenv("DC_KEEP")) {
+		test::write_file(d / "E.in", E);
+		std::string c = "cp -a " + d.path + " /dev/shm/dcfail-" +
+			std::to_string(getpid()) + "-" + proto;
+		if (system(c.c_str()) == 0)
+			WARN("kept in /dev/shm/dcfail-" << getpid() << "-"
+							<< proto);
+	}
 	return o;
 }
 

@@ -134,3 +134,65 @@ TEST_CASE("dc_status reports a missing or corrupt directory", "[refuse]")
 	REQUIRE(pr == DC_CBNDVS_LOG);
 	REQUIRE_RC(dc_checkpoint(), DC_ENOTINIT);
 }
+
+// Runs dc-test-files until it finishes by itself (at most 4 runs); the
+// first run gets DC_CRASH_AT.  Returns the finished run's output.
+static std::string files_until_done(const std::string &dir,
+	const std::string &work, const std::string &crash_at, int *runs)
+{
+	std::string out;
+	for (*runs = 1; *runs <= 4; (*runs)++) {
+		int p[2];
+		REQUIRE(pipe(p) == 0);
+		std::vector<std::string> env;
+		if (*runs == 1 && !crash_at.empty())
+			env.push_back("DC_CRASH_AT=" + crash_at);
+		pid_t pid = dctest::spawn({ dctest::env_or("DC_TEST_FILES",
+			"dc-test-files"), dir, work }, 0, p[1], "/", env);
+		close(p[1]);
+		int st;
+		waitpid(pid, &st, 0);
+		out.clear();
+		dctest::drain(p[0], out);
+		close(p[0]);
+		INFO(out);
+		if (WIFEXITED(st)) {
+			REQUIRE(WEXITSTATUS(st) == 0);
+			return out;
+		}
+		REQUIRE(WIFSIGNALED(st));
+		REQUIRE(WTERMSIG(st) == SIGKILL);
+	}
+	FAIL("dc-test-files did not finish");
+	return out;
+}
+
+static const char files_at_checkpoint[] =
+	"resumed\n"
+	"emptied=full|\n"
+	"gone=still here|\n"
+	"grow=abc|\n"
+	"keep=original|\n"
+	"moved=m|\n"
+	"shrink=0123456789|\n";
+
+TEST_CASE("recovery undoes the file changes of the lost interval",
+	"[files]")
+{
+	// created, overwritten, extended, truncated, unlinked, renamed and
+	// O_TRUNC'ed files are all as at the checkpoint
+	const char *points[] = { "", "redo:2", "committed:2", "apply:2" };
+	for (const char *at : points) {
+		test::TempDir d;
+		std::string work = d / "work";
+		REQUIRE(mkdir(work.c_str(), 0700) == 0);
+		int runs = 0;
+		std::string out = files_until_done(d / "ck", work, at, &runs);
+		INFO("DC_CRASH_AT=" << at << " runs=" << runs);
+		REQUIRE(out == files_at_checkpoint);
+		// the hidden names of delayed deletions are gone too
+		for (auto &n : test::list_dir(work))
+			REQUIRE(n.rfind(".dc-del-", 0) != 0);
+		REQUIRE(runs == (std::string(at).rfind("redo", 0) == 0 ? 3 : 2));
+	}
+}
