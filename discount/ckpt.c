@@ -274,39 +274,67 @@ check_sb(const struct dc_superblock *sb, const char *dir)
 	return 0;
 }
 
+/* The superblock and commit slots of a ctl file, read without mapping it.
+ * Returns the committed record (NULL: none, the directory holds no
+ * checkpoint) or sets *rc for a corrupt or newer directory. */
+static char ctl_blk[DC_CTL_WORDS_OFF + sizeof(struct dc_words)];
+
+static const struct dc_commit *
+ctl_read(const char *dir, int *rc)
+{
+	char p[PATH_MAX];
+	*rc = 0;
+	int fd = open(path_in(p, sizeof(p), dir, "ctl"), O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			*rc = dc__err(-errno, "open %s: %s", p,
+				strerror(errno));
+		return NULL;
+	}
+	ssize_t n = pread(fd, ctl_blk, sizeof(ctl_blk), RIO_POOL_HDR_SIZE);
+	close(fd);
+	if (n != (ssize_t)sizeof(ctl_blk))
+		return NULL; /* half-created */
+	const struct dc_commit *a = (const void *)(ctl_blk + DC_CTL_COMMIT_OFF);
+	const struct dc_commit *b = a + 1, *c = NULL;
+	if (commit_valid(a))
+		c = a;
+	if (commit_valid(b) && (c == NULL || b->gen > c->gen))
+		c = b;
+	/* No valid commit record: a crash during creation (before or
+	 * while the superblock was written) or before the first commit;
+	 * there is nothing to recover, whatever the superblock says. */
+	if (c == NULL)
+		return NULL;
+	*rc = check_sb((const struct dc_superblock *)(void *)ctl_blk, dir);
+	return *rc ? NULL : c;
+}
+
 /* Open an existing directory; *have = a committed checkpoint exists. */
 int
 dc__files_open(const char *dir, bool *have)
 {
 	char p[PATH_MAX];
+	int rc;
 	*have = false;
 	probe_fs(dir);
-	int fd = open(path_in(p, sizeof(p), dir, "ctl"), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 :
-					 dc__err(-errno, "open %s: %s", p,
-						 strerror(errno));
-	struct dc_superblock sb;
-	ssize_t n = pread(fd, &sb, sizeof(sb), RIO_POOL_HDR_SIZE);
-	close(fd);
-	if (n != (ssize_t)sizeof(sb))
-		return 0; /* half-created: start over */
-	int rc = check_sb(&sb, dir);
-	if (rc)
+	if (ctl_read(dir, &rc) == NULL)
 		return rc;
-	if (sb.st_addr != (uint64_t)(uintptr_t)&dc__st)
+	const struct dc_superblock *sb = (const void *)ctl_blk;
+	if (sb->st_addr != (uint64_t)(uintptr_t)&dc__st)
 		return dc__err(DC_EMISMATCH, "recovery refused: libdc is at "
 			"another address than at the checkpoint (address-space "
 			"randomisation on, or another libdc build)");
 	struct rio_pool_opts o = { .layout = DC_CTL_LAYOUT,
-		.addr = (void *)(uintptr_t)(sb.ctl_addr - RIO_POOL_HDR_SIZE) };
+		.addr = (void *)(uintptr_t)(sb->ctl_addr - RIO_POOL_HDR_SIZE) };
 	rio_pool *pool;
-	rc = rio_pool_open_opts(p, ctl_flags(), &o, &pool);
+	rc = rio_pool_open_opts(path_in(p, sizeof(p), dir, "ctl"),
+		ctl_flags(), &o, &pool);
 	if (rc)
 		return dc__err(rc == RIO_EADDRINUSE ? DC_EMISMATCH : rc,
 			"recovery refused: %s cannot be mapped where the "
 			"checkpointed program had it (%#lx; another program?): "
-			"%s", p, (unsigned long)sb.ctl_addr, rio_errormsg());
+			"%s", p, (unsigned long)sb->ctl_addr, rio_errormsg());
 	dc__vol.ctl = pool;
 	dc__vol.ctlb = rio_pool_base(pool);
 	const struct dc_commit *c = dc__last_commit();
@@ -853,30 +881,14 @@ int
 dc_status(const char *dir, struct dc_status *out)
 {
 	char p[PATH_MAX];
+	int rc;
 	memset(out, 0, sizeof(*out));
-	int fd = open(path_in(p, sizeof(p), dir, "ctl"), O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? dc__err(DC_ENOCKPT, "%s: no "
-			"checkpoint", dir) : dc__err(-errno, "open %s: %s", p,
-			strerror(errno));
-	static char blk[DC_CTL_WORDS_OFF + sizeof(struct dc_words)];
-	ssize_t n = pread(fd, blk, sizeof(blk), RIO_POOL_HDR_SIZE);
-	close(fd);
-	if (n != (ssize_t)sizeof(blk))
-		return dc__err(DC_ENOCKPT, "%s: no checkpoint", dir);
-	const struct dc_superblock *sb = (const void *)blk;
-	int rc = check_sb(sb, dir);
-	if (rc)
-		return rc;
-	const struct dc_commit *a = (const void *)(blk + DC_CTL_COMMIT_OFF);
-	const struct dc_commit *b = a + 1, *c = NULL;
-	if (commit_valid(a))
-		c = a;
-	if (commit_valid(b) && (c == NULL || b->gen > c->gen))
-		c = b;
+	const struct dc_commit *c = ctl_read(dir, &rc);
 	if (c == NULL)
-		return dc__err(DC_ENOCKPT, "%s: no committed checkpoint", dir);
-	const struct dc_words *w = (const void *)(blk + DC_CTL_WORDS_OFF);
+		return rc ? rc : dc__err(DC_ENOCKPT, "%s: no committed "
+			"checkpoint", dir);
+	const struct dc_superblock *sb = (const void *)ctl_blk;
+	const struct dc_words *w = (const void *)(ctl_blk + DC_CTL_WORDS_OFF);
 	out->generation = c->gen;
 	out->incarnation = w->incarnation;
 	out->checkpoints = c->checkpoints;

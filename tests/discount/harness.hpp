@@ -174,7 +174,7 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 	REQUIRE(openpty(&m, &s, nullptr, nullptr, nullptr) == 0);
 	fcntl(m, F_SETFL, O_NONBLOCK);
 	const std::string &S = p.script;
-	std::string observed, E;
+	std::string observed, E, trace;
 	size_t sent = 0, restart = 0;
 	bool closed = false;
 	Outcome o;
@@ -207,10 +207,19 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 				break;
 			}
 			if (!last && now_ms() >= deadline) {
+				// A kill that lands after the exiting program
+				// removed its checkpoint finds a program that
+				// has finished: the checkpoint it had before
+				// the kill is gone after it (nothing else
+				// removes a committed checkpoint).
+				struct dc_status pre, post;
+				bool had = dc_status(dir.c_str(), &pre) == 0;
 				kill(pid, SIGKILL);
 				waitpid(pid, &st, 0);
 				exited = true;
 				o.kills++;
+				finished = had && dc_status(dir.c_str(),
+							  &post) == DC_ENOCKPT;
 			}
 			if (last && now_ms() > deadline + 60000) {
 				kill(pid, SIGKILL);
@@ -239,6 +248,11 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 		if (durable > dead.size())
 			durable = dead.size();
 		o.lost += dead.size() - durable;
+		trace += "kill " + std::to_string(k) + ": sent " +
+			std::to_string(sent) + " consumed " +
+			std::to_string(c_dead) + " durable " +
+			std::to_string(durable) + " of " +
+			std::to_string(dead.size()) + "\n";
 		E = dead.substr(0, durable);
 		restart = c_dead;
 		// no checkpoint at all: the next run starts from scratch
@@ -267,6 +281,7 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 	// DC_KEEP=1: keep a failing run (input E, outputs, files) for study
 	if ((!o.files_equal || !o.equivalent) && getenv("DC_KEEP")) {
 		test::write_file(d / "E.in", E);
+		test::write_file(d / "trace.txt", trace);
 		std::string c = "cp -a " + d.path + " /dev/shm/dcfail-" +
 			std::to_string(getpid()) + "-" + proto;
 		if (system(c.c_str()) == 0)
