@@ -484,7 +484,7 @@ apply_from_file(const struct dc_commit *cm)
 	int rc = read_all(dc__vol.redo_fd, &h, sizeof(h), 0);
 	if (rc)
 		return rc;
-	if (h.gen != cm->gen || h.n > DC__SCAN_VEC + DC__MAX_CHG)
+	if (h.gen != cm->gen || h.n > DC__MAX_ENTS)
 		return dc__err(DC_ECORRUPT, "redo: generation %lu, %lu "
 			"entries; commit record says %lu",
 			(unsigned long)h.gen, (unsigned long)h.n,
@@ -574,9 +574,9 @@ inside_old_tracked(const struct dc__region *old, unsigned nold, uint64_t a,
 static int
 add_ent(unsigned *n, uint64_t a, uint64_t len, uint64_t op)
 {
-	if (*n >= DC__SCAN_VEC + DC__MAX_CHG)
+	if (*n >= DC__MAX_ENTS)
 		return dc__err(DC_ELIMIT, "checkpoint has more than %u "
-			"ranges", DC__SCAN_VEC + DC__MAX_CHG);
+			"ranges", DC__MAX_ENTS);
 	dc__vol.ents[(*n)++] = (struct dc_redo_ent){ a, len, op };
 	return 0;
 }
@@ -599,6 +599,7 @@ fold_maps(unsigned *n)
 	int rc = dc__maps_read(nw, DC__MAX_REGIONS, &nn);
 	if (rc)
 		return rc;
+	dc__track_refold(nw, nn);
 	dc__maps_classify(nw, nn);
 
 	/* punch: every changed range, and old tracked memory that is gone */
@@ -663,6 +664,7 @@ fold_maps(unsigned *n)
 	}
 	memcpy(old, nw, nn * sizeof(*nw));
 	dc__st.nreg = nn;
+	dc__track_pin();
 	return 0;
 }
 
@@ -692,32 +694,42 @@ scan_range(unsigned *n, uint64_t lo, uint64_t hi, bool written)
 }
 
 /*
- * One PAGEMAP_SCAN per cluster of tracked regions: the walk costs per
- * address range visited, so the big holes between the executable, the
- * libraries and the stack are not walked; small gaps are (one ioctl
- * instead of many).
+ * One PAGEMAP_SCAN per run of hot tracked regions that are neighbours in
+ * the region list (nothing but libdc's own cut-out memory or unmapped
+ * space between them): the walk costs per VMA visited, so cold regions and
+ * the untracked VMAs between regions (library text) are not walked.  Each
+ * region learns whether it was written (track.c cools idle ones).
  */
-#define CLUSTER_GAP (64ull << 20)
-
 static int
 scan_written(unsigned *n)
 {
-	uint64_t lo = 0, hi = 0;
-	for (unsigned i = 0; i < dc__st.nreg; i++) {
-		const struct dc__region *r = &dc__st.reg[i];
-		if (!(r->kind & DC__R_TRACKED))
+	const struct dc__region *reg = dc__st.reg;
+	unsigned nreg = dc__st.nreg;
+	for (unsigned i = 0; i < nreg;) {
+		if (!(reg[i].kind & DC__R_TRACKED) || dc__vol.cold[i]) {
+			i++;
 			continue;
-		if (hi != 0 && r->start - hi > CLUSTER_GAP) {
-			int rc = scan_range(n, lo, hi, true);
-			if (rc)
-				return rc;
-			hi = 0;
 		}
-		if (hi == 0)
-			lo = r->start;
-		hi = r->end;
+		unsigned j = i + 1;
+		while (j < nreg && (reg[j].kind & DC__R_TRACKED) &&
+		       !dc__vol.cold[j])
+			j++;
+		unsigned n0 = *n;
+		int rc = scan_range(n, reg[i].start, reg[j - 1].end, true);
+		if (rc)
+			return rc;
+		/* attribute the written ranges to the regions */
+		unsigned e = n0;
+		for (unsigned k = i; k < j; k++) {
+			while (e < *n && dc__vol.ents[e].addr +
+					dc__vol.ents[e].len <= reg[k].start)
+				e++;
+			dc__track_note(k, e < *n &&
+				dc__vol.ents[e].addr < reg[k].end);
+		}
+		i = j;
 	}
-	return hi ? scan_range(n, lo, hi, true) : 0;
+	return 0;
 }
 
 static int
@@ -747,7 +759,7 @@ commit_body(void)
 	c->gen = gen;
 	c->redo_len = len;
 	c->redo_csum = csum;
-	c->time_ns = dc__now_ns(CLOCK_REALTIME);
+	c->time_ns = dc__vol.commit_time;
 	c->checkpoints = dc__st.stats.checkpoints;
 	c->input_bytes = dc__st.stats.input_bytes;
 	uint64_t pages = 0;
@@ -773,9 +785,11 @@ commit_body(void)
 	dc__vol.nd_off = dc__vol.nd_seq = 0;
 	dc__vol.fu_off = dc__vol.fu_seq = 0;
 	dc__vol.replaying = false;
-	dc__st.nchg = 0;
-	dc__st.chg_overflow = false;
-	dc__st.maps_changed = false;
+	if (dc__st.maps_changed) { /* written only when set: page stays clean */
+		dc__st.nchg = 0;
+		dc__st.chg_overflow = false;
+		dc__st.maps_changed = false;
+	}
 	dc__st.stats.pages_copied += pages;
 	dc__st.stats.redo_bytes_total += len;
 	if (len > dc__st.stats.redo_bytes_max)
@@ -804,16 +818,23 @@ dc__commit(void)
 		dc__vol.selector = sel;
 		dc__vol.in_commit = 0;
 	}
-	uint64_t t0 = dc__now_ns(CLOCK_MONOTONIC);
+	dc__vol.commit_time = dc__now_ns(CLOCK_REALTIME); /* one clock read */
 	dc__k_before_commit();
 	if (dc__st.maps_changed)
 		dc__st.brk_end = (uint64_t)syscall(SYS_brk, 0);
 	dc__st.nd_flag = false;
 	dc__st.gen = dc__vol.committed + 1;
 	dc__st.stats.checkpoints++;
-	syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &dc__st.ctx.mask, 8);
-	syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */,
-		&dc__st.ctx.fsbase);
+	/* Every caller runs with all signals blocked (the dispatch and timer
+	 * handlers, dc_checkpoint, the signal wrapper), except the first
+	 * commit, which says what its mask is.  The FS base is kept current
+	 * by the dispatcher (arch_prctl). */
+	if (dc__vol.resume_mask) {
+		dc__st.ctx.mask = *dc__vol.resume_mask;
+	} else {
+		uint64_t m = DC__SIGS_BLOCKED;
+		memcpy(&dc__st.ctx.mask, &m, sizeof(m));
+	}
 	if (dc__save_ctx(&dc__st.ctx) != 0)
 		return 1; /* resumed by recovery */
 	dc__vol.in_commit = 1;
@@ -830,17 +851,23 @@ dc__commit(void)
 			(unsigned long)dc__vol.committed);
 		return DC_EFATAL;
 	}
-	dc__st.stats.ckpt_ns_total += dc__now_ns(CLOCK_MONOTONIC) - t0;
 	return 0;
 }
 
 int
 dc__commit_first(void)
 {
+	sigset_t mask;
+	sigprocmask(SIG_BLOCK, NULL, &mask);
+	syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */,
+		&dc__st.ctx.fsbase);
 	dc__st.maps_changed = true;
 	dc__st.chg_overflow = true;
 	dc__st.nreg = 0;
-	return dc__commit();
+	dc__vol.resume_mask = &mask;
+	int rc = dc__commit();
+	dc__vol.resume_mask = NULL;
+	return rc;
 }
 
 /* ---- end of a run ---- */

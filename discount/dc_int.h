@@ -38,7 +38,9 @@
 #define DC__MAX_OBJ 64
 #define DC__MAX_PEND 32
 #define DC__PATH 512
-#define DC__SCAN_VEC 4096
+#define DC__SCAN_VEC 256   /* ranges per PAGEMAP_SCAN call: the kernel's
+                             * bounce buffer stays a small allocation */
+#define DC__MAX_ENTS 65536 /* redo entries (page ranges) per checkpoint */
 #define DC__IOV 1024
 #define DC__OWN_FD_BASE 900 /* libdc's own descriptors live at >= this */
 #define DC__TIMER_SIG (SIGRTMAX)
@@ -118,7 +120,8 @@ struct dc__itimer {
 	uint64_t expires_ns;    /* CLOCK_MONOTONIC */
 };
 
-/* Rolled back with the process. */
+/* Rolled back with the process.  The fields a checkpoint writes come
+ * first, so that an idle interval dirties one page of it. */
 struct dc__st {
 	struct dc__ctx ctx;
 	uint64_t gen;           /* generation of the image being committed */
@@ -126,6 +129,11 @@ struct dc__st {
 	unsigned interval_ms;
 	bool verbose;
 	bool nd_flag;           /* non-deterministic event since commit */
+	bool maps_changed;
+	bool chg_overflow;
+	unsigned nchg;
+	unsigned npend;
+	uint64_t brk_end;
 	struct dc_stats stats;
 	void (*on_recover)(void *);
 	void (*pre_checkpoint)(void *);
@@ -133,11 +141,7 @@ struct dc__st {
 
 	unsigned nreg;
 	struct dc__region reg[DC__MAX_REGIONS];
-	bool maps_changed;
-	unsigned nchg;
-	bool chg_overflow;
 	struct { uint64_t a, b; } chg[DC__MAX_CHG];
-	uint64_t brk_end;
 	unsigned nobj;
 	struct dc__obj obj[DC__MAX_OBJ];
 	uint64_t vdso;
@@ -151,7 +155,6 @@ struct dc__st {
 	int ctl_fd0;            /* and its descriptor number */
 	struct dc__itimer itimer[3];
 	stack_t prog_altstack;
-	unsigned npend;
 	char pend[DC__MAX_PEND][DC__PATH]; /* delete after the next commit */
 };
 
@@ -175,10 +178,20 @@ struct dc__vols {
 	timer_t timer;
 	bool timer_on;
 	int in_commit;
+	uint64_t commit_time;   /* CLOCK_REALTIME at the commit's start */
 	uint64_t vdso_patched;
 	int ctl_fd1;            /* recovery: this run's ctl descriptor */
+	const sigset_t *resume_mask; /* mask at resume; NULL: all blocked */
+	bool fd_touched[DC__MAX_FD]; /* offset may have moved since the
+	                              * last checkpoint */
+	/* hot and cold regions (track.c), indexed like dc__st.reg */
+	unsigned ncold;
+	uint64_t cold_lo, cold_hi;   /* bounds of the cold regions */
+	bool cold[DC__MAX_REGIONS];
+	bool pinned[DC__MAX_REGIONS];
+	uint16_t idle[DC__MAX_REGIONS];
 	struct page_region scan[DC__SCAN_VEC];
-	struct dc_redo_ent ents[DC__SCAN_VEC + DC__MAX_CHG];
+	struct dc_redo_ent ents[DC__MAX_ENTS];
 	struct iovec iov[DC__IOV];
 	struct dc__st old;      /* recovery: the checkpoint's dc__st */
 	struct dc__region fresh[DC__MAX_REGIONS];
@@ -187,6 +200,10 @@ struct dc__vols {
 	char crash_at[32];      /* DC_CRASH_AT of this incarnation */
 #endif
 	char buf[65536];
+	/* scratch, untracked: input replay and logging (sud.c), the undo
+	 * (fundo.c), log checksums (log.c) */
+	char io[1 << 20];
+	char logtmp[65536];
 	/* recovery runs on it, and every commit body: never tracked, so a
 	 * commit writes no tracked byte between its scan and its apply */
 	char stack[256 * 1024] __attribute__((aligned(16)));
@@ -220,6 +237,14 @@ int dc__track_register(uint64_t a, uint64_t b);
 int dc__track_protect(uint64_t a, uint64_t b);
 long dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
 	struct page_region *vec, size_t vlen, uint64_t *walk_end);
+void dc__track_pin(void);
+unsigned dc__track_warm_range(uint64_t a, uint64_t b);
+unsigned dc__track_warm_all(void);
+bool dc__track_fault(uint64_t addr);
+void dc__track_warm_args(long nr, const long *a);
+bool dc__track_efault(void);
+void dc__track_note(unsigned i, bool written);
+void dc__track_refold(struct dc__region *nw, unsigned nn);
 
 /* ckpt.c */
 int dc__files_create(const char *dir);
@@ -249,6 +274,11 @@ long dc__dispatch(long nr, long *a, void *uc);
 long dc__raw(long nr, long a, long b, long c, long d, long e, long f);
 void dc__nd_event(void);
 void dc__install_handler(int sig);
+void dc__sud_altstack(uint64_t *a, uint64_t *b);
+
+/* The mask libdc runs with: every signal but SIGSEGV, which must be taken
+ * anywhere (a write into a cold region, track.c). */
+#define DC__SIGS_BLOCKED (~(1ull << (SIGSEGV - 1)))
 
 /* kstate.c */
 void dc__k_init(void);

@@ -154,7 +154,7 @@ dc__fu_undo(void)
 	uint64_t gen = dc__vol.committed + 1, inc = dc__vol.incarnation;
 	uint64_t off = 0, seq = 0, last = UINT64_MAX, n = 0;
 	struct dc_log_ent e;
-	static char pl[65536 + 2 * DC__PATH];
+	char *pl = dc__vol.io;
 
 	while (dc__log_read(dc__vol.fundo_fd, off, gen, seq, &inc, &e, NULL,
 		       0) == 0) {
@@ -165,8 +165,8 @@ dc__fu_undo(void)
 	n = seq;
 	for (uint64_t at = last; n > 0 && at != UINT64_MAX; n--) {
 		if (dc__log_read(dc__vol.fundo_fd, at, gen, n - 1, &inc, &e, pl,
-			    sizeof(pl)) != 0 ||
-		    e.len > sizeof(pl) || (uint64_t)e.c > e.len)
+			    sizeof(dc__vol.io)) != 0 ||
+		    e.len > sizeof(dc__vol.io) || (uint64_t)e.c > e.len)
 			return dc__err(DC_ECORRUPT, "fundo entry %lu at %lu "
 				"unreadable", (unsigned long)(n - 1),
 				(unsigned long)at);

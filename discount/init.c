@@ -160,6 +160,7 @@ dc_init(const struct dc_opts *opts)
 	dc__vol.shadow_fd = dc__vol.redo_fd = dc__vol.ndlog_fd = -1;
 	dc__vol.fundo_fd = dc__vol.uffd = dc__vol.pagemap_fd = -1;
 	dc__vol.dirfd = -1;
+	memset(dc__vol.fd_touched, 1, sizeof(dc__vol.fd_touched));
 	dc__crashpoint_init();
 	const char *dir = o.dir ? o.dir : getenv("DC_DIR");
 	if (dir && *dir)
@@ -224,7 +225,7 @@ dc_checkpoint(void)
 	if (!dc__vol.active)
 		return dc__err(DC_ENOTINIT, "dc_checkpoint: not running");
 	unsigned char sel = dc__vol.selector;
-	uint64_t all = ~0ull, old;
+	uint64_t all = DC__SIGS_BLOCKED, old;
 	dc__vol.selector = SYSCALL_DISPATCH_FILTER_ALLOW;
 	dc__sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&all, (long)&old, 8, 0,
 		0);

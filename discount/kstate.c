@@ -178,18 +178,26 @@ dc__k_init(void)
 	}
 }
 
-/* Offsets at the checkpoint (lseek for each open regular file). */
+/* Offsets at the checkpoint: lseek for each open regular file or
+ * directory that a system call may have moved since the last checkpoint
+ * (dc__vol.fd_touched, set by the dispatcher); stored only when changed,
+ * so an idle interval leaves the table's pages clean. */
 void
 dc__k_before_commit(void)
 {
 	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		if (!dc__vol.fd_touched[fd])
+			continue;
+		dc__vol.fd_touched[fd] = false;
 		int d = dc__desc_of(fd);
 		if (d < 0)
 			continue;
 		struct dc__desc *x = &dc__st.desc[d];
-		if (x->kind == DC__K_FILE || x->kind == DC__K_DIR)
-			x->offset = dc__sys6(SYS_lseek, fd, 0, SEEK_CUR, 0, 0,
-				0);
+		if (x->kind != DC__K_FILE && x->kind != DC__K_DIR)
+			continue;
+		int64_t off = dc__sys6(SYS_lseek, fd, 0, SEEK_CUR, 0, 0, 0);
+		if (off != x->offset)
+			x->offset = off;
 	}
 }
 
@@ -218,7 +226,8 @@ dc__k_after_commit(void)
 		}
 		unlink(dc__st.pend[i]);
 	}
-	dc__st.npend = k;
+	if (dc__st.npend != k)
+		dc__st.npend = k;
 }
 
 static void

@@ -29,7 +29,7 @@ static uint64_t
 ent_csum(const struct dc_log_ent *h, const char *d1, uint64_t l1,
 	const char *d2, uint64_t l2)
 {
-	static char tmp[CHUNK];
+	char *tmp = dc__vol.logtmp;
 	struct dc_log_ent t = *h;
 	t.csum = 0;
 	uint64_t c = rio_checksum(&t, sizeof(t), DC_LOG_SEED);
@@ -85,7 +85,7 @@ int
 dc__log_read(int fd, uint64_t off, uint64_t gen, uint64_t seq,
 	const uint64_t *inc, struct dc_log_ent *e, void *payload, uint64_t max)
 {
-	static char tmp[CHUNK];
+	char *tmp = dc__vol.logtmp;
 	if (pread(fd, e, sizeof(*e), (off_t)off) != (ssize_t)sizeof(*e))
 		return DC_ENOCKPT;
 	if (e->magic != DC_LOG_MAGIC || e->gen != gen || e->seq != seq ||

@@ -262,6 +262,7 @@ restore_and_resume(void)
 		if (rc == 0)
 			rc = dc__track_protect(c->start, c->end);
 	}
+	dc__track_pin(); /* every region hot (track.c invariant 5) */
 	if (rc == 0)
 		rc = dc__timer_start();
 	if (rc) {

@@ -63,16 +63,25 @@ dc__raw(long nr, long a, long b, long c, long d, long e, long f)
 	return dc__sys6(nr, a, b, c, d, e, f);
 }
 
+/* The program's call, made by libdc.  EFAULT may be a cold region the
+ * kernel could not write (track.c invariant 2): then once more, with every
+ * region hot. */
 static long
 pass(long nr, const long *a)
 {
-	return dc__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	long r = dc__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (r == -EFAULT && dc__track_efault())
+		r = dc__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	return r;
 }
 
+/* SIGSYS and SIGSEGV stay deliverable whatever the program asks
+ * (invariant 2; track.c). */
 static uint64_t
 prot_mask(uint64_t m)
 {
 	m &= ~(1ull << (SIGSYS - 1));
+	m &= ~(1ull << (SIGSEGV - 1));
 	return m;
 }
 
@@ -201,9 +210,9 @@ gather(const struct iovec *iov, long cnt, char *p, uint64_t n)
 static long
 replay(long nr, long *a, int type, int fd)
 {
-	static char pl[1 << 20];
+	char *pl = dc__vol.io;
 	struct dc_log_ent e;
-	int rc = dc__nd_next(&e, pl, sizeof(pl));
+	int rc = dc__nd_next(&e, pl, sizeof(dc__vol.io));
 	if (rc)
 		fatal_replay(rc);
 	if (e.type != type || e.a != fd) {
@@ -267,8 +276,8 @@ input(long nr, long *a, ucontext_t *uc, int type, int fd)
 		rc = dc__nd_append(type, fd, r, 0, (void *)a[1], n, NULL, 0);
 		break;
 	case SYS_readv: {
-		static char g[1 << 20];
-		if (n > sizeof(g)) {
+		char *g = dc__vol.io;
+		if (n > sizeof(dc__vol.io)) {
 			rc = dc__err(DC_ELIMIT, "readv of %lu bytes cannot be "
 				"logged", (unsigned long)n);
 			break;
@@ -286,7 +295,7 @@ input(long nr, long *a, ucontext_t *uc, int type, int fd)
 	case SYS_select:
 	case SYS_pselect6: {
 		size_t sl = ((size_t)a[0] + 63) / 64 * 8;
-		static char sets[3 * 1024];
+		char *sets = dc__vol.io; /* 3 x at most 128 bytes */
 		memset(sets, 0, 3 * sl);
 		for (int i = 0; i < 3; i++)
 			if (a[1 + i])
@@ -354,12 +363,20 @@ output(long nr, long *a, ucontext_t *uc, int fd)
 /* ---- signals ---- */
 
 static void sig_wrapper(int sig, siginfo_t *si, void *uc);
+static void segv_handler(int sig, siginfo_t *si, void *uc);
 
 static int
 install(int sig, uintptr_t handler, unsigned long flags, uint64_t mask)
 {
 	struct ksigaction ka = { 0 };
-	if (handler == (uintptr_t)SIG_DFL || handler == (uintptr_t)SIG_IGN) {
+	if (sig == SIGSEGV) {
+		/* always libdc's: cold-region faults first (track.c); on its
+		 * own stack, and nested (a cold fault inside a handler) */
+		ka.handler = (uintptr_t)segv_handler;
+		ka.flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTORER |
+			(flags & SA_RESTART);
+	} else if (handler == (uintptr_t)SIG_DFL ||
+		   handler == (uintptr_t)SIG_IGN) {
 		ka.handler = handler;
 		ka.flags = (flags & ~SA_SIGINFO) | SA_RESTORER;
 	} else {
@@ -386,7 +403,12 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 {
 	unsigned char prev = dc__vol.selector;
 	dc__vol.selector = ALLOW;
+	/* a commit runs with every signal blocked (ckpt.c) */
+	uint64_t all = DC__SIGS_BLOCKED, old;
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0,
+		0);
 	dc__nd_event(); /* the state committed includes this signal's frame */
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
 	struct dc__sigrec *r = &dc__st.sig[sig];
 	uintptr_t h = r->handler;
 	unsigned long fl = r->flags;
@@ -408,6 +430,28 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 		((void (*)(int))h)(sig);
 	}
 	dc__vol.selector = prev;
+}
+
+/* SIGSEGV: a write into a cold region is made good here; anything else is
+ * the program's (its handler through the wrapper, or the default action:
+ * death, by the same fault again). */
+static void
+segv_handler(int sig, siginfo_t *si, void *uc)
+{
+	if (si->si_code == SEGV_ACCERR &&
+	    dc__track_fault((uint64_t)(uintptr_t)si->si_addr))
+		return;
+	uintptr_t h = dc__st.sig[SIGSEGV].handler;
+	if (h != (uintptr_t)SIG_DFL && h != (uintptr_t)SIG_IGN) {
+		sig_wrapper(sig, si, uc);
+		return;
+	}
+	struct ksigaction ka = { .handler = (uintptr_t)SIG_DFL,
+		.flags = SA_RESTORER, .restorer = dc__restorer };
+	dc__sys6(SYS_rt_sigaction, SIGSEGV, (long)&ka, 0, 8, 0, 0);
+	if (si->si_code <= 0) /* sent, not a fault: send it again */
+		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			SIGSEGV, 0, 0, 0, 0);
 }
 
 static long
@@ -500,6 +544,14 @@ map_changed(uint64_t a, uint64_t len)
 	dc__st.nchg++;
 }
 
+/* A mapping change over cold regions: they get their real protection
+ * first, so the kernel and /proc/self/maps see the program's. */
+static void
+warm_span(long a, long len)
+{
+	dc__track_warm_range((uint64_t)a, (uint64_t)a + (uint64_t)len);
+}
+
 static long
 refuse(const char *what, long err)
 {
@@ -515,6 +567,13 @@ dc__dispatch(long nr, long *a, void *ucv)
 	bool handled = false;
 
 	dc__st.stats.syscalls++;
+	/* Any call naming a descriptor may move its offset (read, write,
+	 * lseek, sendfile's and copy_file_range's other end): the next
+	 * checkpoint asks the kernel.  Small non-descriptor arguments only
+	 * cost an lseek. */
+	for (int i = 0; i < 3; i++)
+		if ((unsigned long)a[i] < DC__MAX_FD)
+			dc__vol.fd_touched[a[i]] = true;
 	switch (nr) {
 	case SYS_read:
 	case SYS_readv:
@@ -574,6 +633,8 @@ dc__dispatch(long nr, long *a, void *ucv)
 		    ((a[3] & MAP_ANONYMOUS) || (a[2] & PROT_WRITE)))
 			return refuse("a shared writable mapping (mmap "
 				"MAP_SHARED)", -EACCES);
+		if (a[3] & MAP_FIXED)
+			warm_span(a[0], a[1]);
 		r = pass(nr, a);
 		if (r >= 0)
 			map_changed((uint64_t)r, (uint64_t)a[1]);
@@ -581,11 +642,15 @@ dc__dispatch(long nr, long *a, void *ucv)
 			map_changed((uint64_t)a[0], (uint64_t)a[1]);
 		return r;
 	case SYS_munmap:
+		warm_span(a[0], a[1]);
 		r = pass(nr, a);
 		if (r == 0)
 			map_changed((uint64_t)a[0], (uint64_t)a[1]);
 		return r;
 	case SYS_mremap:
+		warm_span(a[0], a[1]);
+		if (a[3] & MREMAP_FIXED)
+			warm_span(a[4], a[2]);
 		r = pass(nr, a);
 		if (r >= 0) {
 			map_changed((uint64_t)a[0], (uint64_t)a[1]);
@@ -594,6 +659,7 @@ dc__dispatch(long nr, long *a, void *ucv)
 		return r;
 	case SYS_brk: {
 		uint64_t old = (uint64_t)dc__sys6(SYS_brk, 0, 0, 0, 0, 0, 0);
+		warm_span((long)old - 1, 2); /* the heap */
 		r = pass(nr, a);
 		if ((uint64_t)r != old) {
 			uint64_t lo = old < (uint64_t)r ? old : (uint64_t)r;
@@ -603,11 +669,13 @@ dc__dispatch(long nr, long *a, void *ucv)
 		return r;
 	}
 	case SYS_mprotect:
+		warm_span(a[0], a[1]);
 		r = pass(nr, a);
 		if (r == 0)
 			dc__st.maps_changed = true;
 		return r;
 	case SYS_madvise:
+		warm_span(a[0], a[1]);
 		r = pass(nr, a);
 		if (r == 0 && (a[2] == MADV_DONTNEED || a[2] == MADV_FREE ||
 				      a[2] == MADV_REMOVE))
@@ -636,6 +704,11 @@ dc__dispatch(long nr, long *a, void *ucv)
 		if (a[0] == PR_SET_SYSCALL_USER_DISPATCH)
 			return refuse("syscall user dispatch", -EPERM);
 		return pass(nr, a);
+	case SYS_arch_prctl:
+		r = pass(nr, a);
+		if (r == 0 && a[0] == 0x1002 /* ARCH_SET_FS */)
+			dc__st.ctx.fsbase = (uint64_t)a[1];
+		return r;
 	case SYS_exit_group:
 	case SYS_exit:
 		dc__cleanup_exit();
@@ -659,6 +732,7 @@ sigsys_handler(int sig, siginfo_t *si, void *ucv)
 	greg_t *g = uc->uc_mcontext.gregs;
 	long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10],
 		g[REG_R8], g[REG_R9] };
+	dc__track_warm_args(si->si_syscall, a);
 	long r = dc__dispatch(si->si_syscall, a, uc);
 	g[REG_RAX] = r;
 	dc__vol.selector = prev;
@@ -680,6 +754,13 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 
 static char altstack[256 * 1024] __attribute__((aligned(16)));
 
+void
+dc__sud_altstack(uint64_t *a, uint64_t *b)
+{
+	*a = (uint64_t)(uintptr_t)altstack;
+	*b = *a + sizeof(altstack);
+}
+
 int
 dc__sud_start(void)
 {
@@ -688,9 +769,21 @@ dc__sud_start(void)
 		return dc__err(-errno, "sigaltstack: %s", strerror(errno));
 	struct ksigaction ka = { .handler = (uintptr_t)sigsys_handler,
 		.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER,
-		.restorer = dc__restorer, .mask = ~0ull };
+		.restorer = dc__restorer, .mask = DC__SIGS_BLOCKED };
 	if (dc__sys6(SYS_rt_sigaction, SIGSYS, (long)&ka, 0, 8, 0, 0) != 0)
 		return dc__err(-EINVAL, "cannot install the SIGSYS handler");
+	/* SIGSEGV is always libdc's first (track.c); a handler the program
+	 * had before is kept as the program's */
+	struct ksigaction old;
+	if (dc__sys6(SYS_rt_sigaction, SIGSEGV, 0, (long)&old, 8, 0, 0) == 0 &&
+	    old.handler != (uintptr_t)segv_handler &&
+	    dc__st.sig[SIGSEGV].handler == 0) {
+		dc__st.sig[SIGSEGV].handler = old.handler;
+		dc__st.sig[SIGSEGV].flags = old.flags & ~(unsigned long)
+			SA_RESTORER;
+		memcpy(&dc__st.sig[SIGSEGV].mask, &old.mask, 8);
+	}
+	dc__install_handler(SIGSEGV);
 	ka.handler = (uintptr_t)timer_handler;
 	ka.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER | SA_RESTART;
 	dc__sys6(SYS_rt_sigaction, DC__TIMER_SIG, (long)&ka, 0, 8, 0, 0);

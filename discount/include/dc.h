@@ -132,7 +132,8 @@ struct dc_stats {
 	uint64_t recoveries;      /* of this run's history */
 	uint64_t redo_bytes_max;  /* largest checkpoint (redo log bytes) */
 	uint64_t redo_bytes_total;
-	uint64_t ckpt_ns_total;   /* time spent committing */
+	uint64_t cooled;          /* regions made cold (not scanned) */
+	uint64_t warmed;          /* cold regions made hot again */
 };
 DC_EXPORT int dc_stats(struct dc_stats *out);
 

@@ -218,8 +218,11 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 				waitpid(pid, &st, 0);
 				exited = true;
 				o.kills++;
-				finished = had && dc_status(dir.c_str(),
-							  &post) == DC_ENOCKPT;
+				finished = WIFEXITED(st) ||
+					(had && dc_status(dir.c_str(), &post) ==
+							DC_ENOCKPT);
+				if (WIFEXITED(st))
+					o.kills--; // it exited first
 			}
 			if (last && now_ms() > deadline + 60000) {
 				kill(pid, SIGKILL);

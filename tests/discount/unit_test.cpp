@@ -208,3 +208,33 @@ TEST_CASE("recovery undoes the file changes of the lost interval",
 		REQUIRE(runs == (std::string(at).rfind("redo", 0) == 0 ? 3 : 2));
 	}
 }
+
+TEST_CASE("writes into cold regions, by the kernel or a store, are "
+	  "checkpointed", "[cold]")
+{
+	test::TempDir d;
+	std::string in = d / "in";
+	test::write_file(in, std::string(4096, 'b') + std::string(4096, 'd'));
+	std::string out;
+	for (int run = 0; run < 2; run++) {
+		int p[2];
+		REQUIRE(pipe(p) == 0);
+		pid_t pid = dctest::spawn({ dctest::env_or("DC_TEST_COLD",
+			"dc-test-cold"), d / "ck", in }, 0, p[1], "/", {});
+		close(p[1]);
+		int st;
+		waitpid(pid, &st, 0);
+		out.clear();
+		dctest::drain(p[0], out);
+		close(p[0]);
+		INFO(out);
+		if (run == 0) { // killed itself after the last checkpoint
+			REQUIRE(WIFSIGNALED(st));
+			REQUIRE(WTERMSIG(st) == SIGKILL);
+		} else {
+			REQUIRE(WIFEXITED(st));
+			REQUIRE(WEXITSTATUS(st) == 0);
+		}
+	}
+	REQUIRE(out == "resumed b b c d\n");
+}
