@@ -3,11 +3,11 @@
  * ckpt.c -- committing a checkpoint: redo log, commit record, shadow image
  *
  * A checkpoint of generation g (dc__commit):
- *   0. the registers are saved (dc__save_ctx); what follows runs on
- *      libdc's untracked stack (dc__vol.stack), so it never changes the
- *      image: the pages of the program's stack below the saved stack
- *      pointer are tracked too, and a redo page whose bytes changed
- *      between checksum and write would fail verification at recovery;
+ *   0. the registers are saved (dc__save_ctx); what follows runs on a
+ *      stack that is no part of the image (body_stack): the pages of the
+ *      program's stack below the saved stack pointer are tracked too,
+ *      and a redo page whose bytes changed between checksum and write
+ *      would fail verification at recovery;
  *   1. mapping changes since the last commit are folded in: new tracked
  *      ranges are registered and copied whole, dropped ranges are punched;
  *   2. one PAGEMAP_SCAN returns the written pages and protects them again;
@@ -49,25 +49,28 @@
 
 #include "dc_int.h"
 
-#define SHADOW_SIZE (1ull << 47)
 
 #ifdef DC_TEST_CRASHPOINTS
 /* Test build only: DC_CRASH_AT=point:gen kills the process at that point
- * of the commit of generation gen (redo: redo durable, no commit record;
- * committed: record durable, shadow not applied; apply: half the entries
- * applied).  Read once per incarnation, into untracked memory: the
- * environment is process memory, and a recovered process has the
- * checkpoint's. */
+ * of the commit of generation gen (redo: segment durable, no commit
+ * record; committed: record durable, log not flushed; apply: half way
+ * through the flush of the log), and DC_TEST_REDO_MAX sets the log size
+ * that makes a commit flush (1: every commit).  Read once per
+ * incarnation, into untracked memory: the environment is process memory,
+ * and a recovered process has the checkpoint's. */
 void
 dc__crashpoint_init(void)
 {
 	const char *e = getenv("DC_CRASH_AT");
 	snprintf(dc__vol.crash_at, sizeof(dc__vol.crash_at), "%s",
 		e ? e : "");
+	e = getenv("DC_TEST_REDO_MAX");
+	if (e)
+		dc__vol.redo_max = strtoull(e, NULL, 10);
 }
 
-static void
-crashpoint(const char *point, uint64_t gen)
+void
+dc__crashpoint(const char *point, uint64_t gen)
 {
 	const char *e = dc__vol.crash_at;
 	size_t n = strlen(point);
@@ -76,8 +79,6 @@ crashpoint(const char *point, uint64_t gen)
 		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
 			SIGKILL, 0, 0, 0, 0);
 }
-#else
-#define crashpoint(point, gen) ((void)0)
 #endif
 #define CSUM_CHUNK (64u * 1024u)
 
@@ -221,11 +222,6 @@ dc__files_create(const char *dir)
 	rc = open_logs(dir, O_CREAT | O_TRUNC);
 	if (rc)
 		return rc;
-	if (ftruncate(dc__vol.shadow_fd, (off_t)SHADOW_SIZE) != 0)
-		return dc__err(DC_EFS, "%s: cannot make a sparse file of "
-			"128 TiB for the shadow image (%s); use a directory "
-			"on tmpfs (/dev/shm), xfs or btrfs", dir,
-			strerror(errno));
 
 	struct rio_pool_opts o = { .layout = DC_CTL_LAYOUT };
 	rio_pool *pool;
@@ -346,206 +342,6 @@ dc__files_open(const char *dir, bool *have)
 	dc__vol.committed = c->gen;
 	dc__vol.incarnation = words()->incarnation;
 	*have = true;
-	return 0;
-}
-
-/* ---- the redo file ---- */
-
-static uint64_t
-csum_range(const char *p, uint64_t len, uint64_t c)
-{
-	for (uint64_t o = 0; o < len; o += CSUM_CHUNK) {
-		uint64_t k = len - o < CSUM_CHUNK ? len - o : CSUM_CHUNK;
-		c = rio_checksum(p + o, k, c);
-	}
-	return c;
-}
-
-static int
-apply_punch(uint64_t a, uint64_t len)
-{
-	if (fallocate(dc__vol.shadow_fd,
-		    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a,
-		    (off_t)len) != 0)
-		return dc__err(-errno, "shadow: punch %#lx+%#lx: %s",
-			(unsigned long)a, (unsigned long)len, strerror(errno));
-	return 0;
-}
-
-static int
-pwrite_all(int fd, const void *buf, uint64_t len, uint64_t off)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t k = pwrite(fd, p, len, (off_t)off);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return dc__err(-errno, "pwrite: %s", strerror(errno));
-		}
-		p += k;
-		len -= (uint64_t)k;
-		off += (uint64_t)k;
-	}
-	return 0;
-}
-
-/* Write the redo: header, entries, then the pages, with few pwritev. */
-static int
-redo_write(uint64_t gen, unsigned nent, uint64_t *len_out, uint64_t *csum)
-{
-	struct dc_redo_hdr h = { gen, nent };
-	struct dc_redo_ent *e = dc__vol.ents;
-	struct iovec *iov = dc__vol.iov;
-	uint64_t off = 0, c;
-	int ni = 0;
-
-	c = rio_checksum(&h, sizeof(h), DC_REDO_SEED);
-	c = csum_range((const char *)e, (uint64_t)nent * sizeof(*e), c);
-	iov[ni++] = (struct iovec){ &h, sizeof(h) };
-	iov[ni++] = (struct iovec){ e, (size_t)nent * sizeof(*e) };
-	for (unsigned i = 0; i <= nent; i++) {
-		bool last = i == nent;
-		if (!last && e[i].op == DC_REDO_PAGES) {
-			const char *p = (const char *)(uintptr_t)e[i].addr;
-			c = csum_range(p, e[i].len, c);
-			iov[ni++] = (struct iovec){ (void *)p, e[i].len };
-		}
-		if (ni == DC__IOV || (last && ni > 0)) {
-			uint64_t want = 0;
-			for (int k = 0; k < ni; k++)
-				want += iov[k].iov_len;
-			ssize_t got = pwritev(dc__vol.redo_fd, iov, ni,
-				(off_t)off);
-			if (got != (ssize_t)want) {
-				/* rare short write: fall back per vector */
-				uint64_t o = off;
-				for (int k = 0; k < ni; k++) {
-					int rc = pwrite_all(dc__vol.redo_fd,
-						iov[k].iov_base,
-						iov[k].iov_len, o);
-					if (rc)
-						return rc;
-					o += iov[k].iov_len;
-				}
-			}
-			off += want;
-			ni = 0;
-		}
-	}
-	*len_out = off;
-	*csum = c;
-	return dc__sync_fd(dc__vol.redo_fd);
-}
-
-/* Apply straight from memory (the normal path, right after the commit). */
-static int
-apply_from_memory(unsigned nent)
-{
-	const struct dc_redo_ent *e = dc__vol.ents;
-	for (unsigned i = 0; i < nent; i++) {
-		if (i == nent / 2)
-			crashpoint("apply", dc__st.gen);
-		int rc = e[i].op == DC_REDO_PUNCH ?
-			apply_punch(e[i].addr, e[i].len) :
-			pwrite_all(dc__vol.shadow_fd,
-				(const void *)(uintptr_t)e[i].addr, e[i].len,
-				e[i].addr);
-		if (rc)
-			return rc;
-	}
-	return dc__sync_fd(dc__vol.shadow_fd);
-}
-
-static int
-read_all(int fd, void *buf, uint64_t len, uint64_t off)
-{
-	char *p = buf;
-	while (len > 0) {
-		ssize_t k = pread(fd, p, len, (off_t)off);
-		if (k <= 0) {
-			if (k < 0 && errno == EINTR)
-				continue;
-			return dc__err(k < 0 ? -errno : DC_ECORRUPT,
-				"redo: short read at %lu", (unsigned long)off);
-		}
-		p += k;
-		len -= (uint64_t)k;
-		off += (uint64_t)k;
-	}
-	return 0;
-}
-
-/* Recovery: verify the committed redo, then apply it from the file. */
-static int
-apply_from_file(const struct dc_commit *cm)
-{
-	struct dc_redo_hdr h;
-	int rc = read_all(dc__vol.redo_fd, &h, sizeof(h), 0);
-	if (rc)
-		return rc;
-	if (h.gen != cm->gen || h.n > DC__MAX_ENTS)
-		return dc__err(DC_ECORRUPT, "redo: generation %lu, %lu "
-			"entries; commit record says %lu",
-			(unsigned long)h.gen, (unsigned long)h.n,
-			(unsigned long)cm->gen);
-	struct dc_redo_ent *e = dc__vol.ents;
-	rc = read_all(dc__vol.redo_fd, e, h.n * sizeof(*e), sizeof(h));
-	if (rc)
-		return rc;
-	uint64_t c = rio_checksum(&h, sizeof(h), DC_REDO_SEED);
-	c = csum_range((const char *)e, h.n * sizeof(*e), c);
-	uint64_t off = sizeof(h) + h.n * sizeof(*e), data0 = off;
-	for (int pass = 0; pass < 2; pass++) {
-		off = data0;
-		for (uint64_t i = 0; i < h.n; i++) {
-			if (e[i].op == DC_REDO_PUNCH) {
-				if (pass == 1 &&
-				    (rc = apply_punch(e[i].addr, e[i].len)))
-					return rc;
-				continue;
-			}
-			for (uint64_t o = 0; o < e[i].len; o += CSUM_CHUNK) {
-				uint64_t k = e[i].len - o < CSUM_CHUNK ?
-					e[i].len - o : CSUM_CHUNK;
-				rc = read_all(dc__vol.redo_fd, dc__vol.buf, k,
-					off);
-				if (rc)
-					return rc;
-				if (pass == 0)
-					c = rio_checksum(dc__vol.buf, k, c);
-				else if ((rc = pwrite_all(dc__vol.shadow_fd,
-						  dc__vol.buf, k,
-						  e[i].addr + o)))
-					return rc;
-				off += k;
-			}
-		}
-		if (pass == 0 && (off != cm->redo_len || c != cm->redo_csum))
-			return dc__err(DC_ECORRUPT, "redo of generation %lu "
-				"does not match its commit record (length "
-				"%lu/%lu)", (unsigned long)cm->gen,
-				(unsigned long)off,
-				(unsigned long)cm->redo_len);
-	}
-	return dc__sync_fd(dc__vol.shadow_fd);
-}
-
-int
-dc__redo_apply_if_needed(void)
-{
-	const struct dc_commit *cm = dc__last_commit();
-	if (cm == NULL)
-		return dc__err(DC_ENOCKPT, "no committed checkpoint");
-	if (words()->applied >= cm->gen)
-		return 0;
-	int rc = apply_from_file(cm);
-	if (rc)
-		return rc;
-	words()->applied = cm->gen;
-	/* applied must be durable before the redo file may be reused by the
-	 * next checkpoint (invariant 1). */
-	rio_persist(dc__vol.ctl, &words()->applied, sizeof(uint64_t));
 	return 0;
 }
 
@@ -732,6 +528,23 @@ scan_written(unsigned *n)
 	return 0;
 }
 
+/* What is cut out of tracking but part of every checkpoint (maps.c
+ * invariant 2): the first page of dc__st, and the live part of the
+ * alternate signal stack when the commit runs on it (the frames of the
+ * dispatch or timer handler, the program's registers in the signal frame
+ * above them). */
+static int
+add_own(unsigned *n)
+{
+	int rc = add_ent(n, (uint64_t)(uintptr_t)&dc__st, DC__HOT_USED,
+		DC_REDO_PAGES);
+	uint64_t a0, a1, sp = dc__st.ctx.rsp & ~(DC__PAGE - 1);
+	dc__sud_altstack(&a0, &a1);
+	if (rc == 0 && sp >= a0 && sp < a1)
+		rc = add_ent(n, sp, a1 - sp, DC_REDO_PAGES);
+	return rc;
+}
+
 static int
 commit_body(void)
 {
@@ -739,47 +552,51 @@ commit_body(void)
 	unsigned n = 0;
 	int rc = 0;
 
-	if (dc__st.maps_changed || dc__st.nreg == 0)
+	if (dc__st.maps_changed || dc__st.nreg == 0) {
+		/* the fold rewrites the region table: it must not fault
+		 * into track.c while the table is half written */
+		dc__track_warm_range((uint64_t)(uintptr_t)&dc__st,
+			(uint64_t)(uintptr_t)(&dc__st + 1));
 		rc = fold_maps(&n);
+	}
 	if (!rc)
 		rc = scan_written(&n);
-	uint64_t len = 0, csum = 0;
 	if (!rc)
-		rc = redo_write(gen, n, &len, &csum);
+		rc = add_own(&n);
+	struct dc_redo_seg seg;
+	if (!rc)
+		rc = dc__redo_append(gen, n, &seg);
 	if (rc)
 		return rc;
-	crashpoint("redo", gen);
+	dc__crashpoint("redo", gen);
 
-	/* The redo is durable (redo_write synced it); now the commit record
-	 * that vouches for it. */
+	/* The segment is durable (dc__redo_append synced it); now the commit
+	 * record that vouches for it. */
 	struct dc_commit *c = slot(gen);
 	memset(c, 0, sizeof(*c));
 	c->magic = DC_COMMIT_MAGIC;
 	c->protocol = (uint32_t)dc__st.protocol;
 	c->gen = gen;
-	c->redo_len = len;
-	c->redo_csum = csum;
+	c->redo_off = seg.off;
+	c->redo_len = seg.len;
+	c->redo_csum = seg.csum;
 	c->time_ns = dc__vol.commit_time;
 	c->checkpoints = dc__st.stats.checkpoints;
 	c->input_bytes = dc__st.stats.input_bytes;
 	uint64_t pages = 0;
 	for (unsigned i = 0; i < n; i++)
 		if (dc__vol.ents[i].op == DC_REDO_PAGES)
-			pages += dc__vol.ents[i].len / DC__PAGE;
+			pages += (dc__vol.ents[i].len + DC__PAGE - 1) / DC__PAGE;
 	c->pages = pages;
 	c->checksum = rio_checksum(c, 248, DC_COMMIT_SEED);
 	/* Commit point: once this record is durable, generation gen is the
 	 * checkpoint a crash returns to. */
 	rio_persist(dc__vol.ctl, c, sizeof(*c));
 	dc__vol.committed = gen;
-	crashpoint("committed", gen);
+	dc__crashpoint("committed", gen);
 
-	if ((rc = apply_from_memory(n)))
+	if ((rc = dc__redo_committed(gen, n, &seg)))
 		return rc;
-	words()->applied = gen;
-	/* applied must be durable before the next checkpoint overwrites the
-	 * redo file (invariant 1). */
-	rio_persist(dc__vol.ctl, &words()->applied, sizeof(uint64_t));
 
 	/* A new interval: its log entries carry gen + 1 and start at 0. */
 	dc__vol.nd_off = dc__vol.nd_seq = 0;
@@ -791,11 +608,30 @@ commit_body(void)
 		dc__st.maps_changed = false;
 	}
 	dc__st.stats.pages_copied += pages;
-	dc__st.stats.redo_bytes_total += len;
-	if (len > dc__st.stats.redo_bytes_max)
-		dc__st.stats.redo_bytes_max = len;
+	dc__st.stats.redo_bytes_total += seg.len;
+	if (seg.len > dc__st.stats.redo_bytes_max)
+		dc__st.stats.redo_bytes_max = seg.len;
 	dc__k_after_commit();
 	return 0;
+}
+
+/*
+ * The stack commit_body runs on (invariant 2): never a page this
+ * checkpoint copies, since the frames below the saved stack pointer would
+ * change a page between its checksum and its write.  On the alternate
+ * signal stack (a handler's commit), a page below the copied part of it:
+ * a SIGSEGV taken meanwhile (a cold region, track.c) nests below on the
+ * same stack.  Elsewhere, dc__vol.stack: a SIGSEGV then starts at the top
+ * of the alternate stack, which holds no live frame.
+ */
+static void *
+body_stack(void)
+{
+	uint64_t a0, a1, sp = dc__st.ctx.rsp & ~(DC__PAGE - 1);
+	dc__sud_altstack(&a0, &a1);
+	if (sp >= a0 + 65536 && sp < a1)
+		return (void *)(uintptr_t)(sp - 64);
+	return dc__vol.stack + sizeof(dc__vol.stack);
 }
 
 /*
@@ -838,10 +674,7 @@ dc__commit(void)
 	if (dc__save_ctx(&dc__st.ctx) != 0)
 		return 1; /* resumed by recovery */
 	dc__vol.in_commit = 1;
-	/* On the untracked stack (invariant 2): the frames below the saved
-	 * stack pointer share tracked pages with the checkpointed frames. */
-	int rc = dc__call_on_stack(dc__vol.stack + sizeof(dc__vol.stack),
-		commit_body);
+	int rc = dc__call_on_stack(body_stack(), commit_body);
 	dc__vol.in_commit = 0;
 	if (rc) {
 		dc__vol.fatal = true;

@@ -3,10 +3,11 @@
  * ckpt_layout.h -- the files of a checkpoint directory (docs/FORMAT.md)
  *
  *   ctl     rio pool (layout "dc.ctl"): superblock, two commit slots, the
- *           applied/incarnation words
- *   shadow  sparse file: byte at offset a = process byte at address a, as
- *           of the committed generation
- *   redo    the last checkpoint's pages: table + data (rewritten each time)
+ *           applied/incarnation words, the shadow's slot table
+ *   shadow  sparse file: the tracked memory of generation `applied`, the
+ *           byte at address a at slot(a) * 1 GiB + a mod 1 GiB
+ *   redo    the log of the checkpoints not yet in the shadow: one segment
+ *           (header, entries, pages) per generation
  *   ndlog   logged results of input calls of the interval in progress
  *   fundo   before-images of file changes of the interval in progress
  *
@@ -29,6 +30,7 @@
 #define DC_COMMIT_MAGIC 0x434d4d43u /* "CMMC" */
 #define DC_COMMIT_SEED 0x4443434dull
 #define DC_REDO_SEED 0x44435244ull
+#define DC_REDO_MAGIC 0x53524344u /* "DCRS" */
 #define DC_LOG_MAGIC 0x474c4344u /* "DCLG" */
 #define DC_LOG_SEED 0x44434c47ull
 
@@ -55,13 +57,14 @@ struct dc_commit {
 	uint32_t magic;
 	uint32_t protocol;
 	uint64_t gen;           /* >= 1 */
-	uint64_t redo_len;      /* bytes of the redo file for this gen */
-	uint64_t redo_csum;     /* chained checksum of those bytes */
+	uint64_t redo_len;      /* bytes of this generation's redo segment */
+	uint64_t redo_csum;     /* its checksum (= the segment's csum) */
 	uint64_t time_ns;       /* CLOCK_REALTIME of the commit */
 	uint64_t checkpoints;   /* counters at the commit, for dc_status */
 	uint64_t input_bytes;
 	uint64_t pages;         /* pages in the redo */
-	uint8_t reserved[184];  /* zero */
+	uint64_t redo_off;      /* offset of the segment in the redo file */
+	uint8_t reserved[176];  /* zero */
 	uint64_t checksum;      /* of bytes 0..247, seed DC_COMMIT_SEED */
 };
 RIO_STATIC_ASSERT(sizeof(struct dc_commit) == 256, "commit record size");
@@ -69,6 +72,7 @@ RIO_STATIC_ASSERT(sizeof(struct dc_commit) == 256, "commit record size");
 #define DC_CTL_SB_OFF 0u
 #define DC_CTL_COMMIT_OFF 4096u
 #define DC_CTL_WORDS_OFF 8192u
+#define DC_CTL_SLOTS_OFF 12288u
 
 /* ctl offset 8192: each word on its own cache line. */
 struct dc_words {
@@ -79,12 +83,34 @@ struct dc_words {
 };
 RIO_STATIC_ASSERT(sizeof(struct dc_words) == 128, "words size");
 
-/* redo file: struct dc_redo_hdr, n entries, then the data of every
- * DC_REDO_PAGES entry in order. */
+/* ctl offset 12288: the shadow's address windows.  base[i] (1 GiB
+ * aligned) is stored at shadow offset i << DC_SLOT_SHIFT; n is written
+ * after base[n - 1] is durable.  Appended only. */
+#define DC_SLOT_SHIFT 30
+#define DC_SLOTS 4096u
+struct dc_slots {
+	uint64_t n;             /* slots in use */
+	uint8_t pad[56];
+	uint64_t base[DC_SLOTS];
+};
+RIO_STATIC_ASSERT(DC_CTL_SLOTS_OFF + sizeof(struct dc_slots) <= DC_CTL_SIZE,
+	"slot table fits the ctl pool");
+
+/* redo file: segments back to back from offset 0, one per generation
+ * applied+1 .. committed.  A segment: struct dc_redo_hdr, n entries, then
+ * the data of every DC_REDO_PAGES entry in order. */
+#define DC_REDO_MAX (4ull << 20) /* flush the log past this many bytes */
 struct dc_redo_hdr {
+	uint32_t magic;         /* DC_REDO_MAGIC */
+	uint32_t flags;         /* DC_REDO_F_* */
 	uint64_t gen;
 	uint64_t n;             /* entries */
+	uint64_t len;           /* bytes of the segment, header included */
+	uint64_t reserved;      /* zero */
+	uint64_t csum;          /* bytes 0..39, entries, data; DC_REDO_SEED */
 };
+RIO_STATIC_ASSERT(sizeof(struct dc_redo_hdr) == 48, "redo header size");
+enum { DC_REDO_F_PUNCH = 1 }; /* the segment drops ranges */
 enum { DC_REDO_PAGES = 1, DC_REDO_PUNCH = 2 };
 struct dc_redo_ent {
 	uint64_t addr;          /* page aligned */

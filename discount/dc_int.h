@@ -16,6 +16,7 @@
 #define DC_INT_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,6 +32,7 @@
 #include "uapi_compat.h"
 
 #define DC__PAGE 4096ul
+#define DC__HOT 4096ul     /* first page of dc__st: copied at every commit */
 #define DC__MAX_REGIONS 1024
 #define DC__MAX_CHG 256
 #define DC__MAX_FD 256
@@ -42,6 +44,10 @@
                              * bounce buffer stays a small allocation */
 #define DC__MAX_ENTS 65536 /* redo entries (page ranges) per checkpoint */
 #define DC__IOV 1024
+#define DC__MAX_SEGS 4096  /* pending redo segments */
+#define DC__SEEN 16384     /* pages in a flush's dedup set (> DC_REDO_MAX
+                            * / page size, plus the newest segment's) */
+#define DC__PEND_ENTS 65536 /* entries of the pending segments, in memory */
 #define DC__OWN_FD_BASE 900 /* libdc's own descriptors live at >= this */
 #define DC__TIMER_SIG (SIGRTMAX)
 
@@ -121,7 +127,7 @@ struct dc__itimer {
 };
 
 /* Rolled back with the process.  The fields a checkpoint writes come
- * first, so that an idle interval dirties one page of it. */
+ * first, on a page of their own (DC__HOT). */
 struct dc__st {
 	struct dc__ctx ctx;
 	uint64_t gen;           /* generation of the image being committed */
@@ -139,7 +145,9 @@ struct dc__st {
 	void (*pre_checkpoint)(void *);
 	void *cb_arg;
 
-	unsigned nreg;
+	/* From here on: tracked like any memory.  The page above (DC__HOT)
+	 * is copied by every checkpoint instead: no fault, no scan. */
+	unsigned nreg __attribute__((aligned(4096)));
 	struct dc__region reg[DC__MAX_REGIONS];
 	struct { uint64_t a, b; } chg[DC__MAX_CHG];
 	unsigned nobj;
@@ -179,6 +187,14 @@ struct dc__vols {
 	bool timer_on;
 	int in_commit;
 	uint64_t commit_time;   /* CLOCK_REALTIME at the commit's start */
+	uint64_t redo_end;      /* end of the log (redo.c) */
+	uint64_t redo_max;      /* flush past this (DC_REDO_MAX) */
+	unsigned redo_pending;  /* segments not in the shadow */
+	unsigned slot_hint;     /* last shadow slot used (shadow.c) */
+	struct { uint64_t off; uint32_t first, n; } segs[DC__MAX_SEGS];
+	uint32_t pend_n;        /* entries in pend_ents */
+	struct dc_redo_ent pend_ents[DC__PEND_ENTS];
+	uint64_t seen[DC__SEEN];
 	uint64_t vdso_patched;
 	int ctl_fd1;            /* recovery: this run's ctl descriptor */
 	const sigset_t *resume_mask; /* mask at resume; NULL: all blocked */
@@ -210,6 +226,9 @@ struct dc__vols {
 };
 
 extern struct dc__st dc__st;
+/* the bytes of the first page that hold fields (the rest is padding) */
+#define DC__HOT_USED ((offsetof(struct dc__st, cb_arg) + sizeof(void *) + 63) & \
+	~(size_t)63)
 /* dc__vol fills whole pages of its own, so cutting it out of tracking
  * never cuts out a neighbour. */
 union dc__vol_pages {
@@ -228,8 +247,6 @@ void dc__refuse(const char *what);
 int dc__maps_read(struct dc__region *out, unsigned max, unsigned *n);
 void dc__maps_classify(struct dc__region *r, unsigned n);
 int dc__objs_read(struct dc__obj *out, unsigned max, unsigned *n);
-bool dc__is_own(uint64_t a, uint64_t b);
-void dc__vol_range(uint64_t *a, uint64_t *b);
 
 /* track.c */
 int dc__track_open(void);
@@ -246,6 +263,23 @@ bool dc__track_efault(void);
 void dc__track_note(unsigned i, bool written);
 void dc__track_refold(struct dc__region *nw, unsigned nn);
 
+/* shadow.c */
+int dc__shadow_write(const void *src, uint64_t len, uint64_t a);
+int dc__shadow_punch(uint64_t a, uint64_t len);
+int dc__shadow_read(void *dst, uint64_t len, uint64_t a);
+long dc__shadow_copy_in(uint64_t a, uint64_t b);
+
+/* redo.c */
+struct dc_redo_seg {
+	uint64_t off, len, csum;
+	bool punch;
+};
+int dc__pwrite_all(int fd, const void *buf, uint64_t len, uint64_t off);
+int dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out);
+int dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg);
+struct dc_commit;
+int dc__redo_recover(const struct dc_commit *cm);
+
 /* ckpt.c */
 int dc__files_create(const char *dir);
 int dc__files_open(const char *dir, bool *have);
@@ -253,10 +287,11 @@ int dc__commit(void);
 int dc__commit_first(void);
 #ifdef DC_TEST_CRASHPOINTS
 void dc__crashpoint_init(void);
+void dc__crashpoint(const char *point, uint64_t gen);
 #else
 #define dc__crashpoint_init() ((void)0)
+#define dc__crashpoint(point, gen) ((void)0)
 #endif
-int dc__redo_apply_if_needed(void);
 void dc__cleanup_exit(void);
 int dc__sync_fd(int fd);
 int dc__own_fd(int fd);

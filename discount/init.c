@@ -11,6 +11,7 @@
  * directory removed.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,9 @@
 
 #include "dc_int.h"
 
-struct dc__st dc__st;
+struct dc__st dc__st __attribute__((aligned(4096)));
+RIO_STATIC_ASSERT(offsetof(struct dc__st, nreg) == DC__HOT,
+	"the hot fields of dc__st fill exactly its first page");
 union dc__vol_pages dc__volp __attribute__((aligned(4096)));
 
 
@@ -161,6 +164,7 @@ dc_init(const struct dc_opts *opts)
 	dc__vol.fundo_fd = dc__vol.uffd = dc__vol.pagemap_fd = -1;
 	dc__vol.dirfd = -1;
 	memset(dc__vol.fd_touched, 1, sizeof(dc__vol.fd_touched));
+	dc__vol.redo_max = DC_REDO_MAX;
 	dc__crashpoint_init();
 	const char *dir = o.dir ? o.dir : getenv("DC_DIR");
 	if (dir && *dir)

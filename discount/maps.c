@@ -9,8 +9,10 @@
  *     (read-only file mappings, [vdso], [vvar]) are not copied: recovery
  *     checks or re-creates them.  SHARED mappings are FIXED when read-only;
  *     a writable shared mapping cannot be checkpointed (refused).
- *  2. libdc's own memory -- the dc__vol block and the ctl pool mapping --
- *     is cut out of every region: it is never tracked and never restored.
+ *  2. libdc's own memory -- the dc__vol block, the ctl pool mapping, the
+ *     first page of dc__st and the alternate signal stack -- is cut out of
+ *     every region: never tracked.  (The last two are copied by every
+ *     checkpoint and restored by recovery explicitly: ckpt.c.)
  *  3. Objects are identified by load address and ELF build-id
  *     (NT_GNU_BUILD_ID), read from memory with dl_iterate_phdr.
  */
@@ -26,34 +28,37 @@
 
 #include "dc_int.h"
 
-void
-dc__vol_range(uint64_t *a, uint64_t *b)
-{
-	*a = (uint64_t)(uintptr_t)&dc__vol;
-	*b = (*a + sizeof(dc__vol) + DC__PAGE - 1) & ~(DC__PAGE - 1);
-}
+#define NOWN 4
 
-static void
-own_ranges(uint64_t r[2][2])
+/* libdc's own memory, sorted by address (invariant 2): the dc__vol block,
+ * the ctl pool mapping, and what every checkpoint copies explicitly (the
+ * first page of dc__st, the alternate signal stack; ckpt.c). */
+static unsigned
+own_ranges(uint64_t r[NOWN][2])
 {
-	dc__vol_range(&r[0][0], &r[0][1]);
-	r[1][0] = r[1][1] = 0;
+	unsigned n = 0;
+	r[n][0] = (uint64_t)(uintptr_t)&dc__vol;
+	r[n][1] = (r[n][0] + sizeof(dc__vol) + DC__PAGE - 1) & ~(DC__PAGE - 1);
+	n++;
 	if (dc__vol.ctlb != NULL) {
-		r[1][0] = (uint64_t)(uintptr_t)dc__vol.ctlb - RIO_POOL_HDR_SIZE;
-		r[1][1] = (uint64_t)(uintptr_t)dc__vol.ctlb + DC_CTL_SIZE;
+		r[n][0] = (uint64_t)(uintptr_t)dc__vol.ctlb - RIO_POOL_HDR_SIZE;
+		r[n][1] = (uint64_t)(uintptr_t)dc__vol.ctlb + DC_CTL_SIZE;
+		n++;
 	}
-}
-
-bool
-dc__is_own(uint64_t a, uint64_t b)
-{
-	uint64_t r[2][2];
-
-	own_ranges(r);
-	for (int i = 0; i < 2; i++)
-		if (r[i][1] > r[i][0] && a < r[i][1] && b > r[i][0])
-			return true;
-	return false;
+	r[n][0] = (uint64_t)(uintptr_t)&dc__st;
+	r[n][1] = r[n][0] + DC__HOT;
+	n++;
+	dc__sud_altstack(&r[n][0], &r[n][1]);
+	n++;
+	for (unsigned i = 1; i < n; i++) /* insertion sort */
+		for (unsigned j = i; j > 0 && r[j][0] < r[j - 1][0]; j--) {
+			uint64_t t0 = r[j][0], t1 = r[j][1];
+			r[j][0] = r[j - 1][0];
+			r[j][1] = r[j - 1][1];
+			r[j - 1][0] = t0;
+			r[j - 1][1] = t1;
+		}
+	return n;
 }
 
 static unsigned
@@ -83,8 +88,8 @@ dc__maps_read(struct dc__region *out, unsigned max, unsigned *np)
 	char *buf = dc__vol.buf;
 	size_t have = 0;
 	unsigned n = 0;
-	uint64_t own[2][2];
-	own_ranges(own);
+	uint64_t own[NOWN][2];
+	unsigned nown = own_ranges(own);
 	bool eof = false;
 
 	while (!eof || have > 0) {
@@ -134,20 +139,12 @@ dc__maps_read(struct dc__region *out, unsigned max, unsigned *np)
 				r.kind |= DC__R_SHARED;
 			/* cut libdc's own memory out (invariant 2) */
 			uint64_t a = r.start, b = r.end;
-			uint64_t c0 = own[0][0], c1 = own[0][1];
-			uint64_t d0 = own[1][0], d1 = own[1][1];
-			if (d1 > d0 && c0 > d0) { /* order the cuts */
-				uint64_t t0 = c0, t1 = c1;
-				c0 = d0; c1 = d1; d0 = t0; d1 = t1;
-			}
-			uint64_t cuts[2][2] = { { c0, c1 }, { d0, d1 } };
-			for (int i = 0; i < 2; i++) {
-				if (cuts[i][1] <= cuts[i][0] ||
-				    cuts[i][1] <= a || cuts[i][0] >= b)
+			for (unsigned i = 0; i < nown; i++) {
+				if (own[i][1] <= a || own[i][0] >= b)
 					continue;
 				n = add_piece(out, max, n, &r, a,
-					cuts[i][0] > a ? cuts[i][0] : a);
-				a = cuts[i][1] < b ? cuts[i][1] : b;
+					own[i][0] > a ? own[i][0] : a);
+				a = own[i][1] < b ? own[i][1] : b;
 			}
 			n = add_piece(out, max, n, &r, a, b);
 		}

@@ -6,7 +6,7 @@
  * address-space randomisation off, so the executable, libraries, vDSO,
  * stack top and brk base are where they were).
  *
- *   1. finish the redo if the last commit did not apply it;
+ *   1. verify and apply the redo segments the shadow does not have yet;
  *   2. read the checkpoint's dc__st from the shadow (it is at the same
  *      address in this process) and CHECK, changing nothing: executable,
  *      loaded objects (address, name, build-id), vDSO address, read-only
@@ -172,27 +172,6 @@ map_region(const struct dc__region *c, int prot)
 }
 
 static void
-copy_extents(uint64_t a, uint64_t b)
-{
-	int sfd = dc__vol.shadow_fd;
-	long off = SYS(SYS_lseek, sfd, a, SEEK_DATA, 0, 0, 0);
-	while (off >= 0 && (uint64_t)off < b) {
-		long hole = SYS(SYS_lseek, sfd, off, SEEK_HOLE, 0, 0, 0);
-		if (hole < 0 || (uint64_t)hole > b)
-			hole = (long)b;
-		for (long o = off; o < hole;) {
-			long k = SYS(SYS_pread64, sfd, o, hole - o, o, 0, 0);
-			if (k <= 0)
-				die("pread shadow", k);
-			o += k;
-		}
-		if ((uint64_t)hole >= b)
-			break;
-		off = SYS(SYS_lseek, sfd, hole, SEEK_DATA, 0, 0, 0);
-	}
-}
-
-static void
 rebuild_memory(void)
 {
 	const struct dc__st *o = &dc__vol.old;
@@ -235,7 +214,8 @@ rebuild_memory(void)
 		if ((r = SYS(SYS_madvise, c->start, len, MADV_DONTNEED, 0, 0,
 			     0)) < 0)
 			die("madvise", r);
-		copy_extents(c->start, c->end);
+		if ((r = dc__shadow_copy_in(c->start, c->end)) < 0)
+			die("read shadow", r);
 		if ((r = SYS(SYS_mprotect, c->start, len, c->prot, 0, 0, 0)) <
 		    0)
 			die("mprotect", r);
@@ -246,6 +226,15 @@ static void
 restore_and_resume(void)
 {
 	rebuild_memory();
+	/* what every checkpoint copies explicitly (ckpt.c add_own): the
+	 * first page of dc__st, the alternate signal stack */
+	uint64_t a0, a1;
+	long r;
+	dc__sud_altstack(&a0, &a1);
+	if ((r = dc__shadow_copy_in((uint64_t)(uintptr_t)&dc__st,
+		     (uint64_t)(uintptr_t)&dc__st + DC__HOT)) < 0 ||
+	    (r = dc__shadow_copy_in(a0, a1)) < 0)
+		die("read shadow", r);
 	/* dc__st is the checkpoint's from here on (step 5) */
 	if (dc__vol.ctl_fd1 != dc__st.ctl_fd0) {
 		SYS(SYS_dup2, dc__vol.ctl_fd1, dc__st.ctl_fd0, 0, 0, 0, 0);
@@ -315,15 +304,16 @@ dc__ctl_fd(void)
 int
 dc__recover(void)
 {
-	int rc = dc__redo_apply_if_needed();
+	const struct dc_commit *cm = dc__last_commit();
+	if (cm == NULL)
+		return dc__err(DC_ENOCKPT, "no committed checkpoint");
+	int rc = dc__redo_recover(cm);
 	if (rc)
 		return rc;
 	/* the checkpoint's own dc__st, read from where it lives */
-	uint64_t at = (uint64_t)(uintptr_t)&dc__st;
-	if (pread(dc__vol.shadow_fd, &dc__vol.old, sizeof(dc__vol.old),
-		    (off_t)at) != (ssize_t)sizeof(dc__vol.old))
-		return dc__err(DC_ECORRUPT, "shadow: cannot read the "
-			"checkpoint's state");
+	if ((rc = dc__shadow_read(&dc__vol.old, sizeof(dc__vol.old),
+		     (uint64_t)(uintptr_t)&dc__st)))
+		return rc;
 	if (dc__vol.old.gen != dc__vol.committed)
 		return dc__err(DC_ECORRUPT, "shadow holds generation %lu, "
 			"commit record says %lu",

@@ -23,10 +23,11 @@
  *         through the uffd-wp fault as usual.
  * State machine of a region: HOT --idle COOL_AFTER checkpoints--> COLD
  * --write fault, or a system call that may write it, or a mapping change
- * over it--> HOT.  PINNED regions never cool: the stack, libdc's own
- * data (written by every checkpoint and every dispatched call, and the
- * alternate signal stack the kernel writes frames onto), and the TLS
- * block when glibc registered rseq (the kernel writes it on preemption).
+ * over it--> HOT.  PINNED regions never cool: the stack (the kernel writes
+ * signal frames onto it) and the TLS block when glibc registered rseq (the
+ * kernel writes it on preemption).  libdc's alternate signal stack and the
+ * page of dc__st every checkpoint writes are not tracked at all (maps.c
+ * invariant 2): every checkpoint copies them.
  *
  * Invariants:
  *  1. After dc__track_protect(a, b) no page of [a, b) is "written".
@@ -164,16 +165,11 @@ contains(const struct dc__region *r, uint64_t a)
 void
 dc__track_pin(void)
 {
-	uint64_t st = (uint64_t)(uintptr_t)&dc__st, alt0, alt1;
 	uint64_t tls = dc__st.ctx.fsbase;
 	bool rseq = &__rseq_size != NULL && __rseq_size > 0;
-	dc__sud_altstack(&alt0, &alt1);
 	for (unsigned i = 0; i < dc__st.nreg; i++) {
 		const struct dc__region *r = &dc__st.reg[i];
 		dc__vol.pinned[i] = (r->kind & DC__R_STACK) ||
-			contains(r, st) ||
-			contains(r, st + sizeof(dc__st) - 1) ||
-			(r->start < alt1 && r->end > alt0) ||
 			(rseq && contains(r, tls));
 		dc__vol.idle[i] = 0;
 	}

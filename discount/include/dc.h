@@ -45,7 +45,7 @@ extern "C" {
 	XX(DC_ENOTINIT, -33005, "Discount Checking is not running")           \
 	XX(DC_EFATAL, -33006, "a checkpoint failed; the process must stop")   \
 	XX(DC_EFS, -33007,                                                    \
-		"the checkpoint directory cannot hold a sparse shadow image")  \
+		"the checkpoint directory cannot punch holes in files")       \
 	XX(DC_EPROTOCOL, -33008, "unknown recovery protocol")                 \
 	XX(DC_ELIMIT, -33009, "a table of Discount Checking is full")         \
 	XX(DC_EREPLAY, -33010, "re-execution diverged from the input log")    \
@@ -134,6 +134,7 @@ struct dc_stats {
 	uint64_t redo_bytes_total;
 	uint64_t cooled;          /* regions made cold (not scanned) */
 	uint64_t warmed;          /* cold regions made hot again */
+	uint64_t redo_flushes;    /* redo log applied to the shadow image */
 };
 DC_EXPORT int dc_stats(struct dc_stats *out);
 

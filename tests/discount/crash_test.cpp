@@ -77,3 +77,25 @@ TEST_CASE("a protocol that skips the commit before a visible event is "
 	}
 	REQUIRE(caught > 0);
 }
+
+TEST_CASE("bc survives SIGKILL with the redo log flushed at every commit",
+	"[crash][flush]")
+{
+	// the test build of libdc, told to apply every checkpoint to the
+	// shadow image at once: kills land inside flushes too
+	std::string lib = dctest::env_or("DC_TEST_LIB", "");
+	REQUIRE(!lib.empty());
+	setenv("DC_TEST_REDO_MAX", "1", 1);
+	test::Rng rng(test::seed());
+	int kills = 0;
+	for (const char *pr : { "cpvs", "cand-log" }) {
+		Outcome o = dctest::crash_run(dctest::bc_prog(), pr,
+			total_kills() / 4, rng, lib);
+		INFO(o.why);
+		REQUIRE(o.equivalent);
+		REQUIRE(o.files_equal);
+		kills += o.kills;
+	}
+	unsetenv("DC_TEST_REDO_MAX");
+	REQUIRE(kills > 0);
+}

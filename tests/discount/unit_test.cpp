@@ -150,13 +150,16 @@ TEST_CASE("dc_status reports a missing or corrupt directory", "[refuse]")
 // Runs dc-test-files until it finishes by itself (at most 4 runs); the
 // first run gets DC_CRASH_AT.  Returns the finished run's output.
 static std::string files_until_done(const std::string &dir,
-	const std::string &work, const std::string &crash_at, int *runs)
+	const std::string &work, const std::string &crash_at,
+	const std::string &redo_max, int *runs)
 {
 	std::string out;
 	for (*runs = 1; *runs <= 4; (*runs)++) {
 		int p[2];
 		REQUIRE(pipe(p) == 0);
 		std::vector<std::string> env;
+		if (!redo_max.empty())
+			env.push_back("DC_TEST_REDO_MAX=" + redo_max);
 		if (*runs == 1 && !crash_at.empty())
 			env.push_back("DC_CRASH_AT=" + crash_at);
 		pid_t pid = dctest::spawn({ dctest::env_or("DC_TEST_FILES",
@@ -192,15 +195,20 @@ TEST_CASE("recovery undoes the file changes of the lost interval",
 	"[files]")
 {
 	// created, overwritten, extended, truncated, unlinked, renamed and
-	// O_TRUNC'ed files are all as at the checkpoint
+	// O_TRUNC'ed files are all as at the checkpoint, after a crash in the
+	// interval or inside the commit; with the redo log kept (default) or
+	// flushed into the shadow at every commit (redo_max 1)
 	const char *points[] = { "", "redo:2", "committed:2", "apply:2" };
+	for (const char *redo_max : { "", "1" })
 	for (const char *at : points) {
 		test::TempDir d;
 		std::string work = d / "work";
 		REQUIRE(mkdir(work.c_str(), 0700) == 0);
 		int runs = 0;
-		std::string out = files_until_done(d / "ck", work, at, &runs);
-		INFO("DC_CRASH_AT=" << at << " runs=" << runs);
+		std::string out = files_until_done(d / "ck", work, at,
+			redo_max, &runs);
+		INFO("DC_CRASH_AT=" << at << " redo_max=" << redo_max
+				    << " runs=" << runs);
 		REQUIRE(out == files_at_checkpoint);
 		// the hidden names of delayed deletions are gone too
 		for (auto &n : test::list_dir(work))
