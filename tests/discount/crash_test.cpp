@@ -99,3 +99,16 @@ TEST_CASE("bc survives SIGKILL with the redo log flushed at every commit",
 	unsetenv("DC_TEST_REDO_MAX");
 	REQUIRE(kills > 0);
 }
+
+TEST_CASE("bc survives SIGKILL with its checkpoint on a disk file system",
+	"[crash][disk]")
+{
+	// /var/tmp (ext4 here): every log append and checkpoint is synced
+	test::Rng rng(test::seed());
+	Outcome o = dctest::crash_run(dctest::bc_prog(), "cbndvs",
+		total_kills() / 5, rng, "", 4, "/var/tmp");
+	INFO(o.why);
+	REQUIRE(o.equivalent);
+	REQUIRE(o.files_equal);
+	REQUIRE(o.kills > 0);
+}

@@ -154,9 +154,10 @@ struct Outcome {
 
 // Run p under dc-run with `kills` SIGKILLs at random points.
 inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
-	test::Rng &rng, const std::string &lib, int tick_ms = 4)
+	test::Rng &rng, const std::string &lib, int tick_ms = 4,
+	const char *base = "/dev/shm")
 {
-	test::TempDir d;
+	test::TempDir d(base);
 	std::string dir = d / "ckpt", cwd = d / "work", rcwd = d / "ref";
 	REQUIRE(mkdir(cwd.c_str(), 0700) == 0);
 	REQUIRE(mkdir(rcwd.c_str(), 0700) == 0);

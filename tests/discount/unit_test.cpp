@@ -199,16 +199,21 @@ TEST_CASE("recovery undoes the file changes of the lost interval",
 	// interval or inside the commit; with the redo log kept (default) or
 	// flushed into the shadow at every commit (redo_max 1)
 	const char *points[] = { "", "redo:2", "committed:2", "apply:2" };
+	for (const char *base : { "/dev/shm", "/var/tmp" })
 	for (const char *redo_max : { "", "1" })
 	for (const char *at : points) {
-		test::TempDir d;
+		// /var/tmp: a disk file system (ext4 here), where every log
+		// entry and checkpoint is synced
+		if (!strcmp(base, "/var/tmp") && at[0] && strcmp(at, "apply:2"))
+			continue;
+		test::TempDir d(base);
 		std::string work = d / "work";
 		REQUIRE(mkdir(work.c_str(), 0700) == 0);
 		int runs = 0;
 		std::string out = files_until_done(d / "ck", work, at,
 			redo_max, &runs);
 		INFO("DC_CRASH_AT=" << at << " redo_max=" << redo_max
-				    << " runs=" << runs);
+				    << " runs=" << runs << " in " << base);
 		REQUIRE(out == files_at_checkpoint);
 		// the hidden names of delayed deletions are gone too
 		for (auto &n : test::list_dir(work))
