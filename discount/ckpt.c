@@ -718,6 +718,34 @@ remove_dir_files(const char *dir)
 	rmdir(dir);
 }
 
+/* dc-run --stats FILE: the run's counters, one key=value per line,
+ * written when it ends normally. */
+static void
+write_stats(const char *path)
+{
+	const struct dc_stats *s = &dc__st.stats;
+	char b[1024];
+	int n = snprintf(b, sizeof(b), "checkpoints=%lu\npages_copied=%lu\n"
+		"visible_events=%lu\nnd_events=%lu\nlogged_events=%lu\n"
+		"replayed_events=%lu\nsyscalls=%lu\ninput_bytes=%lu\n"
+		"recoveries=%lu\nredo_bytes_max=%lu\nredo_bytes_total=%lu\n"
+		"cooled=%lu\nwarmed=%lu\nredo_flushes=%lu\n",
+		(unsigned long)s->checkpoints, (unsigned long)s->pages_copied,
+		(unsigned long)s->visible_events, (unsigned long)s->nd_events,
+		(unsigned long)s->logged_events,
+		(unsigned long)s->replayed_events, (unsigned long)s->syscalls,
+		(unsigned long)s->input_bytes, (unsigned long)s->recoveries,
+		(unsigned long)s->redo_bytes_max,
+		(unsigned long)s->redo_bytes_total, (unsigned long)s->cooled,
+		(unsigned long)s->warmed, (unsigned long)s->redo_flushes);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, b, (size_t)n) != n)
+		dc__say("--stats %s: short write", path);
+	close(fd);
+}
+
 void
 dc__cleanup_exit(void)
 {
@@ -726,6 +754,8 @@ dc__cleanup_exit(void)
 	dc__k_after_commit(); /* pending deletes: the run is complete */
 	dc__vol.active = false;
 	remove_dir_files(dc__vol.dir);
+	if (dc__vol.stats_path[0])
+		write_stats(dc__vol.stats_path);
 }
 
 int

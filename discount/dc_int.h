@@ -173,6 +173,7 @@ struct dc__vols {
 	bool recovered;
 	bool fatal;
 	char dir[PATH_MAX];
+	char stats_path[PATH_MAX]; /* DC_STATS: counters written at exit */
 	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;

@@ -166,6 +166,9 @@ dc_init(const struct dc_opts *opts)
 	memset(dc__vol.fd_touched, 1, sizeof(dc__vol.fd_touched));
 	dc__vol.redo_max = DC_REDO_MAX;
 	dc__crashpoint_init();
+	const char *sp = getenv("DC_STATS");
+	snprintf(dc__vol.stats_path, sizeof(dc__vol.stats_path), "%s",
+		sp ? sp : "");
 	const char *dir = o.dir ? o.dir : getenv("DC_DIR");
 	if (dir && *dir)
 		snprintf(dc__vol.dir, sizeof(dc__vol.dir), "%s", dir);

@@ -2,15 +2,23 @@
 /*
  * micro.c -- thesis Figure 5.2: overhead per checkpoint vs bytes touched
  *
- *   dc-bench-micro [DIR] [CSV]
+ *   dc-bench-micro [--quick] [--dir D] [--csv FILE]
  *
- * A loop touches N bytes (one store per 4 KiB page of a buffer) and takes
- * a checkpoint; the time of the checkpoint call is averaged.  N = 0 gives
- * the minimum checkpoint (the stack and libdc's own state only).  Also
- * prints the raw mechanism costs: one PAGEMAP_SCAN-tracked write fault
- * versus one mprotect + SIGSEGV + mprotect round trip (what the
- * write-protect/undo design pays per page before copying it).
+ * A loop touches N bytes (one store per 4 KiB page of a 1 MiB buffer) and
+ * takes a checkpoint (dc_checkpoint, manual protocol).  For each N it
+ * reports
+ *   ckpt      the dc_checkpoint call alone;
+ *   overhead  one loop iteration minus the same stores before dc_init:
+ *             the call plus what tracking costs the program (the first
+ *             write to each page after a checkpoint faults once);
+ *   per page  (overhead(N) - overhead(0)) / pages.
+ * N = 0 is the minimum checkpoint.  Times are CPU time of the process
+ * (CLOCK_PROCESS_CPUTIME_ID, kernel time included), so that other load on
+ * a shared machine does not count; wall-clock time is given beside it.
+ * Also prints the raw cost of the thesis' mechanism, mprotect + SIGSEGV +
+ * mprotect per page, without any copy.
  */
+#include <getopt.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,16 +30,47 @@
 
 #include <dc.h>
 
+#define BUF (1u << 20)
+
 static double
-now_us(void)
+now_us(clockid_t c)
 {
 	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(c, &t);
 	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
+static volatile char *buf;
+
+static void
+touch(size_t bytes)
+{
+	for (size_t p = 0; p < bytes; p += 4096)
+		buf[p]++;
+}
+
+/* CPU and wall microseconds per iteration of touch(bytes) [+ checkpoint] */
+static void
+measure(size_t bytes, int iters, bool ckpt, double *cpu, double *wall,
+	double *call)
+{
+	double c0 = now_us(CLOCK_PROCESS_CPUTIME_ID);
+	double w0 = now_us(CLOCK_MONOTONIC), in = 0;
+	for (int i = 0; i < iters; i++) {
+		touch(bytes);
+		if (ckpt) {
+			double t = now_us(CLOCK_PROCESS_CPUTIME_ID);
+			dc_checkpoint();
+			in += now_us(CLOCK_PROCESS_CPUTIME_ID) - t;
+		}
+	}
+	*cpu = (now_us(CLOCK_PROCESS_CPUTIME_ID) - c0) / iters;
+	*wall = (now_us(CLOCK_MONOTONIC) - w0) / iters;
+	if (call)
+		*call = in / iters;
+}
+
 static char *wp_buf;
-static size_t wp_len;
 
 static void
 segv(int sig, siginfo_t *si, void *uc)
@@ -45,72 +84,98 @@ segv(int sig, siginfo_t *si, void *uc)
 int
 main(int argc, char **argv)
 {
-	struct dc_opts o = { .dir = argc > 1 ? argv[1] : "/dev/shm/dc-bench-micro",
-		.protocol = DC_MANUAL };
-	const char *csv = argc > 2 ? argv[2] : NULL;
-	dc_discard(o.dir);
+	static const struct option lo[] = { { "quick", 0, 0, 'q' },
+		{ "dir", 1, 0, 'd' }, { "csv", 1, 0, 'c' }, { 0, 0, 0, 0 } };
+	const char *dir = "/dev/shm/dc-bench-micro", *csv = NULL;
+	bool quick = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "qd:c:", lo, NULL)) != -1) {
+		switch (c) {
+		case 'q': quick = true; break;
+		case 'd': dir = optarg; break;
+		case 'c': csv = optarg; break;
+		default:
+			fprintf(stderr, "usage: dc-bench-micro [--quick] "
+				"[--dir D] [--csv FILE]\n");
+			return 2;
+		}
+	}
+	static const size_t sizes[] = { 0, 4096, 16384, 65536, 262144,
+		1048576 };
+	const size_t ns = sizeof(sizes) / sizeof(sizes[0]);
+	double base[6];
+	buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset((void *)buf, 1, BUF);
+	/* the stores alone, before anything is tracked */
+	for (size_t s = 0; s < ns; s++) {
+		double w;
+		measure(sizes[s], quick ? 200 : 2000, false, &base[s], &w, NULL);
+	}
+
+	struct dc_opts o = { .dir = dir, .protocol = DC_MANUAL };
+	dc_discard(dir);
 	int rc = dc_init(&o);
 	if (rc) {
 		fprintf(stderr, "dc_init: %s: %s\n", dc_strerror(rc),
 			dc_errormsg());
 		return 1;
 	}
-	static const size_t sizes[] = { 0, 4096, 16384, 65536, 262144,
-		1048576 };
-	size_t max = 1048576;
-	char *buf = malloc(max);
-	memset(buf, 1, max);
-	dc_checkpoint();
 	FILE *f = csv ? fopen(csv, "w") : NULL;
 	if (f)
-		fprintf(f, "bytes_touched,us_per_checkpoint,us_per_page\n");
-	printf("%12s %14s %12s\n", "bytes", "us/checkpoint", "us/page");
-	double base = 0;
-	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
-		int iters = sizes[s] >= 262144 ? 200 : 2000;
-		double t = 0;
-		for (int i = 0; i < iters; i++) {
-			for (size_t p = 0; p < sizes[s]; p += 4096)
-				buf[p]++;
-			double t0 = now_us();
-			dc_checkpoint();
-			t += now_us() - t0;
-		}
-		double per = t / iters;
+		fprintf(f, "bytes_touched,ckpt_us,overhead_us,us_per_page,"
+			   "wall_us\n");
+	printf("%10s %10s %12s %10s %10s   (CPU us; wall us)\n", "bytes",
+		"ckpt", "overhead", "per page", "wall");
+	double min_over = 0;
+	for (size_t s = 0; s < ns; s++) {
+		int iters = sizes[s] >= 262144 ? 300 : 3000;
+		if (quick)
+			iters /= 10;
+		double cpu, wall, call;
+		measure(sizes[s], iters / 10, true, &cpu, &wall, &call);
+		measure(sizes[s], iters, true, &cpu, &wall, &call);
+		double over = cpu - base[s];
 		if (sizes[s] == 0)
-			base = per;
-		double pp = sizes[s] ? (per - base) / (double)(sizes[s] / 4096) :
-					 0;
-		printf("%12zu %14.2f %12.2f\n", sizes[s], per, pp);
+			min_over = over;
+		double pp = sizes[s] ? (over - min_over) /
+				(double)(sizes[s] / 4096) : 0;
+		printf("%10zu %10.2f %12.2f %10.2f %10.2f\n", sizes[s], call,
+			over, pp, wall);
 		if (f)
-			fprintf(f, "%zu,%.3f,%.3f\n", sizes[s], per, pp);
+			fprintf(f, "%zu,%.3f,%.3f,%.3f,%.3f\n", sizes[s], call,
+				over, pp, wall);
 	}
-	/* mechanism: mprotect + SIGSEGV per page (the write-protect design) */
-	wp_len = 256 * 4096;
+	/* the thesis' mechanism: mprotect + SIGSEGV + mprotect per page */
+	size_t wp_len = 256 * 4096;
 	wp_buf = mmap(NULL, wp_len, PROT_READ | PROT_WRITE,
 		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	memset(wp_buf, 0, wp_len);
 	struct sigaction sa = { .sa_sigaction = segv, .sa_flags = SA_SIGINFO };
 	sigaction(SIGSEGV, &sa, NULL);
 	double t = 0;
-	for (int it = 0; it < 20; it++) {
+	int rounds = quick ? 4 : 20;
+	for (int it = 0; it < rounds; it++) {
 		mprotect(wp_buf, wp_len, PROT_READ);
-		double t0 = now_us();
+		double t0 = now_us(CLOCK_PROCESS_CPUTIME_ID);
 		for (size_t p = 0; p < wp_len; p += 4096)
 			wp_buf[p]++;
-		t += now_us() - t0;
+		t += now_us(CLOCK_PROCESS_CPUTIME_ID) - t0;
 	}
-	double wp = t / 20 / 256;
-	printf("write-protect mechanism (mprotect+SIGSEGV+mprotect, no copy): "
-	       "%.2f us/page\n", wp);
+	double wp = t / rounds / 256;
+	printf("write-protect mechanism (mprotect + SIGSEGV + mprotect, no "
+	       "copy): %.2f us per page\n", wp);
+	struct dc_stats st;
+	dc_stats(&st);
+	printf("checkpoints %lu, pages copied %lu, largest redo segment %lu "
+	       "bytes, redo flushes %lu, regions cooled %lu / warmed %lu\n",
+		(unsigned long)st.checkpoints, (unsigned long)st.pages_copied,
+		(unsigned long)st.redo_bytes_max,
+		(unsigned long)st.redo_flushes, (unsigned long)st.cooled,
+		(unsigned long)st.warmed);
 	if (f) {
 		fprintf(f, "# wp_mechanism_us_per_page,%.3f\n", wp);
 		fclose(f);
 	}
-	struct dc_stats st;
-	dc_stats(&st);
-	printf("checkpoints %lu, pages copied %lu, max redo %lu bytes\n",
-		(unsigned long)st.checkpoints, (unsigned long)st.pages_copied,
-		(unsigned long)st.redo_bytes_max);
 	return 0;
 }

@@ -2,7 +2,8 @@
 /*
  * dc-run.c -- run an unmodified program under Discount Checking
  *
- *   dc-run [--dir D] [--protocol P] [--interval MS] [--verbose] -- prog args
+ *   dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]
+ *          [--verbose] -- prog args
  *   dc-run --status [--dir D] -- prog args     (what a crash would resume)
  *   dc-run --discard [--dir D] -- prog args    (forget a checkpoint)
  *
@@ -25,17 +26,51 @@
 
 #include "dc.h"
 
+static const char help[] =
+	"usage: dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]\n"
+	"              [--verbose] -- program [args...]\n"
+	"       dc-run --status|--discard [--dir D] -- program [args...]\n"
+	"\n"
+	"Runs an unmodified, dynamically linked program under Discount\n"
+	"Checking.  After a crash, running the same command again (same\n"
+	"directory, arguments, environment and redirections) continues the\n"
+	"program from its last checkpoint.\n"
+	"\n"
+	"  --dir D        checkpoint directory; default\n"
+	"                 /dev/shm/dc-UID/PROGRAM-HASH (of the working\n"
+	"                 directory and the command line).  Any file system\n"
+	"                 with sparse files and hole punching: tmpfs (fast:\n"
+	"                 memory that outlives the process), or a disk file\n"
+	"                 system such as ext4, xfs, btrfs (every log append\n"
+	"                 and checkpoint is then fdatasync'ed: slower)\n"
+	"  --protocol P   when to commit (default cbndvs):\n"
+	"                 cpvs        before every visible event (write to a\n"
+	"                             terminal, pipe, socket)\n"
+	"                 cand        after every non-deterministic event\n"
+	"                             (input, time, signals)\n"
+	"                 cbndvs      before a visible event that follows a\n"
+	"                             non-deterministic one\n"
+	"                 cand-log, cbndvs-log  the same, with input logged\n"
+	"                             and replayed instead of committed\n"
+	"                 periodic    every --interval MS only (no guarantee\n"
+	"                             for visible output)\n"
+	"                 manual      only dc_checkpoint() calls\n"
+	"  --interval MS  also commit every MS milliseconds\n"
+	"  --stats F      write the run's counters to F when it ends\n"
+	"  --verbose      say what is recovered\n"
+	"  --status       print what a crash would resume, run nothing\n"
+	"  --discard      forget the checkpoint, run nothing\n"
+	"\n"
+	"Refused at the call (\"dc: refused: ...\" on stderr): threads, fork,\n"
+	"exec, pipes, TCP, shared writable mappings.  Needs Linux >= 6.7,\n"
+	"x86-64.  Exit status 70: Discount Checking could not start or\n"
+	"refused to recover.  See docs/discount.md.\n";
+
 static void
-usage(void)
+usage(bool ok)
 {
-	fprintf(stderr,
-		"usage: dc-run [--dir D] [--protocol P] [--interval MS] "
-		"[--verbose] -- program [args...]\n"
-		"       dc-run --status|--discard [--dir D] -- program "
-		"[args...]\n"
-		"protocols: cpvs cand cbndvs (default) cand-log cbndvs-log "
-		"periodic manual\n");
-	exit(2);
+	fputs(help, ok ? stdout : stderr);
+	exit(ok ? 0 : 2);
 }
 
 static uint64_t
@@ -52,11 +87,13 @@ main(int argc, char **argv)
 	static const struct option lo[] = { { "dir", 1, 0, 'd' },
 		{ "protocol", 1, 0, 'p' }, { "interval", 1, 0, 'i' },
 		{ "verbose", 0, 0, 'v' }, { "status", 0, 0, 's' },
-		{ "discard", 0, 0, 'x' }, { "help", 0, 0, 'h' }, { 0, 0, 0, 0 } };
+		{ "discard", 0, 0, 'x' }, { "help", 0, 0, 'h' },
+		{ "stats", 1, 0, 'S' }, { 0, 0, 0, 0 } };
 	const char *dir = NULL, *proto = "cbndvs", *interval = NULL;
+	const char *stats = NULL;
 	bool verbose = false, status = false, discard = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "+d:p:i:vsxh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+d:p:i:vsxhS:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'p': proto = optarg; break;
@@ -64,11 +101,13 @@ main(int argc, char **argv)
 		case 'v': verbose = true; break;
 		case 's': status = true; break;
 		case 'x': discard = true; break;
-		default: usage();
+		case 'S': stats = optarg; break;
+		case 'h': usage(true); break;
+		default: usage(false);
 		}
 	}
 	if (optind >= argc)
-		usage();
+		usage(false);
 	enum dc_protocol p;
 	if (dc_protocol_parse(proto, &p) != 0) {
 		fprintf(stderr, "dc-run: %s\n", dc_errormsg());
@@ -147,6 +186,8 @@ main(int argc, char **argv)
 		setenv("DC_INTERVAL", interval, 1);
 	if (verbose)
 		setenv("DC_VERBOSE", "1", 1);
+	if (stats)
+		setenv("DC_STATS", stats, 1);
 	/* glibc's rseq area would be registered by the fresh process, not
 	 * the recovered one: switch it off (docs/discount.md). */
 	const char *tun = getenv("GLIBC_TUNABLES");
