@@ -216,11 +216,11 @@ struct dc__vols {
 #ifdef DC_TEST_CRASHPOINTS
 	char crash_at[32];      /* DC_CRASH_AT of this incarnation */
 #endif
-	char buf[65536];
+	char buf[65536] __attribute__((aligned(64)));
 	/* scratch, untracked: input replay and logging (sud.c), the undo
 	 * (fundo.c), log checksums (log.c) */
-	char io[1 << 20];
-	char logtmp[65536];
+	char io[1 << 20] __attribute__((aligned(64)));
+	char logtmp[65536] __attribute__((aligned(64)));
 	/* recovery runs on it, and every commit body: never tracked, so a
 	 * commit writes no tracked byte between its scan and its apply */
 	char stack[256 * 1024] __attribute__((aligned(16)));

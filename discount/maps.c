@@ -214,19 +214,26 @@ obj_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_NOTE)
 			continue;
-		const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr);
-		const char *end = p + ph->p_memsz;
-		while (p + sizeof(ElfW(Nhdr)) <= end) {
+		/* notes are padded to the segment's alignment: 4, or 8 for
+		 * .note.gnu.property */
+		uintptr_t al = ph->p_align == 8 ? 8 : 4;
+		uintptr_t p = info->dlpi_addr + ph->p_vaddr;
+		uintptr_t end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end && p % al == 0) {
 			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
-			const char *name = p + sizeof(*nh);
-			const char *desc = name + ((nh->n_namesz + 3) & ~3u);
+			uintptr_t name = p + sizeof(*nh);
+			uintptr_t desc = (name + nh->n_namesz + al - 1) & ~(al - 1);
+			if (desc + nh->n_descsz > end)
+				break;
 			if (nh->n_type == NT_GNU_BUILD_ID &&
-			    nh->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
+			    nh->n_namesz == 4 &&
+			    !memcmp((const void *)name, "GNU", 4)) {
 				o->id_len = nh->n_descsz > 20 ? 20 :
 								nh->n_descsz;
-				memcpy(o->build_id, desc, o->id_len);
+				memcpy(o->build_id, (const void *)desc,
+					o->id_len);
 			}
-			p = desc + ((nh->n_descsz + 3) & ~3u);
+			p = (desc + nh->n_descsz + al - 1) & ~(al - 1);
 		}
 	}
 	return 0;

@@ -30,6 +30,27 @@
 #include "../common/test_util.hpp"
 #include "dc.h"
 
+// DC_REQUIRE_OK / DC_REQUIRE_RC: as REQUIRE_OK / REQUIRE_RC, with
+// libdc's names and message (its codes are unknown to rio_err_name, and a
+// sanitizer build gives libdc a private librio whose message rio_errormsg
+// does not see).
+#define DC_REQUIRE_OK(expr)                                               \
+	do {                                                              \
+		int rc_ = (expr);                                         \
+		INFO(#expr << " -> " << dc_err_name(rc_) << ": "          \
+			   << dc_errormsg());                             \
+		REQUIRE(rc_ == 0);                                        \
+	} while (0)
+#define DC_REQUIRE_RC(expr, want)                                         \
+	do {                                                              \
+		int rc_ = (expr);                                         \
+		INFO(#expr << " -> " << dc_err_name(rc_) << ": "          \
+			   << dc_errormsg());                             \
+		REQUIRE(std::string(dc_err_name(rc_)) == dc_err_name(want)); \
+		REQUIRE(rc_ == (want));                                   \
+		REQUIRE(std::string(dc_errormsg()).size() > 0);           \
+	} while (0)
+
 namespace dctest {
 
 inline std::string env_or(const char *k, const char *d)
@@ -205,6 +226,15 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 			int st;
 			if (waitpid(pid, &st, WNOHANG) == pid) {
 				exited = finished = true;
+				// ending by itself means exiting: a signal
+				// (SIGILL, SIGSEGV ...) is a failure
+				if (WIFSIGNALED(st)) {
+					o.equivalent = false;
+					o.why += p.name + "/" + proto +
+						": died of signal " +
+						std::to_string(WTERMSIG(st)) +
+						"\n";
+				}
 				break;
 			}
 			if (!last && now_ms() >= deadline) {
@@ -273,10 +303,11 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 	std::string cmd = env_or("DC_EQUIV", "dc-equiv") + " " + (d / "ref.out") +
 		" " + (d / "obs.out") + " > " + (d / "equiv.txt");
 	int rc = system(cmd.c_str());
-	o.equivalent = WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
-	if (!o.equivalent)
-		o.why = p.name + "/" + proto + ": " +
+	bool eq = WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+	if (!eq)
+		o.why += p.name + "/" + proto + ": " +
 			test::read_file(d / "equiv.txt");
+	o.equivalent = o.equivalent && eq;
 	std::string fa = dir_listing(cwd), fb = dir_listing(rcwd);
 	o.files_equal = fa == fb;
 	if (!o.files_equal && o.why.empty())

@@ -124,27 +124,27 @@ TEST_CASE("dc_status reports a missing or corrupt directory", "[refuse]")
 {
 	test::TempDir d;
 	struct dc_status st;
-	REQUIRE_RC(dc_status((d / "none").c_str(), &st), DC_ENOCKPT);
+	DC_REQUIRE_RC(dc_status((d / "none").c_str(), &st), DC_ENOCKPT);
 	// garbage without a valid commit record: a crash while the directory
 	// was created; nothing to recover
 	REQUIRE(mkdir((d / "bad").c_str(), 0700) == 0);
 	test::write_file(d / "bad/ctl", std::string(65536 + 4096, 'x'));
-	REQUIRE_RC(dc_status((d / "bad").c_str(), &st), DC_ENOCKPT);
+	DC_REQUIRE_RC(dc_status((d / "bad").c_str(), &st), DC_ENOCKPT);
 	// a committed checkpoint whose superblock is damaged is corrupt
 	std::string ck = d / "ck";
 	counter(ck, 40, 200);
-	REQUIRE_OK(dc_status(ck.c_str(), &st));
+	DC_REQUIRE_OK(dc_status(ck.c_str(), &st));
 	REQUIRE(st.generation >= 1);
 	int fd = open((ck + "/ctl").c_str(), O_RDWR);
 	REQUIRE(fd >= 0);
 	REQUIRE(pwrite(fd, "X", 1, RIO_POOL_HDR_SIZE + 100) == 1);
 	close(fd);
-	REQUIRE_RC(dc_status(ck.c_str(), &st), DC_ECORRUPT);
+	DC_REQUIRE_RC(dc_status(ck.c_str(), &st), DC_ECORRUPT);
 	enum dc_protocol pr;
-	REQUIRE_RC(dc_protocol_parse("nope", &pr), DC_EPROTOCOL);
-	REQUIRE_OK(dc_protocol_parse("CBNDVS-LOG", &pr));
+	DC_REQUIRE_RC(dc_protocol_parse("nope", &pr), DC_EPROTOCOL);
+	DC_REQUIRE_OK(dc_protocol_parse("CBNDVS-LOG", &pr));
 	REQUIRE(pr == DC_CBNDVS_LOG);
-	REQUIRE_RC(dc_checkpoint(), DC_ENOTINIT);
+	DC_REQUIRE_RC(dc_checkpoint(), DC_ENOTINIT);
 }
 
 // Runs dc-test-files until it finishes by itself (at most 4 runs); the
