@@ -62,12 +62,11 @@ window_off(uint64_t a)
 }
 
 /* The window's offset, taking a new slot if it has none (invariant 1). */
-static int64_t
-window_off_new(uint64_t a)
+static int
+window_off_new(uint64_t a, int64_t *off)
 {
-	int64_t off = window_off(a);
-	if (off >= 0)
-		return off;
+	if ((*off = window_off(a)) >= 0)
+		return 0;
 	struct dc_slots *t = slots();
 	if (t->n >= DC_SLOTS)
 		return dc__err(DC_ELIMIT, "shadow: the process uses more than "
@@ -79,55 +78,98 @@ window_off_new(uint64_t a)
 	/* The slot must be durable before bytes are written at its offsets
 	 * (invariant 1). */
 	rio_persist(dc__vol.ctl, &t->n, sizeof(uint64_t));
-	return (int64_t)((t->n - 1) << DC_SLOT_SHIFT);
+	*off = (int64_t)((t->n - 1) << DC_SLOT_SHIFT);
+	return 0;
 }
 
-/* Length of [a, a + len) that stays inside a's window. */
-static uint64_t
-in_window(uint64_t a, uint64_t len)
-{
-	uint64_t room = SLOT_SIZE - (a & (SLOT_SIZE - 1));
-	return len < room ? len : room;
-}
+/*
+ * Call fn for each piece of [a, a + len) that lies in one window, in
+ * order, with the piece's file offset (-1: its window has no slot; with
+ * create, one is taken first).  Stops at the first non-zero return.
+ */
+struct piece {
+	char *p;                /* caller's buffer for [a0, ...) */
+	uint64_t a0;
+};
+typedef long (*piece_fn)(struct piece *c, uint64_t a, uint64_t k, int64_t off);
 
-int
-dc__shadow_write(const void *src, uint64_t len, uint64_t a)
+static long
+each_piece(uint64_t a, uint64_t len, bool create, piece_fn fn,
+	struct piece *c)
 {
-	const char *p = src;
 	while (len > 0) {
-		int64_t w = window_off_new(a);
-		if (w < 0)
-			return (int)w;
-		uint64_t k = in_window(a, len);
-		uint64_t off = (uint64_t)w + (a & (SLOT_SIZE - 1));
-		int rc = dc__pwrite_all(dc__vol.shadow_fd, p, k, off);
+		uint64_t room = SLOT_SIZE - (a & (SLOT_SIZE - 1));
+		uint64_t k = len < room ? len : room;
+		int64_t w;
+		if (create) {
+			int rc = window_off_new(a, &w);
+			if (rc)
+				return rc;
+		} else {
+			w = window_off(a);
+		}
+		long rc = fn(c, a, k, w < 0 ? -1 :
+			w + (int64_t)(a & (SLOT_SIZE - 1)));
 		if (rc)
 			return rc;
-		p += k;
 		a += k;
 		len -= k;
 	}
 	return 0;
 }
 
+static long
+write_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
+{
+	return dc__pwrite_all(dc__vol.shadow_fd, c->p + (a - c->a0), k,
+		(uint64_t)off);
+}
+
+int
+dc__shadow_write(const void *src, uint64_t len, uint64_t a)
+{
+	struct piece c = { (char *)(uintptr_t)src, a };
+	return (int)each_piece(a, len, true, write_piece, &c);
+}
+
+static long
+punch_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
+{
+	(void)c;
+	if (off < 0 || fallocate(dc__vol.shadow_fd, FALLOC_FL_PUNCH_HOLE |
+				     FALLOC_FL_KEEP_SIZE, off, (off_t)k) == 0)
+		return 0;
+	return dc__err(errno == EOPNOTSUPP ? DC_EFS : -errno, "shadow: punch "
+		"%#lx+%#lx: %s (the directory needs a file system with hole "
+		"punching: tmpfs, ext4, xfs, btrfs)", (unsigned long)a,
+		(unsigned long)k, strerror(errno));
+}
+
 int
 dc__shadow_punch(uint64_t a, uint64_t len)
 {
-	while (len > 0) {
-		uint64_t k = in_window(a, len);
-		int64_t w = window_off(a);
-		if (w >= 0 &&
-		    fallocate(dc__vol.shadow_fd, FALLOC_FL_PUNCH_HOLE |
-				    FALLOC_FL_KEEP_SIZE,
-			    w + (int64_t)(a & (SLOT_SIZE - 1)), (off_t)k) != 0)
-			return dc__err(errno == EOPNOTSUPP ? DC_EFS : -errno,
-				"shadow: punch %#lx+%#lx: %s (the directory "
-				"needs a file system with hole punching: tmpfs, "
-				"ext4, xfs, btrfs)", (unsigned long)a,
-				(unsigned long)k, strerror(errno));
-		a += k;
-		len -= k;
+	return (int)each_piece(a, len, false, punch_piece, NULL);
+}
+
+/* Raw reads from here on (invariant 2). */
+static long
+read_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
+{
+	char *p = c->p + (a - c->a0);
+	for (uint64_t o = 0; off >= 0 && o < k;) {
+		long r = SYS(SYS_pread64, dc__vol.shadow_fd, p + o, k - o,
+			(uint64_t)off + o, 0, 0);
+		if (r < 0)
+			return dc__err((int)r, "shadow: read %#lx",
+				(unsigned long)a);
+		if (r == 0) { /* past the end: a hole */
+			memset(p + o, 0, k - o);
+			return 0;
+		}
+		o += (uint64_t)r;
 	}
+	if (off < 0)
+		memset(p, 0, k);
 	return 0;
 }
 
@@ -135,32 +177,34 @@ dc__shadow_punch(uint64_t a, uint64_t len)
 int
 dc__shadow_read(void *dst, uint64_t len, uint64_t a)
 {
-	char *p = dst;
-	while (len > 0) {
-		uint64_t k = in_window(a, len);
-		int64_t w = window_off(a);
-		if (w < 0) {
-			memset(p, 0, k);
-		} else {
-			uint64_t off = (uint64_t)w + (a & (SLOT_SIZE - 1));
-			for (uint64_t o = 0; o < k;) {
-				long r = SYS(SYS_pread64, dc__vol.shadow_fd,
-					p + o, k - o, off + o, 0, 0);
-				if (r < 0)
-					return dc__err((int)r, "shadow: read "
-						"%#lx", (unsigned long)a);
-				if (r == 0) { /* past the end: a hole */
-					memset(p + o, 0, k - o);
-					break;
-				}
-				o += (uint64_t)r;
-			}
+	struct piece c = { dst, a };
+	return (int)each_piece(a, len, false, read_piece, &c);
+}
+
+/* The stored extents of a piece, into memory at their addresses. */
+static long
+copy_piece(struct piece *c, uint64_t a, uint64_t k, int64_t lo)
+{
+	(void)c;
+	int sfd = dc__vol.shadow_fd;
+	uint64_t hi = (uint64_t)lo + k;
+	long off = lo < 0 ? -ENXIO : SYS(SYS_lseek, sfd, lo, SEEK_DATA, 0, 0, 0);
+	while (off >= 0 && (uint64_t)off < hi) {
+		long hole = SYS(SYS_lseek, sfd, off, SEEK_HOLE, 0, 0, 0);
+		if (hole < 0 || (uint64_t)hole > hi)
+			hole = (long)hi;
+		for (long o = off; o < hole;) {
+			long r = SYS(SYS_pread64, sfd, a + ((uint64_t)o -
+				(uint64_t)lo), hole - o, o, 0, 0);
+			if (r <= 0)
+				return r < 0 ? r : -EIO;
+			o += r;
 		}
-		p += k;
-		a += k;
-		len -= k;
+		if ((uint64_t)hole >= hi)
+			return 0;
+		off = SYS(SYS_lseek, sfd, hole, SEEK_DATA, 0, 0, 0);
 	}
-	return 0;
+	return off < 0 && off != -ENXIO ? off : 0;
 }
 
 /*
@@ -171,36 +215,5 @@ dc__shadow_read(void *dst, uint64_t len, uint64_t a)
 long
 dc__shadow_copy_in(uint64_t a, uint64_t b)
 {
-	int sfd = dc__vol.shadow_fd;
-	while (a < b) {
-		uint64_t k = in_window(a, b - a);
-		int64_t w = window_off(a);
-		if (w >= 0) {
-			uint64_t lo = (uint64_t)w + (a & (SLOT_SIZE - 1));
-			uint64_t hi = lo + k;
-			long off = SYS(SYS_lseek, sfd, lo, SEEK_DATA, 0, 0, 0);
-			while (off >= 0 && (uint64_t)off < hi) {
-				long hole = SYS(SYS_lseek, sfd, off, SEEK_HOLE,
-					0, 0, 0);
-				if (hole < 0 || (uint64_t)hole > hi)
-					hole = (long)hi;
-				for (long o = off; o < hole;) {
-					long r = SYS(SYS_pread64, sfd,
-						a + ((uint64_t)o - lo),
-						hole - o, o, 0, 0);
-					if (r <= 0)
-						return r < 0 ? r : -EIO;
-					o += r;
-				}
-				if ((uint64_t)hole >= hi)
-					break;
-				off = SYS(SYS_lseek, sfd, hole, SEEK_DATA, 0, 0,
-					0);
-			}
-			if (off < 0 && off != -ENXIO)
-				return off;
-		}
-		a += k;
-	}
-	return 0;
+	return each_piece(a, b - a, false, copy_piece, NULL);
 }

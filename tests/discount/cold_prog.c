@@ -27,6 +27,8 @@
 
 #include <dc.h>
 
+#include "prog_util.h"
+
 static char *R;
 
 /* Is the page at p mapped without write permission (cold)? */
@@ -62,15 +64,7 @@ cool(void)
 int
 main(int argc, char **argv)
 {
-	if (argc < 3)
-		return 2;
-	struct dc_opts o = { .dir = argv[1], .protocol = DC_MANUAL };
-	int rc = dc_init(&o);
-	if (rc) {
-		fprintf(stderr, "dc_init: %s: %s\n", dc_strerror(rc),
-			dc_errormsg());
-		return 1;
-	}
+	dc_test_start(argc, argv);
 	R = mmap(NULL, 65536, PROT_READ | PROT_WRITE,
 		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (R == MAP_FAILED)
@@ -91,7 +85,7 @@ main(int argc, char **argv)
 	struct iovec iov = { R + 12288, 4096 };
 	if (preadv(fd, &iov, 1, 4096) != 4096)
 		return 3;
-	rc = dc_checkpoint();
+	int rc = dc_checkpoint();
 	if (rc == 1) {
 		printf("resumed %c %c %c %c\n", R[0], R[4095], R[8192],
 			R[12288]);

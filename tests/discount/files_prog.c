@@ -25,6 +25,8 @@
 
 #include <dc.h>
 
+#include "prog_util.h"
+
 static void
 put(const char *name, const char *s, int flags)
 {
@@ -69,15 +71,7 @@ list(void)
 int
 main(int argc, char **argv)
 {
-	if (argc < 3)
-		return 2;
-	struct dc_opts o = { .dir = argv[1], .protocol = DC_MANUAL };
-	int rc = dc_init(&o);
-	if (rc) {
-		fprintf(stderr, "dc_init: %s: %s\n", dc_strerror(rc),
-			dc_errormsg());
-		return 1;
-	}
+	dc_test_start(argc, argv);
 	if (chdir(argv[2]) != 0)
 		return 2;
 	put("keep", "original", O_TRUNC);
@@ -86,7 +80,7 @@ main(int argc, char **argv)
 	put("gone", "still here", O_TRUNC);
 	put("moved", "m", O_TRUNC);
 	put("emptied", "full", O_TRUNC);
-	rc = dc_checkpoint();
+	int rc = dc_checkpoint();
 	if (rc < 0)
 		return 1;
 	if (rc == 1) {

@@ -107,6 +107,26 @@ inline pid_t spawn(const std::vector<std::string> &argv, int in, int out,
 	return pid;
 }
 
+// Run argv (standard input from /dev/null unless in, output and errors
+// captured), optionally SIGKILLed after kill_ms; its wait status in *st.
+inline std::string run_capture(const std::vector<std::string> &argv, int *st,
+	const std::vector<std::string> &env = {}, int kill_ms = 0)
+{
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	pid_t pid = spawn(argv, 0, p[1], "/", env);
+	close(p[1]);
+	if (kill_ms) {
+		usleep((useconds_t)kill_ms * 1000);
+		kill(pid, SIGKILL);
+	}
+	waitpid(pid, st, 0);
+	std::string out;
+	drain(p[0], out);
+	close(p[0]);
+	return out;
+}
+
 // Failure-free run of the program on input E, fed through a pipe as the
 // observed runs are (a program may tell a pipe from a file: GNU ed stops at
 // the first error when its input is a regular file, and goes on when it is

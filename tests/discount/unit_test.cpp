@@ -30,21 +30,9 @@ TEST_CASE("dc-equiv: identical except for duplicates of earlier events",
 
 static std::string counter(const std::string &dir, int n, int kill_ms)
 {
-	int p[2];
-	REQUIRE(pipe(p) == 0);
-	pid_t pid = dctest::spawn({ dctest::env_or("DC_COUNTER", "dc-counter"),
-		dir, std::to_string(n) }, 0, p[1], "/", {});
-	close(p[1]);
-	if (kill_ms) {
-		usleep((useconds_t)kill_ms * 1000);
-		kill(pid, SIGKILL);
-	}
 	int st;
-	waitpid(pid, &st, 0);
-	std::string out;
-	dctest::drain(p[0], out);
-	close(p[0]);
-	return out;
+	return dctest::run_capture({ dctest::env_or("DC_COUNTER", "dc-counter"),
+		dir, std::to_string(n) }, &st, {}, kill_ms);
 }
 
 TEST_CASE("linked example continues from its last checkpoint after "
@@ -72,15 +60,9 @@ TEST_CASE("a checkpoint of another program is refused, nothing changed",
 	std::string a = counter(dir, 40, 200);
 	REQUIRE(test::exists(dir + "/ctl"));
 	// bc under dc-run with the counter's directory
-	int p[2];
-	REQUIRE(pipe(p) == 0);
-	pid_t pid = dctest::spawn({ dctest::env_or("DC_RUN", "dc-run"),
-		"--dir", dir, "--", "bc", "-q" }, 0, p[1], "/", {});
-	close(p[1]);
 	int st;
-	waitpid(pid, &st, 0);
-	std::string out;
-	dctest::drain(p[0], out);
+	std::string out = dctest::run_capture({ dctest::env_or("DC_RUN",
+		"dc-run"), "--dir", dir, "--", "bc", "-q" }, &st);
 	INFO(out);
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 70);
@@ -93,29 +75,18 @@ TEST_CASE("a checkpoint of another program is refused, nothing changed",
 TEST_CASE("fork and stream sockets are refused at the call", "[refuse]")
 {
 	test::TempDir d;
-	int p[2];
-	REQUIRE(pipe(p) == 0);
-	// sh -c would fork: dc-run runs the shell, the shell's fork is refused
-	pid_t pid = dctest::spawn({ dctest::env_or("DC_RUN", "dc-run"),
-		"--dir", d / "ck", "--", "sh", "-c", "/bin/true; echo after" },
-		0, p[1], "/", {});
-	close(p[1]);
 	int st;
-	waitpid(pid, &st, 0);
-	std::string out;
-	dctest::drain(p[0], out);
+	// sh -c would fork: dc-run runs the shell, the shell's fork is refused
+	std::string out = dctest::run_capture({ dctest::env_or("DC_RUN",
+		"dc-run"), "--dir", d / "ck", "--", "sh", "-c",
+		"/bin/true; echo after" }, &st);
 	INFO(out);
 	REQUIRE(out.find("refused: fork") != std::string::npos);
 
-	REQUIRE(pipe(p) == 0);
-	pid = dctest::spawn({ dctest::env_or("DC_RUN", "dc-run"), "--dir",
-		d / "ck2", "--", "lua5.4", "-e",
+	out = dctest::run_capture({ dctest::env_or("DC_RUN", "dc-run"),
+		"--dir", d / "ck2", "--", "lua5.4", "-e",
 		"local f = io.popen('true'); print(f and 'opened' or 'no')" },
-		0, p[1], "/", {});
-	close(p[1]);
-	waitpid(pid, &st, 0);
-	out.clear();
-	dctest::drain(p[0], out);
+		&st);
 	INFO(out);
 	REQUIRE(out.find("refused") != std::string::npos);
 }
@@ -155,21 +126,14 @@ static std::string files_until_done(const std::string &dir,
 {
 	std::string out;
 	for (*runs = 1; *runs <= 4; (*runs)++) {
-		int p[2];
-		REQUIRE(pipe(p) == 0);
 		std::vector<std::string> env;
 		if (!redo_max.empty())
 			env.push_back("DC_TEST_REDO_MAX=" + redo_max);
 		if (*runs == 1 && !crash_at.empty())
 			env.push_back("DC_CRASH_AT=" + crash_at);
-		pid_t pid = dctest::spawn({ dctest::env_or("DC_TEST_FILES",
-			"dc-test-files"), dir, work }, 0, p[1], "/", env);
-		close(p[1]);
 		int st;
-		waitpid(pid, &st, 0);
-		out.clear();
-		dctest::drain(p[0], out);
-		close(p[0]);
+		out = dctest::run_capture({ dctest::env_or("DC_TEST_FILES",
+			"dc-test-files"), dir, work }, &st, env);
 		INFO(out);
 		if (WIFEXITED(st)) {
 			REQUIRE(WEXITSTATUS(st) == 0);
@@ -230,16 +194,9 @@ TEST_CASE("writes into cold regions, by the kernel or a store, are "
 	test::write_file(in, std::string(4096, 'b') + std::string(4096, 'd'));
 	std::string out;
 	for (int run = 0; run < 2; run++) {
-		int p[2];
-		REQUIRE(pipe(p) == 0);
-		pid_t pid = dctest::spawn({ dctest::env_or("DC_TEST_COLD",
-			"dc-test-cold"), d / "ck", in }, 0, p[1], "/", {});
-		close(p[1]);
 		int st;
-		waitpid(pid, &st, 0);
-		out.clear();
-		dctest::drain(p[0], out);
-		close(p[0]);
+		out = dctest::run_capture({ dctest::env_or("DC_TEST_COLD",
+			"dc-test-cold"), d / "ck", in }, &st);
 		INFO(out);
 		if (run == 0) { // killed itself after the last checkpoint
 			REQUIRE(WIFSIGNALED(st));
