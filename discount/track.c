@@ -17,7 +17,8 @@
  *   HOT   scanned at every checkpoint;
  *   COLD  a hot region whose pages were not written for COOL_AFTER
  *         checkpoints is made read-only (mprotect without PROT_WRITE) and
- *         not scanned.  The first user-mode write faults (SIGSEGV,
+ *         not scanned (one that is not writable anyway just stops being
+ *         scanned).  The first user-mode write faults (SIGSEGV,
  *         SEGV_ACCERR, sud.c hands it here), the region gets its real
  *         protection back and is hot again; the retried write then goes
  *         through the uffd-wp fault as usual.
@@ -180,8 +181,9 @@ warm(unsigned i)
 {
 	const struct dc__region *r = &dc__st.reg[i];
 	/* raw call: runs in the SIGSEGV handler too */
-	dc__sys6(SYS_mprotect, (long)r->start, (long)(r->end - r->start),
-		(long)r->prot, 0, 0, 0);
+	if (r->prot & PROT_WRITE)
+		dc__sys6(SYS_mprotect, (long)r->start,
+			(long)(r->end - r->start), (long)r->prot, 0, 0, 0);
 	dc__vol.cold[i] = false;
 	dc__vol.idle[i] = 0;
 	dc__vol.ncold--;
@@ -297,9 +299,13 @@ dc__track_note(unsigned i, bool written)
 		dc__vol.idle[i] = 0;
 		return;
 	}
-	if (!(r->prot & PROT_WRITE) || ++dc__vol.idle[i] < COOL_AFTER)
+	if (++dc__vol.idle[i] < COOL_AFTER)
 		return;
-	if (dc__sys6(SYS_mprotect, (long)r->start, (long)(r->end - r->start),
+	/* A region without PROT_WRITE (an anonymous reservation) is cold
+	 * as it is: only mprotect, mmap or mremap over it can make it
+	 * writable, and those make it hot first (sud.c). */
+	if ((r->prot & PROT_WRITE) &&
+	    dc__sys6(SYS_mprotect, (long)r->start, (long)(r->end - r->start),
 		    (long)(r->prot & ~PROT_WRITE), 0, 0, 0) != 0)
 		return; /* stays hot */
 	dc__vol.cold[i] = true;
