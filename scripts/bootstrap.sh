@@ -28,6 +28,7 @@ PACKAGES=(
 	libxxhash-dev
 	# the Rio file cache (index; sqlite3 is the unmodified program tested)
 	liburcu-dev
+	sqlite3
 	# libvista
 	# libvistagrams
 	# discount (the crash tests run these unmodified; benchmarks use cjpeg, xz, gnuplot)

@@ -57,6 +57,8 @@ enum vista_errno { VISTA_ERRNO_MAP(VISTA__ERRNO_ENUM) };
 
 VISTA_EXPORT const char *vista_strerror(int rc); /* any code of the stack */
 VISTA_EXPORT const char *vista_errormsg(void);   /* = rio_errormsg() */
+/* Symbolic name ("VISTA_ENOTX", "RIO_EBADCSUM", "ENOENT", "OK") of a code. */
+VISTA_EXPORT const char *vista_err_name(int rc);
 
 typedef struct vista vista;
 typedef struct vista_segment vista_segment;
@@ -69,18 +71,28 @@ struct vista_opts {
 	/* Concurrent transactions (threads) at most; 0 = 8. */
 	unsigned lanes;
 	/* librio flags for the log and every segment: RIO_FORCE_* to choose
-	 * the persistence domain, RIO_SAFE_SYNC, RIO_PROTECT. */
+	 * the persistence domain, RIO_SAFE_SYNC (disk images of emulated
+	 * pools), RIO_NO_SIGNALS; RIO_PROTECT keeps every segment
+	 * write-protected outside the pages transactions declare. */
 	unsigned rio_flags;
 };
 
 /*
  * Open (or create) the log and return an instance.  Recovery of the log
  * itself happens here; before-images are copied back into each segment
- * when that segment is mapped.
+ * when that segment is mapped.  An existing log keeps the lane count and
+ * size it was created with (opts->lanes and opts->log_size are ignored).
+ * Every pool of the instance (log and segments) uses one persistence
+ * domain: the one forced by opts->rio_flags, else $RIO_DOMAIN, else what
+ * libpmem2 reports for the log.
+ * Returns 0, -EINVAL, -EBUSY (the log is in use by another instance or
+ * process), VISTA_ELAYOUT, VISTA_ECORRUPT (nothing is changed then), or
+ * any error of rio_pool_open/create.
  */
 VISTA_EXPORT int vista_init(const struct vista_opts *opts, vista **v);
 /* Unmap every segment and close the log.  VISTA_EINTX if a transaction is
- * active on any thread (nothing is closed then). */
+ * active on any thread (nothing is closed then).  No other call on v may
+ * run concurrently with it. */
 VISTA_EXPORT int vista_fini(vista *v);
 
 /* vista_map flags */
@@ -89,25 +101,50 @@ VISTA_EXPORT int vista_fini(vista *v);
 
 /*
  * Map segment `path` at `addr` (page aligned).  A new segment (VISTA_CREATE)
- * needs addr and size; an existing one maps where it was created (addr may
- * be NULL, or must match).  Recovery runs here: any uncommitted transaction
+ * needs addr and size: `size` is the user area wanted (rounded up to whole
+ * pages); the segment occupies vista_segment_footprint(size) bytes of
+ * address space from addr (headers and heap metadata come first).  An
+ * existing one maps where it was created (addr may be NULL, or must match;
+ * size is then ignored).  Recovery runs here: any uncommitted transaction
  * that touched this segment is rolled back before the call returns, and
- * recovery is idempotent.  Returns 0, VISTA_EMAPPED, VISTA_ELAYOUT,
- * VISTA_ECORRUPT, RIO_EADDRINUSE, or any error of rio_pool_open/create.
+ * recovery is idempotent.  Returns 0, VISTA_EMAPPED (mapped already, by
+ * this instance, another one or another process), VISTA_ELAYOUT,
+ * VISTA_ECORRUPT, RIO_EADDRINUSE, -ENOENT, -EEXIST (VISTA_EXCL), -EINVAL,
+ * or any error of rio_pool_open/create.
  */
 VISTA_EXPORT int vista_map(vista *v, const char *path, void *addr,
 	size_t size, unsigned flags, vista_segment **seg);
-/* VISTA_EINTX if a transaction of this thread has set ranges in it. */
+/* VISTA_EINTX if a transaction (of any thread) has set ranges in it;
+ * otherwise the result of rio_pool_close (the segment is unmapped). */
 VISTA_EXPORT int vista_unmap(vista_segment *seg);
 
+/*
+ * The user area.  It is also the arena of the segment's heap: a program
+ * uses a segment either raw (any layout it likes, declared with
+ * vista_set_range; no vista_malloc/vista_root on it) or through the heap
+ * (only blocks it allocated), never both.  A fixed layout next to heap
+ * objects goes in the root object (vista_root).
+ */
 VISTA_EXPORT void *vista_segment_base(const vista_segment *seg);  /* user area */
 VISTA_EXPORT size_t vista_segment_size(const vista_segment *seg);
 VISTA_EXPORT rio_pool *vista_segment_pool(const vista_segment *seg);
+/* Bytes of address space (and file) a segment with a user area of `size`
+ * bytes occupies from its address: headers and heap metadata included. */
+VISTA_EXPORT size_t vista_segment_footprint(size_t size);
+/* Segments and lanes waiting for recovery: the number of log lanes that
+ * hold a transaction of an earlier run not yet rolled back in every
+ * segment it touched (those segments have not been mapped yet). */
+VISTA_EXPORT unsigned vista_pending_lanes(const vista *v);
 
 /* ---- transactions (one per thread) ---- */
 
 #define VISTA_TX_AUTO (1u << 0) /* find modified pages by write faults */
 
+/*
+ * Start a transaction on the calling thread (the first one gives the thread
+ * a log lane).  Returns 0, VISTA_EINTX (one is running: they do not nest),
+ * VISTA_ENOLANE, VISTA_EPENDING, VISTA_EFATAL, -EINVAL.  Costs no fence.
+ */
 VISTA_EXPORT int vista_begin_transaction(vista *v, unsigned flags);
 
 /*
@@ -124,7 +161,9 @@ struct vista_range {
 	void *addr;
 	size_t len;
 };
-/* Several ranges with a single persist barrier. */
+/* Several ranges with a single persist barrier (one log record).  Either
+ * every range is declared or none: VISTA_ERANGE for any bad range,
+ * VISTA_ELOGFULL, -E2BIG (more than 65535 pieces), -ENOMEM. */
 VISTA_EXPORT int vista_set_ranges(vista *v, size_t n,
 	const struct vista_range *ranges);
 
@@ -135,6 +174,10 @@ VISTA_EXPORT int vista_end_transaction(vista *v);
  * what the transaction allocated, keeps what it freed. */
 VISTA_EXPORT int vista_abort_transaction(vista *v);
 VISTA_EXPORT bool vista_in_transaction(const vista *v);
+/* Give up the calling thread's log lane (threads keep their lane from
+ * their first transaction until they exit).  VISTA_EINTX inside a
+ * transaction. */
+VISTA_EXPORT int vista_thread_detach(vista *v);
 
 /*
  * With VISTA_TX_AUTO the segments are write-protected; the kernel cannot
@@ -159,6 +202,32 @@ VISTA_EXPORT int vista_free(vista_segment *seg, void *ptr);
 /* The segment's root object: allocated zeroed, `size` bytes, the first time;
  * the same block afterwards (VISTA_ERANGE if size grew). */
 VISTA_EXPORT int vista_root(vista_segment *seg, size_t size, void **root);
+
+/* Usable bytes of an allocated block (its size class or page multiple). */
+VISTA_EXPORT size_t vista_usable_size(const vista_segment *seg,
+	const void *ptr);
+
+struct vista_heap_info {
+	uint64_t pages;        /* arena pages */
+	uint64_t free_pages;
+	uint64_t run_pages;    /* pages holding small blocks */
+	uint64_t large_pages;  /* pages of large objects */
+	uint64_t blocks;       /* allocated objects, small and large */
+	uint64_t bytes;        /* their usable bytes */
+};
+/*
+ * Walk the heap metadata and check its invariants (docs/FORMAT.md): every
+ * page is free, a run or part of exactly one large object, and no bitmap
+ * claims a block that cannot exist.  Returns 0 (info filled if non-NULL)
+ * or VISTA_ECORRUPT with the first violation in vista_errormsg().
+ * Blocks of transactions still running count as allocated.
+ */
+VISTA_EXPORT int vista_heap_check(vista_segment *seg,
+	struct vista_heap_info *info);
+/* Call fn for every allocated block, in address order; a non-zero return
+ * stops the walk and is returned. */
+VISTA_EXPORT int vista_heap_walk(vista_segment *seg,
+	int (*fn)(void *ptr, size_t size, void *arg), void *arg);
 
 /* ---- statistics ---- */
 

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * heap_layout.h -- on-media layout of a segment's persistent heap
+ *
+ * The arena (the segment's user area) is divided into 4096-byte pages.  The
+ * heap metadata, in its own pages before the arena, is
+ *
+ *   +0          heap header (64 bytes): the root object
+ *   +64         page map: one uint64_t per arena page
+ *   +bits_off   run bitmaps: four uint64_t (256 bits) per arena page
+ *
+ * A page is FREE, the single page of a RUN of small blocks of one size
+ * class, the head page of a LARGE object of n pages, or a CONT page of a
+ * LARGE object.  Each page map entry is one aligned 8-byte word, so it is
+ * never torn.  Blocks of class c in a run sit at page + i * size(c); bit i
+ * of the page's bitmap is set while block i is allocated.
+ *
+ * Invariants (checked by vista_heap_check):
+ *   H1. a LARGE head of n pages is followed by n - 1 CONT pages whose
+ *       entries give their distance to the head; no other page is CONT;
+ *   H2. bitmaps of FREE, LARGE and CONT pages are zero; bits of a RUN at or
+ *       beyond its block count are zero;
+ *   H3. the root, if set, is an allocated block of at least root_size bytes.
+ */
+#ifndef VISTA_HEAP_LAYOUT_H
+#define VISTA_HEAP_LAYOUT_H
+
+#include <stdint.h>
+
+#include "rio.h"
+
+#define VISTA_HEAP_HDR_SIZE 64u
+
+struct vista_heap_hdr {
+	uint64_t root_off;  /* 0  root object, offset from the segment base */
+	uint64_t root_size; /* 8  bytes asked for when it was made */
+	uint64_t reserved[6]; /* 16 zero */
+};
+RIO_STATIC_ASSERT(sizeof(struct vista_heap_hdr) == VISTA_HEAP_HDR_SIZE,
+	"heap header is one cache line");
+
+/* Page map entry: kind in bits 0..7, class in 8..15, n in 32..63. */
+#define VISTA_PG_FREE 0u
+#define VISTA_PG_RUN 1u  /* class = size class */
+#define VISTA_PG_LARGE 2u /* n = pages of the object */
+#define VISTA_PG_CONT 3u /* n = distance to the LARGE head */
+
+static inline uint64_t
+vista_pg_make(unsigned kind, unsigned cls, uint32_t n)
+{
+	return (uint64_t)kind | ((uint64_t)cls << 8) | ((uint64_t)n << 32);
+}
+static inline unsigned vista_pg_kind(uint64_t e) { return (unsigned)(e & 0xff); }
+static inline unsigned vista_pg_class(uint64_t e) { return (unsigned)((e >> 8) & 0xff); }
+static inline uint32_t vista_pg_n(uint64_t e) { return (uint32_t)(e >> 32); }
+/* Bits 16..31 must be zero. */
+#define VISTA_PG_RESERVED_MASK 0xffff0000ull
+
+#define VISTA_RUN_WORDS 4u /* bitmap words per page: at most 256 blocks */
+
+/*
+ * Size classes: block sizes (multiples of 16, so every block is 16-byte
+ * aligned) up to 2048 bytes.  Larger objects are LARGE: whole pages.
+ * Changing this table changes the format (nclasses in the segment header).
+ */
+#define VISTA_NCLASSES 24u
+static const uint16_t vista_class_size[VISTA_NCLASSES] = {
+	16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256,
+	320, 384, 448, 512, 640, 768, 896, 1024, 1280, 1536, 1792, 2048,
+};
+#define VISTA_SMALL_MAX 2048u
+
+/* Bytes of heap metadata for an arena of npages pages (page multiple). */
+static inline uint64_t
+vista_heap_meta_size(uint64_t npages)
+{
+	uint64_t pmap = (VISTA_HEAP_HDR_SIZE + 8 * npages + 63) & ~63ull;
+	uint64_t bits = 8 * VISTA_RUN_WORDS * npages;
+	return (pmap + bits + 4095) & ~4095ull;
+}
+
+static inline uint64_t
+vista_heap_bits_off(uint64_t npages)
+{
+	return (VISTA_HEAP_HDR_SIZE + 8 * npages + 63) & ~63ull;
+}
+
+#endif /* VISTA_HEAP_LAYOUT_H */

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * log_layout.h -- on-media layout of the vista log pool
+ *
+ * The log is a rio pool (layout name "vista.log") whose user area holds
+ *
+ *   +0        log header (4096 bytes, written once at create)
+ *   +4096     segment table: VISTA_MAX_SEGMENTS entries of 64 bytes
+ *   +lanes_off  nlanes lanes of lane_size bytes each (page aligned)
+ *
+ * A lane is a 64-byte lane header followed by the record area.  The lane
+ * header's `gen` is the truncation word: a record belongs to the lane's
+ * current transaction iff its gen equals the lane's gen and its check
+ * verifies; commit and abort discard every record with ONE aligned 8-byte
+ * store (gen + 1).  Records are appended at 64-byte aligned positions and
+ * each is made durable before the next is written, so the valid records of
+ * a lane always form a prefix of its record area.
+ *
+ * docs/FORMAT.md has the tables, the persist orders and what a torn write of
+ * each part leaves behind.  All fields are little-endian.
+ *
+ * Versioning: a reader refuses another major version and unknown incompat
+ * features (VISTA_ELAYOUT); reserved bytes must be zero.
+ */
+#ifndef VISTA_LOG_LAYOUT_H
+#define VISTA_LOG_LAYOUT_H
+
+#include <stdint.h>
+
+#include "rio.h"
+
+#define VISTA_LOG_LAYOUT "vista.log" /* rio pool layout name */
+#define VISTA_LOG_MAGIC "VISTALG"    /* 7 chars + NUL */
+#define VISTA_LOG_MAJOR 1
+#define VISTA_LOG_MINOR 0
+#define VISTA_LOG_HDR_SIZE 4096u
+
+#define VISTA_LOG_COMPAT_KNOWN 0u
+#define VISTA_LOG_INCOMPAT_KNOWN 0u
+#define VISTA_LOG_RO_COMPAT_KNOWN 0u
+
+#define VISTA_LOG_CSUM_SEED 0x5649535441484452ull    /* "VISTAHDR" */
+#define VISTA_SEGENT_CSUM_SEED 0x5649535441534547ull /* "VISTASEG" */
+
+#define VISTA_MAX_SEGMENTS 256u /* segment table entries */
+#define VISTA_SEGTAB_OFF VISTA_LOG_HDR_SIZE
+#define VISTA_LANES_OFF (VISTA_SEGTAB_OFF + VISTA_MAX_SEGMENTS * 64u)
+#define VISTA_MIN_LANE_SIZE (16u * 1024u)
+#define VISTA_REC_ALIGN 64u
+
+struct vista_log_hdr {
+	char magic[8];      /* 0    "VISTALG\0" */
+	uint16_t major;     /* 8    */
+	uint16_t minor;     /* 10   */
+	uint32_t hdr_size;  /* 12   VISTA_LOG_HDR_SIZE */
+	uint32_t compat;    /* 16   */
+	uint32_t incompat;  /* 20   */
+	uint32_t ro_compat; /* 24   */
+	uint32_t nlanes;    /* 28   */
+	uint64_t lane_size; /* 32   bytes per lane, multiple of 4096 */
+	uint64_t lanes_off; /* 40   offset of lane 0 from this header */
+	uint64_t segtab_off; /* 48  offset of the segment table */
+	uint32_t segtab_len; /* 56  entries (VISTA_MAX_SEGMENTS) */
+	uint32_t reserved0;  /* 60  zero */
+	uint64_t salt;       /* 64  random: seeds record checks and seals */
+	uint8_t reserved[VISTA_LOG_HDR_SIZE - 72 - 8]; /* 72 zero */
+	uint64_t checksum;   /* 4088 rio_checksum(bytes 0..4087) */
+};
+
+/*
+ * One segment known to the log: records name segments by their index in
+ * this table.  An all-zero entry is free.  An entry is written (and made
+ * durable) by vista_map() before any record can name it, and is reused for
+ * another segment only when no record of any lane can name it any more.
+ */
+struct vista_segent {
+	uint8_t uuid[16];  /* 0   the segment's rio pool uuid */
+	uint64_t base;     /* 16  address the segment maps at */
+	uint64_t size;     /* 24  pool size in bytes */
+	uint64_t serial;   /* 32  registration counter (informational) */
+	uint8_t reserved[16]; /* 40 zero */
+	uint64_t checksum; /* 56  rio_checksum(bytes 0..55, seed ^ index) */
+};
+
+/*
+ * Lane header: one cache line.  `gen` is the truncation word.  done_gen /
+ * done[] record partial recovery: when done_gen == gen, bit i of done[]
+ * says the records of segment-table entry i have been rolled back already
+ * and must never be applied again.
+ */
+struct vista_lane_hdr {
+	uint64_t gen;      /* 0   current generation, >= 1 */
+	uint64_t done_gen; /* 8   generation done[] applies to */
+	uint64_t done[VISTA_MAX_SEGMENTS / 64]; /* 16 recovered segments */
+	uint64_t reserved[2]; /* 48 zero */
+};
+
+/* Record types */
+#define VISTA_REC_RANGES 1 /* before-images: count descriptors, then data */
+#define VISTA_REC_ALLOC 2  /* heap blocks the transaction allocated */
+#define VISTA_REC_FREE 3   /* heap blocks the transaction frees at commit */
+
+/* Record flags */
+#define VISTA_REC_F_SEALED 1u /* check is a seal written last (byte domain) */
+
+/*
+ * Record header.  `check` covers the rest of the record:
+ *   - checksummed record: rio_checksum(bytes 8..len-1, seed(lane, pos));
+ *   - sealed record (VISTA_REC_F_SEALED, byte domain only): a mix of gen,
+ *     the header words and seed(lane, pos), stored last; the persistence
+ *     domain keeps stores in program order, so a record whose seal is
+ *     present is complete.
+ * `prev` is the stride of the previous record (0 for the first), so that
+ * records can be undone newest first without a separate index.
+ */
+struct vista_rec {
+	uint64_t check; /* 0  */
+	uint64_t gen;   /* 8  lane generation of the transaction */
+	uint32_t len;   /* 16 bytes used, header included; stride = round 64 */
+	uint16_t type;  /* 20 VISTA_REC_* */
+	uint16_t count; /* 22 descriptors or objects */
+	uint32_t prev;  /* 24 stride of the previous record, 0 if first */
+	uint16_t flags; /* 28 VISTA_REC_F_* */
+	uint16_t reserved; /* 30 zero */
+};
+
+/*
+ * A before-image descriptor (VISTA_REC_RANGES).  The descriptors follow the
+ * header; the data of descriptor i follows all descriptors, each padded to
+ * 8 bytes, in descriptor order.
+ */
+struct vista_rdesc {
+	uint64_t off;  /* 0  offset from the segment's mapping base */
+	uint32_t len;  /* 8  bytes of before-image */
+	uint16_t seg;  /* 12 segment table index */
+	uint16_t reserved; /* 14 zero */
+};
+
+/* A heap object (VISTA_REC_ALLOC / VISTA_REC_FREE). */
+#define VISTA_OBJ_SMALL 1 /* block `n` of the run at `page` */
+#define VISTA_OBJ_LARGE 2 /* `n` pages starting at `page` */
+struct vista_robj {
+	uint32_t page;  /* 0  arena page */
+	uint32_t n;     /* 4  block index or page count */
+	uint16_t seg;   /* 8  segment table index */
+	uint8_t kind;   /* 10 VISTA_OBJ_* */
+	uint8_t cls;    /* 11 size class (SMALL) */
+	uint32_t reserved; /* 12 zero */
+};
+
+RIO_STATIC_ASSERT(sizeof(struct vista_log_hdr) == VISTA_LOG_HDR_SIZE,
+	"log header is one page");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_log_hdr, salt) == 64,
+	"salt");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_log_hdr, checksum) == 4088,
+	"log header checksum is last");
+RIO_STATIC_ASSERT(sizeof(struct vista_segent) == 64, "segment entry");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_segent, checksum) == 56,
+	"segment entry checksum is last");
+RIO_STATIC_ASSERT(sizeof(struct vista_lane_hdr) == 64, "lane header");
+RIO_STATIC_ASSERT(sizeof(struct vista_rec) == 32, "record header");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_rec, gen) == 8, "gen");
+RIO_STATIC_ASSERT(sizeof(struct vista_rdesc) == 16, "range descriptor");
+RIO_STATIC_ASSERT(sizeof(struct vista_robj) == 16, "heap object");
+RIO_STATIC_ASSERT(VISTA_LANES_OFF % 4096 == 0, "lanes are page aligned");
+RIO_STATIC_ASSERT(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	"formats are little-endian");
+
+#endif /* VISTA_LOG_LAYOUT_H */

@@ -1,0 +1,586 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tx.c -- transactions: begin, set_range, end (commit), abort
+ *
+ * The hot path of the library.  Per transaction of k declared ranges, in
+ * the cacheline domain:
+ *   set_range      copy the before-image into the lane (log.c), flush it,
+ *                  one fence: k fences (vista_set_ranges: one for all);
+ *   end            flush the declared ranges, one fence (the data is
+ *                  durable), then truncate the log: one 8-byte store, one
+ *                  fence.  Total k + 2.
+ * In the byte domain the same code issues no flush at all (rio_flush is
+ * empty there) and each fence is a compiler barrier.  Nothing on this path
+ * takes a lock, executes an atomic read-modify-write, makes a system call
+ * or allocates (the range set grows past 16 entries only once per lane).
+ *
+ * State machine of a lane (lane->state), owning thread only:
+ *
+ *   IDLE --begin--> ACTIVE --end--> COMMITTING --truncated--> IDLE
+ *                     |
+ *                     +--abort--> ABORTING --truncated--> IDLE
+ *
+ * Invariants
+ *   T1. A range is stored to only after its before-image is durable (the
+ *       program stores after set_range returns; L2 in log.c).
+ *   T2. Commit: every declared range (and fully logged open page) is
+ *       durable before the truncation store, and the truncation is durable
+ *       before end_transaction returns.
+ *   T3. Abort: every before-image is back in place, durably, before the
+ *       truncation; restoring runs newest record first, so the oldest
+ *       image of a byte (the one from before the transaction) wins.
+ *   T4. Each byte of a transaction is logged at most once (coalescing),
+ *       except when an automatic transaction logs a whole page that holds
+ *       an explicitly declared range: then the newer copy is undone first.
+ *   T5. The fault hook never sees a lane in the middle of an append: the
+ *       library stores to protected pages only outside them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vista_int.h"
+
+#define VISTA__MAXGAPS 32
+
+VISTA__COLD static int
+no_tx(const vista *v, const char *call)
+{
+	if (v == NULL)
+		return vista__err(-EINVAL, "%s: NULL instance", call);
+	return vista__err(VISTA_ENOTX,
+		"%s: no transaction is active on this thread", call);
+}
+
+VISTA__COLD static int
+bad_range(const vista *v, const void *addr, size_t len, const char *call)
+{
+	return vista__err(VISTA_ERANGE,
+		"%s(%p, %zu): the range is not inside the user area of one "
+		"segment mapped by this instance (%u mapped)",
+		call, addr, len, v->nmap);
+}
+
+/* Everything but the common case of vista_begin_transaction. */
+VISTA__COLD static int
+begin_slow(vista *v, struct vista_lane *l, unsigned flags)
+{
+	int rc;
+
+	if (l == NULL) {
+		if (v == NULL)
+			return no_tx(v, "vista_begin_transaction");
+		l = vista__lane_get(v, &rc);
+		if (l == NULL)
+			return rc;
+	}
+	if (l->state != VISTA__TX_IDLE)
+		return vista__err(VISTA_EINTX,
+			"vista_begin_transaction: a transaction is already "
+			"active on this thread (they do not nest)");
+	if (flags & ~VISTA_TX_AUTO)
+		return vista__err(-EINVAL,
+			"vista_begin_transaction: unknown flags 0x%x", flags);
+	if (__atomic_load_n(&v->fatal, __ATOMIC_RELAXED))
+		return vista__err(VISTA_EFATAL,
+			"vista_begin_transaction: the instance is in its error "
+			"state; reopen it");
+	if (flags & VISTA_TX_AUTO) {
+		rc = vista__auto_begin(v);
+		if (rc)
+			return rc;
+	}
+	l->flags = flags;
+	l->state = VISTA__TX_ACTIVE;
+	vista__tx_push(l);
+	VISTA__STAT_ADD(l, tx_begun, 1);
+	return 0;
+}
+
+int
+vista_begin_transaction(vista *v, unsigned flags)
+{
+	struct vista_lane *l = vista__lane_fast(v);
+
+	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_IDLE ||
+		    flags != 0 || __atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
+		return begin_slow(v, l, flags);
+	l->state = VISTA__TX_ACTIVE;
+	vista__tx_push(l);
+	VISTA__STAT_ADD(l, tx_begun, 1);
+	return 0;
+}
+
+/*
+ * Declare [addr, addr+len) of seg (T1, T4).  log: copy the bytes not yet
+ * declared to the log and make them durable; !log: only remember the range
+ * for the commit flush (fresh blocks, logically logged metadata).
+ */
+int
+vista__declare(struct vista_lane *l, struct vista_segment *seg, void *addr,
+	size_t len, bool log)
+{
+	uintptr_t lo = (uintptr_t)addr, hi = lo + len;
+	struct vista__span sp[VISTA__MAXGAPS];
+	struct vista_gap g[VISTA__MAXGAPS];
+	uint32_t ng;
+	int rc;
+
+	if (!log) {
+		rc = vista__ranges_add(&l->ranges, lo, hi, seg);
+		if (rc)
+			return vista__err(rc, "out of memory");
+		goto declared;
+	}
+	if (VISTA__LIKELY(l->ranges.n == 0)) {
+		/* The first range of the transaction: nothing to coalesce
+		 * with, and the set has room inline. */
+		rc = vista__log_one(l, seg, lo, len);
+		if (VISTA__UNLIKELY(rc))
+			return rc;
+#ifndef VISTA_BROKEN_NO_LOG_PERSIST
+		/* T1: the before-image is durable before the program
+		 * stores. */
+		vista__drain(l);
+#endif
+		l->ranges.v[0] = (struct vista_ival){ lo, hi, seg };
+		l->ranges.n = 1;
+		goto opened;
+	}
+	ng = vista__ranges_gaps(&l->ranges, lo, hi, g, VISTA__MAXGAPS);
+	if (ng == 0) {
+		VISTA__STAT_ADD(l, ranges_coalesced, 1);
+		return 0;
+	}
+	if (ng > VISTA__MAXGAPS) {
+		/* Too fragmented: log it whole (T4's exception is harmless:
+		 * undo runs newest first). */
+		g[0] = (struct vista_gap){ lo, hi };
+		ng = 1;
+	} else if (ng > 1 || g[0].lo != lo || g[0].hi != hi) {
+		VISTA__STAT_ADD(l, ranges_coalesced, 1);
+	}
+	if (VISTA__UNLIKELY(vista__ranges_reserve(&l->ranges, 1)))
+		return vista__err(-ENOMEM, "out of memory");
+	if (ng == 1) {
+		rc = vista__log_one(l, seg, g[0].lo, g[0].hi - g[0].lo);
+	} else {
+		for (uint32_t i = 0; i < ng; i++)
+			sp[i] = (struct vista__span){ g[i].lo, g[i].hi, seg };
+		rc = vista__log_ranges(l, sp, ng);
+	}
+	if (VISTA__UNLIKELY(rc))
+		return rc;
+#ifndef VISTA_BROKEN_NO_LOG_PERSIST
+	/* T1: the before-image is durable before the program stores. */
+	vista__drain(l);
+#endif
+	(void)vista__ranges_add(&l->ranges, lo, hi, seg); /* reserved */
+opened:
+	/* The segment holds records of this transaction from now on (it
+	 * cannot be unmapped until the transaction ends). */
+	if (VISTA__UNLIKELY(!vista__bit_test(l->touched, seg->idx)))
+		vista__bit_set(l->touched, seg->idx);
+	if (VISTA__UNLIKELY(__atomic_load_n(&seg->prot, __ATOMIC_RELAXED)) &&
+	    !(l->flags & VISTA_TX_AUTO))
+		return vista__open_pages(l, seg, lo, hi, false);
+	return 0;
+declared:
+	if (VISTA__UNLIKELY(!vista__bit_test(l->touched, seg->idx)))
+		vista__bit_set(l->touched, seg->idx);
+	return 0;
+}
+
+int
+vista_set_range(vista *v, void *addr, size_t len)
+{
+	struct vista_lane *l = vista__lane_fast(v);
+	struct vista_segment *seg;
+
+	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_ACTIVE)) {
+		if (l == NULL)
+			l = vista__lane_peek(v);
+		if (l == NULL || l->state != VISTA__TX_ACTIVE)
+			return no_tx(v, "vista_set_range");
+	}
+	VISTA__STAT_ADD(l, set_ranges, 1);
+	if (VISTA__UNLIKELY(len == 0))
+		return 0;
+	seg = vista__seg_find(l, (uintptr_t)addr, len);
+	if (VISTA__UNLIKELY(seg == NULL))
+		return bad_range(v, addr, len, "vista_set_range");
+	return vista__declare(l, seg, addr, len, true);
+}
+
+struct sr {
+	uintptr_t lo, hi;
+	struct vista_segment *seg;
+};
+
+static int
+sr_cmp(const void *a, const void *b)
+{
+	const struct sr *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+int
+vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
+{
+	struct vista_lane *l = vista__lane_peek(v);
+	struct sr stack_r[16], *r = stack_r;
+	struct vista__span stack_s[32], *sp = stack_s;
+	size_t nr = 0, ns = 0, cap_s = 32;
+	int rc = 0;
+
+	if (l == NULL || l->state != VISTA__TX_ACTIVE)
+		return no_tx(v, "vista_set_ranges");
+	if (n == 0)
+		return 0;
+	if (ranges == NULL)
+		return vista__err(-EINVAL, "vista_set_ranges: NULL ranges");
+	if (n > 16 && (r = malloc(n * sizeof(*r))) == NULL)
+		return vista__err(-ENOMEM, "out of memory");
+	/* Every range must be valid before anything is logged. */
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)ranges[i].addr;
+		struct vista_segment *seg;
+		if (ranges[i].len == 0)
+			continue;
+		seg = vista__seg_lookup(l, a, ranges[i].len, true);
+		if (seg == NULL) {
+			rc = bad_range(v, ranges[i].addr, ranges[i].len,
+				"vista_set_ranges");
+			goto out;
+		}
+		r[nr++] = (struct sr){ a, a + ranges[i].len, seg };
+	}
+	/* Merge the batch with itself... */
+	if (nr > 1) {
+		size_t k = 0;
+		qsort(r, nr, sizeof(*r), sr_cmp);
+		for (size_t i = 1; i < nr; i++) {
+			if (r[i].lo <= r[k].hi && r[i].seg == r[k].seg) {
+				if (r[i].hi > r[k].hi)
+					r[k].hi = r[i].hi;
+			} else {
+				r[++k] = r[i];
+			}
+		}
+		nr = k + 1;
+	}
+	/* ...and with what the transaction declared before (T4). */
+	for (size_t i = 0; i < nr; i++) {
+		struct vista_gap g[VISTA__MAXGAPS];
+		uint32_t ng = vista__ranges_gaps(&l->ranges, r[i].lo, r[i].hi,
+			g, VISTA__MAXGAPS);
+		if (ng > VISTA__MAXGAPS) {
+			g[0] = (struct vista_gap){ r[i].lo, r[i].hi };
+			ng = 1;
+		}
+		if (ng != 1 || g[0].lo != r[i].lo || g[0].hi != r[i].hi)
+			VISTA__STAT_ADD(l, ranges_coalesced, 1);
+		if (ns + ng > cap_s) {
+			size_t nc = 2 * (ns + ng);
+			struct vista__span *nsp = malloc(nc * sizeof(*nsp));
+			if (nsp == NULL) {
+				rc = vista__err(-ENOMEM, "out of memory");
+				goto out;
+			}
+			memcpy(nsp, sp, ns * sizeof(*sp));
+			if (sp != stack_s)
+				free(sp);
+			sp = nsp;
+			cap_s = nc;
+		}
+		for (uint32_t j = 0; j < ng; j++)
+			sp[ns++] = (struct vista__span){ g[j].lo, g[j].hi,
+				r[i].seg };
+	}
+	if (vista__ranges_reserve(&l->ranges, (uint32_t)nr)) {
+		rc = vista__err(-ENOMEM, "out of memory");
+		goto out;
+	}
+	if (ns > 0) {
+		rc = vista__log_ranges(l, sp, (uint32_t)ns);
+		if (rc)
+			goto out;
+#ifndef VISTA_BROKEN_NO_LOG_PERSIST
+		/* T1, for every range of the batch with one fence. */
+		vista__drain(l);
+#endif
+	}
+	VISTA__STAT_ADD(l, set_ranges, 1);
+	for (size_t i = 0; i < nr && rc == 0; i++) {
+		(void)vista__ranges_add(&l->ranges, r[i].lo, r[i].hi, r[i].seg);
+		if (!vista__bit_test(l->touched, r[i].seg->idx))
+			vista__bit_set(l->touched, r[i].seg->idx);
+		if (__atomic_load_n(&r[i].seg->prot, __ATOMIC_RELAXED) &&
+		    !(l->flags & VISTA_TX_AUTO))
+			rc = vista__open_pages(l, r[i].seg, r[i].lo, r[i].hi,
+				false);
+	}
+out:
+	if (r != stack_r)
+		free(r);
+	if (sp != stack_s)
+		free(sp);
+	return rc;
+}
+
+/* Flush every declared range, each cache line once (T2). */
+static void
+flush_ranges(struct vista_lane *l)
+{
+	const struct vista_ival *iv = l->ranges.v;
+	uintptr_t done = 0;
+
+	for (uint32_t i = 0; i < l->ranges.n; i++) {
+		uintptr_t lo = iv[i].lo & ~(uintptr_t)63;
+		if (lo < done)
+			lo = done;
+		if (lo < iv[i].hi)
+			vista__flush(l, iv[i].seg->pool, (void *)lo,
+				iv[i].hi - lo);
+		done = (iv[i].hi + 63) & ~(uintptr_t)63;
+	}
+}
+
+/* Back to IDLE: the lane's DRAM state for the next transaction. */
+VISTA__INLINE void
+finish(struct vista_lane *l)
+{
+	if (VISTA__UNLIKELY(l->prot_used)) {
+		vista__open_reprotect(l);
+		memset(l->touched, 0, sizeof(l->touched));
+	}
+	if (l->nrec) {
+		memset(l->touched, 0, sizeof(l->touched));
+		if (VISTA__UNLIKELY(l->nalloc_recs || l->nfree_recs)) {
+			memset(l->freed, 0, sizeof(l->freed));
+			memset(l->allocd, 0, sizeof(l->allocd));
+		}
+		vista__log_reset(l);
+	}
+	vista__ranges_clear(&l->ranges);
+	l->flags = 0;
+	l->state = VISTA__TX_IDLE;
+	vista__tx_pop(l);
+}
+
+/* Tell a tracer (tools/pmemtest) what commit promised to be durable. */
+static void
+durable_points(struct vista_lane *l, const char *what)
+{
+	vista *v = l->v;
+
+	if (VISTA__LIKELY(rio__trace == NULL))
+		return;
+	rio_durable_point(v->log, what);
+	for (unsigned i = 0; i < VISTA_MAX_SEGMENTS; i++)
+		if (vista__bit_test(l->touched, i) && v->byidx[i] != NULL)
+			rio_durable_point(v->byidx[i]->pool, what);
+}
+
+/* Page domain: an msync that failed makes durability uncertain. */
+static int
+check_pools(struct vista_lane *l)
+{
+	vista *v = l->v;
+	int rc = rio_pool_error(v->log);
+
+	for (unsigned i = 0; rc == 0 && i < VISTA_MAX_SEGMENTS; i++)
+		if (vista__bit_test(l->touched, i) && v->byidx[i] != NULL)
+			rc = rio_pool_error(v->byidx[i]->pool);
+	return rc ? vista__set_fatal(v, rc, "persisting the transaction") : 0;
+}
+
+/* Commit with frees, open pages, a tracer, or the page domain. */
+static int
+commit_slow(struct vista_lane *l)
+{
+	int rc = 0;
+
+	l->state = VISTA__TX_COMMITTING;
+	if (l->nfree_recs) {
+		vista__heap_lock(l, false);
+		vista__heap_commit_frees(l);
+	}
+#ifdef VISTA_BROKEN_COMMIT_ORDER
+	vista__log_truncate(l); /* wrong: the log dies before the data lives */
+#endif
+	flush_ranges(l);
+	if (l->prot_used)
+		vista__open_flush(l);
+	/* T2: the transaction's stores are durable... */
+	vista__drain(l);
+#ifndef VISTA_BROKEN_COMMIT_ORDER
+	/* ...before its undo records are discarded. */
+	vista__log_truncate(l);
+#endif
+	durable_points(l, "vista_end_transaction");
+	if (l->nfree_recs)
+		vista__heap_after(l, true);
+	if (l->v->page_domain)
+		rc = check_pools(l);
+	VISTA__STAT_ADD(l, tx_committed, 1);
+	finish(l);
+	return rc;
+}
+
+static int
+commit(struct vista_lane *l)
+{
+	vista *v = l->v;
+
+	if (VISTA__UNLIKELY(__atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
+		return vista__err(VISTA_EFATAL,
+			"vista_end_transaction: the instance is in its error "
+			"state; abort the transaction and reopen");
+	if (l->nrec == 0) {
+		/* Nothing was logged, so nothing was declared either. */
+		VISTA__STAT_ADD(l, tx_committed, 1);
+		finish(l);
+		return 0;
+	}
+	if (VISTA__UNLIKELY(l->nfree_recs || l->prot_used || v->page_domain ||
+		    rio__trace != NULL))
+		return commit_slow(l);
+	/* The common case: only declared ranges (and fresh blocks). */
+#ifdef VISTA_BROKEN_COMMIT_ORDER
+	vista__log_truncate(l); /* wrong: the log dies before the data lives */
+#endif
+	if (!v->sealed) /* the byte domain flushes nothing */
+		flush_ranges(l);
+	/* T2: the transaction's stores are durable... */
+	vista__drain(l);
+#ifndef VISTA_BROKEN_COMMIT_ORDER
+	/* ...before its undo records are discarded. */
+	vista__log_truncate(l);
+#endif
+	VISTA__STAT_ADD(l, tx_committed, 1);
+	finish(l);
+	return 0;
+}
+
+int
+vista_end_transaction(vista *v)
+{
+	struct vista_lane *l = vista__lane_fast(v);
+
+	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_ACTIVE)) {
+		if (l == NULL)
+			l = vista__lane_peek(v);
+		if (l == NULL || l->state != VISTA__TX_ACTIVE)
+			return no_tx(v, "vista_end_transaction");
+	}
+	return commit(l);
+}
+
+/* Copy a before-image back and start writing it back; the caller fences
+ * before the record is discarded (T3, C4). */
+static void
+restore(struct vista_lane *l, struct vista_segment *seg, char *dst,
+	const char *src, size_t len, bool recovering)
+{
+	if (!recovering && __atomic_load_n(&seg->prot, __ATOMIC_RELAXED)) {
+		/* Only pages the transaction opened can differ from their
+		 * before-image: any store to another page would have
+		 * faulted and opened it.  The others stay protected. */
+		while (len > 0) {
+			uintptr_t d = (uintptr_t)dst;
+			size_t n = VISTA_PAGE - d % VISTA_PAGE;
+			if (n > len)
+				n = len;
+			if (vista__page_open(l, d))
+				vista__copy(l, seg->pool, dst, src, n);
+			dst += n;
+			src += n;
+			len -= n;
+		}
+		return;
+	}
+	vista__copy(l, seg->pool, dst, src, len);
+}
+
+void
+vista__undo(vista *v, struct vista_lane *l, const struct vista_segment *only,
+	bool recovering)
+{
+	char *pos;
+
+	if (l->last == 0)
+		return;
+	pos = l->cur - l->last;
+	for (;;) {
+		const struct vista_rec *r = (const void *)pos;
+		if (r->type == VISTA_REC_RANGES) {
+			const struct vista_rdesc *d = (const void *)(r + 1);
+			const char *data = pos + r->len;
+			/* Data of descriptor i follows the data of 0..i-1, so
+			 * walk back from the end of the record (T3). */
+			for (int i = r->count - 1; i >= 0; i--) {
+				struct vista_segment *seg;
+				data -= (d[i].len + 7) & ~7u;
+				seg = only ? (d[i].seg == only->idx ?
+						(struct vista_segment *)only : NULL) :
+					     v->byidx[d[i].seg];
+				if (seg != NULL)
+					restore(l, seg, seg->base + d[i].off, data,
+						d[i].len, recovering);
+			}
+		} else {
+			const struct vista_robj *o = (const void *)(r + 1);
+			for (int i = r->count - 1; i >= 0; i--) {
+				struct vista_segment *seg;
+				seg = only ? (o[i].seg == only->idx ?
+						(struct vista_segment *)only : NULL) :
+					     v->byidx[o[i].seg];
+				if (seg != NULL)
+					vista__heap_undo(l, seg, r->type, &o[i],
+						recovering);
+			}
+		}
+		if (r->prev == 0)
+			break;
+		pos -= r->prev;
+	}
+}
+
+int
+vista__tx_abort_lane(struct vista_lane *l)
+{
+	bool heap = l->nfree_recs || l->nalloc_recs;
+
+	l->state = VISTA__TX_ABORTING;
+	if (l->nrec > 0) {
+		if (heap)
+			vista__heap_lock(l, true);
+		vista__undo(l->v, l, NULL, false);
+		/* T3: the before-images are back in place, durably... */
+		vista__drain(l);
+		/* ...before the records holding them are discarded. */
+		vista__log_truncate(l);
+		if (heap)
+			vista__heap_after(l, false);
+	}
+	if (l->nrec > 0 && l->v->page_domain)
+		(void)check_pools(l);
+	VISTA__STAT_ADD(l, tx_aborted, 1);
+	finish(l);
+	if (__atomic_load_n(&l->v->fatal, __ATOMIC_RELAXED))
+		return vista__err(VISTA_EFATAL,
+			"vista_abort_transaction: rolled back in memory, but "
+			"the instance is in its error state; reopen it");
+	return 0;
+}
+
+int
+vista_abort_transaction(vista *v)
+{
+	struct vista_lane *l = vista__lane_peek(v);
+
+	if (l == NULL || l->state != VISTA__TX_ACTIVE)
+		return no_tx(v, "vista_abort_transaction");
+	return vista__tx_abort_lane(l);
+}

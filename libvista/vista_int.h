@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vista_int.h -- libvista internals shared between its source files
+ *
+ * The objects, from the instance down:
+ *
+ *   vista            one log pool, its lanes, the mapped segments (vista.c)
+ *   vista_lane       DRAM state of one log lane: the transaction running on
+ *                    it, its declared ranges, its open pages, its counters;
+ *                    owned by one thread at a time (vista.c, tx.c)
+ *   vista_segment    one mapped segment and its DRAM heap index
+ *                    (segment.c, heap.c)
+ *
+ * Hot-path rules: a transaction touches only its own lane (written by the
+ * owning thread alone, no atomics, no locks), the instance's read-mostly
+ * fields, and the segment map through a seqlock read.  Counters are plain
+ * per-lane fields read with relaxed loads by vista_stats().
+ */
+#ifndef VISTA_INT_H
+#define VISTA_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "heap_layout.h"
+#include "log_layout.h"
+#include "segment_layout.h"
+#include "vista.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VISTA__LIKELY(x) __builtin_expect(!!(x), 1)
+#define VISTA__UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define VISTA__HIDDEN __attribute__((visibility("hidden")))
+#define VISTA__COLD __attribute__((cold, noinline))
+#define VISTA__INLINE static inline __attribute__((always_inline))
+
+/* Relaxed counter update by the owning thread: a plain add on x86, but a
+ * data-race-free one for vista_stats() reading from another thread. */
+#define VISTA__STAT_ADD(l, field, n)                                          \
+	__atomic_store_n(&(l)->st.field,                                      \
+		__atomic_load_n(&(l)->st.field, __ATOMIC_RELAXED) + (n),      \
+		__ATOMIC_RELAXED)
+
+#define VISTA__SEGWORDS (VISTA_MAX_SEGMENTS / 64)
+
+static inline void vista__bit_set(uint64_t *m, unsigned i)
+{
+	__atomic_store_n(&m[i / 64], m[i / 64] | (1ull << (i % 64)),
+		__ATOMIC_RELAXED);
+}
+static inline bool vista__bit_test(const uint64_t *m, unsigned i)
+{
+	return (__atomic_load_n(&m[i / 64], __ATOMIC_RELAXED) >> (i % 64)) & 1;
+}
+
+/* ---- heap (heap.c) ---- */
+
+/* DRAM index of one segment's heap; the persistent metadata is the truth. */
+struct vista_heap {
+	pthread_mutex_t lock;
+	struct vista_heap_hdr *hh; /* persistent */
+	uint64_t *pmap;            /* persistent page map */
+	uint64_t (*bits)[VISTA_RUN_WORDS]; /* persistent run bitmaps */
+	uint32_t npages;
+	uint64_t *freemap;   /* DRAM: bit set = page FREE and available */
+	uint32_t hint;       /* next-fit start for page searches */
+	uint32_t nfree_pages;
+	/* Runs with a free block, one doubly linked list per class, linked
+	 * through per-page arrays (no allocation after open). */
+	uint32_t head[VISTA_NCLASSES];
+	uint32_t *lnext, *lprev; /* lprev == VISTA__UNLISTED: not listed */
+	/* Blocks freed by transactions not committed yet (double-free
+	 * detection): open addressing on arena offset + 1, 0 = empty. */
+	uint64_t *pend;
+	uint32_t pend_cap, pend_n;
+	bool inited;
+};
+#define VISTA__NIL UINT32_MAX
+#define VISTA__UNLISTED (UINT32_MAX - 1)
+
+/* ---- segments (segment.c) ---- */
+
+struct vista_segment {
+	vista *v;
+	rio_pool *pool;
+	char *base;        /* mapping base (rio header) */
+	char *user;        /* arena */
+	size_t user_size;
+	struct vista_seg_hdr *hdr;
+	uint16_t idx;      /* segment table index */
+	uint8_t uuid[16];
+	dev_t dev;
+	ino_t ino;
+	int lock_fd;       /* flock(LOCK_EX) while mapped */
+	bool prot;         /* arena write-protected between transactions */
+	struct vista_heap heap;
+};
+
+/* One entry of the instance's segment map (seqlock-protected). */
+struct vista_segslot {
+	uintptr_t lo, hi; /* arena */
+	struct vista_segment *seg;
+};
+
+/* ---- declared ranges of a transaction (ranges.c) ---- */
+
+struct vista_ival {
+	uintptr_t lo, hi;
+	struct vista_segment *seg;
+};
+
+/* Sorted, disjoint, non-adjacent intervals. */
+struct vista_ranges {
+	struct vista_ival *v;
+	uint32_t n, cap;
+	struct vista_ival inl[16];
+};
+
+/* A gap of a new range that is not declared yet: what must be logged. */
+struct vista_gap {
+	uintptr_t lo, hi;
+};
+
+void vista__ranges_init(struct vista_ranges *r);
+void vista__ranges_fini(struct vista_ranges *r);
+static inline void vista__ranges_clear(struct vista_ranges *r) { r->n = 0; }
+/*
+ * Find the parts of [lo, hi) not yet declared: up to maxg gaps into g[]
+ * (returns the number; maxg + 1 means "more than maxg").  Read-only.
+ */
+uint32_t vista__ranges_gaps(const struct vista_ranges *r, uintptr_t lo,
+	uintptr_t hi, struct vista_gap *g, uint32_t maxg);
+/* Add [lo, hi) (merging).  0 or -ENOMEM (the set is unchanged then). */
+int vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
+	struct vista_segment *seg);
+/* Is addr inside a declared interval?  Async-signal-safe. */
+bool vista__ranges_contains(const struct vista_ranges *r, uintptr_t addr);
+/* Room for `more` intervals without allocating.  0 or -ENOMEM. */
+int vista__ranges_reserve(struct vista_ranges *r, uint32_t more);
+
+/* ---- pages opened for writing in a protected segment (auto.c) ---- */
+
+#define VISTA__PG_FULL 1u /* page's whole before-image is logged */
+
+struct vista_pageset {
+	uint64_t *slot;  /* page address | segment index << 4 | flags */
+	uint64_t *scratch; /* for sorting at re-protection */
+	uint32_t *order; /* slots in insertion order */
+	uint32_t cap, n; /* cap: power of two */
+	size_t bytes;    /* of the mapping holding slot + order */
+};
+
+/* ---- lanes ---- */
+
+enum vista_tx_state {
+	VISTA__TX_IDLE = 0,
+	VISTA__TX_ACTIVE,     /* begin .. end/abort */
+	VISTA__TX_COMMITTING, /* inside vista_end_transaction */
+	VISTA__TX_ABORTING,   /* inside vista_abort_transaction */
+};
+
+struct vista_lane {
+	/* Hot: written only by the owning thread. */
+	vista *v;
+	struct vista_lane_hdr *hdr; /* persistent */
+	char *rec0;     /* record area */
+	char *end;      /* end of the lane */
+	char *cur;      /* where the next record goes */
+	uint32_t last;  /* stride of the newest record, 0 if none */
+	uint32_t nrec;  /* records of the current transaction */
+	uint64_t gen;   /* == hdr->gen */
+	uint64_t seed;  /* salt ^ lane index: record check seed */
+	unsigned state; /* enum vista_tx_state */
+	unsigned flags; /* VISTA_TX_* of the running transaction */
+	uint32_t nfree_recs; /* FREE records in the current transaction */
+	uint32_t nalloc_recs;
+	bool prot_used; /* the transaction opened pages */
+
+	/* Segment lookup cache: valid while v->seq == cseq. */
+	uint64_t cseq;
+	uintptr_t clo, chi;
+	struct vista_segment *cseg;
+
+	struct vista_ranges ranges;
+	struct vista_pageset open;
+	uint32_t open_runs_limit; /* past this many open pages, open groups */
+
+	/* Segment table indices this transaction has records for, and those
+	 * with FREE records (relaxed stores: vista_unmap reads them). */
+	uint64_t touched[VISTA__SEGWORDS];
+	uint64_t freed[VISTA__SEGWORDS];  /* with FREE records */
+	uint64_t allocd[VISTA__SEGWORDS]; /* with ALLOC records */
+	uint64_t locked[VISTA__SEGWORDS]; /* heaps locked by commit/abort */
+
+	struct vista_stats st;
+
+	/* Ownership (vista.c): token of the owning thread, 0 if none. */
+	uint64_t owner;
+	struct vista_lane *tnext; /* thread's list of lanes in a transaction */
+	unsigned idx;
+
+	/* Recovery (recover.c): the lane holds a transaction of a previous
+	 * run that is not rolled back in every segment yet. */
+	bool pending;
+	uint64_t pend_segs[VISTA__SEGWORDS]; /* segments still to roll back */
+} __attribute__((aligned(64)));
+
+/* ---- the instance ---- */
+
+struct vista {
+	/* Read-mostly after init. */
+	uint64_t id;
+	rio_pool *log;
+	struct vista_log_hdr *lhdr;
+	struct vista_segent *segtab;
+	struct vista_lane *lanes;
+	unsigned nlanes;
+	size_t lane_size;
+	uint64_t salt;
+	bool sealed;      /* byte domain: records sealed by store order */
+	bool page_domain; /* msync domain: check rio_pool_error at commit */
+	unsigned seg_rio_flags; /* rio flags every segment is opened with */
+	int fatal;        /* sticky VISTA_EFATAL cause (atomic), 0 if none */
+	bool protect;     /* RIO_PROTECT: segments protected from the start */
+	bool auto_on;     /* an automatic transaction ran: segments protected */
+	uint32_t vma_limit; /* open pages per lane before opening groups */
+
+	/* Mapped segments: seqlock (odd while changing). */
+	uint64_t seq __attribute__((aligned(64)));
+	uint32_t nmap;
+	struct vista_segslot map[VISTA_MAX_SEGMENTS];
+	struct vista_segment *byidx[VISTA_MAX_SEGMENTS];
+
+	/* Cold. */
+	pthread_mutex_t lock __attribute__((aligned(64)));
+	uint64_t seg_serial;
+	int log_lock_fd;
+	bool hook_added;
+	struct vista *gnext; /* global list of live instances */
+};
+
+/* ---- vista.c ---- */
+
+/* Per-thread state.  The first three fields cache the lane of the instance
+ * used last, so that a transaction call finds its lane with two loads. */
+struct vista__tls {
+	const vista *v;
+	uint64_t vid;
+	struct vista_lane *lane;
+	struct vista_lane *txs; /* this thread's lanes inside a transaction */
+	uint64_t token;         /* unique per thread, 0 until first needed */
+	void *rec;              /* lanes owned, released at thread exit */
+	bool altstack;          /* rio_sigaltstack_ensure() done */
+};
+extern __thread struct vista__tls vista__tls
+	__attribute__((tls_model("initial-exec"))) VISTA__HIDDEN;
+
+static inline struct vista_lane *
+vista__lane_fast(const vista *v)
+{
+	if (VISTA__LIKELY(vista__tls.v == v && v != NULL &&
+		    vista__tls.vid == v->id))
+		return vista__tls.lane;
+	return NULL;
+}
+
+/* The calling thread's lane of v, acquiring one if it has none (slow
+ * path).  NULL with the error set (VISTA_ENOLANE, VISTA_EPENDING). */
+struct vista_lane *vista__lane_get(vista *v, int *rc);
+/* The calling thread's lane of v if it has one, else NULL. */
+struct vista_lane *vista__lane_peek(const vista *v);
+void vista__tx_pop_slow(struct vista_lane *l);
+static inline void
+vista__tx_push(struct vista_lane *l)
+{
+	l->tnext = vista__tls.txs;
+	vista__tls.txs = l;
+}
+static inline void
+vista__tx_pop(struct vista_lane *l)
+{
+	if (VISTA__LIKELY(vista__tls.txs == l))
+		vista__tls.txs = l->tnext;
+	else
+		vista__tx_pop_slow(l);
+}
+/* The first lane of this thread with a transaction (fault hook). */
+struct vista_lane *vista__tx_first(void);
+int vista__set_fatal(vista *v, int rc, const char *what);
+
+/* Persist barrier of the instance: every pool shares the log's domain. */
+static inline void
+vista__drain(struct vista_lane *l)
+{
+	rio_drain(l->v->log);
+	VISTA__STAT_ADD(l, fences, 1);
+}
+
+/* Flush [addr, addr+len) of pool p, counting lines. */
+static inline void
+vista__flush(struct vista_lane *l, const rio_pool *p, const void *addr,
+	size_t len)
+{
+	rio_flush(p, addr, len);
+	if (!l->v->sealed && len) {
+		uintptr_t a = (uintptr_t)addr & ~(uintptr_t)63;
+		VISTA__STAT_ADD(l, flushes,
+			((uintptr_t)addr + len - a + 63) / 64);
+	}
+}
+
+/* Copy bytes into pool memory and start writing them back (no drain). */
+static inline void
+vista__copy(struct vista_lane *l, const rio_pool *p, void *dst,
+	const void *src, size_t len)
+{
+	rio_memcpy_nodrain(p, dst, src, len);
+	if (!l->v->sealed && len) {
+		uintptr_t a = (uintptr_t)dst & ~(uintptr_t)63;
+		VISTA__STAT_ADD(l, flushes, ((uintptr_t)dst + len - a + 63) / 64);
+	}
+}
+
+/*
+ * Write a header whose first 8 bytes are its magic (log, segment): the
+ * body first, made durable, then the magic with one 8-byte store, made
+ * durable.  A crash in between leaves magic zero: "never finished".
+ */
+static inline void
+vista__write_header(const rio_pool *p, void *dst, const void *src, size_t n)
+{
+	memcpy((char *)dst + 8, (const char *)src + 8, n - 8);
+	rio_flush(p, dst, n);
+	/* The body is durable before the magic declares it valid... */
+	rio_drain(p);
+	__atomic_store_n((uint64_t *)dst, *(const uint64_t *)src,
+		__ATOMIC_RELAXED);
+	/* ...and the magic before anything relies on the header. */
+	rio_persist(p, dst, 8);
+}
+
+/* ---- segment.c ---- */
+
+/* Segment whose arena holds [addr, addr+len), through the lane's cache;
+ * NULL if none.  Async-signal-safe when `cache` is false. */
+struct vista_segment *vista__seg_lookup(struct vista_lane *l, uintptr_t addr,
+	size_t len, bool cache);
+static inline struct vista_segment *
+vista__seg_find(struct vista_lane *l, uintptr_t a, size_t len)
+{
+	if (VISTA__LIKELY(__atomic_load_n(&l->v->seq, __ATOMIC_ACQUIRE) ==
+			    l->cseq &&
+		    a >= l->clo && a < l->chi && len <= l->chi - a))
+		return l->cseg;
+	return vista__seg_lookup(l, a, len, true);
+}
+int vista__seg_unmap_all(vista *v);
+
+/* ---- log.c ---- */
+
+/* Where a record of `len` bytes would go, or NULL if the lane is full. */
+static inline char *
+vista__log_room(const struct vista_lane *l, size_t len)
+{
+	size_t stride = (len + VISTA_REC_ALIGN - 1) & ~(size_t)(VISTA_REC_ALIGN - 1);
+	if (VISTA__UNLIKELY(len > UINT32_MAX ||
+		    stride > (size_t)(l->end - l->cur)))
+		return NULL;
+	return l->cur;
+}
+/* Validate the record at pos of a lane for generation gen. */
+bool vista__log_valid(uint64_t seed, uint64_t gen, const char *rec0,
+	const char *end, const char *pos);
+uint64_t vista__log_seed(uint64_t salt, unsigned lane);
+/* Truncate: hdr->gen = gen + 1, made durable (L3 in log.c). */
+VISTA__INLINE void
+vista__log_truncate(struct vista_lane *l)
+{
+	/* One 8-byte store discards the whole transaction... */
+	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
+	/* ...once durable: nothing after this may assume the old records
+	 * are still live, and the next transaction's records (gen + 1) must
+	 * not become valid before the old ones are dead. */
+	vista__flush(l, l->v->log, &l->hdr->gen, sizeof(l->hdr->gen));
+	vista__drain(l);
+	l->gen++;
+}
+/* Forget the records in DRAM (cursor back to the start of the lane). */
+static inline void
+vista__log_reset(struct vista_lane *l)
+{
+	l->cur = l->rec0;
+	l->last = 0;
+	l->nrec = 0;
+	l->nfree_recs = 0;
+	l->nalloc_recs = 0;
+}
+/* Append a RANGES record for the given gaps (all in one segment each).
+ * Returns 0 or VISTA_ELOGFULL (nothing written). */
+struct vista__span {
+	uintptr_t lo, hi;
+	struct vista_segment *seg;
+};
+int vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
+	uint32_t n);
+/* The common case: one range of one segment. */
+int vista__log_one(struct vista_lane *l, struct vista_segment *seg,
+	uintptr_t lo, size_t n);
+int vista__log_objs(struct vista_lane *l, uint16_t type,
+	const struct vista_robj *o, uint32_t n);
+
+/* ---- tx.c ---- */
+
+/* Declare a range internally (heap metadata, root): same as set_range but
+ * for any part of the segment mapping.  `log` false: only remember it for
+ * the commit flush (fresh allocations, logically logged metadata). */
+int vista__declare(struct vista_lane *l, struct vista_segment *seg,
+	void *addr, size_t len, bool log);
+/* Abort the transaction of lane l (any thread may call it for a lane whose
+ * owner is gone). */
+int vista__tx_abort_lane(struct vista_lane *l);
+/* Undo records newest first, for segment `only` (NULL = all): used by
+ * abort (recovering = false) and recovery (true). */
+void vista__undo(vista *v, struct vista_lane *l, const struct vista_segment
+	*only, bool recovering);
+
+/* ---- heap.c ---- */
+
+int vista__heap_open(struct vista_segment *seg);
+void vista__heap_close(struct vista_segment *seg);
+/* Roll back one object of an ALLOC or FREE record on the persistent
+ * metadata (stores and flushes, no drain).  recovering: after a crash, a
+ * FREE may have been applied already and is undone too. */
+void vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
+	uint16_t type, const struct vista_robj *o, bool recovering);
+/* Commit and abort of a transaction with heap records: lock the heaps it
+ * freed in (and, aborting, allocated in), in segment order ... */
+void vista__heap_lock(struct vista_lane *l, bool aborting);
+/* ... apply its frees to the persistent metadata (commit; no drain) ... */
+void vista__heap_commit_frees(struct vista_lane *l);
+/* ... and, once the log is truncated, update the DRAM indexes and unlock.
+ * Until then no other transaction can reuse a block whose state is not
+ * durable yet. */
+void vista__heap_after(struct vista_lane *l, bool committed);
+/* Is o a well-formed object of seg's heap?  (recovery) */
+bool vista__heap_obj_ok(const struct vista_segment *seg,
+	const struct vista_robj *o);
+
+/* ---- recover.c ---- */
+
+/* At init: scan every lane, find pending transactions.  0 or
+ * VISTA_ECORRUPT (nothing changed). */
+int vista__recover_scan(vista *v);
+/* At map: roll back what pending lanes did to seg. */
+int vista__recover_segment(vista *v, struct vista_segment *seg);
+/* Segment table indices named by pending lanes. */
+void vista__pending_refs(const vista *v, uint64_t out[VISTA__SEGWORDS]);
+bool vista__segent_valid(const vista *v, unsigned i);
+
+/* ---- auto.c ---- */
+
+int vista__pageset_init(struct vista_pageset *s, uint32_t cap);
+void vista__pageset_fini(struct vista_pageset *s);
+/* Protection of a segment's arena: on at map (RIO_PROTECT) or at the first
+ * automatic transaction. */
+int vista__protect_segment(struct vista_segment *seg);
+/* Register the fault hook (once per process). */
+int vista__auto_init(void);
+/* First automatic transaction of the instance: protect every segment. */
+int vista__auto_begin(vista *v);
+/* Open the pages covering [lo, hi) for this transaction: with `full`, log
+ * each page's before-image first (automatic ranges, prefault).  Normal
+ * context. */
+int vista__open_pages(struct vista_lane *l, struct vista_segment *seg,
+	uintptr_t lo, uintptr_t hi, bool full);
+/* Flush the fully logged open pages (commit), then after the truncation
+ * re-protect every open page and forget them. */
+void vista__open_flush(struct vista_lane *l);
+void vista__open_reprotect(struct vista_lane *l);
+/* Is the page holding addr open in this transaction? */
+bool vista__page_open(const struct vista_lane *l, uintptr_t addr);
+
+/* ---- err.c ---- */
+#define vista__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VISTA_INT_H */

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// fs_shim_test.cpp -- an ordinary program (fs_probe) under librio-fs.so:
+// what goes through the cache, what passes through, what is refused
+#include <sys/wait.h>
+
+#include <map>
+
+#include "fc_util.hpp"
+
+using fct::Env;
+
+static std::map<std::string, uint64_t> read_stats(const std::string &path)
+{
+	std::map<std::string, uint64_t> m;
+	std::string s = test::read_file(path), k;
+	size_t pos = 0;
+	while (pos < s.size()) {
+		size_t eol = s.find('\n', pos);
+		std::string line = s.substr(pos, eol - pos);
+		size_t sp = line.find(' ');
+		if (sp != std::string::npos)
+			m[line.substr(0, sp)] = strtoull(line.c_str() + sp + 1,
+				nullptr, 10);
+		pos = eol == std::string::npos ? s.size() : eol + 1;
+	}
+	return m;
+}
+
+TEST_CASE("an unmodified program through the shim", "[fs-shim]")
+{
+	Env e;
+	std::string other = e.tmp / "other";
+	REQUIRE(mkdir(other.c_str(), 0755) == 0);
+	pid_t pid = fct::spawn({ getenv("FS_PROBE"), e.dir, other },
+		{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+			"RIO_FS_POOL=" + e.pool, "RIO_FS_POOL_SIZE=2M",
+			"RIO_FS_WRITEBACK_MS=600000",
+			"RIO_FS_STATS=" + (e.tmp / "stats") },
+		e.tmp / "out", e.tmp / "err");
+	int st = fct::wait_status(pid);
+	INFO("stdout: " << test::read_file(e.tmp / "out"));
+	INFO("stderr: " << test::read_file(e.tmp / "err"));
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(test::read_file(e.tmp / "out").find("checks passed") !=
+		std::string::npos);
+	// Refusals are loud.
+	std::string err = test::read_file(e.tmp / "err");
+	REQUIRE(err.find("librio-fs: mmap") != std::string::npos);
+	REQUIRE(err.find("librio-fs: link") != std::string::npos);
+	// At exit the cache wrote everything back and closed.
+	REQUIRE(test::read_file(e.file("a")) == "abc");
+	REQUIRE(test::read_file(e.file("s.txt")) == "line 42\nmore\n");
+	REQUIRE(test::read_file(e.file("sub/f")) == "sub");
+	REQUIRE(test::read_file(e.file("forked")) == "parent");
+	REQUIRE(!test::exists(e.file("m3")));
+	REQUIRE(!test::exists(e.file("other")));
+	REQUIRE(test::read_file(other + "/copy") == "xx");
+	auto s = read_stats(e.tmp / "stats");
+	REQUIRE(s["fsyncs"] >= 2);
+	REQUIRE(s["writes"] >= 10);
+	// The pool was closed cleanly: no recovery on the next open.
+	rio_fc_cache *c = nullptr;
+	REQUIRE_OK(rio_fc_cache_open(e.pool.c_str(), e.dir.c_str(), nullptr,
+		&c));
+	REQUIRE(!fct::stats(c).recovered);
+	REQUIRE_OK(rio_fc_cache_close(c));
+}
+
+TEST_CASE("the shim without RIO_FS_DIR passes everything through",
+	"[fs-shim]")
+{
+	Env e;
+	pid_t pid = fct::spawn({ "/bin/sh", "-c", "echo plain > " + e.file("p") },
+		{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" },
+		e.tmp / "out", e.tmp / "err");
+	int st = fct::wait_status(pid);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(test::read_file(e.file("p")) == "plain\n");
+	REQUIRE(!test::exists(e.pool));
+	REQUIRE(test::read_file(e.tmp / "err").empty());
+}
+
+TEST_CASE("a misconfigured shim fails loudly", "[fs-shim]")
+{
+	Env e;
+	// The pool inside the cached directory.
+	pid_t pid = fct::spawn({ "/bin/sh", "-c", "echo x > " + e.file("p") },
+		{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+			"RIO_FS_POOL=" + e.file("pool") },
+		e.tmp / "out", e.tmp / "err");
+	int st = fct::wait_status(pid);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) != 0);
+	REQUIRE(!test::exists(e.file("p")));
+	std::string err = test::read_file(e.tmp / "err");
+	REQUIRE(err.find("must not be below") != std::string::npos);
+	// A second process while the first holds the cache.
+	pid = fct::spawn({ "/bin/sh", "-c",
+				 "echo one > " + e.file("q") + "; cat " + e.file("q") },
+		{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+			"RIO_FS_POOL=" + e.pool },
+		e.tmp / "out", e.tmp / "err");
+	st = fct::wait_status(pid);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) != 0); // cat cannot have the cache
+	REQUIRE(test::read_file(e.tmp / "err").find("open in another process") !=
+		std::string::npos);
+	// (The shell ends with _exit: its write stays in the pool, durable,
+	// for the next process to write back.)
+	// With RIO_FS_RELEASE=idle, processes take turns.
+	pid = fct::spawn({ "/bin/sh", "-c",
+				 "echo two >> " + e.file("q") + "; cat " + e.file("q") },
+		{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+			"RIO_FS_POOL=" + e.pool, "RIO_FS_RELEASE=idle" },
+		e.tmp / "out", e.tmp / "err");
+	st = fct::wait_status(pid);
+	INFO(test::read_file(e.tmp / "err"));
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(test::read_file(e.tmp / "out") == "one\ntwo\n");
+}

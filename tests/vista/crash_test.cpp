@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// crash_test.cpp -- random transactions killed at random points
+//
+// Writer: a child runs random transactions on two segments A and B:
+// transfers between counters (in one segment or across both), objects
+// allocated from the heap holding an amount taken from a counter, objects
+// freed giving their amount back, big transactions, aborts, automatic
+// transactions.  Every transaction also sets A's root `seq` to its number,
+// and after each commit the child reports that number to the parent.
+//
+// Checker: the parent recovers (vista_init, vista_map) and checks
+//   - the counters plus the objects' amounts add up to the initial total;
+//   - each heap is consistent (vista_heap_check), and its blocks are
+//     exactly the root and the objects the slots point to: no leak, no
+//     block twice, no slot pointing at a free block;
+//   - A's seq is at least the last commit reported (nothing durable lost).
+//
+// Crashes:
+//   [powercut]  cacheline domain; the power fails at a random persist
+//               barrier, with flushed lines lost, torn or kept and other
+//               lines evicted at random (powercut.hpp).
+//   [kill]      byte domain; the parent sends SIGKILL after a random delay.
+//   [recovery]  power cuts while recovering from a power cut.
+//   [partial]   after a cut, a run maps A alone, recovers it and commits
+//               new work to it; a later run maps B: A's new work must stay.
+//
+// Broken builds (meson: vista_crash_broken_*) link a libvista made with
+// -DVISTA_BROKEN_COMMIT_ORDER, _NO_LOG_PERSIST or _PARTIAL_REDO: the test
+// that must catch them passes only if it does.
+#include <poll.h>
+
+#include <sstream>
+
+#include "powercut.hpp"
+#include "vista_test.hpp"
+
+namespace {
+
+const int NC = 32, NS = 32;
+const int64_t INITIAL = 1000;
+const int64_t TOTAL = 2 * NC * INITIAL;
+
+struct Obj {
+	int64_t value;
+	uint64_t self;
+};
+
+struct Root {
+	uint64_t seq;
+	int64_t counter[NC];
+	Obj *slot[NS];
+};
+
+struct Files {
+	test::TempDir dir;
+	std::string log = dir / "log", a = dir / "a", b = dir / "b";
+	std::vector<std::string> all() const { return { log, a, b }; }
+};
+
+struct Inst {
+	vista *v = nullptr;
+	vista_segment *seg[2] = { nullptr, nullptr };
+	Root *root[2] = { nullptr, nullptr };
+};
+
+int open_inst(const Files &f, unsigned flags, Inst &in, bool map_a = true,
+	bool map_b = true, bool b_first = false)
+{
+	struct vista_opts o = {};
+	o.log_path = f.log.c_str();
+	o.log_size = 512 << 10;
+	o.lanes = 4;
+	o.rio_flags = flags;
+	int rc = vista_init(&o, &in.v);
+	for (int k = 0; k < 2 && rc == 0; k++) {
+		int which = b_first ? 1 - k : k;
+		if (!(which == 0 ? map_a : map_b))
+			continue;
+		rc = vista_map(in.v, (which == 0 ? f.a : f.b).c_str(),
+			vt::addr(which), 256 << 10, VISTA_CREATE,
+			&in.seg[which]);
+		if (rc == 0)
+			rc = vista_root(in.seg[which], sizeof(Root),
+				(void **)&in.root[which]);
+	}
+	return rc;
+}
+
+void setup(const Files &f, unsigned flags)
+{
+	for (auto &p : f.all()) {
+		unlink(p.c_str());
+		unlink((p + ".shadow").c_str());
+	}
+	Inst in;
+	VREQUIRE_OK(open_inst(f, flags, in));
+	VREQUIRE_OK(vista_begin_transaction(in.v, 0));
+	for (int k = 0; k < 2; k++) {
+		VREQUIRE_OK(vista_set_range(in.v, in.root[k]->counter,
+			sizeof(in.root[k]->counter)));
+		for (int i = 0; i < NC; i++)
+			in.root[k]->counter[i] = INITIAL;
+	}
+	VREQUIRE_OK(vista_end_transaction(in.v));
+	VREQUIRE_OK(vista_fini(in.v));
+}
+
+// ---- the writer ----
+
+struct Writer {
+	Inst &in;
+	test::Rng rng;
+	bool automatic = false;
+	Writer(Inst &i, uint64_t seed) : in(i), rng(seed) {}
+
+	void fail(const char *what, int rc)
+	{
+		fprintf(stderr, "writer: %s: %s: %s\n", what, vista_err_name(rc),
+			vista_errormsg());
+		_exit(20);
+	}
+	void decl(void *p, size_t n)
+	{
+		int rc;
+		if (!automatic && (rc = vista_set_range(in.v, p, n)) != 0)
+			fail("set_range", rc);
+	}
+	void transfer()
+	{
+		int x = (int)rng.below(2), y = (int)rng.below(2);
+		int i = (int)rng.below(NC), j = (int)rng.below(NC);
+		int64_t amt = (int64_t)rng.below(50);
+		Root *rx = in.root[x], *ry = in.root[y];
+		if (rx->counter[i] < amt)
+			return;
+		if (!automatic && rng.below(2)) {
+			struct vista_range r[2] = { { &rx->counter[i], 8 },
+				{ &ry->counter[j], 8 } };
+			int rc = vista_set_ranges(in.v, 2, r);
+			if (rc)
+				fail("set_ranges", rc);
+		} else {
+			decl(&rx->counter[i], 8);
+			decl(&ry->counter[j], 8);
+		}
+		rx->counter[i] -= amt;
+		ry->counter[j] += amt;
+	}
+	void alloc()
+	{
+		int x = (int)rng.below(2), z = (int)rng.below(2);
+		int k = (int)rng.below(NS), i = (int)rng.below(NC);
+		Root *rx = in.root[x], *rz = in.root[z];
+		int64_t amt = (int64_t)rng.below(50);
+		Obj *o;
+		if (rx->slot[k] != nullptr || rz->counter[i] < amt)
+			return;
+		size_t size = sizeof(Obj) + (rng.below(4) ? rng.below(200) :
+						      rng.below(6000));
+		int rc = vista_malloc(in.seg[x], size, (void **)&o);
+		if (rc == VISTA_ENOMEM)
+			return;
+		if (rc)
+			fail("malloc", rc);
+		o->value = amt;
+		o->self = (uint64_t)(uintptr_t)o;
+		decl(&rx->slot[k], 8);
+		decl(&rz->counter[i], 8);
+		rx->slot[k] = o;
+		rz->counter[i] -= amt;
+	}
+	void release()
+	{
+		int x = (int)rng.below(2), y = (int)rng.below(2);
+		int k = (int)rng.below(NS), j = (int)rng.below(NC);
+		Root *rx = in.root[x], *ry = in.root[y];
+		Obj *o = rx->slot[k];
+		if (o == nullptr)
+			return;
+		decl(&rx->slot[k], 8);
+		decl(&ry->counter[j], 8);
+		ry->counter[j] += o->value;
+		rx->slot[k] = nullptr;
+		int rc = vista_free(in.seg[x], o);
+		if (rc)
+			fail("free", rc);
+	}
+	// One transaction; returns its number if it committed, else 0.
+	uint64_t tx()
+	{
+		Root *ra = in.root[0];
+		uint64_t t = ra->seq + 1;
+		unsigned kind = (unsigned)rng.below(10);
+		bool abort_it = rng.below(6) == 0;
+		int rc;
+
+		automatic = rng.below(8) == 0;
+		rc = vista_begin_transaction(in.v,
+			automatic ? VISTA_TX_AUTO : 0);
+		if (rc)
+			fail("begin", rc);
+		decl(&ra->seq, 8);
+		ra->seq = t;
+		switch (kind) {
+		case 0: case 1: case 2: case 3:
+			transfer();
+			break;
+		case 4: case 5:
+			alloc();
+			break;
+		case 6: case 7:
+			release();
+			break;
+		default: // big
+			for (int n = 0; n < 20; n++) {
+				transfer();
+				if (n % 5 == 0)
+					alloc();
+				if (n % 7 == 0)
+					release();
+			}
+		}
+		if (abort_it) {
+			if ((rc = vista_abort_transaction(in.v)) != 0)
+				fail("abort", rc);
+			return 0;
+		}
+		if ((rc = vista_end_transaction(in.v)) != 0)
+			fail("commit", rc);
+		return t;
+	}
+};
+
+// Run transactions forever, reporting each commit on fd.
+[[noreturn]] void writer(const Files &f, unsigned flags, uint64_t seed, int fd)
+{
+	Inst in;
+	int rc = open_inst(f, flags, in);
+	if (rc) {
+		fprintf(stderr, "writer: open: %s: %s\n", vista_err_name(rc),
+			vista_errormsg());
+		_exit(21);
+	}
+	Writer w(in, seed);
+	for (;;) {
+		uint64_t t = w.tx();
+		if (t && write(fd, &t, sizeof(t)) != sizeof(t))
+			_exit(22);
+	}
+}
+
+// ---- the checker ----
+
+std::string check_inst(Inst &in, uint64_t acked)
+{
+	int64_t sum = 0;
+	std::ostringstream why;
+	for (int k = 0; k < 2; k++) {
+		Root *r = in.root[k];
+		std::map<uintptr_t, size_t> want;
+		if (vista_heap_check(in.seg[k], nullptr) != 0)
+			return std::string("heap: ") + vista_errormsg();
+		want[(uintptr_t)r] = 0;
+		for (int i = 0; i < NC; i++)
+			sum += r->counter[i];
+		for (int s = 0; s < NS; s++) {
+			Obj *o = r->slot[s];
+			if (o == nullptr)
+				continue;
+			if (!want.emplace((uintptr_t)o, 0).second) {
+				why << "segment " << k << ": two slots hold "
+				    << o;
+				return why.str();
+			}
+			if (vista_usable_size(in.seg[k], o) < sizeof(Obj)) {
+				why << "segment " << k << ": slot " << s
+				    << " points at " << o
+				    << ", which is not allocated";
+				return why.str();
+			}
+			if (o->self != (uint64_t)(uintptr_t)o) {
+				why << "object " << o << " is damaged";
+				return why.str();
+			}
+			sum += o->value;
+		}
+		auto got = vt::blocks(in.seg[k]);
+		for (auto &g : got)
+			if (!want.count(g.first)) {
+				why << "segment " << k << ": block "
+				    << (void *)g.first << " is leaked";
+				return why.str();
+			}
+		if (got.size() != want.size()) {
+			why << "segment " << k << ": " << want.size()
+			    << " objects in use, " << got.size()
+			    << " blocks allocated";
+			return why.str();
+		}
+	}
+	if (sum != TOTAL) {
+		why << "the money does not add up: " << sum << " != " << TOTAL;
+		return why.str();
+	}
+	if (in.root[0]->seq < acked) {
+		why << "lost a committed transaction: seq " << in.root[0]->seq
+		    << ", the writer had committed " << acked;
+		return why.str();
+	}
+	return "";
+}
+
+std::string check(const Files &f, unsigned flags, uint64_t acked,
+	bool b_first = false)
+{
+	Inst in;
+	int rc = open_inst(f, flags, in, true, true, b_first);
+	if (rc)
+		return std::string("recovery failed: ") + vista_err_name(rc) +
+			": " + vista_errormsg();
+	std::string why = check_inst(in, acked);
+	int frc = vista_fini(in.v);
+	if (why.empty() && frc)
+		why = std::string("vista_fini: ") + vista_err_name(frc);
+	return why;
+}
+
+uint64_t drain_acks(int fd)
+{
+	uint64_t v, last = 0;
+	while (read(fd, &v, sizeof(v)) == sizeof(v))
+		last = v;
+	return last;
+}
+
+// Fork a writer; the power fails at its drain number cut_at (powercut),
+// or the parent kills it after delay_us (kill).  Returns the last commit
+// it reported, and whether the writer died as intended.
+struct Run {
+	uint64_t acked = 0;
+	bool killed = false;
+	std::string err;
+};
+
+Run run_writer(const Files &f, unsigned flags, uint64_t seed, uint64_t cut_at,
+	unsigned delay_us)
+{
+	int fds[2], errp[2];
+	REQUIRE(pipe(fds) == 0);
+	REQUIRE(pipe(errp) == 0);
+	fflush(nullptr);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		close(errp[0]);
+		dup2(errp[1], 2);
+		if (cut_at)
+			pc::install(cut_at, seed ^ 0x5555);
+		writer(f, flags, seed, fds[1]);
+	}
+	close(fds[1]);
+	close(errp[1]);
+	if (!cut_at) {
+		usleep(delay_us);
+		kill(pid, SIGKILL);
+	}
+	Run r;
+	r.acked = drain_acks(fds[0]);
+	close(fds[0]);
+	char buf[512];
+	ssize_t n;
+	while ((n = read(errp[0], buf, sizeof(buf))) > 0)
+		r.err.append(buf, (size_t)n);
+	close(errp[0]);
+	int st;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	r.killed = WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+	if (cut_at)
+		pc::adopt(f.all());
+	return r;
+}
+
+// Power cut in a child that only recovers.
+void cut_recovery(const Files &f, unsigned flags, uint64_t seed,
+	uint64_t cut_at)
+{
+	auto r = test::run_child([&] {
+		pc::install(cut_at, seed);
+		Inst in;
+		int rc = open_inst(f, flags, in);
+		_exit(rc ? 30 : 0);
+	});
+	INFO(r.err);
+	REQUIRE((r.signal == SIGKILL || (r.exited && r.code == 0)));
+	pc::adopt(f.all());
+}
+
+struct Outcome {
+	int kills = 0, violations = 0;
+	std::string first;
+	void note(int it, const std::string &why)
+	{
+		if (why.empty())
+			return;
+		if (violations++ == 0)
+			first = "iteration " + std::to_string(it) + ": " + why;
+	}
+};
+
+// Which broken build this test program was made for, if any.
+enum Broken { NONE, COMMIT_ORDER, NO_LOG_PERSIST, PARTIAL_REDO };
+#if defined(VISTA_BROKEN_COMMIT_ORDER)
+const Broken broken = COMMIT_ORDER;
+#elif defined(VISTA_BROKEN_NO_LOG_PERSIST)
+const Broken broken = NO_LOG_PERSIST;
+#elif defined(VISTA_BROKEN_PARTIAL_REDO)
+const Broken broken = PARTIAL_REDO;
+#else
+const Broken broken = NONE;
+#endif
+
+// A test passes if a correct build shows no violation, and a broken build
+// it is meant to catch shows one.
+void verdict(const Outcome &o, int n, bool catches)
+{
+	INFO(o.first);
+	REQUIRE(o.kills >= n);
+	if (broken != NONE && catches) {
+		WARN("broken build: " << o.violations << " violations in "
+				      << o.kills << " crashes; first: "
+				      << o.first);
+		REQUIRE(o.violations > 0);
+	} else {
+		REQUIRE(o.violations == 0);
+	}
+}
+// A series of crashes on one set of files.
+struct Campaign {
+	unsigned flags;
+	int n;
+	test::Rng rng;
+	Files f;
+	Outcome o;
+	Campaign(unsigned fl, int dflt)
+		: flags(fl), n(test::iterations(dflt)), rng(test::seed())
+	{
+		setup(f, flags);
+	}
+	// A writer that loses power at a random barrier (cut) or is killed
+	// after a random delay.
+	Run writer(bool cut)
+	{
+		Run r = cut ? run_writer(f, flags, rng.next(), 1 + rng.below(600), 0) :
+			      run_writer(f, flags, rng.next(), 0,
+				      (unsigned)(300 + rng.below(4000)));
+		INFO(r.err);
+		REQUIRE(r.killed);
+		o.kills++;
+		if (getenv("CRASH_VERBOSE"))
+			fprintf(stderr, "acked %llu\n", (unsigned long long)r.acked);
+		return r;
+	}
+	// Record the checker's verdict; true to go on.
+	bool judge(int it, const std::string &why, bool catches)
+	{
+		o.note(it, why);
+		if (why.empty())
+			return true;
+		if (catches)
+			return false; // caught: enough
+		setup(f, flags); // start over from good files
+		return true;
+	}
+	void verdict(bool catches) const
+	{
+		::verdict(o, catches && o.violations ? o.kills : n, catches);
+	}
+};
+
+} // namespace
+
+TEST_CASE("power cuts at random persist barriers (cacheline)",
+	"[crash][powercut]")
+{
+	bool catches = broken == COMMIT_ORDER || broken == NO_LOG_PERSIST;
+	Campaign c(RIO_FORCE_CACHELINE, 300);
+	for (int it = 0; it < c.n; it++) {
+		Run r = c.writer(true);
+		if (!c.judge(it, check(c.f, c.flags, r.acked), catches))
+			break;
+	}
+	c.verdict(catches);
+}
+
+TEST_CASE("SIGKILL at random moments (byte domain)", "[crash][kill]")
+{
+	Campaign c(RIO_FORCE_BYTE, 200);
+	for (int it = 0; it < c.n; it++) {
+		Run r = c.writer(false);
+		c.judge(it, check(c.f, c.flags, r.acked), false);
+	}
+	c.verdict(false);
+}
+
+TEST_CASE("power cuts during recovery from a power cut", "[crash][recovery]")
+{
+	Campaign c(RIO_FORCE_CACHELINE, 150);
+	for (int it = 0; it < c.n; it++) {
+		Run r = c.writer(true);
+		// Recovery itself loses power, once or twice.
+		for (int k = 0; k < 1 + (int)c.rng.below(2); k++) {
+			cut_recovery(c.f, c.flags, c.rng.next(),
+				1 + c.rng.below(12));
+			c.o.kills++;
+		}
+		c.judge(it, check(c.f, c.flags, r.acked, c.rng.below(2)), false);
+	}
+	c.verdict(false);
+}
+
+// Run 2 maps A alone (rolling back its part of the interrupted
+// transaction) and commits transfers inside A; returns A's seq after them.
+static uint64_t work_on_a_alone(Campaign &c)
+{
+	Inst in;
+	VREQUIRE_OK(open_inst(c.f, c.flags, in, true, false));
+	Root *ra = in.root[0];
+	for (int t = 0; t < 5; t++) {
+		int i = (int)c.rng.below(NC), j = (int)c.rng.below(NC);
+		VREQUIRE_OK(vista_begin_transaction(in.v, 0));
+		VREQUIRE_OK(vista_set_range(in.v, &ra->seq, 8));
+		VREQUIRE_OK(vista_set_range(in.v, &ra->counter[i], 8));
+		VREQUIRE_OK(vista_set_range(in.v, &ra->counter[j], 8));
+		ra->seq += 1000;
+		int64_t amt = ra->counter[i] < 10 ? 0 : 10;
+		ra->counter[i] -= amt;
+		ra->counter[j] += amt;
+		VREQUIRE_OK(vista_end_transaction(in.v));
+	}
+	uint64_t seq = ra->seq;
+	VREQUIRE_OK(vista_fini(in.v));
+	return seq;
+}
+
+TEST_CASE("partial recovery: A alone, new work on A, then B",
+	"[crash][partial]")
+{
+	bool catches = broken == PARTIAL_REDO;
+	Campaign c(RIO_FORCE_CACHELINE, 150);
+	for (int it = 0; it < c.n; it++) {
+		c.writer(true);
+		uint64_t seq_a = work_on_a_alone(c);
+		// Run 3: everything, B or A first.
+		Inst in;
+		int rc = open_inst(c.f, c.flags, in, true, true, c.rng.below(2));
+		std::string why;
+		if (rc)
+			why = std::string("recovery failed: ") + vista_errormsg();
+		else if (in.root[0]->seq != seq_a)
+			why = "A's seq went from " + std::to_string(seq_a) +
+				" to " + std::to_string(in.root[0]->seq) +
+				": old before-images of A were applied again";
+		else
+			why = check_inst(in, 0);
+		if (rc == 0)
+			VREQUIRE_OK(vista_fini(in.v));
+		if (!c.judge(it, why, catches))
+			break;
+	}
+	c.verdict(catches);
+}
