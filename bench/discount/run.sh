@@ -6,7 +6,8 @@
 #   bench/discount/run.sh [--quick] [BUILD_DIR]
 #
 # 1. micro: overhead per checkpoint vs bytes touched, minimum checkpoint
-#    (Figure 5.2): dc-bench-micro
+#    (Figure 5.2): dc-bench-micro (libdc, userfaultfd design) and
+#    dc-bench-wp (the write-protect design's mechanism on libvista)
 # 2. interval sweep: cjpeg and gzip under dc-run --protocol periodic,
 #    relative run time and redo (undo-log) bytes per checkpoint vs the
 #    checkpoint interval, 1 ms .. 10 s (Figures 5.3/5.4)
@@ -50,6 +51,10 @@ ratio() { python3 -c "print('%.3f' % ($1 / $2))"; }
 echo "== micro (Figure 5.2): CPU us per checkpoint"
 $N "$B/bench/discount/dc-bench-micro" $(q && echo --quick) \
 	--dir "$W/micro" --csv "$R/discount_micro.csv"
+echo
+echo "== the write-protect design's mechanism (libvista VISTA_TX_AUTO)"
+LD_LIBRARY_PATH=$B/libvista:$B/librio $N "$B/bench/discount/dc-bench-wp" \
+	$(q && echo --quick) --dir "$W/wp" --csv "$R/discount_wp.csv"
 
 echo
 echo "== interval sweep (Figures 5.3/5.4)"
@@ -169,9 +174,11 @@ set xlabel "bytes touched per checkpoint interval (0 plotted at 1 KiB)"
 set ylabel "CPU microseconds per checkpoint"
 set xtics ("0" 1024, "4K" 4096, "16K" 16384, "64K" 65536, "256K" 262144, "1M" 1048576)
 plot "$R/discount_micro.csv" every ::1 using (\$1 > 0 ? \$1 : 1024):3 \
-	with linespoints lw 2 pt 7 title "overhead per checkpoint (call + write faults)", \
+	with linespoints lw 2 pt 7 title "libdc (uffd-wp + redo): overhead (call + faults)", \
      "" every ::1 using (\$1 > 0 ? \$1 : 1024):2 \
-	with linespoints lw 2 pt 5 title "dc\\\\_checkpoint() call"
+	with linespoints lw 2 pt 5 title "libdc (uffd-wp + redo): dc\\\\_checkpoint() call", \
+     "$R/discount_wp.csv" every ::1 using (\$1 > 0 ? \$1 : 1024):3 \
+	with linespoints lw 2 pt 9 dt 2 title "write protect + undo (libvista TX\\\\_AUTO): overhead"
 
 set output "$R/discount_interval.png"
 set title "Relative run time vs checkpoint interval (Fig. 5.3)"
