@@ -45,6 +45,15 @@ dc__desc_of(int fd)
 	return dc__st.fd[fd].desc - 1;
 }
 
+/* The kernel is about to write into libdc's tables: they must not be cold
+ * (track.c invariant 2: it would fail with EFAULT). */
+static bool
+hot(void *p, size_t n)
+{
+	dc__track_warm_range((uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)p + n);
+	return true;
+}
+
 static int
 kind_of(const struct stat *st, int fd)
 {
@@ -382,7 +391,8 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 	case SYS_chdir:
 	case SYS_fchdir:
 		r = dc__sys6(nr, a[0], 0, 0, 0, 0, 0);
-		if (r == 0 && getcwd(dc__st.cwd, sizeof(dc__st.cwd)) == NULL)
+		if (r == 0 && hot(dc__st.cwd, sizeof(dc__st.cwd)) &&
+		    getcwd(dc__st.cwd, sizeof(dc__st.cwd)) == NULL)
 			dc__st.cwd[0] = '\0';
 		return r;
 	case SYS_umask:
@@ -491,6 +501,7 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 		if (r == 0 && d >= 0) {
 			struct dc__desc *x = &dc__st.desc[d];
 			x->bind_len = sizeof(x->bind_addr);
+			hot(&x->bind_addr, sizeof(x->bind_addr));
 			getsockname((int)a[0], (struct sockaddr *)&x->bind_addr,
 				&x->bind_len);
 		}

@@ -36,9 +36,10 @@
  *     fault path and marks the page written: nothing is lost, nothing has
  *     to be pre-faulted -- for hot regions.  A cold region is made hot
  *     before any system call that may write it: one whose arguments point
- *     into it or up to 1 MiB below it, or whose iovecs (readv, recvmsg ...)
- *     do; a call that still fails with EFAULT is retried once after every
- *     region was made hot (dc__track_efault).
+ *     into it or up to 1 MiB below it, whose buffer of known length (read,
+ *     pread, recvfrom, getdents64, readlink, getrandom) covers it, or whose
+ *     iovecs (readv, recvmsg ...) do; a call that still fails with EFAULT
+ *     is retried once after every region was made hot (dc__track_efault).
  *  3. The scan covers only VMAs registered in async mode (the kernel skips
  *     the rest under PM_SCAN_WP_MATCHING): libdc's own memory is never
  *     reported.
@@ -256,6 +257,26 @@ dc__track_warm_args(long nr, const long *a)
 		return;
 	for (int i = 0; i < 6; i++)
 		warm_near(a[i]);
+	switch (nr) { /* buffers whose length is known: all of it */
+	case SYS_read:
+	case SYS_pread64:
+	case SYS_recvfrom:
+	case SYS_getdents64:
+	case SYS_readlink:
+		dc__track_warm_range((uint64_t)a[1],
+			(uint64_t)a[1] + (uint64_t)a[2]);
+		break;
+	case SYS_readlinkat:
+		dc__track_warm_range((uint64_t)a[2],
+			(uint64_t)a[2] + (uint64_t)a[3]);
+		break;
+	case SYS_getrandom:
+		dc__track_warm_range((uint64_t)a[0],
+			(uint64_t)a[0] + (uint64_t)a[1]);
+		break;
+	default:
+		break;
+	}
 	switch (nr) {
 	case SYS_readv:
 	case SYS_preadv:
