@@ -10,24 +10,27 @@
  *      would fail verification at recovery;
  *   1. mapping changes since the last commit are folded in: new tracked
  *      ranges are registered and copied whole, dropped ranges are punched;
- *   2. one PAGEMAP_SCAN returns the written pages and protects them again;
- *   3. the redo file is written: header, entries, pages (one pwritev), and
- *      made durable;
- *   4. the commit record (slot g & 1) with the redo's length and checksum
- *      is written and persisted: THE CHECKPOINT IS DURABLE HERE;
- *   5. the same pages are written into the shadow at their addresses, made
- *      durable, then words.applied = g is persisted;
+ *   2. PAGEMAP_SCAN over the hot regions returns the written pages and
+ *      protects them again (track.c); libdc's own first page of state and
+ *      the live part of its signal stack are added (add_own);
+ *   3. the segment of g is appended to the redo log: header, entries,
+ *      pages (one pwritev), made durable (redo.c);
+ *   4. the commit record (slot g & 1) naming the segment's offset, length
+ *      and checksum is written and persisted: THE CHECKPOINT IS DURABLE
+ *      HERE;
+ *   5. the log is flushed into the shadow when it must be (redo.c);
  *   6. the interval's logs start over (their entries now carry g + 1).
  *
  * Invariants:
  *  1. The shadow holds exactly the image of generation words.applied; the
- *     redo file holds generation committed's pages.  The redo file is only
- *     rewritten when applied == committed (step 5 of the previous
- *     checkpoint completed), so a committed redo is never lost.
- *  2. Between the scan (2) and the end of the apply (5) no tracked byte is
- *     written: what the redo holds is what the shadow gets.
- *  3. Recovery re-applies the redo when applied < committed; applying is
- *     idempotent (same pages to the same offsets, same punches).
+ *     redo log holds the segments applied+1 .. committed (redo.c
+ *     invariant 1), so a committed checkpoint is never lost.
+ *  2. Between the scan (2) and the end of the flush (5) no byte the
+ *     segment copies is written: what the redo holds is what the shadow
+ *     gets (body_stack).
+ *  3. Recovery applies the pending segments when applied < committed;
+ *     applying is idempotent (same pages to the same offsets, same
+ *     punches).
  *  4. A commit record is valid only with its magic and checksum; the valid
  *     slot with the higher generation is the committed checkpoint.
  *
