@@ -576,10 +576,16 @@ dc__dispatch(long nr, long *a, void *ucv)
 			dc__vol.fd_touched[a[i]] = true;
 	switch (nr) {
 	case SYS_read:
-	case SYS_readv:
-		if (is_nd_kind(fd_kind((int)a[0])))
+	case SYS_readv: {
+		int k = fd_kind((int)a[0]);
+		if (is_nd_kind(k))
 			return input(nr, a, uc, DC_ND_READ, (int)a[0]);
+		/* a regular file or directory does not wait for a signal:
+		 * no need for the program's mask (two system calls less) */
+		if (k == DC__K_FILE || k == DC__K_DIR)
+			return pass(nr, a);
 		return blocking(nr, a, uc);
+	}
 	case SYS_recvfrom:
 		return input(nr, a, uc, DC_ND_RECV, (int)a[0]);
 	case SYS_recvmsg:
