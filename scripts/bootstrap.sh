@@ -31,12 +31,11 @@ PACKAGES=(
 	sqlite3
 	# libvista
 	# libvistagrams
-	# discount (the crash tests run these unmodified; benchmarks use cjpeg, xz, gnuplot)
+	# discount (the crash tests run these unmodified; benchmarks use cjpeg, gzip, gnuplot)
 	bc
 	lua5.4
 	ed
 	libjpeg-turbo-progs
-	xz-utils
 	gnuplot-nox
 	# tools/pmemtest
 	# bench/tpcb_tpcc
