@@ -19,7 +19,6 @@
  * Also prints the raw cost of the thesis' mechanism, mprotect + SIGSEGV +
  * mprotect per page, without any copy.
  */
-#include <getopt.h>
 #include <x86intrin.h>
 #include <signal.h>
 #include <stdint.h>
@@ -32,15 +31,9 @@
 
 #include <dc.h>
 
-#define BUF (1u << 20)
+#include "bench_util.h"
 
-static double
-now_us(clockid_t c)
-{
-	struct timespec t;
-	clock_gettime(c, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
+#define BUF (1u << 20)
 
 static volatile char *buf;
 static double tsc_per_us;
@@ -49,39 +42,33 @@ static double tsc_per_us;
 static void
 calibrate(void)
 {
-	double w0 = now_us(CLOCK_MONOTONIC);
+	double w0 = bench_now_us(CLOCK_MONOTONIC);
 	uint64_t t0 = __rdtsc();
-	while (now_us(CLOCK_MONOTONIC) - w0 < 20000)
+	while (bench_now_us(CLOCK_MONOTONIC) - w0 < 20000)
 		;
 	tsc_per_us = (double)(__rdtsc() - t0) /
-		(now_us(CLOCK_MONOTONIC) - w0);
+		(bench_now_us(CLOCK_MONOTONIC) - w0);
 }
 
-static void
-touch(size_t bytes)
-{
-	for (size_t p = 0; p < bytes; p += 4096)
-		buf[p]++;
-}
 
-/* CPU and wall microseconds per iteration of touch(bytes) [+ checkpoint] */
+/* CPU and wall microseconds per iteration of the stores [+ checkpoint] */
 static void
 measure(size_t bytes, int iters, bool ckpt, double *cpu, double *wall,
 	double *call)
 {
-	double c0 = now_us(CLOCK_PROCESS_CPUTIME_ID);
-	double w0 = now_us(CLOCK_MONOTONIC);
+	double c0 = bench_now_us(CLOCK_PROCESS_CPUTIME_ID);
+	double w0 = bench_now_us(CLOCK_MONOTONIC);
 	uint64_t in = 0;
 	for (int i = 0; i < iters; i++) {
-		touch(bytes);
+		bench_touch(buf, bytes);
 		if (ckpt) {
 			uint64_t t = __rdtsc();
 			dc_checkpoint();
 			in += __rdtsc() - t;
 		}
 	}
-	*cpu = (now_us(CLOCK_PROCESS_CPUTIME_ID) - c0) / iters;
-	*wall = (now_us(CLOCK_MONOTONIC) - w0) / iters;
+	*cpu = (bench_now_us(CLOCK_PROCESS_CPUTIME_ID) - c0) / iters;
+	*wall = (bench_now_us(CLOCK_MONOTONIC) - w0) / iters;
 	if (call)
 		*call = (double)in / tsc_per_us / iters;
 }
@@ -100,26 +87,12 @@ segv(int sig, siginfo_t *si, void *uc)
 int
 main(int argc, char **argv)
 {
-	static const struct option lo[] = { { "quick", 0, 0, 'q' },
-		{ "dir", 1, 0, 'd' }, { "csv", 1, 0, 'c' }, { 0, 0, 0, 0 } };
-	const char *dir = "/dev/shm/dc-bench-micro", *csv = NULL;
-	bool quick = false;
-	int c;
-	while ((c = getopt_long(argc, argv, "qd:c:", lo, NULL)) != -1) {
-		switch (c) {
-		case 'q': quick = true; break;
-		case 'd': dir = optarg; break;
-		case 'c': csv = optarg; break;
-		default:
-			fprintf(stderr, "usage: dc-bench-micro [--quick] "
-				"[--dir D] [--csv FILE]\n");
-			return 2;
-		}
-	}
-	static const size_t sizes[] = { 0, 4096, 16384, 65536, 262144,
-		1048576 };
-	const size_t ns = sizeof(sizes) / sizeof(sizes[0]);
-	double base[6];
+	struct bench_args args = { .dir = "/dev/shm/dc-bench-micro" };
+	bench_parse(argc, argv, "dc-bench-micro", &args);
+	const char *dir = args.dir, *csv = args.csv;
+	bool quick = args.quick;
+	const size_t *sizes = bench_sizes, ns = BENCH_NSIZES;
+	double base[BENCH_NSIZES];
 	buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
 		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	memset((void *)buf, 1, BUF);
@@ -175,10 +148,10 @@ main(int argc, char **argv)
 	int rounds = quick ? 4 : 20;
 	for (int it = 0; it < rounds; it++) {
 		mprotect(wp_buf, wp_len, PROT_READ);
-		double t0 = now_us(CLOCK_PROCESS_CPUTIME_ID);
+		double t0 = bench_now_us(CLOCK_PROCESS_CPUTIME_ID);
 		for (size_t p = 0; p < wp_len; p += 4096)
 			wp_buf[p]++;
-		t += now_us(CLOCK_PROCESS_CPUTIME_ID) - t0;
+		t += bench_now_us(CLOCK_PROCESS_CPUTIME_ID) - t0;
 	}
 	double wp = t / rounds / 256;
 	printf("write-protect mechanism (mprotect + SIGSEGV + mprotect, no "

@@ -18,7 +18,6 @@
  * mechanism only: libdc does not run processes on vista segments
  * (docs/ARCHITECTURE.md).
  */
-#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,24 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "vista.h"
 
 #define BUF (1u << 20)
-
-static double
-now_us(clockid_t c)
-{
-	struct timespec t;
-	clock_gettime(c, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
-}
-
-static void
-touch(volatile char *p, size_t bytes)
-{
-	for (size_t o = 0; o < bytes; o += 4096)
-		p[o]++;
-}
 
 static void
 die(const char *what, int rc)
@@ -57,25 +42,11 @@ die(const char *what, int rc)
 int
 main(int argc, char **argv)
 {
-	static const struct option lo[] = { { "quick", 0, 0, 'q' },
-		{ "dir", 1, 0, 'd' }, { "csv", 1, 0, 'c' }, { 0, 0, 0, 0 } };
-	const char *dir = "/dev/shm/dc-bench-wp", *csv = NULL;
-	bool quick = false;
-	int c;
-	while ((c = getopt_long(argc, argv, "qd:c:", lo, NULL)) != -1) {
-		switch (c) {
-		case 'q': quick = true; break;
-		case 'd': dir = optarg; break;
-		case 'c': csv = optarg; break;
-		default:
-			fprintf(stderr, "usage: dc-bench-wp [--quick] [--dir D] "
-				"[--csv FILE]\n");
-			return 2;
-		}
-	}
-	static const size_t sizes[] = { 0, 4096, 16384, 65536, 262144,
-		1048576 };
-	const size_t ns = sizeof(sizes) / sizeof(sizes[0]);
+	struct bench_args args = { .dir = "/dev/shm/dc-bench-wp" };
+	bench_parse(argc, argv, "dc-bench-wp", &args);
+	const char *dir = args.dir, *csv = args.csv;
+	bool quick = args.quick;
+	const size_t *sizes = bench_sizes, ns = BENCH_NSIZES;
 	char log[4096], segp[4096];
 	snprintf(log, sizeof(log), "%s.log", dir);
 	snprintf(segp, sizeof(segp), "%s.seg", dir);
@@ -86,13 +57,13 @@ main(int argc, char **argv)
 	volatile char *plain = mmap(NULL, BUF, PROT_READ | PROT_WRITE,
 		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	memset((void *)plain, 1, BUF);
-	double base[6];
+	double base[BENCH_NSIZES];
 	for (size_t s = 0; s < ns; s++) {
 		int it = quick ? 200 : 2000;
-		double t0 = now_us(CLOCK_PROCESS_CPUTIME_ID);
+		double t0 = bench_now_us(CLOCK_PROCESS_CPUTIME_ID);
 		for (int i = 0; i < it; i++)
-			touch(plain, sizes[s]);
-		base[s] = (now_us(CLOCK_PROCESS_CPUTIME_ID) - t0) / it;
+			bench_touch(plain, sizes[s]);
+		base[s] = (bench_now_us(CLOCK_PROCESS_CPUTIME_ID) - t0) / it;
 	}
 
 	struct vista_opts o = { .log_path = log, .log_size = 16u << 20,
@@ -109,7 +80,7 @@ main(int argc, char **argv)
 	/* populate, and protect (the first VISTA_TX_AUTO transaction) */
 	if ((rc = vista_begin_transaction(v, VISTA_TX_AUTO)))
 		die("begin", rc);
-	touch(m, BUF);
+	bench_touch(m, BUF);
 	if ((rc = vista_end_transaction(v)))
 		die("end", rc);
 
@@ -123,17 +94,17 @@ main(int argc, char **argv)
 		int iters = sizes[s] >= 262144 ? 300 : 3000;
 		if (quick)
 			iters /= 10;
-		double in = 0, t0 = now_us(CLOCK_PROCESS_CPUTIME_ID);
+		double in = 0, t0 = bench_now_us(CLOCK_PROCESS_CPUTIME_ID);
 		for (int i = 0; i < iters; i++) {
 			if ((rc = vista_begin_transaction(v, VISTA_TX_AUTO)))
 				die("begin", rc);
-			touch(m, sizes[s]);
-			double t = now_us(CLOCK_PROCESS_CPUTIME_ID);
+			bench_touch(m, sizes[s]);
+			double t = bench_now_us(CLOCK_PROCESS_CPUTIME_ID);
 			if ((rc = vista_end_transaction(v)))
 				die("end", rc);
-			in += now_us(CLOCK_PROCESS_CPUTIME_ID) - t;
+			in += bench_now_us(CLOCK_PROCESS_CPUTIME_ID) - t;
 		}
-		double it_us = (now_us(CLOCK_PROCESS_CPUTIME_ID) - t0) / iters;
+		double it_us = (bench_now_us(CLOCK_PROCESS_CPUTIME_ID) - t0) / iters;
 		double over = it_us - base[s], call = in / iters;
 		if (sizes[s] == 0)
 			min_over = over;
