@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vista_pm.c -- libvista workloads for pmemtest (suite crash-pm)
+ *
+ *   vista_pm SCENARIO run DIR     create DIR/log, DIR/seg0 (DIR/seg1) and run
+ *   vista_pm SCENARIO check DIR   recover (vista_init + vista_map) and
+ *                                 check the scenario's invariant
+ * and, for --check-lib, pm_check_SCENARIO(image, dir).
+ *
+ * Scenarios (each a few dozen transactions: every fence is a crash point):
+ *   one_range     one set_range over two lines per transaction; a == b
+ *   many_ranges   3 set_range calls, or one vista_set_ranges, moving value
+ *                 between 16 counters on their own lines; the sum is fixed
+ *   multi_segment a transfer between a counter in each of two segments
+ *   heap          vista_malloc / vista_free in committed and aborted
+ *                 transactions; the list in the root object is whole and
+ *                 the heap's own check passes
+ *   abort         garbage stored under set ranges, then aborted, between
+ *                 committed updates; a == b
+ *   auto          VISTA_TX_AUTO: no set_range, stores on two pages; a == b
+ *   debit_credit  accounts, tellers, branches and a history on a small
+ *                 database; every balance sum equals the history's sum
+ * $VPM_STOP_AT=N ends the writer (_exit) in the middle of transaction N:
+ * a process crash, leaving recovery work for a traced `check`.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <vista.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define SEG0 ((void *)0x5a0000000000ull)
+#define SEG1 ((void *)0x5b0000000000ull)
+#define SEG_SIZE (256u * 1024)
+#define LINE 64
+
+#define FAIL(...)                                     \
+	do {                                          \
+		fprintf(stderr, __VA_ARGS__);         \
+		fputc('\n', stderr);                  \
+		return 1;                             \
+	} while (0)
+#define OK(call)                                                         \
+	do {                                                             \
+		int rc_ = (call);                                        \
+		if (rc_) {                                               \
+			fprintf(stderr, "%s: %s: %s\n", #call,           \
+				vista_strerror(rc_), vista_errormsg());  \
+			return 1;                                        \
+		}                                                        \
+	} while (0)
+
+struct env {
+	vista *v;
+	vista_segment *s[2];
+	uint8_t *b[2];
+};
+
+static void
+maybe_stop(unsigned tx)
+{
+	const char *s = getenv("VPM_STOP_AT");
+	if (s != NULL && (unsigned)atoi(s) == tx)
+		_exit(0);
+}
+
+static int
+open_env(const char *dir, int nseg, struct env *e)
+{
+	char log[4096], seg[4096];
+	struct vista_opts o = { .log_path = log, .log_size = 1u << 20,
+		.lanes = 2 };
+	void *addr[2] = { SEG0, SEG1 };
+
+	snprintf(log, sizeof(log), "%s/log", dir);
+	OK(vista_init(&o, &e->v));
+	for (int i = 0; i < nseg; i++) {
+		snprintf(seg, sizeof(seg), "%s/seg%d", dir, i);
+		OK(vista_map(e->v, seg, addr[i], SEG_SIZE, VISTA_CREATE,
+			&e->s[i]));
+		e->b[i] = vista_segment_base(e->s[i]);
+	}
+	return 0;
+}
+
+/* ---- one_range, abort, auto: a and b, on different lines or pages ---- */
+
+struct pair {
+	uint64_t a;
+	uint8_t pad[LINE - 8];
+	uint64_t b;
+};
+
+static int
+run_pair(struct env *e, bool with_abort, bool automatic)
+{
+	struct pair *p = (struct pair *)e->b[0];
+	uint64_t *b2 = (uint64_t *)(e->b[0] + 8192); /* another page */
+
+	for (unsigned t = 1; t <= 12; t++) {
+		if (with_abort && t % 3 == 0) {
+			OK(vista_begin_transaction(e->v, 0));
+			OK(vista_set_range(e->v, p, sizeof(*p)));
+			p->a = 0xdead;
+			p->b = 0xbeef;
+			OK(vista_abort_transaction(e->v));
+		}
+		OK(vista_begin_transaction(e->v, automatic ? VISTA_TX_AUTO : 0));
+		if (automatic) {
+			p->a++;
+			maybe_stop(t);
+			*b2 = p->a;
+		} else {
+			OK(vista_set_range(e->v, p, sizeof(*p)));
+			p->a++;
+			maybe_stop(t);
+			p->b++;
+		}
+		OK(vista_end_transaction(e->v));
+	}
+	return 0;
+}
+
+static int
+check_pair(struct env *e, bool automatic)
+{
+	struct pair *p = (struct pair *)e->b[0];
+	uint64_t b = automatic ? *(uint64_t *)(e->b[0] + 8192) : p->b;
+
+	if (p->a != b || p->a > 12)
+		FAIL("pair: a = %llu, b = %llu", (unsigned long long)p->a,
+			(unsigned long long)b);
+	return 0;
+}
+
+/* ---- many_ranges: 16 counters, sum 1600 ---- */
+
+struct counters {
+	struct {
+		uint64_t v;
+		uint8_t pad[LINE - 8];
+	} c[16];
+};
+
+static int
+run_many(struct env *e)
+{
+	struct counters *c = (struct counters *)e->b[0];
+
+	OK(vista_begin_transaction(e->v, 0));
+	OK(vista_set_range(e->v, c, sizeof(*c)));
+	for (int i = 0; i < 16; i++)
+		c->c[i].v = 100;
+	OK(vista_end_transaction(e->v));
+	for (unsigned t = 1; t <= 16; t++) {
+		unsigned x = (t * 5) % 16, y = (t * 7 + 1) % 16,
+			 z = (t * 11 + 2) % 16;
+		OK(vista_begin_transaction(e->v, 0));
+		if (t % 2) {
+			OK(vista_set_range(e->v, &c->c[x].v, 8));
+			OK(vista_set_range(e->v, &c->c[y].v, 8));
+			OK(vista_set_range(e->v, &c->c[z].v, 8));
+		} else {
+			struct vista_range r[3] = { { &c->c[x].v, 8 },
+				{ &c->c[y].v, 8 }, { &c->c[z].v, 8 } };
+			OK(vista_set_ranges(e->v, 3, r));
+		}
+		c->c[x].v -= 3;
+		maybe_stop(t);
+		c->c[y].v += 2;
+		c->c[z].v += 1;
+		OK(vista_end_transaction(e->v));
+	}
+	return 0;
+}
+
+static int
+check_many(struct env *e)
+{
+	struct counters *c = (struct counters *)e->b[0];
+	uint64_t sum = 0;
+
+	for (int i = 0; i < 16; i++)
+		sum += c->c[i].v;
+	if (sum != 1600 && sum != 0)
+		FAIL("many_ranges: sum %llu", (unsigned long long)sum);
+	return 0;
+}
+
+/* ---- multi_segment ---- */
+
+static int
+run_multi(struct env *e)
+{
+	uint64_t *a = (uint64_t *)e->b[0], *b = (uint64_t *)e->b[1];
+
+	OK(vista_begin_transaction(e->v, 0));
+	OK(vista_set_range(e->v, a, 8));
+	*a = 1000;
+	OK(vista_end_transaction(e->v));
+	for (unsigned t = 1; t <= 12; t++) {
+		OK(vista_begin_transaction(e->v, 0));
+		OK(vista_set_range(e->v, a, 8));
+		OK(vista_set_range(e->v, b, 8));
+		*a -= t;
+		maybe_stop(t);
+		*b += t;
+		OK(vista_end_transaction(e->v));
+	}
+	return 0;
+}
+
+static int
+check_multi(struct env *e)
+{
+	uint64_t a = *(uint64_t *)e->b[0], b = *(uint64_t *)e->b[1];
+
+	if (a + b != 1000 && !(a == 0 && b == 0))
+		FAIL("multi_segment: %llu + %llu", (unsigned long long)a,
+			(unsigned long long)b);
+	return 0;
+}
+
+/* ---- heap ---- */
+
+#define NODE_MAGIC 0x6e6f6465u
+struct node {
+	uint32_t magic;
+	uint32_t id;
+	struct node *next;
+	uint8_t body[100];
+};
+struct hroot {
+	struct node *head;
+	uint64_t count;
+	uint64_t next_id;
+};
+
+static int
+run_heap(struct env *e)
+{
+	struct hroot *r;
+
+	OK(vista_root(e->s[0], sizeof(*r), (void **)&r));
+	for (unsigned t = 1; t <= 16; t++) {
+		struct node *n;
+		OK(vista_begin_transaction(e->v, 0));
+		if (t % 4 == 0 && r->head != NULL) {
+			struct node *old = r->head;
+			OK(vista_set_range(e->v, r, sizeof(*r)));
+			r->head = old->next;
+			r->count--;
+			OK(vista_free(e->s[0], old));
+		} else {
+			OK(vista_malloc(e->s[0], sizeof(*n), (void **)&n));
+			OK(vista_set_range(e->v, n, sizeof(*n)));
+			n->magic = NODE_MAGIC;
+			n->id = (uint32_t)r->next_id;
+			memset(n->body, (int)t, sizeof(n->body));
+			OK(vista_set_range(e->v, r, sizeof(*r)));
+			n->next = r->head;
+			r->head = n;
+			r->count++;
+			r->next_id++;
+		}
+		maybe_stop(t);
+		if (t % 3 == 0)
+			OK(vista_abort_transaction(e->v)); /* undo malloc/free */
+		else
+			OK(vista_end_transaction(e->v));
+	}
+	return 0;
+}
+
+static int
+check_heap(struct env *e)
+{
+	struct hroot *r;
+	uint64_t n = 0;
+
+	OK(vista_root(e->s[0], sizeof(*r), (void **)&r));
+	for (struct node *x = r->head; x != NULL; x = x->next) {
+		if ((uint8_t *)x < e->b[0] ||
+		    (uint8_t *)x >= e->b[0] + vista_segment_size(e->s[0]))
+			FAIL("heap: node pointer %p outside the segment",
+				(void *)x);
+		if (x->magic != NODE_MAGIC || ++n > r->count)
+			FAIL("heap: list broken at node %llu",
+				(unsigned long long)n);
+	}
+	if (n != r->count)
+		FAIL("heap: %llu nodes, count says %llu",
+			(unsigned long long)n, (unsigned long long)r->count);
+	OK(vista_heap_check(e->s[0], NULL));
+	return 0;
+}
+
+/* ---- debit_credit ---- */
+
+#define BRANCHES 2
+#define TELLERS 4
+#define ACCOUNTS 16
+#define HISTORY 64
+struct bal {
+	int64_t v;
+	uint8_t pad[LINE - 8];
+};
+struct db {
+	struct bal branch[BRANCHES], teller[TELLERS], account[ACCOUNTS];
+	uint64_t nhist;
+	uint8_t pad[LINE - 8];
+	struct {
+		uint32_t account, teller, branch, pad;
+		int64_t delta;
+	} hist[HISTORY];
+};
+
+static int
+run_dc(struct env *e)
+{
+	struct db *d = (struct db *)e->b[0];
+	uint64_t rng = 42;
+
+	for (unsigned t = 1; t <= 24; t++) {
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned a = (unsigned)(rng >> 33) % ACCOUNTS;
+		unsigned te = a % TELLERS, br = te % BRANCHES;
+		int64_t delta = (int64_t)((rng >> 20) % 200) - 100;
+		uint64_t h = d->nhist;
+		struct vista_range r[5] = {
+			{ &d->account[a].v, 8 }, { &d->teller[te].v, 8 },
+			{ &d->branch[br].v, 8 }, { &d->hist[h], sizeof(d->hist[h]) },
+			{ &d->nhist, 8 },
+		};
+		OK(vista_begin_transaction(e->v, 0));
+		OK(vista_set_ranges(e->v, 5, r));
+		d->account[a].v += delta;
+		d->teller[te].v += delta;
+		maybe_stop(t);
+		d->branch[br].v += delta;
+		d->hist[h].account = a;
+		d->hist[h].teller = te;
+		d->hist[h].branch = br;
+		d->hist[h].delta = delta;
+		d->nhist = h + 1;
+		OK(vista_end_transaction(e->v));
+	}
+	return 0;
+}
+
+static int
+check_dc(struct env *e)
+{
+	struct db *d = (struct db *)e->b[0];
+	int64_t sa = 0, st = 0, sb = 0, sh = 0;
+
+	if (d->nhist > HISTORY)
+		FAIL("debit_credit: history length %llu",
+			(unsigned long long)d->nhist);
+	for (int i = 0; i < ACCOUNTS; i++)
+		sa += d->account[i].v;
+	for (int i = 0; i < TELLERS; i++)
+		st += d->teller[i].v;
+	for (int i = 0; i < BRANCHES; i++)
+		sb += d->branch[i].v;
+	for (uint64_t i = 0; i < d->nhist; i++)
+		sh += d->hist[i].delta;
+	if (sa != st || st != sb || sb != sh)
+		FAIL("debit_credit: accounts %lld tellers %lld branches %lld "
+			"history %lld", (long long)sa, (long long)st,
+			(long long)sb, (long long)sh);
+	return 0;
+}
+
+/* ---- dispatch ---- */
+
+struct scenario {
+	const char *name;
+	int nseg;
+	int (*run)(struct env *e);
+	int (*check)(struct env *e);
+};
+
+static int run_one(struct env *e) { return run_pair(e, false, false); }
+static int run_abort(struct env *e) { return run_pair(e, true, false); }
+static int run_auto(struct env *e) { return run_pair(e, false, true); }
+static int check_one(struct env *e) { return check_pair(e, false); }
+static int check_auto(struct env *e) { return check_pair(e, true); }
+
+static const struct scenario scenarios[] = {
+	{ "one_range", 1, run_one, check_one },
+	{ "many_ranges", 1, run_many, check_many },
+	{ "multi_segment", 2, run_multi, check_multi },
+	{ "heap", 1, run_heap, check_heap },
+	{ "abort", 1, run_abort, check_one },
+	{ "auto", 1, run_auto, check_auto },
+	{ "debit_credit", 1, run_dc, check_dc },
+};
+
+static const struct scenario *
+find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		if (strcmp(scenarios[i].name, name) == 0)
+			return &scenarios[i];
+	return NULL;
+}
+
+static int
+check(const struct scenario *sc, const char *dir)
+{
+	struct env e = { 0 };
+	int rc;
+
+	/* What the application does at every start: map with VISTA_CREATE
+	 * (a crash before or during creation is finished here). */
+	rc = open_env(dir, sc->nseg, &e);
+	if (rc == 0)
+		rc = sc->check(&e);
+	if (e.v != NULL && vista_fini(e.v) != 0 && rc == 0)
+		FAIL("vista_fini: %s", vista_errormsg());
+	return rc;
+}
+
+#define CHECKER(name)                                                    \
+	EXPORT int pm_check_##name(const char *image, const char *dir);  \
+	EXPORT int pm_check_##name(const char *image, const char *dir)   \
+	{                                                                \
+		(void)image;                                             \
+		return check(find(#name), dir);                          \
+	}
+CHECKER(one_range)
+CHECKER(many_ranges)
+CHECKER(multi_segment)
+CHECKER(heap)
+CHECKER(abort)
+CHECKER(auto)
+CHECKER(debit_credit)
+
+#ifndef VPM_MODULE
+int
+main(int argc, char **argv)
+{
+	const struct scenario *sc = argc == 4 ? find(argv[1]) : NULL;
+	struct env e = { 0 };
+	char path[4096];
+	int rc;
+
+	if (sc == NULL || (strcmp(argv[2], "run") && strcmp(argv[2], "check"))) {
+		fprintf(stderr, "usage: %s SCENARIO run|check DIR\n", argv[0]);
+		return 2;
+	}
+	if (strcmp(argv[2], "check") == 0)
+		return check(sc, argv[3]) ? 1 : 0;
+	snprintf(path, sizeof(path), "%s/log", argv[3]);
+	unlink(path);
+	for (int i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/seg%d", argv[3], i);
+		unlink(path);
+	}
+	rc = open_env(argv[3], sc->nseg, &e);
+	if (rc == 0)
+		rc = sc->run(&e);
+	if (e.v != NULL && vista_fini(e.v) != 0)
+		rc = 1;
+	return rc ? 1 : 0;
+}
+#endif

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * pmemtest_int.h -- the driver side of pmemtest: trace reader, persistence
+ * model, crash images, checker runner, report
+ */
+#ifndef PMEMTEST_INT_H
+#define PMEMTEST_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "trace_layout.h"
+
+/* ---- trace_read.c ---- */
+
+struct pmt_trace {
+	const uint8_t *data;
+	size_t size;
+	size_t end;         /* offset just past the last whole record */
+	size_t off;         /* cursor */
+	bool complete;      /* END present and checksum good */
+	int end_signal;
+	uint32_t pid;
+	uint32_t flags;     /* PMT_TRACE_* */
+};
+int pmt_trace_open(const char *path, struct pmt_trace *t);
+void pmt_trace_close(struct pmt_trace *t);
+void pmt_trace_rewind(struct pmt_trace *t);
+/* 1 and the record, or 0 at the end. */
+int pmt_trace_next(struct pmt_trace *t, const struct pmt_rec **rec,
+	const uint8_t **payload);
+
+/* ---- model.c: the persistence model, replayed from a trace ---- */
+
+#define PMT_PAGE 4096u
+#define PMT_LINES_PER_PAGE (PMT_PAGE / PMT_LINE)
+
+/* A line of some pool. */
+struct pmt_lref {
+	uint32_t pool;
+	uint32_t reserved;
+	uint64_t line;
+};
+
+#define PMT_LI_FLUSHED 1u /* flushed since its content last changed */
+
+struct pmt_line_info {
+	uint64_t hcur[2];     /* line hashes of cur and dur (model.c) */
+	uint64_t hdur[2];
+	uint32_t store_epoch; /* fences seen when its change was logged */
+	uint32_t store_flush; /* stack of the flush that logged it, or 0 */
+	uint32_t flush_stack; /* last flush of the line, 0 if none */
+	uint32_t flush_epoch;
+	uint32_t pend_pos;    /* 1 + index in the pending array, 0 if not */
+	uint32_t flags;
+	uint32_t store_rec; /* record number of its last LINE record */
+	uint32_t pad;
+};
+
+struct pmt_pool {
+	uint32_t id;
+	char *path;           /* as traced (canonical) */
+	char *name;           /* file name inside an image directory */
+	uint64_t size;
+	uint64_t nlines;
+	uint8_t *cur;         /* content now */
+	uint8_t *dur;         /* content that is surely durable */
+	struct pmt_line_info *li;
+	uint64_t hpresent[2]; /* hash term of the pool's existence */
+	uint64_t hsum[2];     /* sum of li.hdur */
+	uint16_t *nz;         /* [page]: non-zero lines of dur (model.c M5) */
+	uint64_t npages;
+	bool known;           /* POOL record seen (or pre-pass: existed) */
+	bool present;         /* part of crash images now */
+	bool existed;
+};
+
+/* A line flushed by a thread and not yet fenced by it. */
+struct pmt_flushed {
+	struct pmt_lref l;
+	uint64_t h[2];
+	uint32_t stack;
+	uint8_t data[PMT_LINE];
+};
+
+struct pmt_thread {
+	uint32_t id;
+	struct pmt_flushed *v;
+	size_t n, cap;
+};
+
+struct pmt_frame_sym;
+
+struct pmt_stack {
+	uint32_t depth;
+	struct pmt_frame *frames;
+};
+
+/* Where the model is asked for crash images. */
+enum pmt_cp_kind { PMT_CP_FENCE = 1, PMT_CP_END = 2 };
+struct pmt_cp {
+	enum pmt_cp_kind kind;
+	uint32_t fence;  /* 1-based fence number; for END, fences + 1 */
+	uint32_t stack;  /* the fence's call site */
+	uint32_t thread;
+};
+
+/* Lints, aggregated by call site. */
+enum pmt_lint_kind {
+	PMT_LINT_REDUNDANT = 0, /* flushed again with no store between */
+	PMT_LINT_UNFENCED = 1,  /* flush never followed by a fence */
+	PMT_LINT_DPOINT = 2,    /* modified, not durable at a durability point */
+	PMT_LINT_END = 3,       /* modified, never made durable */
+	PMT_LINT_KINDS
+};
+struct pmt_lint {
+	enum pmt_lint_kind kind;
+	uint32_t stack;         /* flush site, or durability point site */
+	uint32_t store_stack;   /* for DPOINT/END: the line's last flush, or
+				   the fence closing the epoch it was stored */
+	uint64_t count;         /* lines (per occurrence) */
+	struct pmt_lref first;
+	uint32_t first_epoch;
+	char *what;             /* durability point description */
+};
+
+struct pmt_model;
+typedef void (*pmt_cp_fn)(struct pmt_model *m, const struct pmt_cp *cp,
+	void *arg);
+
+struct pmt_model {
+	struct pmt_trace tr;
+	struct pmt_pool *pools;
+	unsigned npools;
+	struct pmt_lref *pend;   /* lines whose cur != dur */
+	size_t npend, pend_cap;
+	struct pmt_thread *threads;
+	unsigned nthreads;
+	uint64_t hdur[2];        /* hash of the durable image (all present) */
+	uint32_t fences;
+	uint32_t *fence_stack;   /* [fence number] */
+	size_t fence_cap;
+	struct pmt_stack *stacks; /* [stack id] */
+	uint32_t nstacks;
+	char **modules;          /* [module id] */
+	uint32_t nmodules;
+	struct pmt_lint *lints;
+	size_t nlints;
+	bool lints_on;
+	uint64_t flushes, records;
+};
+
+int pmt_model_open(struct pmt_model *m, const char *trace_path);
+void pmt_model_close(struct pmt_model *m);
+/* Replay the whole trace, calling fn at every crash point (every fence,
+ * before it takes effect, and at the end). */
+int pmt_model_run(struct pmt_model *m, pmt_cp_fn fn, void *arg);
+struct pmt_line_info *pmt_model_li(struct pmt_model *m, struct pmt_lref l);
+const uint8_t *pmt_model_cur(struct pmt_model *m, struct pmt_lref l);
+/* The site to show for a line's last store: the flush that logged it, or
+ * the fence that closed the epoch in which it was stored. */
+uint32_t pmt_model_store_site(struct pmt_model *m,
+	const struct pmt_line_info *li);
+
+/* ---- images.c: which crash images a crash point yields ---- */
+
+struct pmt_imgset;
+struct pmt_imgset *pmt_imgset_new(void);
+void pmt_imgset_free(struct pmt_imgset *s);
+/* true if the key was not there (and adds it). */
+bool pmt_imgset_add(struct pmt_imgset *s, const uint64_t k[2]);
+size_t pmt_imgset_count(const struct pmt_imgset *s);
+
+struct pmt_enum_opts {
+	unsigned k;              /* every subset of at most k pending lines */
+	unsigned random;         /* plus this many random larger subsets */
+	uint64_t max_per_cp;     /* subsets tried per crash point at most */
+	uint64_t seed;
+};
+struct pmt_enum_stats {
+	uint64_t generated;      /* subsets tried */
+	uint64_t duplicates;     /* images already seen */
+	uint64_t truncated_cps;  /* crash points cut by max_per_cp */
+	size_t max_pending;
+};
+/* Calls fn for every new image of the crash point: the chosen pending
+ * lines (those that reached memory) sorted; `pending` is every pending line
+ * sorted.  fn returns false to stop. */
+typedef bool (*pmt_image_fn)(const struct pmt_lref *chosen, size_t n,
+	const struct pmt_lref *pending, size_t npending, void *arg);
+void pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
+	const struct pmt_enum_opts *o, struct pmt_enum_stats *st,
+	pmt_image_fn fn, void *arg);
+/* The image key of dur + chosen. */
+void pmt_image_key(struct pmt_model *m, const struct pmt_lref *chosen,
+	size_t n, uint64_t k[2]);
+
+/* ---- materialize.c: crash images as pool files ---- */
+
+/* Write dur + chosen lines of every present pool into dir/<name>, and
+ * remove other files there; sparse (zero pages skipped). */
+int pmt_image_write(struct pmt_model *m, const struct pmt_lref *chosen,
+	size_t n, const char *dir);
+
+/* ---- symbolize.c ---- */
+
+/* "func (file:line)" lines of one stack, innermost first, resolved with
+ * addr2line; cached.  Returns a string owned by the cache. */
+const char *pmt_symbolize_site(struct pmt_model *m, uint32_t stack,
+	unsigned max_frames);
+/* One short line: the innermost program frame. */
+const char *pmt_symbolize_short(struct pmt_model *m, uint32_t stack);
+void pmt_symbolize_free(void);
+
+/* ---- util.c ---- */
+void pmt_die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+	noreturn));
+void *pmt_xmalloc(size_t n);
+void *pmt_xcalloc(size_t n, size_t sz);
+void *pmt_xrealloc(void *p, size_t n);
+char *pmt_xstrdup(const char *s);
+char *pmt_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1,
+	2)));
+uint64_t pmt_now_ns(void);
+/* Zeroed, huge-page backed where possible (cheap to fork); pmt_big_free
+ * with the same size. */
+void *pmt_xbig(size_t n);
+void pmt_big_free(void *p, size_t n);
+int pmt_mkdir_p(const char *path);
+int pmt_rm_rf(const char *path);
+/* splitmix64 */
+uint64_t pmt_rand(uint64_t *state);
+
+#endif /* PMEMTEST_INT_H */
+
+/* ---- check.c: run the checker on crash images, in parallel ---- */
+
+typedef int (*pmt_check_fn)(const char *image, const char *dir);
+
+struct pmt_check_opts {
+	const char *cmd;      /* shell command with {image} and {dir}, or */
+	pmt_check_fn fn;      /* a library checker */
+	unsigned jobs;        /* children at once */
+	bool twice;           /* run recovery twice (idempotence) */
+	unsigned timeout_s;   /* per image; 0 = none */
+	const char *workdir;  /* slot directories go here */
+	unsigned image_pool;  /* {image} = this pool's file */
+};
+
+/* What the report needs to know about one line of an image. */
+struct pmt_line_desc {
+	struct pmt_lref l;
+	struct pmt_line_info li;
+	uint32_t store_site; /* pmt_model_store_site() when submitted */
+};
+
+/* One checked image. */
+struct pmt_job {
+	uint64_t seq;          /* 1, 2, ... in submission order */
+	struct pmt_cp cp;
+	struct pmt_lref *chosen;
+	size_t nchosen;
+	struct pmt_line_desc *desc; /* chosen first, then up to 8 lost */
+	size_t ndesc;
+	size_t npending;
+	int status;            /* wait status */
+	bool timed_out;
+	char *output;          /* checker's output (failures only) */
+	uint64_t sig;          /* failure signature */
+	char *saved;           /* saved image directory, or NULL */
+};
+
+struct pmt_runner;
+typedef void (*pmt_fail_fn)(struct pmt_job *job, void *arg); /* owns job */
+struct pmt_runner *pmt_runner_new(const struct pmt_check_opts *o,
+	pmt_fail_fn on_fail, void *arg);
+/* Check dur + chosen of the model's present pools (forks; returns when a
+ * child has started). */
+void pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
+	const struct pmt_cp *cp, const struct pmt_lref *chosen, size_t n,
+	const struct pmt_lref *pending, size_t npending);
+void pmt_runner_wait_all(struct pmt_runner *r);
+uint64_t pmt_runner_checked(const struct pmt_runner *r);
+void pmt_runner_free(struct pmt_runner *r);
+void pmt_job_free(struct pmt_job *j);
+/* Expand {image} and {dir} in a command template. */
+char *pmt_expand_cmd(const char *tmpl, const char *image, const char *dir);
+
+/* ---- report.c ---- */
+
+struct pmt_report_opts {
+	const char *outdir;     /* saved images go here */
+	unsigned save_max;      /* images saved at most */
+	bool verbose;           /* every inconsistent image, not one a group */
+	const char *check_desc; /* "cmd:<template>" or "lib:<lib.so:fn>" */
+	const char *image_name; /* the {image} pool's file name */
+	bool twice;
+	const char *trace_path;
+};
+struct pmt_report;
+struct pmt_report *pmt_report_new(struct pmt_model *m,
+	const struct pmt_report_opts *o);
+/* pmt_fail_fn */
+void pmt_report_fail(struct pmt_job *job, void *arg);
+uint64_t pmt_report_failures(const struct pmt_report *r);
+/* Print every group, save images (replaying the trace again), print the
+ * lints; returns the number of unique failures. */
+uint64_t pmt_report_print(struct pmt_report *r, FILE *out);
+void pmt_report_lints(struct pmt_model *m, FILE *out);
+void pmt_report_free(struct pmt_report *r);
+
+/* ---- recovery.c: crash the recovery itself ---- */
+
+struct pmt_recovery;
+struct pmt_recovery_args {
+	const char *check_cmd;   /* or */
+	const char *check_lib;
+	unsigned image_pool;
+	uint64_t seed;
+	unsigned k, jobs, timeout_s;
+	const char *outdir;
+	bool (*failed)(uint64_t seq, void *arg); /* image itself failed? */
+	void *arg;
+};
+struct pmt_recovery_totals {
+	uint64_t images;     /* images whose recovery was crashed */
+	uint64_t checked, inconsistent, unique;
+};
+struct pmt_recovery *pmt_recovery_new(unsigned n, uint64_t seed,
+	const char *workdir);
+/* Offer image `seq` (dur + chosen of m) to the sample. */
+void pmt_recovery_offer(struct pmt_recovery *r, struct pmt_model *m,
+	const struct pmt_cp *cp, uint64_t seq, const struct pmt_lref *chosen,
+	size_t n);
+/* Run the nested pmemtest on every sampled image; returns the worst exit
+ * status (0, 1, 2). */
+int pmt_recovery_run(struct pmt_recovery *r, struct pmt_model *m,
+	const struct pmt_recovery_args *a, FILE *out,
+	struct pmt_recovery_totals *t);
+void pmt_recovery_free(struct pmt_recovery *r);
+/* report.c: was image seq inconsistent? */
+bool pmt_report_failed(const struct pmt_report *r, uint64_t seq);

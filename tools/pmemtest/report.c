@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * report.c -- what an inconsistent image means, and where to look
+ *
+ * Failures are grouped by signature: the crash point's call site and the
+ * call sites of the lines that reached memory.  A bug in a loop fails at
+ * every iteration with the same signature; the report shows the first
+ * image of each group in full (crash point, fence call stack, the pending
+ * lines that reached memory and some that did not, with where each was
+ * stored and flushed, the checker's output) and lists the others.  The
+ * first image of each group is saved as pool files with a description, so
+ * `pmemtest replay DIR` reproduces it (with --verbose, every image is
+ * described and, up to --save, saved).
+ *
+ * Invariant
+ *   P1. Groups and images are printed in submission order (the order of
+ *       the crash points in the trace), whatever order the parallel
+ *       checkers finished in.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "pmemtest_int.h"
+
+struct group {
+	uint64_t sig;
+	struct pmt_job **jobs;
+	size_t n;
+};
+
+struct pmt_report {
+	struct pmt_model *m;
+	struct pmt_report_opts o;
+	struct pmt_job **fails;
+	size_t nfails;
+};
+
+struct pmt_report *
+pmt_report_new(struct pmt_model *m, const struct pmt_report_opts *o)
+{
+	struct pmt_report *r = pmt_xcalloc(1, sizeof(*r));
+	r->m = m;
+	r->o = *o;
+	return r;
+}
+
+static int
+u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The crash point's call site and the *set* of (pool, store site, flush
+ * site) of the lines that reached memory: how many lines, and which ones,
+ * do not matter -- a loop's iterations and subsets of one kind of line
+ * fall into one group. */
+static uint64_t
+signature(const struct pmt_job *j)
+{
+	uint64_t v[4] = { j->cp.kind, j->cp.stack, 0, 0 };
+	uint64_t *h = pmt_xmalloc((j->nchosen + 1) * sizeof(*h));
+	uint64_t sig = rio_checksum(v, sizeof(v), 0x5349);
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->nchosen; i++) {
+		const struct pmt_line_desc *d = &j->desc[i];
+		v[0] = d->l.pool;
+		v[1] = d->store_site;
+		v[2] = d->li.flush_stack;
+		v[3] = 0;
+		h[n++] = rio_checksum(v, sizeof(v), 0x4c53);
+	}
+	qsort(h, n, sizeof(*h), u64_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || h[i] != h[i - 1])
+			sig = rio_checksum(&h[i], sizeof(h[i]), sig);
+	free(h);
+	return sig;
+}
+
+void
+pmt_report_fail(struct pmt_job *job, void *arg)
+{
+	struct pmt_report *r = arg;
+
+	job->sig = signature(job);
+	r->fails = pmt_xrealloc(r->fails, (r->nfails + 1) * sizeof(*r->fails));
+	r->fails[r->nfails++] = job;
+}
+
+uint64_t
+pmt_report_failures(const struct pmt_report *r)
+{
+	return r->nfails;
+}
+
+bool
+pmt_report_failed(const struct pmt_report *r, uint64_t seq)
+{
+	for (size_t i = 0; i < r->nfails; i++)
+		if (r->fails[i]->seq == seq)
+			return true;
+	return false;
+}
+
+static int
+job_cmp(const void *a, const void *b)
+{
+	const struct pmt_job *x = *(struct pmt_job *const *)a;
+	const struct pmt_job *y = *(struct pmt_job *const *)b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void
+describe_line(struct pmt_model *m, FILE *out, const struct pmt_line_desc *d)
+{
+	const struct pmt_pool *p = &m->pools[d->l.pool];
+	const struct pmt_line_info *li = &d->li;
+
+	fprintf(out, "      %s +0x%llx (line %llu): stored ", p->name,
+		(unsigned long long)(d->l.line * PMT_LINE),
+		(unsigned long long)d->l.line);
+	if (li->store_flush)
+		fprintf(out, "before the flush at %s",
+			pmt_symbolize_short(m, li->store_flush));
+	else if (li->store_epoch == 0)
+		fprintf(out, "before the first fence");
+	else
+		fprintf(out, "after fence #%u (%s)", li->store_epoch,
+			pmt_symbolize_short(m, m->fence_stack[li->store_epoch]));
+	if (li->flags & PMT_LI_FLUSHED)
+		fprintf(out, "; flushed at %s, not yet fenced\n",
+			pmt_symbolize_short(m, li->flush_stack));
+	else if (li->flush_stack)
+		fprintf(out, "; not flushed since (last flush before the "
+			"store: %s)\n", pmt_symbolize_short(m, li->flush_stack));
+	else
+		fprintf(out, "; never flushed\n");
+}
+
+static void
+describe_status(FILE *out, const struct pmt_job *j)
+{
+	if (j->timed_out)
+		fprintf(out, "timed out");
+	else if (WIFEXITED(j->status))
+		fprintf(out, "exit %d", WEXITSTATUS(j->status));
+	else if (WIFSIGNALED(j->status))
+		fprintf(out, "killed by signal %d (%s)", WTERMSIG(j->status),
+			strsignal(WTERMSIG(j->status)));
+}
+
+static void
+describe_cp(struct pmt_model *m, FILE *out, const struct pmt_job *j)
+{
+	if (j->cp.kind == PMT_CP_END) {
+		fprintf(out, "  crash after the last fence (#%u), at program "
+			"end\n", j->cp.fence - 1);
+		return;
+	}
+	fprintf(out, "  crash at fence #%u (thread %u), before it completes; "
+		"the fence was issued at\n%s\n", j->cp.fence, j->cp.thread,
+		pmt_symbolize_site(m, j->cp.stack, 8));
+}
+
+static void
+print_job(struct pmt_report *r, FILE *out, const struct pmt_job *j,
+	const char *saved)
+{
+	struct pmt_model *m = r->m;
+	size_t lost = j->ndesc - j->nchosen;
+
+	fprintf(out, "INCONSISTENT image #%llu\n", (unsigned long long)j->seq);
+	describe_cp(m, out, j);
+	fprintf(out, "  %zu pending line%s; ", j->npending,
+		j->npending == 1 ? "" : "s");
+	if (j->nchosen == 0) {
+		fprintf(out, "none reached memory\n");
+	} else {
+		fprintf(out, "these reached memory (new content):\n");
+		for (size_t i = 0; i < j->nchosen; i++)
+			describe_line(m, out, &j->desc[i]);
+	}
+	if (lost > 0) {
+		fprintf(out, "    these did not (old content)%s:\n",
+			j->npending - j->nchosen > lost ? ", first ones" : "");
+		for (size_t i = j->nchosen; i < j->ndesc; i++)
+			describe_line(m, out, &j->desc[i]);
+	}
+	fprintf(out, "  checker: ");
+	describe_status(out, j);
+	fputc('\n', out);
+	if (j->output && *j->output) {
+		char *o = pmt_xstrdup(j->output), *save = NULL;
+		int lines = 0;
+		for (char *l = strtok_r(o, "\n", &save); l && lines < 12;
+			l = strtok_r(NULL, "\n", &save), lines++)
+			fprintf(out, "    | %s\n", l);
+		free(o);
+	}
+	if (saved)
+		fprintf(out, "  reproduce: pmemtest replay %s\n", saved);
+}
+
+static void
+write_meta(struct pmt_report *r, const struct pmt_job *j, const char *dir)
+{
+	char *path = pmt_xasprintf("%s/pmemtest-image.txt", dir);
+	FILE *f = fopen(path, "w");
+
+	free(path);
+	if (f == NULL)
+		return;
+	fprintf(f, "pmemtest-image 1\n");
+	fprintf(f, "check %s\n", r->o.check_desc);
+	fprintf(f, "image %s\n", r->o.image_name);
+	fprintf(f, "twice %d\n", r->o.twice ? 1 : 0);
+	fprintf(f, "seq %llu\n", (unsigned long long)j->seq);
+	fprintf(f, "fence %u\n", j->cp.fence);
+	fprintf(f, "end %d\n", j->cp.kind == PMT_CP_END);
+	fprintf(f, "chosen");
+	for (size_t i = 0; i < j->nchosen; i++)
+		fprintf(f, " %u:%llu", j->chosen[i].pool,
+			(unsigned long long)j->chosen[i].line);
+	fprintf(f, "\n");
+	fclose(f);
+	path = pmt_xasprintf("%s/report.txt", dir);
+	f = fopen(path, "w");
+	free(path);
+	if (f == NULL)
+		return;
+	print_job(r, f, j, NULL);
+	fclose(f);
+}
+
+struct saver {
+	struct pmt_report *r;
+	struct pmt_job **jobs; /* to save, each with job->saved set */
+	size_t n;
+};
+
+static void
+save_cp(struct pmt_model *m2, const struct pmt_cp *cp, void *arg)
+{
+	struct saver *s = arg;
+
+	for (size_t i = 0; i < s->n; i++) {
+		struct pmt_job *j = s->jobs[i];
+		if (j->saved == NULL || j->cp.fence != cp->fence ||
+		    j->cp.kind != cp->kind)
+			continue;
+		if (pmt_image_write(m2, j->chosen, j->nchosen, j->saved) != 0) {
+			fprintf(stderr, "pmemtest: cannot save %s\n", j->saved);
+			free(j->saved);
+			j->saved = NULL;
+			continue;
+		}
+		write_meta(s->r, j, j->saved);
+	}
+}
+
+/* Save the first image of each group, then (--verbose) the others, up to
+ * --save images, by replaying the trace once more. */
+static void
+save_images(struct pmt_report *r, struct group *g, size_t ng)
+{
+	struct pmt_model m2;
+	struct saver s = { r, NULL, 0 };
+
+	if (r->o.outdir == NULL || r->o.save_max == 0)
+		return;
+	s.jobs = pmt_xcalloc(r->nfails + 1, sizeof(*s.jobs));
+	for (size_t pass = 0; pass < 2; pass++)
+		for (size_t k = 0; k < ng; k++)
+			for (size_t i = pass; i < (pass ? g[k].n : 1) &&
+				s.n < r->o.save_max; i++) {
+				if (pass && !r->o.verbose)
+					break;
+				struct pmt_job *j = g[k].jobs[i];
+				j->saved = pmt_xasprintf("%s/img-%06llu",
+					r->o.outdir, (unsigned long long)j->seq);
+				s.jobs[s.n++] = j;
+			}
+	if (pmt_mkdir_p(r->o.outdir) != 0 ||
+	    pmt_model_open(&m2, r->o.trace_path) != 0) {
+		fprintf(stderr, "pmemtest: cannot save images in %s\n",
+			r->o.outdir);
+		for (size_t i = 0; i < s.n; i++) {
+			free(s.jobs[i]->saved);
+			s.jobs[i]->saved = NULL;
+		}
+	} else {
+		pmt_model_run(&m2, save_cp, &s);
+		pmt_model_close(&m2);
+	}
+	free(s.jobs);
+}
+
+uint64_t
+pmt_report_print(struct pmt_report *r, FILE *out)
+{
+	struct group *g = NULL;
+	size_t ng = 0;
+
+	qsort(r->fails, r->nfails, sizeof(*r->fails), job_cmp); /* P1 */
+	for (size_t i = 0; i < r->nfails; i++) {
+		struct pmt_job *j = r->fails[i];
+		size_t k;
+		for (k = 0; k < ng && g[k].sig != j->sig; k++)
+			;
+		if (k == ng) {
+			g = pmt_xrealloc(g, (ng + 1) * sizeof(*g));
+			memset(&g[ng++], 0, sizeof(*g));
+			g[k].sig = j->sig;
+		}
+		g[k].jobs = pmt_xrealloc(g[k].jobs,
+			(g[k].n + 1) * sizeof(*g[k].jobs));
+		g[k].jobs[g[k].n++] = j;
+	}
+	save_images(r, g, ng);
+	for (size_t k = 0; k < ng; k++) {
+		fprintf(out, "\n");
+		print_job(r, out, g[k].jobs[0], g[k].jobs[0]->saved);
+		if (g[k].n > 1)
+			fprintf(out, "  the same failure (same call sites) in "
+				"%zu more image%s:", g[k].n - 1,
+				g[k].n == 2 ? "" : "s");
+		for (size_t i = 1; i < g[k].n && (r->o.verbose || i <= 10); i++)
+			fprintf(out, " #%llu@fence%u",
+				(unsigned long long)g[k].jobs[i]->seq,
+				g[k].jobs[i]->cp.fence);
+		if (g[k].n > 11 && !r->o.verbose)
+			fprintf(out, " ...");
+		if (g[k].n > 1)
+			fprintf(out, "\n");
+		if (r->o.verbose)
+			for (size_t i = 1; i < g[k].n; i++) {
+				fprintf(out, "\n");
+				print_job(r, out, g[k].jobs[i],
+					g[k].jobs[i]->saved);
+			}
+	}
+	for (size_t k = 0; k < ng; k++)
+		free(g[k].jobs);
+	free(g);
+	return ng;
+}
+
+static const char *const lint_title[PMT_LINT_KINDS] = {
+	[PMT_LINT_REDUNDANT] = "redundant flush",
+	[PMT_LINT_UNFENCED] = "flush never fenced",
+	[PMT_LINT_DPOINT] = "not durable at a durability point",
+	[PMT_LINT_END] = "never made durable",
+};
+
+void
+pmt_report_lints(struct pmt_model *m, FILE *out)
+{
+	for (size_t i = 0; i < m->nlints; i++) {
+		const struct pmt_lint *x = &m->lints[i];
+		const struct pmt_pool *p = &m->pools[x->first.pool];
+		unsigned long long off =
+			(unsigned long long)(x->first.line * PMT_LINE);
+
+		fprintf(out, "\nwarning: %s: ", lint_title[x->kind]);
+		switch (x->kind) {
+		case PMT_LINT_REDUNDANT:
+			fprintf(out, "%llu line flush%s with no store since "
+				"the line was last flushed (first: "
+				"%s +0x%llx), at\n%s\n",
+				(unsigned long long)x->count,
+				x->count == 1 ? "" : "es", p->name, off,
+				pmt_symbolize_site(m, x->stack, 8));
+			break;
+		case PMT_LINT_UNFENCED:
+			fprintf(out, "%llu line%s (first: %s +0x%llx) flushed "
+				"and never followed by a fence of the flushing "
+				"thread, at\n%s\n",
+				(unsigned long long)x->count,
+				x->count == 1 ? "" : "s", p->name, off,
+				pmt_symbolize_site(m, x->stack, 8));
+			break;
+		case PMT_LINT_DPOINT:
+			fprintf(out, "\"%s\": %llu line%s modified and not "
+				"durable (first: %s +0x%llx, stored after fence "
+				"#%u near %s) at the durability point\n%s\n",
+				x->what ? x->what : "",
+				(unsigned long long)x->count,
+				x->count == 1 ? "" : "s", p->name, off,
+				x->first_epoch,
+				pmt_symbolize_short(m, x->store_stack),
+				pmt_symbolize_site(m, x->stack, 8));
+			break;
+		case PMT_LINT_END:
+			fprintf(out, "%llu line%s modified and still not "
+				"durable at program end (first: %s +0x%llx, "
+				"stored after fence #%u), near\n%s\n",
+				(unsigned long long)x->count,
+				x->count == 1 ? "" : "s", p->name, off,
+				x->first_epoch,
+				pmt_symbolize_site(m, x->store_stack, 8));
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+void
+pmt_report_free(struct pmt_report *r)
+{
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < r->nfails; i++)
+		pmt_job_free(r->fails[i]);
+	free(r->fails);
+	free(r);
+}
