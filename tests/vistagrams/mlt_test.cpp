@@ -282,6 +282,7 @@ TEST_CASE("a server thread answers many pipelined requests exactly once",
 				sent.erase(any);
 			}
 		}
+		st.finish();
 		REQUIRE(st.error == 0);
 		REQUIRE(st.served == 160);
 	}
@@ -323,6 +324,7 @@ TEST_CASE("one transaction receives a response and sends the next request",
 	}
 	REQUIRE(receive(w.v, c, pending) == "CYCLE 99");
 	REQUIRE(stats(c).responses_delivered == 100);
+	st.finish();
 	REQUIRE(st.served == 100);
 	char buf[8];
 	size_t n;

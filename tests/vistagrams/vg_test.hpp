@@ -262,11 +262,15 @@ struct ServerThread {
 			served++;
 		}
 	}
-	~ServerThread()
+	// Stop and wait (a response leaves inside vg_commit, before the
+	// thread counts it: counts are final only after this).
+	void finish()
 	{
 		stop = true;
-		t.join();
+		if (t.joinable())
+			t.join();
 	}
+	~ServerThread() { finish(); }
 };
 
 } // namespace vgt
