@@ -393,7 +393,14 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 	vg__raw_begin(ep, buf, len);
 	memcpy(buf, msg, len);
 	vg__raw_end(ep, buf, len);
+#ifndef VG_BROKEN_NO_PAYLOAD_FLUSH
+	/* Flushed here, drained with the commit (raw_dirty): the slot the
+	 * commit makes valid checksums this payload. */
 	vg__flush(ep, buf, len);
+#else
+	/* Deliberately broken (power-failure test): the payload is never
+	 * flushed, so a committed slot may point at old bytes. */
+#endif
 	ep->tx.raw_dirty = true;
 
 	s->seq = seq;
