@@ -11,6 +11,8 @@ mkdir -p bench/results
 {
 	echo "# vg-bench ($(date -u +%Y-%m-%d), $(nproc) CPUs, $(uname -r))"
 	echo
+	echo "Load average at the start (1, 5, 15 min): $(cut -d' ' -f1-3 /proc/loadavg)."
+	echo
 	echo "Command: \`nice $build/bench/vistagrams/vg-bench -o bench/results/vistagrams.csv $*\`"
 	echo
 	nice "$build/bench/vistagrams/vg-bench" -o bench/results/vistagrams.csv "$@"

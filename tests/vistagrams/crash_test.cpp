@@ -99,20 +99,11 @@ TEST_CASE("client and server killed at random points: every request takes "
 	// Let the client finish its cycle and stop.
 	sh->stop = 1;
 	int st = 0;
-	pid_t got = 0;
-	for (int ms = 0; ms < 60000 && got == 0; ms += 10) {
-		got = waitpid(client, &st, WNOHANG);
-		if (got == 0)
-			usleep(10000);
-	}
-	if (got == 0) {
-		kill(client, SIGKILL);
-		waitpid(client, &st, 0);
-	}
+	bool exited = wl::wait_or_kill(client, 60000, &st);
 	kill(server, SIGKILL);
 	waitpid(server, nullptr, 0);
 	INFO("client status " << st << ", " << sh->finished << " cycles");
-	REQUIRE(got == client);
+	REQUIRE(exited);
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 0);
 

@@ -61,23 +61,14 @@ TEST_CASE("request/response cycles over a lossy network take effect "
 		_exit(0);
 	}
 	int st = 0;
-	pid_t got = 0;
-	for (int ms = 0; ms < 100000 && got == 0; ms += 10) {
-		got = waitpid(client, &st, WNOHANG);
-		if (got == 0)
-			usleep(10000);
-	}
-	if (got == 0) {
-		kill(client, SIGKILL);
-		waitpid(client, &st, 0);
-	}
+	bool exited = wl::wait_or_kill(client, 100000, &st);
 	kill(server, SIGKILL);
 	int sst;
 	waitpid(server, &sst, 0);
-	INFO("the client " << (got ? "exited" : "was stuck") << " after "
+	INFO("the client " << (exited ? "exited" : "was stuck") << " after "
 			   << sh->finished << " cycles, status " << st
 			   << "; the server status " << sst);
-	REQUIRE(got == client);
+	REQUIRE(exited);
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 0);
 	REQUIRE(WIFSIGNALED(sst)); // killed by us, not dead of an error

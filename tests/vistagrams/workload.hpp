@@ -19,6 +19,8 @@
 #pragma once
 
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <unistd.h>
@@ -236,6 +238,23 @@ inline std::string check(const std::string &cdir, const std::string &sdir,
 		return "the server executed " + std::to_string(ss->counter) +
 			" requests for " + std::to_string(done) + " cycles";
 	return "";
+}
+
+// Waits up to `ms` for `pid` to exit, SIGKILLs it if it does not; returns
+// whether it exited by itself, with its status in *st either way.
+inline bool wait_or_kill(pid_t pid, int ms, int *st)
+{
+	pid_t got = 0;
+	for (int t = 0; t < ms && got == 0; t += 10) {
+		got = waitpid(pid, st, WNOHANG);
+		if (got == 0)
+			usleep(10000);
+	}
+	if (got == pid)
+		return true;
+	kill(pid, SIGKILL);
+	waitpid(pid, st, 0);
+	return false;
 }
 
 } // namespace wl
