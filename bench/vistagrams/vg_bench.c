@@ -521,6 +521,18 @@ row(size_t size, const struct result *r, int nsys, const bool *want,
 	}
 }
 
+/* Removes the segment and log node_open made in process `pid`. */
+static void
+remove_node(pid_t pid, const char *name)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/vg-bench-%d-%s", dir, (int)pid, name);
+	unlink(path);
+	strcat(path, ".log");
+	unlink(path);
+}
+
 static void
 usage(FILE *f)
 {
@@ -723,12 +735,8 @@ main(int argc, char **argv)
 			waitpid(pid[s], NULL, 0);
 		}
 	}
-	char path[4096];
-	snprintf(path, sizeof(path), "%s/vg-bench-%d-server", dir,
-		(int)pid[S_VG]);
-	unlink(path);
-	strcat(path, ".log");
-	unlink(path);
+	remove_node(getpid(), "client");
+	remove_node(pid[S_VG], "server");
 	free(t);
 	return 0;
 usage:
