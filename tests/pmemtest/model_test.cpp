@@ -198,6 +198,32 @@ TEST_CASE("a durability point reports what is not durable yet",
 	REQUIRE(r.lints(PMT_LINT_END) == 0);
 }
 
+TEST_CASE("discarded lines are neither pending nor linted until stored "
+	  "again", "[pmemtest][model]")
+{
+	Traced t;
+	t.store(96, 1);
+	t.store(97, 1);
+	t.flush(97); // a pending flush of a line that is then discarded
+	pmt_tracer_discard(t.buf + 96 * 64, 2 * 64);
+	pmt_tracer_dpoint(nullptr, "commit");
+	t.store(100, 1);
+	t.flush(100);
+	t.fence();
+	t.store(97, 2); // stored again: state again
+	pmt_tracer_dpoint(nullptr, "commit");
+	t.flush(97);
+	t.fence();
+	t.stop();
+	Replay r(t.trace);
+	REQUIRE(r.points[0].pending == std::set<uint64_t>{ 100 });
+	REQUIRE(r.points[1].pending == std::set<uint64_t>{ 97 });
+	REQUIRE(r.points[1].dur[97] == 1); // the discarded content
+	REQUIRE(r.lints(PMT_LINT_DPOINT) == 1); // line 97, second point
+	REQUIRE(r.lints(PMT_LINT_END) == 0);
+	REQUIRE(r.lints(PMT_LINT_REDUNDANT) == 0);
+}
+
 TEST_CASE("a trace cut short replays up to its last whole record",
 	"[pmemtest][model]")
 {

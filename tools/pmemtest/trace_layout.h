@@ -27,7 +27,7 @@
 
 #define PMT_TRACE_MAGIC "PMTRACE"  /* 8 bytes with the NUL */
 #define PMT_TRACE_MAJOR 1
-#define PMT_TRACE_MINOR 0
+#define PMT_TRACE_MINOR 1 /* 1: DISCARD */
 #define PMT_LINE 64u              /* bytes per cache line */
 #define PMT_HDR_CSUM_SEED 0x504d5448445231ull /* "PMTHDR1" */
 #define PMT_END_CSUM_SEED 0x504d54454e4431ull /* "PMTEND1" */
@@ -58,6 +58,7 @@ enum pmt_rec_type {
 	PMT_REC_FENCE = 8,  /* a thread's fence (drain) */
 	PMT_REC_DPOINT = 9, /* a declared durability point */
 	PMT_REC_END = 10,   /* the process exited; last record */
+	PMT_REC_DISCARD = 11, /* lines that hold no state any more */
 };
 
 /* Every record: this header, then `len` bytes of payload (8-aligned). */
@@ -127,6 +128,16 @@ struct pmt_rec_fence {
 struct pmt_rec_dpoint {
 	uint32_t pool; /* or PMT_ALL_POOLS */
 	uint32_t stack;
+};
+
+/* DISCARD: rio_durable_discard() -- the lines hold no state any more
+ * (e.g. a block an aborted transaction allocated and wrote): whatever they
+ * hold now may be what survives a crash. */
+struct pmt_rec_discard {
+	uint32_t pool;
+	uint32_t reserved;
+	uint64_t line;   /* first line */
+	uint64_t nlines;
 };
 
 /* END (aux: 0 = exit, else the signal that ended the process) */

@@ -616,6 +616,29 @@ pmt_tracer_dpoint(const void *handle, const char *what)
 	pthread_mutex_unlock(&T.lock);
 }
 
+void
+pmt_tracer_discard(const void *addr, size_t len)
+{
+	struct region *r;
+
+	if (!pmt_tracer_active())
+		return;
+	pthread_mutex_lock(&T.lock);
+	r = T.active ? region_of(addr) : NULL;
+	if (r != NULL && len > 0) {
+		size_t off = (size_t)((const char *)addr - r->base);
+		size_t end = off + len > r->size ? r->size : off + len;
+		struct pmt_rec_discard d;
+		off &= ~(size_t)(PMT_LINE - 1);
+		end = (end + PMT_LINE - 1) & ~(size_t)(PMT_LINE - 1);
+		diff_range(r, off, end); /* R1: the content discarded */
+		d = (struct pmt_rec_discard){ .pool = r->pool,
+			.line = off / PMT_LINE, .nlines = (end - off) / PMT_LINE };
+		emit(PMT_REC_DISCARD, 0, &d, sizeof(d), NULL, 0);
+	}
+	pthread_mutex_unlock(&T.lock);
+}
+
 /* ---- the librio hook table ---- */
 
 static void
@@ -632,6 +655,15 @@ ops_drain(const rio_pool *p, const void *caller)
 	(void)p;
 	(void)caller;
 	pmt_tracer_fence();
+}
+
+static void
+ops_discard(const rio_pool *p, const void *addr, size_t len,
+	const void *caller)
+{
+	(void)p;
+	(void)caller;
+	pmt_tracer_discard(addr, len);
 }
 
 static void
@@ -658,6 +690,7 @@ const struct rio_trace_ops pmt_rio_ops = {
 	.flush = ops_flush,
 	.drain = ops_drain,
 	.durable_point = ops_dpoint,
+	.discard = ops_discard,
 	.pool_mapped = ops_mapped,
 	.pool_unmapping = ops_unmapping,
 };
