@@ -893,11 +893,12 @@ vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 			 * the allocating transaction was this one and its
 			 * page map store never reached memory (A2). */
 			st(&pm[p], vista_pg_make(VISTA_PG_RUN, o->cls, 0));
-		/* The caller's fence (abort, recovery) makes the undo
-		 * durable before the log record that describes it dies. */
-		vista__flush(l, seg->pool, w, 8);
+		/* Flushed at the end of the undo; the caller's fence
+		 * (abort, recovery) makes it durable before the log record
+		 * that describes it dies. */
+		vista__undo_note(l, seg, w, 8);
 		if (type == VISTA_REC_FREE)
-			vista__flush(l, seg->pool, &pm[p], 8);
+			vista__undo_note(l, seg, &pm[p], 8);
 		else /* A5 */
 			rio_durable_discard(seg->pool, arena + (size_t)p *
 				VISTA_PAGE + (size_t)o->n *
@@ -912,8 +913,9 @@ vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 				     vista_pg_make(VISTA_PG_CONT, 0, i);
 		st(&pm[p + i], e);
 	}
-	/* Durable at the caller's fence, before the record dies. */
-	vista__flush(l, seg->pool, &pm[p], 8 * (size_t)o->n);
+	/* Flushed at the end of the undo, durable at the caller's fence,
+	 * before the record dies. */
+	vista__undo_note(l, seg, &pm[p], 8 * (size_t)o->n);
 	if (type == VISTA_REC_ALLOC) /* A5 */
 		rio_durable_discard(seg->pool, arena + (size_t)p * VISTA_PAGE,
 			(size_t)o->n * VISTA_PAGE);

@@ -29,6 +29,10 @@
  *   T3. Abort: every before-image is back in place, durably, before the
  *       truncation; restoring runs newest record first, so the oldest
  *       image of a byte (the one from before the transaction) wins.
+ *       Every line the transaction may have stored to is flushed -- also
+ *       a line that now equals its before-image: the program may have
+ *       stored another value there that reached memory -- and each line
+ *       once, after its last store of the undo.
  *   T4. Each byte of a transaction is logged at most once (coalescing),
  *       except when an automatic transaction logs a whole page that holds
  *       an explicitly declared range: then the newer copy is undone first.
@@ -477,8 +481,30 @@ vista_end_transaction(vista *v)
 	return commit(l);
 }
 
-/* Copy a before-image back and start writing it back; the caller fences
- * before the record is discarded (T3, C4). */
+/* Put a before-image back.  A long one is compared line by line first and
+ * only the lines that differ are stored: the others keep their cache
+ * lines clean (a whole page logged by an automatic transaction usually
+ * differs in a few lines).  Whether stored or not, every line is flushed
+ * at the end of the undo (T3): equal now does not mean never changed. */
+static void
+copy_back(char *dst, const char *src, size_t len)
+{
+	if (len < 256) {
+		memcpy(dst, src, len);
+		return;
+	}
+	while (len > 0) {
+		size_t n = 64 - (uintptr_t)dst % 64;
+		if (n > len)
+			n = len;
+		if (memcmp(dst, src, n) != 0)
+			memcpy(dst, src, n);
+		dst += n;
+		src += n;
+		len -= n;
+	}
+}
+
 static void
 restore(struct vista_lane *l, struct vista_segment *seg, char *dst,
 	const char *src, size_t len, bool recovering)
@@ -492,15 +518,83 @@ restore(struct vista_lane *l, struct vista_segment *seg, char *dst,
 			size_t n = VISTA_PAGE - d % VISTA_PAGE;
 			if (n > len)
 				n = len;
-			if (vista__page_open(l, d))
-				vista__copy(l, seg->pool, dst, src, n);
+			if (vista__page_open(l, d)) {
+				copy_back(dst, src, n);
+				vista__undo_note(l, seg, dst, n);
+			}
 			dst += n;
 			src += n;
 			len -= n;
 		}
 		return;
 	}
-	vista__copy(l, seg->pool, dst, src, len);
+	copy_back(dst, src, len);
+	vista__undo_note(l, seg, dst, len);
+}
+
+void
+vista__undo_note(struct vista_lane *l, struct vista_segment *seg,
+	const void *addr, size_t len)
+{
+	uintptr_t lo = (uintptr_t)addr & ~(uintptr_t)63;
+	uintptr_t hi = ((uintptr_t)addr + len + 63) & ~(uintptr_t)63;
+	struct vista__span *last = l->undo_n ? &l->undo[l->undo_n - 1] : NULL;
+
+	if (l->v->sealed || len == 0)
+		return; /* the byte domain flushes nothing */
+	if (last != NULL && last->seg == seg && lo <= last->hi &&
+	    hi >= last->lo) {
+		/* Touching the previous span (the common case: images of
+		 * one record, in address order): widen it. */
+		if (lo < last->lo)
+			last->lo = lo;
+		if (hi > last->hi)
+			last->hi = hi;
+		return;
+	}
+	if (l->undo_n == l->undo_cap) {
+		uint32_t cap = l->undo_cap ? 2 * l->undo_cap : 64;
+		struct vista__span *n = realloc(l->undo, cap * sizeof(*n));
+		if (n == NULL) {
+			/* No room to remember it: flush it now (durable at
+			 * the caller's fence all the same). */
+			vista__flush(l, seg->pool, (void *)lo, hi - lo);
+			return;
+		}
+		l->undo = n;
+		l->undo_cap = cap;
+	}
+	l->undo[l->undo_n++] = (struct vista__span){ lo, hi, seg };
+}
+
+static int
+span_cmp(const void *a, const void *b)
+{
+	const struct vista__span *x = a, *y = b;
+	if (x->seg != y->seg)
+		return x->seg->idx < y->seg->idx ? -1 : 1;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Flush every line the undo stored to, once (T3). */
+static void
+undo_flush(struct vista_lane *l)
+{
+	struct vista__span *s = l->undo;
+	uint32_t n = l->undo_n;
+
+	if (n > 1)
+		qsort(s, n, sizeof(*s), span_cmp);
+	for (uint32_t i = 0; i < n;) {
+		uintptr_t lo = s[i].lo, hi = s[i].hi;
+		uint32_t j = i + 1;
+		for (; j < n && s[j].seg == s[i].seg && s[j].lo <= hi; j++)
+			if (s[j].hi > hi)
+				hi = s[j].hi;
+		vista__flush(l, s[i].seg->pool, (void *)lo, hi - lo);
+		i = j;
+	}
+	l->undo_n = 0;
 }
 
 void
@@ -511,6 +605,7 @@ vista__undo(vista *v, struct vista_lane *l, const struct vista_segment *only,
 
 	if (l->last == 0)
 		return;
+	l->undo_n = 0;
 	pos = l->cur - l->last;
 	for (;;) {
 		const struct vista_rec *r = (const void *)pos;
@@ -545,6 +640,7 @@ vista__undo(vista *v, struct vista_lane *l, const struct vista_segment *only,
 			break;
 		pos -= r->prev;
 	}
+	undo_flush(l);
 }
 
 int

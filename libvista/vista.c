@@ -480,6 +480,7 @@ instance_free(vista *v)
 		for (unsigned i = 0; i < v->nlanes; i++) {
 			vista__ranges_fini(&v->lanes[i].ranges);
 			vista__pageset_fini(&v->lanes[i].open);
+			free(v->lanes[i].undo);
 		}
 		free(v->lanes);
 	}

@@ -256,6 +256,45 @@ TEST_CASE("fence budget: k set_ranges cost k + 2 fences; a batch costs 3",
 	VREQUIRE_OK(vista_fini(v));
 }
 
+TEST_CASE("abort flushes each line it restored once, after its last store",
+	"[tx][budget]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0);
+	uint64_t *w = (uint64_t *)vista_segment_base(s);
+	vt::Tracer tr;
+
+	// Three records, two of them in one line; the records' lines are
+	// flushed when they are written, the data lines once at abort.
+	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	VREQUIRE_OK(vista_set_range(v, &w[0], 8));
+	VREQUIRE_OK(vista_set_range(v, &w[1], 8));
+	VREQUIRE_OK(vista_set_range(v, &w[16], 8));
+	w[0] = w[1] = w[16] = 7;
+	uint64_t lines = tr.flush_lines, drains = tr.drains;
+	VREQUIRE_OK(vista_abort_transaction(v));
+	CHECK(tr.flush_lines - lines == 2 + 1); // lines 0 and 2, lane header
+	CHECK(tr.drains - drains == 2);
+	REQUIRE(w[0] == 0);
+	REQUIRE(w[1] == 0);
+	REQUIRE(w[16] == 0);
+
+	// Heap undo: three blocks of one run share a bitmap word.
+	vista_segment *h = vt::map(v, e.seg("heap"), 1);
+	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	void *p[3];
+	for (void *&x : p)
+		VREQUIRE_OK(vista_malloc(h, 64, &x));
+	lines = tr.flush_lines;
+	VREQUIRE_OK(vista_abort_transaction(v));
+	CHECK(tr.flush_lines - lines == 1 + 1); // bitmap word, lane header
+	struct vista_heap_info hi;
+	VREQUIRE_OK(vista_heap_check(h, &hi));
+	REQUIRE(hi.blocks == 0);
+	VREQUIRE_OK(vista_fini(v));
+}
+
 TEST_CASE("byte domain: no cache line is ever flushed", "[tx][budget]")
 {
 	Env e(RIO_FORCE_BYTE);
