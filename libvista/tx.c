@@ -17,7 +17,9 @@
  * State machine of a lane (lane->state), owning thread only:
  *
  *   IDLE --begin--> ACTIVE --end--> COMMITTING --truncated--> IDLE
- *                     |
+ *                     |  ^                |
+ *                     |  +----------------+  chain: truncated, changed
+ *                     |                      pages logged again (auto.c)
  *                     +--abort--> ABORTING --truncated--> IDLE
  *
  * Invariants
@@ -399,9 +401,36 @@ check_pools(struct vista_lane *l)
 	return rc ? vista__set_fatal(v, rc, "persisting the transaction") : 0;
 }
 
-/* Commit with frees, open pages, a tracer, or the page domain. */
+/* vista_chain_transaction after its commit: the lane's next transaction
+ * begins with the changed pages still open (auto.c, P4). */
 static int
-commit_slow(struct vista_lane *l)
+chain_next(struct vista_lane *l)
+{
+	memset(l->touched, 0, sizeof(l->touched));
+	if (l->nalloc_recs || l->nfree_recs) {
+		memset(l->freed, 0, sizeof(l->freed));
+		memset(l->allocd, 0, sizeof(l->allocd));
+	}
+	vista__ranges_clear(&l->ranges);
+	(void)vista__open_chain(l);
+	l->state = VISTA__TX_ACTIVE;
+	VISTA__STAT_ADD(l, tx_begun, 1);
+	if (VISTA__UNLIKELY(__atomic_load_n(&l->v->fatal, __ATOMIC_RELAXED))) {
+		/* Pages could not be protected again: end the new
+		 * transaction (it changed nothing yet). */
+		(void)vista__tx_abort_lane(l);
+		return vista__err(VISTA_EFATAL,
+			"vista_chain_transaction: committed, but open pages "
+			"could not be protected again; the instance is in its "
+			"error state");
+	}
+	return 0;
+}
+
+/* Commit with frees, open pages, a tracer, or the page domain; chain:
+ * then begin the next transaction (vista_chain_transaction). */
+static int
+commit_slow(struct vista_lane *l, bool chain)
 {
 	int rc = 0;
 
@@ -428,6 +457,8 @@ commit_slow(struct vista_lane *l)
 	if (l->v->page_domain)
 		rc = check_pools(l);
 	VISTA__STAT_ADD(l, tx_committed, 1);
+	if (chain && rc == 0)
+		return chain_next(l);
 	finish(l);
 	return rc;
 }
@@ -449,7 +480,7 @@ commit(struct vista_lane *l)
 	}
 	if (VISTA__UNLIKELY(l->nfree_recs || l->prot_used || v->page_domain ||
 		    rio__trace != NULL))
-		return commit_slow(l);
+		return commit_slow(l, false);
 	/* The common case: only declared ranges (and fresh blocks). */
 #ifdef VISTA_BROKEN_COMMIT_ORDER
 	vista__log_truncate(l); /* wrong: the log dies before the data lives */
@@ -479,6 +510,31 @@ vista_end_transaction(vista *v)
 			return no_tx(v, "vista_end_transaction");
 	}
 	return commit(l);
+}
+
+int
+vista_chain_transaction(vista *v)
+{
+	struct vista_lane *l = vista__lane_fast(v);
+	unsigned flags;
+	int rc;
+
+	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_ACTIVE)) {
+		if (l == NULL)
+			l = vista__lane_peek(v);
+		if (l == NULL || l->state != VISTA__TX_ACTIVE)
+			return no_tx(v, "vista_chain_transaction");
+	}
+	flags = l->flags;
+	if ((flags & VISTA_TX_AUTO) && l->prot_used) {
+		if (VISTA__UNLIKELY(__atomic_load_n(&v->fatal,
+			    __ATOMIC_RELAXED)))
+			return commit(l); /* refuses, as end would */
+		return commit_slow(l, true);
+	}
+	/* Nothing stays open: commit, then begin. */
+	rc = commit(l);
+	return rc ? rc : vista_begin_transaction(v, flags);
 }
 
 /* Put a before-image back.  A long one is compared line by line first and

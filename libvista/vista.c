@@ -653,6 +653,7 @@ vista_stats(const vista *v, struct vista_stats *out)
 		VISTA__SUM(recovered_tx);
 		VISTA__SUM(heap_allocs);
 		VISTA__SUM(heap_frees);
+		VISTA__SUM(auto_kept);
 	}
 	return 0;
 }

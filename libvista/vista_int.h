@@ -154,6 +154,11 @@ struct vista_pageset {
 	uint32_t *order; /* slots in insertion order */
 	uint32_t cap, n; /* cap: power of two */
 	size_t bytes;    /* of the mapping holding slot + order */
+	/* Pages the lane's previous transaction had open and protected
+	 * again (sorted addresses, in scratch): a page opened again right
+	 * away is hot (auto.c, chaining). */
+	const uint64_t *prev;
+	uint32_t nprev;
 };
 
 /* ---- lanes ---- */
@@ -480,6 +485,11 @@ int vista__open_pages(struct vista_lane *l, struct vista_segment *seg,
  * re-protect every open page and forget them. */
 void vista__open_flush(struct vista_lane *l);
 void vista__open_reprotect(struct vista_lane *l);
+/* Chaining, after the commit's truncation: keep open the pages the
+ * committed transaction changed, logged (durably) as the first records of
+ * the lane's new transaction; protect the others.  Returns the number of
+ * pages kept. */
+uint32_t vista__open_chain(struct vista_lane *l);
 /* Is the page holding addr open in this transaction? */
 bool vista__page_open(const struct vista_lane *l, uintptr_t addr);
 

@@ -3,22 +3,27 @@
  * vista_autobench.c -- cost of libvista's automatic ranges, per page
  *
  *   vista-autobench [-d DIR] [-n TX] [-p PAGES] [-l LINES] [-s STRIDE]
- *                   [-D byte|cacheline|page]
+ *                   [-D byte|cacheline|page] [-H]
  *
- * Each transaction (VISTA_TX_AUTO) stores to LINES cache lines of each of
- * PAGES pages, STRIDE pages apart, then commits; the pages rotate through
- * the segment so consecutive transactions touch different pages.  Printed,
- * per transaction and per page touched (median over TX transactions):
- *   stores   the store phase: one write fault per page (signal, hook, the
- *            page logged and made durable, the page opened)
- *   commit   vista_end_transaction (data made durable, log truncated,
- *            pages re-protected)
- *   total    begin + stores + commit
- * plus the flushes and fences counted by vista_stats, and the same numbers
- * for an empty transaction and for an explicit transaction that declares
- * the same lines with vista_set_range (the baseline without faults).
- * The segment lives in DIR (default /dev/shm); the domain is forced with
- * -D (default cacheline).
+ * Each transaction stores to LINES cache lines of each of PAGES pages,
+ * STRIDE pages apart.  The pages rotate through the segment, so that
+ * consecutive transactions touch other pages, or with -H are the same
+ * pages every time (a program's hot pages: its stack, its counters).
+ * Rows, each over TX transactions:
+ *   explicit     the lines declared with one vista_set_ranges, committed:
+ *                the baseline without faults
+ *   auto, empty  an automatic transaction that stores nothing
+ *   auto commit  VISTA_TX_AUTO, vista_end_transaction
+ *   auto abort   VISTA_TX_AUTO, vista_abort_transaction
+ *   auto chain   one chain of automatic transactions, each ended by
+ *                vista_chain_transaction (hot pages stay open)
+ * Columns: microseconds, median, of the store phase (with a write fault
+ * per page not open yet: signal, hook, page logged and made durable, page
+ * opened), of the end (commit, abort or chain), of the whole transaction,
+ * and its 10th percentile; the same per page; and per transaction the
+ * lines flushed, fences, and pages logged after a fault (vista_stats).
+ * The segment lives in DIR (default /dev/shm); the persistence domain is
+ * forced with -D (default cacheline).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -61,6 +66,7 @@ cmp_u64(const void *a, const void *b)
 
 struct cfg {
 	unsigned tx, pages, lines, stride;
+	bool hot; /* every transaction stores to the same pages */
 	size_t seg_pages;
 };
 
@@ -69,14 +75,14 @@ struct result {
 	double flushes, fences, faults;
 };
 
-enum mode { EXPLICIT, AUTO, AUTO_ABORT, AUTO_EMPTY };
+enum mode { EXPLICIT, AUTO, AUTO_ABORT, AUTO_EMPTY, AUTO_CHAIN };
 
 /* Page i of transaction t. */
 static char *
 page_of(char *base, const struct cfg *c, unsigned t, unsigned i)
 {
 	size_t span = (size_t)c->pages * c->stride;
-	size_t slots = c->seg_pages / span;
+	size_t slots = c->hot ? 1 : c->seg_pages / span;
 	return base + ((t % slots) * span + (size_t)i * c->stride) * PAGE;
 }
 
@@ -109,11 +115,14 @@ run(vista *v, char *base, const struct cfg *c, enum mode m)
 		fprintf(stderr, "out of memory\n");
 		exit(1);
 	}
+	if (m == AUTO_CHAIN) /* one chain: every transaction but the first */
+		CHECK(vista_begin_transaction(v, VISTA_TX_AUTO));
 	CHECK(vista_stats(v, &s0));
 	for (unsigned t = 0; t < c->tx; t++) {
 		uint64_t t0 = now_ns(), t1, t2, t3;
-		CHECK(vista_begin_transaction(v, m == EXPLICIT ? 0 :
-			VISTA_TX_AUTO));
+		if (m != AUTO_CHAIN)
+			CHECK(vista_begin_transaction(v, m == EXPLICIT ? 0 :
+				VISTA_TX_AUTO));
 		t1 = now_ns();
 		if (m == EXPLICIT) {
 			size_t n = 0;
@@ -132,6 +141,8 @@ run(vista *v, char *base, const struct cfg *c, enum mode m)
 		t2 = now_ns();
 		if (m == AUTO_ABORT)
 			CHECK(vista_abort_transaction(v));
+		else if (m == AUTO_CHAIN)
+			CHECK(vista_chain_transaction(v));
 		else
 			CHECK(vista_end_transaction(v));
 		t3 = now_ns();
@@ -140,6 +151,8 @@ run(vista *v, char *base, const struct cfg *c, enum mode m)
 		tot[t] = t3 - t0;
 	}
 	CHECK(vista_stats(v, &s1));
+	if (m == AUTO_CHAIN)
+		CHECK(vista_end_transaction(v));
 	pct(st, c->tx, res.stores);
 	pct(en, c->tx, res.end);
 	pct(tot, c->tx, res.total);
@@ -178,7 +191,7 @@ main(int argc, char **argv)
 	char *base;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "d:n:p:l:s:D:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:n:p:l:s:D:H")) != -1) {
 		switch (opt) {
 		case 'd': dir = optarg; break;
 		case 'n': c.tx = (unsigned)atoi(optarg); break;
@@ -186,9 +199,11 @@ main(int argc, char **argv)
 		case 'l': c.lines = (unsigned)atoi(optarg); break;
 		case 's': c.stride = (unsigned)atoi(optarg); break;
 		case 'D': domain = optarg; break;
+		case 'H': c.hot = true; break;
 		default:
 			fprintf(stderr, "usage: %s [-d DIR] [-n TX] [-p PAGES] "
-				"[-l LINES] [-s STRIDE] [-D DOMAIN]\n", argv[0]);
+				"[-l LINES] [-s STRIDE] [-D DOMAIN] [-H]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -216,7 +231,9 @@ main(int argc, char **argv)
 	base = vista_segment_base(s);
 
 	printf("%s domain, %u tx of %u page(s) %u apart, %u line(s) stored "
-	       "per page\n", domain, c.tx, c.pages, c.stride, c.lines);
+	       "per page, %s\n", domain, c.tx, c.pages, c.stride, c.lines,
+		c.hot ? "the same pages every transaction (-H)" :
+			"other pages each transaction");
 	printf("%-14s %8s %8s %8s %8s | %7s %7s %7s | %7s %6s %6s\n",
 		"us (median)", "stores", "end", "total", "tot p10", "st/pg",
 		"end/pg", "tot/pg", "flushes", "fences", "faults");
@@ -231,6 +248,8 @@ main(int argc, char **argv)
 	print("auto commit", &r, c.pages);
 	r = run(v, base, &c, AUTO_ABORT);
 	print("auto abort", &r, c.pages);
+	r = run(v, base, &c, AUTO_CHAIN);
+	print("auto chain", &r, c.pages);
 
 	CHECK(vista_fini(v));
 	unlink(log);

@@ -16,7 +16,8 @@ using pmt::sh;
 namespace {
 
 const char *const scenarios[] = { "one_range", "many_ranges",
-	"multi_segment", "heap", "abort", "auto", "debit_credit" };
+	"multi_segment", "heap", "abort", "auto", "auto_chain",
+	"debit_credit" };
 
 std::string pmemtest(const test::TempDir &d, const std::string &args)
 {
@@ -68,7 +69,7 @@ TEST_CASE("every crash image of a vista recovery recovers",
 	// The writer dies inside transaction 5 (kill -9 semantics: every
 	// store is in the pools); the recovery is then traced from there.
 	for (const char *sc : { "one_range", "multi_segment", "heap",
-		     "debit_credit" }) {
+		     "auto_chain", "debit_credit" }) {
 		DYNAMIC_SECTION(sc)
 		{
 			test::TempDir d;
