@@ -16,6 +16,20 @@ static char *page(vista_segment *s, int i)
 	return (char *)vista_segment_base(s) + (size_t)i * 4096;
 }
 
+// In a child: an instance on e, segment `path` mapped, an automatic
+// transaction begun (else exit 10), then fn(v, s).
+static test::ChildResult auto_child(Env &e, const std::string &path,
+	const std::function<void(vista *, vista_segment *)> &fn)
+{
+	return test::run_child([&] {
+		vista *v = e.open();
+		vista_segment *s = vt::map(v, path, 0, SEG);
+		if (vista_begin_transaction(v, VISTA_TX_AUTO))
+			_exit(10);
+		fn(v, s);
+	});
+}
+
 TEST_CASE("automatic transactions log each page at its first store", "[auto]")
 {
 	Env e(RIO_FORCE_CACHELINE);
@@ -61,11 +75,7 @@ TEST_CASE("between transactions an automatic segment is read-only", "[auto]")
 {
 	Env e;
 	std::string a = e.seg("a");
-	auto r = test::run_child([&] {
-		vista *v = e.open();
-		vista_segment *s = vt::map(v, a, 0, SEG);
-		if (vista_begin_transaction(v, VISTA_TX_AUTO))
-			_exit(10);
+	auto r = auto_child(e, a, [&](vista *v, vista_segment *s) {
 		page(s, 2)[0] = 'x';
 		if (vista_end_transaction(v))
 			_exit(11);
@@ -89,11 +99,7 @@ TEST_CASE("a crash inside an automatic transaction is rolled back", "[auto]")
 		memset(page(s, 0), 'o', 64 * 4096);
 		VREQUIRE_OK(vista_fini(v));
 	}
-	auto r = test::run_child([&] {
-		vista *v = e.open();
-		vista_segment *s = vt::map(v, a, 0, SEG);
-		if (vista_begin_transaction(v, VISTA_TX_AUTO))
-			_exit(10);
+	auto r = auto_child(e, a, [&](vista *, vista_segment *s) {
 		for (int i = 0; i < 64; i += 3)
 			page(s, i)[i] = 'x';
 		kill(getpid(), SIGKILL);
@@ -253,11 +259,7 @@ TEST_CASE("an automatic transaction whose log is full cannot store",
 	e.log_size = 128 << 10;
 	e.lanes = 2;
 	std::string a = e.seg("a");
-	auto r = test::run_child([&] {
-		vista *v = e.open();
-		vista_segment *s = vt::map(v, a, 0, SEG);
-		if (vista_begin_transaction(v, VISTA_TX_AUTO))
-			_exit(10);
+	auto r = auto_child(e, a, [&](vista *, vista_segment *s) {
 		for (int i = 0; i < 200; i++)
 			page(s, i)[0] = 1;
 		_exit(11);
@@ -348,11 +350,7 @@ TEST_CASE("a page is kept open once hot, and protected again when left "
 {
 	Env e;
 	std::string a = e.seg("a");
-	auto r = test::run_child([&] {
-		vista *v = e.open();
-		vista_segment *s = vt::map(v, a, 0, SEG);
-		if (vista_begin_transaction(v, VISTA_TX_AUTO))
-			_exit(10);
+	auto r = auto_child(e, a, [&](vista *v, vista_segment *s) {
 		page(s, 3)[0] = 'x';
 		page(s, 4)[0] = 'x';
 		page(s, 6)[0] = 'x';
@@ -403,11 +401,7 @@ TEST_CASE("a crash in a chained transaction rolls back to the chain's last "
 {
 	Env e;
 	std::string a = e.seg("a");
-	auto r = test::run_child([&] {
-		vista *v = e.open();
-		vista_segment *s = vt::map(v, a, 0, SEG);
-		if (vista_begin_transaction(v, VISTA_TX_AUTO))
-			_exit(10);
+	auto r = auto_child(e, a, [&](vista *v, vista_segment *s) {
 		for (int t = 1; t <= 5; t++) {
 			for (int i = 0; i < 16; i += 3)
 				page(s, i)[t] = (char)t;
