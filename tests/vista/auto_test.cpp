@@ -273,6 +273,38 @@ TEST_CASE("an automatic transaction whose log is full cannot store",
 	VREQUIRE_OK(vista_fini(v));
 }
 
+TEST_CASE("a page logged again where the lane logged it before costs the "
+	  "lines that changed",
+	"[auto]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0, SEG);
+	for (int k = 0; k < 4096; k++)
+		page(s, 1)[k] = (char)(k * 7 + k / 64);
+	vt::Tracer tr;
+	for (int t = 0; t < 3; t++) {
+		VREQUIRE_OK(vista_begin_transaction(v, VISTA_TX_AUTO));
+		uint64_t lines = tr.flush_lines;
+		page(s, 1)[1000 + t] = 'x'; // faults: the page is logged
+		INFO("transaction " << t);
+		// The first time the lane held something else there: the
+		// record's 65 lines.  Then the header line, and the line
+		// that differs from the image logged last time: the store
+		// of transaction 0; none after transaction 1 aborted.
+		CHECK(tr.flush_lines - lines == (t == 0 ? 65u : t == 1 ? 2u :
+								   1u));
+		if (t == 1)
+			VREQUIRE_OK(vista_abort_transaction(v));
+		else
+			VREQUIRE_OK(vista_end_transaction(v));
+	}
+	REQUIRE(page(s, 1)[1000] == 'x');
+	REQUIRE(page(s, 1)[1001] == (char)(1001 * 7 + 1001 / 64));
+	REQUIRE(page(s, 1)[1002] == 'x');
+	VREQUIRE_OK(vista_fini(v));
+}
+
 TEST_CASE("vista_chain_transaction keeps the hot pages it changed open, "
 	  "logged for the next transaction",
 	"[auto][chain]")
@@ -303,9 +335,11 @@ TEST_CASE("vista_chain_transaction keeps the hot pages it changed open, "
 	CHECK(b.auto_kept - a.auto_kept == 2);
 	// Commit: 2 fences; the kept pages logged again: one more.
 	CHECK(b.fences - a.fences == 3);
-	// Commit: 3 pages, the lane header; one record of both kept pages
-	// (adjacent: one descriptor): 32 + 16 + 8192 bytes.
-	CHECK(b.flushes - a.flushes == 3 * 64 + 1 + (48 + 8192 + 63) / 64);
+	// Commit: 3 pages, the lane header; then one record of both kept
+	// pages (adjacent: one descriptor), 32 + 16 + 8192 bytes at most --
+	// fewer: the lane holds most of those bytes already (L5 in log.c).
+	CHECK(b.flushes - a.flushes > 3 * 64 + 1);
+	CHECK(b.flushes - a.flushes <= 3 * 64 + 1 + (48 + 8192 + 63) / 64);
 
 	// The kept pages take stores without a fault; others still fault.
 	page(s, 1)[1] = 'Y';
