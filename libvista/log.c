@@ -19,10 +19,14 @@
  *   L3. Truncation is one aligned 8-byte store (hdr->gen + 1) made
  *       durable; every record of the old generation is then stale, in
  *       place, and is never replayed.
- *   L5. Log lines are durable with their content once the record that
- *       wrote them was fenced (L2), so a long image is stored and flushed
- *       only where its bytes differ from what the lane holds there: a
+ *   L5. A record line this process wrote is durable with its content
+ *       once the record was fenced (L2), and a record is written only
+ *       after every earlier one was fenced; below lane->clean the record
+ *       area holds only such lines.  There a long image is stored and
+ *       flushed only where its bytes differ from what the lane holds: a
  *       line left alone already holds, durably, what the record needs.
+ *       What an earlier process left (it may have died before its fence)
+ *       is never trusted so.
  *   L4. check is stored last.  Checksummed records (cacheline and page
  *       domains, where lines reach memory in any order) verify with
  *       rio_checksum; sealed records (byte domain, where stores persist in
@@ -199,6 +203,8 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 	} else {
 		r->check = checksum_of(l->seed, pos, r);
 	}
+	if ((char *)r + len > l->clean) /* L5, once the caller fences */
+		l->clean = (char *)r + len;
 	l->cur += stride;
 	l->last = (uint32_t)stride;
 	l->nrec++;
@@ -356,7 +362,7 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			d->len = (uint32_t)cl;
 			d->seg = s[i].seg->idx;
 			d->reserved = 0;
-			if (cl >= 256) {
+			if (cl >= 256 && data + cl <= l->clean) {
 				copy_image_diff(l, &f, data, (const void *)a, cl);
 			} else {
 				copy_image(data, (const void *)a, cl);

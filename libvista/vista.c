@@ -467,6 +467,7 @@ lane_init(vista *v, unsigned i)
 	l->rec0 = base + sizeof(struct vista_lane_hdr);
 	l->end = base + v->lane_size;
 	l->cur = l->rec0;
+	l->clean = l->rec0; /* what earlier processes left: not known durable */
 	l->gen = l->hdr->gen;
 	l->seed = vista__log_seed(v->salt, i);
 	l->open_runs_limit = v->vma_limit;

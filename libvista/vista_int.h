@@ -177,6 +177,8 @@ struct vista_lane {
 	char *rec0;     /* record area */
 	char *end;      /* end of the lane */
 	char *cur;      /* where the next record goes */
+	char *clean;    /* below this the record area holds, durably, what
+			   this process wrote there (L5 in log.c) */
 	uint32_t last;  /* stride of the newest record, 0 if none */
 	uint32_t nrec;  /* records of the current transaction */
 	uint64_t gen;   /* == hdr->gen */

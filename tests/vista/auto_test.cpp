@@ -303,6 +303,17 @@ TEST_CASE("a page logged again where the lane logged it before costs the "
 	REQUIRE(page(s, 1)[1001] == (char)(1001 * 7 + 1001 / 64));
 	REQUIRE(page(s, 1)[1002] == 'x');
 	VREQUIRE_OK(vista_fini(v));
+
+	// What an earlier instance left in the lane is not trusted to be
+	// durable (it may have died before its fence): written in full.
+	v = e.open();
+	s = vt::map(v, e.seg("a"), 0, SEG);
+	VREQUIRE_OK(vista_begin_transaction(v, VISTA_TX_AUTO));
+	uint64_t lines = tr.flush_lines;
+	page(s, 1)[2000] = 'y';
+	CHECK(tr.flush_lines - lines == 65);
+	VREQUIRE_OK(vista_end_transaction(v));
+	VREQUIRE_OK(vista_fini(v));
 }
 
 TEST_CASE("vista_chain_transaction keeps the hot pages it changed open, "
