@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * backend_vista.c -- libvista: undo-log transactions in persistent memory
+ *
+ * Design:
+ *  1. Each stream is its own vista instance (its own log pool) with one
+ *     segment mapped at a fixed address; the database is the segment's
+ *     root object.  Independent instances are independent "servers" in
+ *     Amza et al.'s sense (section 8).
+ *  2. The persistence domain is forced with vista_opts.rio_flags
+ *     (RIO_FORCE_BYTE / _CACHELINE / _PAGE), so every domain can be
+ *     measured on any machine; the pools live in --pmem-dir (/dev/shm).
+ *  3. A workload's ranges go to vista_set_ranges in one call: one persist
+ *     barrier for all of a transaction's before-images.
+ *  4. The freshly populated database is made durable with one
+ *     rio_persist over it (librio's choke point), outside any transaction.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "tpcbench.h"
+#include "vista.h"
+
+_Static_assert(sizeof(struct tb_range) == sizeof(struct vista_range) &&
+	__builtin_offsetof(struct tb_range, len) ==
+	__builtin_offsetof(struct vista_range, len), "range layouts agree");
+
+struct vista_ctx {
+	vista *v;
+	vista_segment *seg;
+	void *db;
+	size_t size;
+	char log[4200], path[4200];
+};
+
+static char dir[4096];
+
+static int
+vfail(const char *what, int rc)
+{
+	tb_err("vista: %s: %s: %s", what, vista_strerror(rc), vista_errormsg());
+	return -1;
+}
+
+static int
+v_setup(const struct tb_opts *o)
+{
+	return tb_workdir(dir, sizeof(dir), o->pmem_dir);
+}
+
+static int
+v_teardown(bool remove)
+{
+	if (remove)
+		tb_rmtree(dir);
+	return 0;
+}
+
+static unsigned
+force_flag(enum tb_domain d)
+{
+	switch (d) {
+	case TB_DOMAIN_BYTE:
+		return RIO_FORCE_BYTE;
+	case TB_DOMAIN_PAGE:
+		return RIO_FORCE_PAGE;
+	default:
+		return RIO_FORCE_CACHELINE;
+	}
+}
+
+static int
+v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
+	void **db)
+{
+	struct vista_ctx *c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return -1;
+	snprintf(c->log, sizeof(c->log), "%s/vista.%d.log", dir, stream);
+	snprintf(c->path, sizeof(c->path), "%s/vista.%d.seg", dir, stream);
+	c->size = o->db_size;
+	/* Two lanes: a thread keeps its lane until it exits, and the
+	 * database is created by the main thread but, with --threads, run
+	 * by a stream thread.  Each lane holds the largest transaction's
+	 * before-images; together they stay inside the one-copy memory
+	 * budget. */
+	size_t lane = 2 * o->tx_size + (2u << 20);
+	struct vista_opts vo = {
+		.log_path = c->log,
+		.log_size = 2 * ((lane + 4095) & ~(size_t)4095),
+		.lanes = 2,
+		.rio_flags = force_flag(o->domain) | RIO_NO_SIGNALS,
+	};
+	int rc = vista_init(&vo, &c->v);
+	if (rc) {
+		free(c);
+		return vfail("vista_init", rc);
+	}
+	/* Room for the heap's own metadata beside the root object. */
+	size_t seg = (c->size + c->size / 16 + (4u << 20) + 4095) &
+		~(size_t)4095;
+	void *addr = (void *)(uintptr_t)(0x200000000000ull +
+		(uint64_t)stream * 0x2000000000ull);
+	rc = vista_map(c->v, c->path, addr, seg,
+		create ? VISTA_CREATE | VISTA_EXCL : 0, &c->seg);
+	if (rc == 0)
+		rc = vista_root(c->seg, c->size, &c->db);
+	if (rc) {
+		vfail(create ? "creating the segment" : "mapping the segment",
+			rc);
+		vista_fini(c->v);
+		free(c);
+		return -1;
+	}
+	*ctx = c;
+	*db = c->db;
+	return 0;
+}
+
+static int
+v_loaded(void *ctx)
+{
+	struct vista_ctx *c = ctx;
+	/* The populated database, durable before the first transaction. */
+	rio_persist(vista_segment_pool(c->seg), c->db, c->size);
+	return 0;
+}
+
+static int
+v_begin(void *ctx)
+{
+	struct vista_ctx *c = ctx;
+	int rc = vista_begin_transaction(c->v, 0);
+	return rc ? vfail("vista_begin_transaction", rc) : 0;
+}
+
+static int
+v_ranges(void *ctx, size_t n, const struct tb_range *r)
+{
+	struct vista_ctx *c = ctx;
+	int rc = vista_set_ranges(c->v, n, (const struct vista_range *)r);
+	return rc ? vfail("vista_set_ranges", rc) : 0;
+}
+
+static int
+v_commit(void *ctx)
+{
+	struct vista_ctx *c = ctx;
+	int rc = vista_end_transaction(c->v);
+	return rc ? vfail("vista_end_transaction", rc) : 0;
+}
+
+static int
+v_abort(void *ctx)
+{
+	struct vista_ctx *c = ctx;
+	int rc = vista_abort_transaction(c->v);
+	return rc ? vfail("vista_abort_transaction", rc) : 0;
+}
+
+static void
+v_stats(void *ctx, struct tb_bstats *out)
+{
+	struct vista_ctx *c = ctx;
+	struct vista_stats s;
+	*out = (struct tb_bstats){ 0 };
+	if (vista_stats(c->v, &s))
+		return;
+	out->has_fences = out->has_log = true;
+	out->fences = s.fences;
+	out->flushes = s.flushes;
+	out->bytes_logged = s.bytes_logged;
+}
+
+static int
+v_close(void *ctx)
+{
+	struct vista_ctx *c = ctx;
+	int rc = vista_fini(c->v);
+	free(c);
+	return rc ? vfail("vista_fini", rc) : 0;
+}
+
+static int
+v_files(void *ctx, const char **paths, int max)
+{
+	struct vista_ctx *c = ctx;
+	int n = 0;
+	if (max > n)
+		paths[n++] = c->path;
+	if (max > n)
+		paths[n++] = c->log;
+	return n;
+}
+
+const struct tb_backend tb_backend_vista = {
+	.name = "vista",
+	.can_abort = true,
+	.setup = v_setup,
+	.teardown = v_teardown,
+	.open = v_open,
+	.loaded = v_loaded,
+	.begin = v_begin,
+	.set_ranges = v_ranges,
+	.commit = v_commit,
+	.abort = v_abort,
+	.stats = v_stats,
+	.close = v_close,
+	.files = v_files,
+};

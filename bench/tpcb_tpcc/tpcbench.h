@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tpcbench.h -- the benchmark's interfaces: options, backends, workloads
+ *
+ * A *backend* gives atomic, durable transactions over a database area
+ * (begin, set_ranges, commit, abort), or nothing at all ("none").  A
+ * *workload* lays out its tables in that area, populates them, runs one
+ * transaction at a time through the backend, and checks its invariants.
+ * A *stream* is one database with its own backend context and workload
+ * state; --threads N runs N streams at once (Amza et al. section 8).
+ */
+#ifndef TPCBENCH_H
+#define TPCBENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TB_MAX_STREAMS 16
+#define TB_MAX_FILES 4
+
+enum tb_domain { TB_DOMAIN_NONE, TB_DOMAIN_BYTE, TB_DOMAIN_CACHELINE,
+	TB_DOMAIN_PAGE };
+
+struct tb_opts {
+	const char *workload;
+	const char *backend;    /* one backend name */
+	enum tb_domain domain;  /* vista, pmemobj */
+	int group;              /* rvm: transactions per log flush */
+	int threads;            /* streams */
+	size_t db_size;         /* bytes per stream */
+	size_t tx_size;         /* synthetic: bytes per transaction */
+	double seconds;         /* per run, unless ntx */
+	uint64_t ntx;           /* per run and stream, when nonzero */
+	int runs;
+	uint64_t seed;
+	const char *rvm_dir;    /* rvm: a disk directory */
+	const char *rio_dir;    /* rvm-rio: the Rio file cache (tmpfs today) */
+	const char *pmem_dir;   /* vista, pmemobj pools */
+	const char *csv;        /* append result rows here */
+	bool quiet;
+	bool no_reopen;
+	bool per_range;         /* one set_range call per range (thesis) */
+};
+
+struct tb_range {
+	void *addr;
+	size_t len;
+};
+
+/* Counters a backend can report (cumulative); has_* says which it has. */
+struct tb_bstats {
+	bool has_fences, has_log, has_syncs;
+	uint64_t fences, flushes;     /* vista */
+	uint64_t bytes_logged;        /* vista: undo bytes; rvm: redo bytes */
+	uint64_t syncs, log_writes, truncations; /* rvm */
+};
+
+struct tb_backend {
+	const char *name;
+	/* false for "none": nothing to roll back with, so workloads do not
+	 * roll back on it (order-entry's 1% new-order rollbacks). */
+	bool can_abort;
+	/* Process-wide setup and teardown (may be NULL).  teardown(true)
+	 * also removes the backend's files. */
+	int (*setup)(const struct tb_opts *o);
+	int (*teardown)(bool remove);
+	/* Open stream i's database: created (zeroed) when create, else the
+	 * one a previous open made (after setup again). */
+	int (*open)(const struct tb_opts *o, int stream, bool create,
+		void **ctx, void **db);
+	/* The workload filled a fresh database: make it durable. */
+	int (*loaded)(void *ctx);
+	int (*begin)(void *ctx);
+	int (*set_ranges)(void *ctx, size_t n, const struct tb_range *r);
+	int (*commit)(void *ctx);
+	int (*abort)(void *ctx);
+	void (*stats)(void *ctx, struct tb_bstats *out);
+	int (*close)(void *ctx);
+	/* The files holding stream i's data, for the memory census. */
+	int (*files)(void *ctx, const char **paths, int max);
+};
+
+extern const struct tb_backend tb_backend_none;
+extern const struct tb_backend tb_backend_vista; /* name NULL if not built */
+extern const struct tb_backend tb_backend_pmemobj;
+extern const struct tb_backend tb_backend_rvm;
+extern const struct tb_backend tb_backend_rvm_rio;
+
+/* What rvm-rio is called in every output until it runs on the Rio file
+ * cache (bench/tpcb_tpcc/backend_rvm.c is the one place that decides). */
+extern const char *const tb_rvm_rio_label;
+
+struct tb_workload {
+	const char *name;
+	/* Lay out a database of db_size bytes; volatile state in *wl. */
+	int (*init)(const struct tb_opts *o, size_t db_size, uint64_t seed,
+		void **wl);
+	void (*populate)(void *wl, void *db);
+	/* One transaction: 0 committed, 1 aborted on purpose (TPC-C's
+	 * rollbacks), -1 a backend failure (already reported). */
+	int (*tx)(void *wl, void *db, const struct tb_backend *b, void *ctx);
+	/* 0 if every invariant holds, else -1 with a reason in why. */
+	int (*check)(void *wl, const void *db, char *why, size_t n);
+	void (*fini)(void *wl);
+};
+
+extern const struct tb_workload tb_debit_credit;
+extern const struct tb_workload tb_order_entry;
+extern const struct tb_workload tb_synthetic;
+
+/* util.c */
+void tb_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+uint64_t tb_now_ns(void);
+static inline uint64_t
+tb_rand(uint64_t *s) /* splitmix64 */
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+static inline uint64_t
+tb_below(uint64_t *s, uint64_t n)
+{
+	return (uint64_t)(((unsigned __int128)tb_rand(s) * n) >> 64);
+}
+const char *tb_domain_name(enum tb_domain d);
+/* mkdir -p; 0 or -1 (reported). */
+int tb_mkdirs(const char *path);
+/* Create this process's work directory "<base>/tpcbench.<pid>" in buf
+ * (tpcbench removes it when a child fails); 0 or -1 (reported). */
+int tb_workdir(char *buf, size_t n, const char *base);
+/* Remove a directory tree. */
+void tb_rmtree(const char *path);
+/* The process's memory: VmRSS and RssAnon in bytes. */
+void tb_rss(uint64_t *rss, uint64_t *anon);
+/* Bytes of `path` resident in the page cache. */
+uint64_t tb_cached(const char *path);
+/* What persistence costs in the cacheline domain, through librio:
+ * fence_ns = store + clwb/clflushopt + sfence of one dirty line;
+ * line_ns = each further dirty line flushed before the same sfence. */
+struct tb_persist_cost {
+	double fence_ns, line_ns;
+};
+struct tb_persist_cost tb_persist_cost(const char *dir);
+
+#endif /* TPCBENCH_H */

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wl_debit_credit.c -- debit-credit, the thesis' TPC-B variant
+ *
+ * Database (offsets from the start of the area, 100-byte records):
+ *   header (64 B): the history head
+ *   branches[B], tellers[10 B], accounts[A]: A fills the database, at
+ *   100,000 accounts per branch as in TPC-B (at least one branch)
+ *   history: a circular buffer of 50-byte records, 2 MiB (1/8 of a small
+ *   database)
+ * Each transaction picks a random teller, its branch, and an account of
+ * that branch (85%) or of any branch (15%), adds a random delta in
+ * [-999999, 999999] to the three balances and appends a history record:
+ * five ranges declared together, then the stores in place.
+ *
+ * Invariants checked after every run:
+ *  1. sum(accounts) = sum(tellers) = sum(branches) = the running total of
+ *     every committed delta (kept in volatile memory by the driver);
+ *  2. the history head counts the committed transactions;
+ *  3. the deltas in the history buffer sum to the last `cap` committed
+ *     deltas (a volatile ring mirrors them), and name valid rows.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tpcbench.h"
+
+#define DC_MAGIC 0x746964657263ull
+#define ACCOUNTS_PER_BRANCH 100000
+#define TELLERS_PER_BRANCH 10
+
+struct dc_hdr {
+	uint64_t magic;
+	uint64_t hist_head; /* records ever appended */
+	uint8_t pad[48];
+};
+
+struct __attribute__((packed)) dc_row { /* branch, teller, account */
+	int64_t balance;
+	uint32_t id;
+	uint32_t branch;
+	char filler[84];
+};
+_Static_assert(sizeof(struct dc_row) == 100, "100-byte records");
+
+struct __attribute__((packed)) dc_hist {
+	uint32_t account, teller, branch;
+	int64_t delta;
+	uint64_t seq;
+	char filler[22];
+};
+_Static_assert(sizeof(struct dc_hist) == 50, "50-byte history records");
+
+struct dc {
+	uint64_t branches, tellers, accounts, hist_cap;
+	size_t off_branch, off_teller, off_account, off_hist;
+	uint64_t rng;
+	int64_t total;      /* sum of committed deltas */
+	uint64_t committed;
+	int64_t *ring;      /* the last hist_cap committed deltas */
+	int64_t ring_sum;
+};
+
+#define AT(db, off, type, i) ((type *)((char *)(db) + (off)) + (i))
+
+static int
+dc_init(const struct tb_opts *o, size_t size, uint64_t seed, void **out)
+{
+	(void)o;
+	struct dc *w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -1;
+	size_t hist = size / 8 < (2u << 20) ? size / 8 : 2u << 20;
+	w->hist_cap = hist / sizeof(struct dc_hist);
+	size_t rows = (size - sizeof(struct dc_hdr) - hist) / sizeof(struct dc_row);
+	/* rows = B + 10 B + A with A <= 100000 B */
+	w->branches = (rows + ACCOUNTS_PER_BRANCH + TELLERS_PER_BRANCH) /
+		(ACCOUNTS_PER_BRANCH + TELLERS_PER_BRANCH + 1);
+	w->tellers = TELLERS_PER_BRANCH * w->branches;
+	if (rows < w->branches + w->tellers + w->branches) {
+		tb_err("debit-credit: a %zu-byte database is too small", size);
+		free(w);
+		return -1;
+	}
+	w->accounts = rows - w->branches - w->tellers;
+	w->off_branch = sizeof(struct dc_hdr);
+	w->off_teller = w->off_branch + w->branches * sizeof(struct dc_row);
+	w->off_account = w->off_teller + w->tellers * sizeof(struct dc_row);
+	w->off_hist = w->off_account + w->accounts * sizeof(struct dc_row);
+	w->ring = calloc(w->hist_cap, sizeof(*w->ring));
+	if (w->ring == NULL) {
+		free(w);
+		return -1;
+	}
+	w->rng = seed;
+	*out = w;
+	return 0;
+}
+
+static void
+dc_populate(void *wl, void *db)
+{
+	struct dc *w = wl;
+	struct dc_hdr *h = db;
+	h->magic = DC_MAGIC;
+	h->hist_head = 0;
+	for (uint64_t i = 0; i < w->branches; i++)
+		*AT(db, w->off_branch, struct dc_row, i) =
+			(struct dc_row){ .id = (uint32_t)i, .branch = (uint32_t)i };
+	for (uint64_t i = 0; i < w->tellers; i++)
+		*AT(db, w->off_teller, struct dc_row, i) = (struct dc_row){
+			.id = (uint32_t)i,
+			.branch = (uint32_t)(i / TELLERS_PER_BRANCH) };
+	uint64_t per = (w->accounts + w->branches - 1) / w->branches;
+	for (uint64_t i = 0; i < w->accounts; i++)
+		*AT(db, w->off_account, struct dc_row, i) = (struct dc_row){
+			.id = (uint32_t)i, .branch = (uint32_t)(i / per) };
+}
+
+static int
+dc_tx(void *wl, void *db, const struct tb_backend *b, void *ctx)
+{
+	struct dc *w = wl;
+	struct dc_hdr *h = db;
+	uint64_t t = tb_below(&w->rng, w->tellers);
+	uint64_t br = t / TELLERS_PER_BRANCH;
+	uint64_t per = (w->accounts + w->branches - 1) / w->branches;
+	uint64_t a;
+	if (tb_below(&w->rng, 100) < 85) {
+		uint64_t first = br * per;
+		uint64_t n = first + per <= w->accounts ? per : w->accounts - first;
+		a = first + tb_below(&w->rng, n);
+	} else {
+		a = tb_below(&w->rng, w->accounts);
+	}
+	int64_t delta = (int64_t)tb_below(&w->rng, 1999999) - 999999;
+	struct dc_row *acct = AT(db, w->off_account, struct dc_row, a);
+	struct dc_row *tel = AT(db, w->off_teller, struct dc_row, t);
+	struct dc_row *bra = AT(db, w->off_branch, struct dc_row, br);
+	struct dc_hist *hr = AT(db, w->off_hist, struct dc_hist,
+		h->hist_head % w->hist_cap);
+	struct tb_range r[5] = {
+		{ &acct->balance, sizeof(acct->balance) },
+		{ &tel->balance, sizeof(tel->balance) },
+		{ &bra->balance, sizeof(bra->balance) },
+		{ hr, sizeof(*hr) },
+		{ &h->hist_head, sizeof(h->hist_head) },
+	};
+	if (b->begin(ctx) || b->set_ranges(ctx, 5, r))
+		return -1;
+	acct->balance += delta;
+	tel->balance += delta;
+	bra->balance += delta;
+	hr->account = (uint32_t)a;
+	hr->teller = (uint32_t)t;
+	hr->branch = (uint32_t)br;
+	hr->delta = delta;
+	hr->seq = h->hist_head;
+	h->hist_head++;
+	if (b->commit(ctx))
+		return -1;
+	/* Committed: the driver's own account of what the database holds. */
+	size_t slot = w->committed % w->hist_cap;
+	w->ring_sum += delta - w->ring[slot];
+	w->ring[slot] = delta;
+	w->total += delta;
+	w->committed++;
+	return 0;
+}
+
+#define FAIL(...) (snprintf(why, n, __VA_ARGS__), -1)
+
+static int
+dc_check(void *wl, const void *db, char *why, size_t n)
+{
+	const struct dc *w = wl;
+	const struct dc_hdr *h = db;
+	int64_t sa = 0, st = 0, sb = 0, sh = 0;
+	if (h->magic != DC_MAGIC)
+		return FAIL("bad database magic");
+	for (uint64_t i = 0; i < w->accounts; i++)
+		sa += AT(db, w->off_account, const struct dc_row, i)->balance;
+	for (uint64_t i = 0; i < w->tellers; i++)
+		st += AT(db, w->off_teller, const struct dc_row, i)->balance;
+	for (uint64_t i = 0; i < w->branches; i++)
+		sb += AT(db, w->off_branch, const struct dc_row, i)->balance;
+	if (sa != w->total || st != w->total || sb != w->total)
+		return FAIL("balances: accounts %lld, tellers %lld, branches "
+			"%lld, committed deltas %lld", (long long)sa,
+			(long long)st, (long long)sb, (long long)w->total);
+	if (h->hist_head != w->committed)
+		return FAIL("history head %llu, committed %llu",
+			(unsigned long long)h->hist_head,
+			(unsigned long long)w->committed);
+	uint64_t used = w->committed < w->hist_cap ? w->committed : w->hist_cap;
+	for (uint64_t i = 0; i < used; i++) {
+		const struct dc_hist *r = AT(db, w->off_hist,
+			const struct dc_hist, i);
+		if (r->account >= w->accounts || r->teller >= w->tellers ||
+		    r->branch >= w->branches || r->seq % w->hist_cap != i)
+			return FAIL("history record %llu is malformed",
+				(unsigned long long)i);
+		sh += r->delta;
+	}
+	if (sh != w->ring_sum)
+		return FAIL("history deltas sum to %lld, the last %llu committed "
+			"deltas to %lld", (long long)sh,
+			(unsigned long long)used, (long long)w->ring_sum);
+	return 0;
+}
+
+static void
+dc_fini(void *wl)
+{
+	struct dc *w = wl;
+	free(w->ring);
+	free(w);
+}
+
+const struct tb_workload tb_debit_credit = {
+	.name = "debit-credit",
+	.init = dc_init,
+	.populate = dc_populate,
+	.tx = dc_tx,
+	.check = dc_check,
+	.fini = dc_fini,
+};
