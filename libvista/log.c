@@ -19,6 +19,10 @@
  *   L3. Truncation is one aligned 8-byte store (hdr->gen + 1) made
  *       durable; every record of the old generation is then stale, in
  *       place, and is never replayed.
+ *   L4. check is stored last.  Checksummed records (cacheline and page
+ *       domains, where lines reach memory in any order) verify with
+ *       rio_checksum; sealed records (byte domain, where stores persist in
+ *       program order) verify with a seal over gen, position and header.
  *   L5. A record line this process wrote is durable with its content
  *       once the record was fenced (L2), and a record is written only
  *       after every earlier one was fenced; below lane->clean the record
@@ -27,10 +31,6 @@
  *       line left alone already holds, durably, what the record needs.
  *       What an earlier process left (it may have died before its fence)
  *       is never trusted so.
- *   L4. check is stored last.  Checksummed records (cacheline and page
- *       domains, where lines reach memory in any order) verify with
- *       rio_checksum; sealed records (byte domain, where stores persist in
- *       program order) verify with a seal over gen, position and header.
  */
 #include <errno.h>
 #include <string.h>
