@@ -206,10 +206,14 @@ TEST_CASE("a segment is mapped once", "[map]")
 		VISTA_EMAPPED);
 	// By another process: the file lock says so.
 	auto r = test::run_child([&] {
-		Env e2;
-		vista *w = e2.open();
-		vista_segment *x = nullptr;
-		int rc = vista_map(w, a.c_str(), nullptr, 0, 0, &x);
+		int rc;
+		{ // e2's directory goes before the child exits
+			Env e2;
+			vista *w = e2.open();
+			vista_segment *x = nullptr;
+			rc = vista_map(w, a.c_str(), nullptr, 0, 0, &x);
+			vista_fini(w);
+		}
 		_exit(rc == VISTA_EMAPPED ? 0 : 1);
 	});
 	REQUIRE(r.exited);
