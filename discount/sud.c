@@ -438,8 +438,10 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 static void
 segv_handler(int sig, siginfo_t *si, void *uc)
 {
+	/* page-fault error code: bit 1 set for a write */
+	bool write = ((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2;
 	if (si->si_code == SEGV_ACCERR &&
-	    dc__track_fault((uint64_t)(uintptr_t)si->si_addr))
+	    dc__track_fault((uint64_t)(uintptr_t)si->si_addr, write))
 		return;
 	uintptr_t h = dc__st.sig[SIGSEGV].handler;
 	if (h != (uintptr_t)SIG_DFL && h != (uintptr_t)SIG_IGN) {
@@ -544,12 +546,13 @@ map_changed(uint64_t a, uint64_t len)
 	dc__st.nchg++;
 }
 
-/* A mapping change over cold regions: they get their real protection
- * first, so the kernel and /proc/self/maps see the program's. */
+/* A mapping change over cold regions or protected pages: they get their
+ * real protection first, so the kernel and /proc/self/maps see the
+ * program's (track.c dc__track_release). */
 static void
 warm_span(long a, long len)
 {
-	dc__track_warm_range((uint64_t)a, (uint64_t)a + (uint64_t)len);
+	dc__track_release((uint64_t)a, (uint64_t)a + (uint64_t)len);
 }
 
 static long
