@@ -215,6 +215,8 @@ struct dc__vols {
 	 * checkpoint and copied whole), and the written ranges of the
 	 * interval, in the order they were written */
 	int tracking;
+	uint64_t prog_sp;       /* the program's stack pointer while a handler
+	                         * of libdc runs (sud.c), else 0 */
 	unsigned nwp, ndirty;
 	struct dc__wpr { uint64_t a, b; uint32_t prot; bool open; }
 		wp[DC__WP_RANGES];

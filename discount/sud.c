@@ -398,10 +398,22 @@ dc__install_handler(int sig)
 	install(sig, r->handler, r->flags, m);
 }
 
+/* The program's stack pointer while a handler of libdc runs, for a commit
+ * made there (track.c copies the live part of the stack); the previous
+ * one is returned, to be put back. */
+static uint64_t
+enter(void *ucv)
+{
+	uint64_t prev = dc__vol.prog_sp;
+	dc__vol.prog_sp = (uint64_t)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RSP];
+	return prev;
+}
+
 static void
 sig_wrapper(int sig, siginfo_t *si, void *uc)
 {
 	unsigned char prev = dc__vol.selector;
+	uint64_t psp = enter(uc);
 	dc__vol.selector = ALLOW;
 	/* a commit runs with every signal blocked (ckpt.c) */
 	uint64_t all = DC__SIGS_BLOCKED, old;
@@ -430,6 +442,7 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 		((void (*)(int))h)(sig);
 	}
 	dc__vol.selector = prev;
+	dc__vol.prog_sp = psp;
 }
 
 /* SIGSEGV: a write into a cold region is made good here; anything else is
@@ -741,9 +754,11 @@ sigsys_handler(int sig, siginfo_t *si, void *ucv)
 	greg_t *g = uc->uc_mcontext.gregs;
 	long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10],
 		g[REG_R8], g[REG_R9] };
+	uint64_t psp = enter(uc);
 	dc__track_warm_args(si->si_syscall, a);
 	long r = dc__dispatch(si->si_syscall, a, uc);
 	g[REG_RAX] = r;
+	dc__vol.prog_sp = psp;
 	dc__vol.selector = prev;
 }
 
@@ -756,8 +771,10 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 	unsigned char prev = dc__vol.selector;
 	if (prev != BLOCK || dc__vol.in_commit)
 		return; /* inside libdc: the next tick will do */
+	uint64_t psp = enter(uc);
 	dc__vol.selector = ALLOW;
 	dc__commit();
+	dc__vol.prog_sp = psp;
 	dc__vol.selector = prev;
 }
 

@@ -224,6 +224,7 @@ dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
                            * argument, or EFAULT makes the call again */
 
 extern const unsigned int __rseq_size __attribute__((weak));
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
 
 static bool
 contains(const struct dc__region *r, uint64_t a)
@@ -710,10 +711,43 @@ dc__track_wrote(uint64_t a, uint64_t b)
 		push(PAGE_DOWN(a), PAGE_UP(b));
 }
 
+/* WP: the part of pinned region r the kernel may write, never protected:
+ * of the TLS block, the page of glibc's rseq area; the rest whole. */
+static void
+pin_span(const struct dc__region *r, uint64_t *a, uint64_t *b)
+{
+	*a = r->start;
+	*b = r->end;
+	if (!(r->kind & DC__R_STACK) && &__rseq_offset != NULL) {
+		uint64_t p = PAGE_DOWN(dc__st.ctx.fsbase +
+			(uint64_t)__rseq_offset);
+		if (contains(r, p)) {
+			*a = p;
+			*b = p + DC__PAGE;
+		}
+	}
+}
+
+/* ... and the part a checkpoint copies: of the stack, what lies above the
+ * program's stack pointer less the red zone (below it is dead by the ABI:
+ * the next signal frame or call overwrites it), when the pointer is known
+ * to be in it. */
+static void
+live_span(const struct dc__region *r, uint64_t *a, uint64_t *b)
+{
+	pin_span(r, a, b);
+	uint64_t sp = dc__st.ctx.rsp;
+	if (!contains(r, sp))
+		sp = dc__vol.prog_sp;
+	if ((r->kind & DC__R_STACK) && contains(r, sp) &&
+	    sp - r->start >= 128)
+		*a = PAGE_DOWN(sp - 128);
+}
+
 /*
  * WP: the ranges written since the last checkpoint -- the recorded ones,
- * open ranges and pinned regions whole -- sorted and merged in
- * dc__vol.dirty; returns how many.  They may reach past tracked memory
+ * open ranges whole, the live part of pinned regions -- sorted and merged
+ * in dc__vol.dirty; returns how many.  They may reach past tracked memory
  * (a region unmapped since): the caller clips them to the regions.
  */
 unsigned
@@ -724,32 +758,46 @@ dc__track_take(void)
 			push(dc__vol.wp[k].a, dc__vol.wp[k].b);
 	for (unsigned i = 0; i < dc__st.nreg; i++) {
 		const struct dc__region *r = &dc__st.reg[i];
+		uint64_t a, b;
 		if (dc__vol.pinned[i] && (r->kind & DC__R_TRACKED) &&
-		    (r->prot & PROT_READ))
-			push(r->start, r->end);
+		    (r->prot & PROT_READ)) {
+			live_span(r, &a, &b);
+			push(a, b);
+		}
 	}
 	compact();
 	return dc__vol.ndirty;
 }
 
+static void
+add_range(unsigned *n, uint64_t a, uint64_t b, uint32_t prot)
+{
+	struct dc__wpr *w = &dc__vol.wp[*n - (*n > 0)];
+	if (a >= b)
+		return;
+	if (*n > 0 && w->b == a && w->prot == prot)
+		w->b = b;
+	else if (*n < DC__WP_RANGES)
+		dc__vol.wp[(*n)++] = (struct dc__wpr){ a, b, prot, false };
+}
+
 /* The protected ranges, new from the region list: every tracked writable
- * region but the pinned ones, neighbours with the same protection in one
- * range. */
+ * region but the pinned parts, neighbours with the same protection in one
+ * range: at most DC__MAX_REGIONS + 2 (only the TLS region is split in
+ * two), within DC__WP_RANGES. */
 static void
 rebuild(void)
 {
 	unsigned n = 0;
-	for (unsigned i = 0; i < dc__st.nreg && n < DC__WP_RANGES; i++) {
+	for (unsigned i = 0; i < dc__st.nreg; i++) {
 		const struct dc__region *r = &dc__st.reg[i];
-		if (!(r->kind & DC__R_TRACKED) || !(r->prot & PROT_WRITE) ||
-		    dc__vol.pinned[i])
+		if (!(r->kind & DC__R_TRACKED) || !(r->prot & PROT_WRITE))
 			continue;
-		if (n > 0 && dc__vol.wp[n - 1].b == r->start &&
-		    dc__vol.wp[n - 1].prot == r->prot)
-			dc__vol.wp[n - 1].b = r->end;
-		else
-			dc__vol.wp[n++] = (struct dc__wpr){ r->start, r->end,
-				r->prot, false };
+		uint64_t a = r->end, b = r->end;
+		if (dc__vol.pinned[i])
+			pin_span(r, &a, &b);
+		add_range(&n, r->start, a, r->prot);
+		add_range(&n, b, r->end, r->prot);
 	}
 	dc__vol.nwp = n;
 }
