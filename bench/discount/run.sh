@@ -6,8 +6,10 @@
 #   bench/discount/run.sh [--quick] [BUILD_DIR]
 #
 # 1. micro: overhead per checkpoint vs bytes touched, minimum checkpoint
-#    (Figure 5.2): dc-bench-micro (libdc, userfaultfd design) and
-#    dc-bench-wp (the write-protect design's mechanism on libvista)
+#    (Figure 5.2): dc-bench-micro (libdc, both dirty-tracking mechanisms
+#    side by side: userfaultfd write protection + PAGEMAP_SCAN, and
+#    mprotect + SIGSEGV) and dc-bench-wp (write protection with an undo
+#    log instead: libvista's automatic ranges)
 # 2. interval sweep: cjpeg and gzip under dc-run --protocol periodic,
 #    relative run time and redo (undo-log) bytes per checkpoint vs the
 #    checkpoint interval, 1 ms .. 10 s (Figures 5.3/5.4)
@@ -48,7 +50,7 @@ PY
 stat() { sed -n "s/^$2=//p" "$1"; }
 ratio() { python3 -c "print('%.3f' % ($1 / $2))"; }
 
-echo "== micro (Figure 5.2): CPU us per checkpoint"
+echo "== micro (Figure 5.2): us per checkpoint, uffd and wp tracking"
 $N "$B/bench/discount/dc-bench-micro" $(q && echo --quick) \
 	--dir "$W/micro" --csv "$R/discount_micro.csv"
 echo
@@ -174,9 +176,9 @@ set xlabel "bytes touched per checkpoint interval (0 plotted at 1 KiB)"
 set ylabel "CPU microseconds per checkpoint"
 set xtics ("0" 1024, "4K" 4096, "16K" 16384, "64K" 65536, "256K" 262144, "1M" 1048576)
 plot "$R/discount_micro.csv" every ::1 using (\$1 > 0 ? \$1 : 1024):3 \
-	with linespoints lw 2 pt 7 title "libdc (uffd-wp + redo): overhead (call + faults)", \
-     "" every ::1 using (\$1 > 0 ? \$1 : 1024):2 \
-	with linespoints lw 2 pt 5 title "libdc (uffd-wp + redo): dc\\\\_checkpoint() call", \
+	with linespoints lw 2 pt 7 title "libdc --tracking uffd (uffd-wp + scan, redo): overhead (call + faults)", \
+     "" every ::1 using (\$1 > 0 ? \$1 : 1024):7 \
+	with linespoints lw 2 pt 5 title "libdc --tracking wp (mprotect + SIGSEGV, redo): overhead (call + faults)", \
      "$R/discount_wp.csv" every ::1 using (\$1 > 0 ? \$1 : 1024):3 \
 	with linespoints lw 2 pt 9 dt 2 title "write protect + undo (libvista TX\\\\_AUTO): overhead"
 
