@@ -405,7 +405,8 @@ static uint64_t
 enter(void *ucv)
 {
 	uint64_t prev = dc__vol.prog_sp;
-	dc__vol.prog_sp = (uint64_t)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RSP];
+	const ucontext_t *uc = ucv;
+	dc__vol.prog_sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
 	return prev;
 }
 
@@ -421,6 +422,8 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 		0);
 	dc__nd_event(); /* the state committed includes this signal's frame */
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	/* before the program's handler, which may longjmp out */
+	dc__vol.prog_sp = psp;
 	struct dc__sigrec *r = &dc__st.sig[sig];
 	uintptr_t h = r->handler;
 	unsigned long fl = r->flags;
@@ -442,12 +445,11 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 		((void (*)(int))h)(sig);
 	}
 	dc__vol.selector = prev;
-	dc__vol.prog_sp = psp;
 }
 
-/* SIGSEGV: a write into a cold region is made good here; anything else is
- * the program's (its handler through the wrapper, or the default action:
- * death, by the same fault again). */
+/* SIGSEGV: a write into a cold region (or, WP, a protected page) is made
+ * good here; anything else is the program's (its handler through the
+ * wrapper, or the default action: death, by the same fault again). */
 static void
 segv_handler(int sig, siginfo_t *si, void *uc)
 {

@@ -13,7 +13,9 @@
 # 2. interval sweep: cjpeg and gzip under dc-run --protocol periodic,
 #    relative run time and redo (undo-log) bytes per checkpoint vs the
 #    checkpoint interval, 1 ms .. 10 s (Figures 5.3/5.4)
-# 3. protocols: bc, lua5.4 and ed fed a script at typing speed under every
+# 3. tracking: gzip -9 with a checkpoint every 1 and 10 ms under both
+#    dirty-tracking mechanisms (dc-run --tracking uffd|wp)
+# 4. protocols: bc, lua5.4 and ed fed a script at typing speed under every
 #    protocol: checkpoints taken and run-time ratio (Figures 6.3-6.5)
 # Tables on stdout; CSV and PNG (gnuplot) under bench/results/.  Run times
 # are the CPU time (user + system) of the measured program, which other
@@ -116,6 +118,29 @@ for prog in cjpeg gzip; do
 		printf "%-6s %9s %8s %8s %7s %11s %12s\n" "" "${iv}ms" "$c" \
 			"$w" "$r" "$n" "$(( per / 1024 ))"
 		echo "$prog,$iv,$w,$c,$r,$n,$per,$max" >> "$R/discount_interval.csv"
+	done
+done
+
+echo
+echo "== dirty tracking on a real program: gzip -9, periodic checkpoints"
+echo "interval_ms,tracking,wall_s,cpu_s,ratio,checkpoints,pages_copied,wp_faults" \
+	> "$R/discount_tracking.csv"
+printf "%9s %8s %8s %8s %7s %11s %8s %9s\n" interval tracking cpu_s wall_s \
+	ratio checkpoints pages wp_faults
+cmd=(gzip -9 -c "$W/in.txt")
+read -r bw bc < <(median $N "${cmd[@]}")
+for iv in 1 10; do
+	for tr in uffd wp; do
+		read -r w c < <(median $N "$DCRUN" --dir "$W/ck" \
+			--protocol periodic --interval "$iv" --tracking "$tr" \
+			--stats "$W/stats" -- "${cmd[@]}")
+		n=$(stat "$W/stats" checkpoints)
+		pg=$(stat "$W/stats" pages_copied)
+		wf=$(stat "$W/stats" wp_faults)
+		r=$(ratio "$c" "$bc")
+		printf "%9s %8s %8s %8s %7s %11s %8s %9s\n" "${iv}ms" "$tr" "$c" \
+			"$w" "$r" "$n" "$pg" "$wf"
+		echo "$iv,$tr,$w,$c,$r,$n,$pg,$wf" >> "$R/discount_tracking.csv"
 	done
 done
 
