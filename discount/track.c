@@ -554,6 +554,7 @@ wp_open(unsigned k)
 	if (mprot(w->a, w->b, w->prot) != 0)
 		return false;
 	w->open = true;
+	dc__st.stats.warmed++;
 	return true;
 }
 

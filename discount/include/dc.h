@@ -148,7 +148,8 @@ struct dc_stats {
 	uint64_t redo_bytes_max;  /* largest checkpoint (redo log bytes) */
 	uint64_t redo_bytes_total;
 	uint64_t cooled;          /* regions made cold (not scanned) */
-	uint64_t warmed;          /* cold regions made hot again */
+	uint64_t warmed;          /* cold regions made hot again (WP:
+	                           * ranges made writable whole) */
 	uint64_t redo_flushes;    /* redo log applied to the shadow image */
 	uint64_t wp_faults;       /* first writes caught (DC_TRACK_WP) */
 };

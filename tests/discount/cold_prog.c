@@ -8,23 +8,28 @@
  *   dc-test-cold DIR INPUTFILE
  *
  * A 64 KiB mapping is left idle until it turns cold (is write-protected),
- * then written by pread(2), by a store, by read(2) across three pages and
- * by readv(2), each time after it turned cold again; each write is
- * checkpointed.  The program then kills itself; run again, it resumes at
- * the last checkpoint and prints what the mapping holds: "resumed b b c d
- * b d".  Exit 3: a write failed, the mapping never turned cold, or (wp)
- * the store did not fault (the test would prove nothing).
+ * then written by pread(2), by a store, by read(2) across three pages, by
+ * readv(2), and by getxattr(2) (6000 bytes the kernel writes through a
+ * pointer whose length libdc does not look at: with wp the call fails
+ * with EFAULT and is made again), each time after it turned cold again;
+ * each write is checkpointed.  The program then kills itself; run again,
+ * it resumes at the last checkpoint and prints what the mapping holds:
+ * "resumed b b c d b d q q".  Exit 3: a write failed, the mapping never
+ * turned cold, or (wp) the store did not fault or the getxattr was not
+ * made again (the test would prove nothing).
  *
  * Invariants: every write lands in a region /proc/self/maps shows without
  * write permission just before it.
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <dc.h>
@@ -86,7 +91,8 @@ main(int argc, char **argv)
 	R[8192] = 'c';
 	dc_stats(&s1);
 	const char *tr = getenv("DC_TRACKING");
-	if (tr && !strcmp(tr, "wp") && s1.wp_faults != s0.wp_faults + 1)
+	bool wp = tr && !strcmp(tr, "wp");
+	if (wp && s1.wp_faults != s0.wp_faults + 1)
 		return 3;
 	dc_checkpoint();
 	cool(); /* read(2) into three protected pages, not page-aligned */
@@ -97,10 +103,19 @@ main(int argc, char **argv)
 	struct iovec iov = { R + 12288, 4096 };
 	if (preadv(fd, &iov, 1, 4096) != 4096)
 		return 3;
+	dc_checkpoint();
+	cool(); /* getxattr: three pages behind a pointer */
+	dc_stats(&s0);
+	if (getxattr(argv[2], "user.big", R + 36664, 6000) != 6000)
+		return 3;
+	dc_stats(&s1);
+	if (wp && s1.warmed == s0.warmed)
+		return 3;
 	int rc = dc_checkpoint();
 	if (rc == 1) {
-		printf("resumed %c %c %c %c %c %c\n", R[0], R[4095], R[8192],
-			R[12288], R[16484], R[16484 + 8191]);
+		printf("resumed %c %c %c %c %c %c %c %c\n", R[0], R[4095],
+			R[8192], R[12288], R[16484], R[16484 + 8191],
+			R[36664], R[36664 + 5999]);
 		return 0;
 	}
 	kill(getpid(), SIGKILL);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // unit_test.cpp -- dc-equiv (Definition 2), the linked example recovering
 //                  after SIGKILL, refusals, and checkpoint-directory errors
+#include <sys/xattr.h>
+
 #include "harness.hpp"
 
 static int equiv(const std::string &ref, const std::string &obs)
@@ -196,6 +198,9 @@ TEST_CASE("writes into cold regions or write-protected pages, by the "
 	test::TempDir d;
 	std::string in = d / "in";
 	test::write_file(in, std::string(4096, 'b') + std::string(4096, 'd'));
+	std::string big(6000, 'q');
+	REQUIRE(setxattr(in.c_str(), "user.big", big.data(), big.size(), 0) ==
+		0);
 	const char *tr = GENERATE("uffd", "wp");
 	INFO("tracking " << tr);
 	dctest::Tracking use(tr);
@@ -213,5 +218,5 @@ TEST_CASE("writes into cold regions or write-protected pages, by the "
 			REQUIRE(WEXITSTATUS(st) == 0);
 		}
 	}
-	REQUIRE(out == "resumed b b c d b d\n");
+	REQUIRE(out == "resumed b b c d b d q q\n");
 }
