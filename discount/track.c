@@ -27,8 +27,10 @@
  * runs of an interval are bounded (DC__WP_DIRTY), and a range whose
  * mprotect fails (ENOMEM: vm.max_map_count) or that overflows the record
  * is opened whole (writable until the next checkpoint, which copies its
- * present pages): a region never fails.  Pinned regions are never
- * protected; every checkpoint copies their present pages.
+ * present pages): a region never fails.  The parts of pinned regions the
+ * kernel writes on its own are never protected (the whole stack, the
+ * rseq page of the TLS block); every checkpoint copies their present
+ * pages (of the stack, only the live part above the stack pointer).
  *
  * A scan (UFFD) costs per VMA it walks (about 0.3-0.5 us each here),
  * whether or not anything was written, and a process has dozens of
@@ -47,9 +49,10 @@
  * change over it--> HOT.  In WP mode no region is ever cold (nothing is
  * scanned); its pages go PROTECTED --write fault, or a system call that
  * may write them--> WRITTEN --checkpoint--> PROTECTED.  PINNED regions
- * never cool and are never protected: the stack (the kernel writes signal
- * frames onto it) and the TLS block when glibc registered rseq (the kernel
- * writes it on preemption).  libdc's alternate signal stack and the page
+ * never cool (UFFD) and are not protected (WP; of the TLS block only the
+ * rseq page): the stack (the kernel writes signal frames onto it) and the
+ * TLS block when glibc registered rseq (the kernel writes it on
+ * preemption).  libdc's alternate signal stack and the page
  * of dc__st every checkpoint writes are not tracked at all (maps.c
  * invariant 2): every checkpoint copies them.
  *
