@@ -14,6 +14,17 @@
  * the open pages and re-protects them (one mprotect per run of adjacent
  * pages), so the next transaction starts with nothing to do.
  *
+ * vista_chain_transaction() commits and begins the next transaction
+ * without re-protecting the pages the committed one changed: otherwise
+ * each costs a fault and two mprotects per transaction, the bulk of a
+ * small automatic transaction.  Their committed content is logged as the
+ * new transaction's first records (one fence for all), and they stay
+ * open; a page found unchanged at the next commit is protected again.
+ * Whether a page changed is judged by comparing it with its logged image,
+ * which only decides what stays open: every line of every open page is
+ * flushed at commit all the same (a line stored to and set back may have
+ * reached memory with the other value).
+ *
  * In an explicit transaction on a protected segment, set_range opens the
  * pages of its range (their before-image is the range's record); an
  * explicit transaction's store to a declared range whose page another
@@ -37,6 +48,11 @@
  *       runs, and once a lane has more than vma_limit open pages, faults
  *       open aligned 16-page groups, so the process's number of mappings
  *       (vm.max_map_count) stays bounded.
+ *   P4. Chaining keeps a page open only with its image logged for the new
+ *       transaction and durable before vista_chain_transaction() returns;
+ *       between the old transaction's truncation and that fence the
+ *       calling thread stores nothing, so P1 holds for every store of a
+ *       transaction.  At most half the lane is spent on kept pages.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -48,6 +64,8 @@
 
 #define GROUP_PAGES 16u
 #define IDX_SHIFT 4 /* entry = page | segment index << 4 | flags */
+#define PG_KEEP 2u /* chaining: changed, stays open (vista__open_chain) */
+#define PG_HOT 4u  /* open in the previous transaction too */
 
 /* ---- the open-page set (open addressing, no deletion) ---- */
 
@@ -73,6 +91,8 @@ ps_alloc(struct vista_pageset *s, uint32_t cap)
 	s->cap = cap;
 	s->n = 0;
 	s->bytes = ps_bytes(cap);
+	s->prev = NULL;
+	s->nprev = 0;
 	return 0;
 }
 
@@ -127,6 +147,23 @@ ps_put(struct vista_pageset *s, uint64_t e)
 	s->order[s->n++] = i;
 }
 
+/* Did the lane's previous transaction have page p open?  (Binary search
+ * of the sorted list it left in scratch; signal-safe.) */
+static bool
+was_open(const struct vista_pageset *s, uintptr_t p)
+{
+	uint32_t lo = 0, hi = s->nprev;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (s->prev[mid] < p)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nprev && s->prev[lo] == p;
+}
+
 /* Normal context: room for `more` pages plus what a fault could add. */
 static int
 ps_reserve(struct vista_lane *l, uint32_t more)
@@ -144,6 +181,8 @@ ps_reserve(struct vista_lane *l, uint32_t more)
 	rc = ps_alloc(&ns, cap);
 	if (rc)
 		return vista__err(rc, "out of memory for open pages");
+	ns.prev = NULL; /* the old scratch goes: forget the hot pages */
+	ns.nprev = 0;
 	for (uint32_t k = 0; k < s->n; k++)
 		ps_put(&ns, s->slot[s->order[k]]);
 	vista__pageset_fini(s);
@@ -257,7 +296,9 @@ open_range(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
 		uint64_t *e = ps_find(&l->open, p);
 		if (e == NULL)
 			ps_put(&l->open, p | ((uint64_t)seg->idx << IDX_SHIFT) |
-					(full ? VISTA__PG_FULL : 0));
+					(full ? VISTA__PG_FULL : 0) |
+					(full && was_open(&l->open, p) ? PG_HOT :
+									 0));
 		else if (full)
 			*e |= VISTA__PG_FULL;
 	}
@@ -416,31 +457,23 @@ page_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-void
-vista__open_reprotect(struct vista_lane *l)
+/*
+ * Write-protect pages pg[0..n) (addresses, sorted).  P3: one mprotect per
+ * run of adjacent pages -- or, when the runs are many and close together,
+ * one for the span covering them all: a call costs about as much as
+ * changing a few dozen page table entries.  Pages in the span that other
+ * transactions have open fault once more and are opened again by the
+ * hook.
+ */
+static void
+protect_pages(struct vista_lane *l, const uint64_t *pg, uint32_t n)
 {
-	struct vista_pageset *s = &l->open;
-	uint64_t *pg = s->scratch;
-	uint32_t n = s->n;
 	uint64_t lo, hi;
+	uint32_t runs = 1;
 	int rc = 0;
 
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t i = s->order[k];
-		pg[k] = s->slot[i] & ~(uint64_t)(VISTA_PAGE - 1);
-		s->slot[i] = 0;
-	}
-	s->n = 0;
-	l->prot_used = false;
 	if (n == 0)
 		return;
-	/* P3: one mprotect per run of adjacent pages -- or, when the runs are
-	 * many and close together, one for the span covering them all: a
-	 * call costs about as much as changing a few dozen page table
-	 * entries.  Pages in the span that other transactions have open
-	 * fault once more and are opened again by the hook. */
-	qsort(pg, n, sizeof(*pg), page_cmp);
-	uint32_t runs = 1;
 	for (uint32_t k = 1; k < n; k++)
 		runs += pg[k] != pg[k - 1] + VISTA_PAGE;
 	if (runs > 1 && (pg[n - 1] - pg[0]) / VISTA_PAGE < 32ull * runs) {
@@ -465,4 +498,138 @@ vista__open_reprotect(struct vista_lane *l)
 		/* A page left writable would let an automatic transaction
 		 * store without logging: stop. */
 		(void)vista__set_fatal(l->v, rc, "re-protecting open pages");
+}
+
+void
+vista__open_reprotect(struct vista_lane *l)
+{
+	struct vista_pageset *s = &l->open;
+	uint64_t *pg = s->scratch;
+	uint32_t n = s->n;
+
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = s->order[k];
+		pg[k] = s->slot[i] & ~(uint64_t)(VISTA_PAGE - 1);
+		s->slot[i] = 0;
+	}
+	s->n = 0;
+	l->prot_used = false;
+	qsort(pg, n, sizeof(*pg), page_cmp);
+	protect_pages(l, pg, n);
+	s->prev = pg;
+	s->nprev = n;
+}
+
+/* ---- chaining (vista_chain_transaction) ---- */
+
+/* Mark the hot open pages whose content differs from their logged image.
+ * The records are those of the transaction that just committed: dead, but
+ * still in the lane. */
+static void
+mark_changed(struct vista_lane *l)
+{
+	for (char *pos = l->rec0; pos < l->cur;) {
+		const struct vista_rec *r = (const void *)pos;
+		if (r->type == VISTA_REC_RANGES) {
+			const struct vista_rdesc *d = (const void *)(r + 1);
+			const char *data = (const char *)(d + r->count);
+			for (unsigned i = 0; i < r->count; i++) {
+				struct vista_segment *seg = l->v->byidx[d[i].seg];
+				uintptr_t a = (uintptr_t)seg->base + d[i].off;
+				const char *img = data;
+				data += (d[i].len + 7) & ~7u;
+				if (a % VISTA_PAGE) /* not a page image */
+					continue;
+				for (uint32_t o = 0; o + VISTA_PAGE <= d[i].len;
+					o += VISTA_PAGE) {
+					uint64_t *e = ps_find(&l->open, a + o);
+					if (e != NULL && (*e & PG_HOT) &&
+					    !(*e & PG_KEEP) &&
+					    memcmp((void *)(a + o), img + o,
+						    VISTA_PAGE) != 0)
+						*e |= PG_KEEP;
+				}
+			}
+		}
+		pos += (r->len + VISTA_REC_ALIGN - 1) & ~(VISTA_REC_ALIGN - 1);
+	}
+}
+
+/* Log pages pg[0..n) (set entries, sorted) for the lane's new transaction,
+ * a record per 16 runs, without a fence.  Returns how many were logged. */
+static uint32_t
+relog(struct vista_lane *l, const uint64_t *pg, uint32_t n)
+{
+	uint32_t k = 0;
+
+	while (k < n) {
+		struct vista__span sp[GROUP_PAGES];
+		uint32_t ns = 0, first = k;
+		for (; k < n; k++) {
+			uintptr_t p = (uintptr_t)(pg[k] &
+				~(uint64_t)(VISTA_PAGE - 1));
+			struct vista_segment *seg =
+				l->v->byidx[(pg[k] >> IDX_SHIFT) & 0xff];
+			if (ns > 0 && sp[ns - 1].hi == p &&
+			    sp[ns - 1].seg == seg) {
+				sp[ns - 1].hi += VISTA_PAGE;
+				continue;
+			}
+			if (ns == GROUP_PAGES)
+				break;
+			sp[ns++] = (struct vista__span){ p, p + VISTA_PAGE,
+				seg };
+		}
+		if (vista__log_ranges(l, sp, ns) != 0)
+			return first;
+		VISTA__STAT_ADD(l, auto_kept, k - first);
+	}
+	return n;
+}
+
+uint32_t
+vista__open_chain(struct vista_lane *l)
+{
+	struct vista_pageset *s = &l->open;
+	uint64_t *pg = s->scratch;
+	uint32_t n = s->n, nk = 0, nd = 0, max, logged;
+
+	mark_changed(l);
+	/* Kept pages from the start of the scratch, the others from its end;
+	 * at most half the lane goes to kept pages (P4). */
+	max = (uint32_t)((size_t)(l->end - l->rec0) / 2 / pages_record_len(1));
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t i = s->order[k];
+		uint64_t e = s->slot[i];
+		if ((e & PG_KEEP) && nk < max)
+			pg[nk++] = e & ~(uint64_t)PG_KEEP; /* still HOT */
+		else
+			pg[n - ++nd] = e & ~(uint64_t)(VISTA_PAGE - 1);
+		s->slot[i] = 0;
+	}
+	s->n = 0;
+	vista__log_reset(l);
+	qsort(pg, nk, sizeof(*pg), page_cmp);
+	logged = relog(l, pg, nk);
+	if (logged > 0)
+		/* P4: the kept pages' images are durable before the program
+		 * may store to them in the new transaction. */
+		vista__drain(l);
+	for (uint32_t k = 0; k < logged; k++) {
+		ps_put(s, pg[k]);
+		vista__bit_set(l->touched,
+			(unsigned)((pg[k] >> IDX_SHIFT) & 0xff));
+	}
+	/* Pages that could not be logged (the lane was just emptied, so
+	 * this does not happen) are protected with the unchanged ones, which
+	 * follow them in the scratch. */
+	for (uint32_t k = logged; k < nk; k++)
+		pg[k] &= ~(uint64_t)(VISTA_PAGE - 1);
+	nd += nk - logged;
+	l->prot_used = logged > 0;
+	qsort(pg + logged, nd, sizeof(*pg), page_cmp);
+	protect_pages(l, pg + logged, nd);
+	s->prev = pg + logged;
+	s->nprev = nd;
+	return logged;
 }

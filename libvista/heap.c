@@ -20,10 +20,12 @@
  * Invariants (besides H1-H3 of heap_layout.h)
  *   A1. An ALLOC record is durable before the metadata marks its block
  *       allocated; a FREE record is durable before commit clears it.
- *   A2. Every allocation declares (for the commit flush) its block, its
- *       bitmap word and its page map entry, so the transaction's commit
- *       makes the run itself durable even if another transaction created
- *       it and has not committed.
+ *   A2. Every allocation declares (for the commit flush) its block and
+ *       what it changed in the metadata: its bitmap word (small), its
+ *       page map entries (large).  A run's page map entry is durable from
+ *       the moment the run exists (A4), so an allocation from a run that
+ *       another transaction created needs nothing of that transaction's
+ *       commit.
  *   A3. A block whose allocation or free is not durable and final is never
  *       handed out: the metadata change and the DRAM index update that
  *       makes the block available happen under the heap lock, and commit
@@ -31,9 +33,15 @@
  *       is truncated (vista__heap_lock .. vista__heap_after).
  *   A4. Runs are created without a log record or fence of their own: an
  *       empty RUN page and a FREE page are both consistent, so the page
- *       map store rides on the allocating transaction's commit (A2).
- *       Empty runs go back to FREE only when pages are short, under the
- *       lock, when no transaction can hold a block in them (all bits zero).
+ *       map store is flushed with the first allocation's ALLOC record and
+ *       made durable by that record's fence, under the heap lock; an
+ *       abort leaves the run (empty) in place.  Empty runs go back to FREE
+ *       only when pages are short, under the lock, when no transaction can
+ *       hold a block in them (all bits zero).
+ *   A5. An aborted or rolled-back allocation gives its block back with
+ *       rio_durable_discard(): what the transaction stored there is not
+ *       state and is never flushed (the block's next owner flushes it
+ *       whole at its commit).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -584,11 +592,18 @@ alloc_locked(struct vista_lane *l, struct vista_segment *seg, size_t size,
 		rc = vista__log_objs(l, VISTA_REC_ALLOC, &o, 1);
 		if (rc)
 			return rc;
+		if (fresh) {
+			/* A4: an empty run is as consistent as a free page,
+			 * so the new run's entry needs no record; it rides on
+			 * the record's fence below, and is durable before any
+			 * transaction can allocate from the run. */
+			st(&h->pmap[p], vista_pg_make(VISTA_PG_RUN, cls, 0));
+			vista__flush(l, seg->pool, &h->pmap[p], 8);
+		}
 		/* A1: the record is durable before the bitmap says
 		 * allocated. */
 		vista__drain(l);
 		if (fresh) {
-			st(&h->pmap[p], vista_pg_make(VISTA_PG_RUN, cls, 0));
 			fm_set(h, p, 1, false);
 			list_add(h, cls, p);
 		}
@@ -598,7 +613,6 @@ alloc_locked(struct vista_lane *l, struct vista_segment *seg, size_t size,
 		bsize = vista_class_size[cls];
 		block = page_addr(seg, p) + (size_t)b * bsize;
 		/* A2 */
-		vista__declare(l, seg, &h->pmap[p], 8, false);
 		vista__declare(l, seg, &h->bits[p][b / 64], 8, false);
 	} else {
 		uint32_t n = (uint32_t)((size + VISTA_PAGE - 1) / VISTA_PAGE);
@@ -865,6 +879,7 @@ vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 		VISTA_HEAP_HDR_SIZE);
 	uint64_t (*bits)[VISTA_RUN_WORDS] = (void *)(seg->base +
 		seg->hdr->heap_off + vista_heap_bits_off(seg->hdr->npages));
+	char *arena = seg->base + seg->hdr->user_off;
 	uint32_t p = o->page;
 
 	if (type == VISTA_REC_FREE && !recovering)
@@ -878,11 +893,17 @@ vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 			 * the allocating transaction was this one and its
 			 * page map store never reached memory (A2). */
 			st(&pm[p], vista_pg_make(VISTA_PG_RUN, o->cls, 0));
-		/* The caller's fence (abort, recovery) makes the undo
-		 * durable before the log record that describes it dies. */
-		vista__flush(l, seg->pool, w, 8);
+		/* Flushed at the end of the undo; the caller's fence
+		 * (abort, recovery) makes it durable before the log record
+		 * that describes it dies. */
+		vista__undo_note(l, seg, w, 8);
 		if (type == VISTA_REC_FREE)
-			vista__flush(l, seg->pool, &pm[p], 8);
+			vista__undo_note(l, seg, &pm[p], 8);
+		else /* A5 */
+			rio_durable_discard(seg->pool, arena + (size_t)p *
+				VISTA_PAGE + (size_t)o->n *
+				vista_class_size[o->cls],
+				vista_class_size[o->cls]);
 		return;
 	}
 	for (uint32_t i = 0; i < o->n; i++) {
@@ -892,8 +913,12 @@ vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 				     vista_pg_make(VISTA_PG_CONT, 0, i);
 		st(&pm[p + i], e);
 	}
-	/* Durable at the caller's fence, before the record dies. */
-	vista__flush(l, seg->pool, &pm[p], 8 * (size_t)o->n);
+	/* Flushed at the end of the undo, durable at the caller's fence,
+	 * before the record dies. */
+	vista__undo_note(l, seg, &pm[p], 8 * (size_t)o->n);
+	if (type == VISTA_REC_ALLOC) /* A5 */
+		rio_durable_discard(seg->pool, arena + (size_t)p * VISTA_PAGE,
+			(size_t)o->n * VISTA_PAGE);
 }
 
 /* Walk the objects of the lane's ALLOC/FREE records, oldest first. */

@@ -23,6 +23,14 @@
  *       domains, where lines reach memory in any order) verify with
  *       rio_checksum; sealed records (byte domain, where stores persist in
  *       program order) verify with a seal over gen, position and header.
+ *   L5. A record line this process wrote is durable with its content
+ *       once the record was fenced (L2), and a record is written only
+ *       after every earlier one was fenced; below lane->clean the record
+ *       area holds only such lines.  There a long image is stored and
+ *       flushed only where its bytes differ from what the lane holds: a
+ *       line left alone already holds, durably, what the record needs.
+ *       What an earlier process left (it may have died before its fence)
+ *       is never trusted so.
  */
 #include <errno.h>
 #include <string.h>
@@ -105,8 +113,79 @@ rec_start(struct vista_lane *l, uint64_t w2, uint64_t w3)
 }
 
 /* Seal or checksum the record (L4), start its write-back, advance. */
+/*
+ * The lines of a record's data to flush, in address order, each once (L5),
+ * flushed as soon as a run of them is complete.  Lines below `floor` hold
+ * the header too, whose check is stored last: they are flushed after it,
+ * not here.  A plan with hi == 0 is empty.
+ */
+struct plan {
+	uintptr_t lo, hi, floor;
+};
+
+static inline void
+plan_flush(struct vista_lane *l, struct plan *f)
+{
+#ifndef VISTA_BROKEN_NO_LOG_PERSIST
+	/* Start writing the record back; the caller's drain completes it
+	 * before anything the record describes is stored (L2). */
+	if (f->hi > f->lo)
+		vista__flush(l, l->v->log, (void *)f->lo, f->hi - f->lo);
+#else
+	(void)l;
+#endif
+	f->lo = f->hi = 0;
+}
+
+/* Add [a, b) (ranges come in increasing address order). */
+static inline void
+plan_add(struct vista_lane *l, struct plan *f, uintptr_t a, uintptr_t b)
+{
+	a &= ~(uintptr_t)63;
+	b = (b + 63) & ~(uintptr_t)63;
+	if (a < f->floor)
+		a = f->floor;
+	if (a >= b)
+		return;
+	if (f->hi != 0 && a <= f->hi) {
+		if (b > f->hi)
+			f->hi = b;
+		return;
+	}
+	plan_flush(l, f);
+	f->lo = a;
+	f->hi = b;
+}
+
+/*
+ * Copy a long before-image into the record, storing only the lines of the
+ * lane that do not hold those bytes already (L5): a page logged again at
+ * the position where the lane logged it last time -- an automatic
+ * transaction repeating itself, a chained one keeping its pages -- then
+ * costs the lines that changed, not the page.
+ */
+static void
+copy_image_diff(struct vista_lane *l, struct plan *f, char *dst,
+	const char *src, size_t n)
+{
+	uintptr_t d = (uintptr_t)dst, end = d + n;
+
+	while (d < end) {
+		/* One line of the lane, or the part of it in the image. */
+		uintptr_t e = ((d + 64) & ~(uintptr_t)63) < end ?
+			(d + 64) & ~(uintptr_t)63 : end;
+		const char *sx = src + (d - (uintptr_t)dst);
+		if (memcmp((const void *)d, sx, e - d) != 0) {
+			memcpy((void *)d, sx, e - d);
+			plan_add(l, f, d, e);
+		}
+		d = e;
+	}
+}
+
+/* Seal or checksum the record (L4) and advance; the caller flushes. */
 VISTA__INLINE void
-close_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
+seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 	uint64_t w3)
 {
 	uint64_t pos = (uint64_t)((char *)r - l->rec0);
@@ -124,14 +203,22 @@ close_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 	} else {
 		r->check = checksum_of(l->seed, pos, r);
 	}
-#ifndef VISTA_BROKEN_NO_LOG_PERSIST
-	/* Start writing the record back; the caller's drain completes it
-	 * before anything the record describes is stored (L2). */
-	vista__flush(l, l->v->log, r, len);
-#endif
+	if ((char *)r + len > l->clean) /* L5, once the caller fences */
+		l->clean = (char *)r + len;
 	l->cur += stride;
 	l->last = (uint32_t)stride;
 	l->nrec++;
+}
+
+/* Seal or checksum the record (L4), start its write-back, advance. */
+VISTA__INLINE void
+close_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
+	uint64_t w3)
+{
+	struct plan f = { (uintptr_t)r, (uintptr_t)r + (uint32_t)w2, 0 };
+
+	seal_rec(l, r, w2, w3);
+	plan_flush(l, &f);
 }
 
 bool
@@ -239,6 +326,7 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 	uint32_t n)
 {
 	size_t ndesc = 0, len = sizeof(struct vista_rec), bytes = 0;
+	struct plan f = { 0, 0, 0 };
 	struct vista_rdesc *d;
 	struct vista_rec *r;
 	uint64_t w2, w3;
@@ -262,6 +350,8 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 	r = rec_start(l, w2, w3);
 	d = (void *)(r + 1);
 	data = (char *)(d + ndesc);
+	/* The lines of header and descriptors go last, after the check. */
+	f.floor = ((uintptr_t)data + 63) & ~(uintptr_t)63;
 	for (uint32_t i = 0; i < n; i++) {
 		uintptr_t a = s[i].lo;
 		while (a < s[i].hi) {
@@ -272,13 +362,22 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			d->len = (uint32_t)cl;
 			d->seg = s[i].seg->idx;
 			d->reserved = 0;
-			copy_image(data, (const void *)a, cl);
+			if (cl >= 256 && data + cl <= l->clean) {
+				copy_image_diff(l, &f, data, (const void *)a, cl);
+			} else {
+				copy_image(data, (const void *)a, cl);
+				plan_add(l, &f, (uintptr_t)data,
+					(uintptr_t)data + pad8(cl));
+			}
 			data += pad8(cl);
 			a += cl;
 			d++;
 		}
 	}
-	close_rec(l, r, w2, w3);
+	plan_flush(l, &f);
+	seal_rec(l, r, w2, w3);
+	f = (struct plan){ (uintptr_t)r, f.floor, 0 };
+	plan_flush(l, &f);
 	VISTA__STAT_ADD(l, bytes_logged, bytes);
 	return 0;
 }

@@ -467,6 +467,7 @@ lane_init(vista *v, unsigned i)
 	l->rec0 = base + sizeof(struct vista_lane_hdr);
 	l->end = base + v->lane_size;
 	l->cur = l->rec0;
+	l->clean = l->rec0; /* what earlier processes left: not known durable */
 	l->gen = l->hdr->gen;
 	l->seed = vista__log_seed(v->salt, i);
 	l->open_runs_limit = v->vma_limit;
@@ -480,6 +481,7 @@ instance_free(vista *v)
 		for (unsigned i = 0; i < v->nlanes; i++) {
 			vista__ranges_fini(&v->lanes[i].ranges);
 			vista__pageset_fini(&v->lanes[i].open);
+			free(v->lanes[i].undo);
 		}
 		free(v->lanes);
 	}
@@ -652,6 +654,7 @@ vista_stats(const vista *v, struct vista_stats *out)
 		VISTA__SUM(recovered_tx);
 		VISTA__SUM(heap_allocs);
 		VISTA__SUM(heap_frees);
+		VISTA__SUM(auto_kept);
 	}
 	return 0;
 }

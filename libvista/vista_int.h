@@ -154,6 +154,11 @@ struct vista_pageset {
 	uint32_t *order; /* slots in insertion order */
 	uint32_t cap, n; /* cap: power of two */
 	size_t bytes;    /* of the mapping holding slot + order */
+	/* Pages the lane's previous transaction had open and protected
+	 * again (sorted addresses, in scratch): a page opened again right
+	 * away is hot (auto.c, chaining). */
+	const uint64_t *prev;
+	uint32_t nprev;
 };
 
 /* ---- lanes ---- */
@@ -172,6 +177,8 @@ struct vista_lane {
 	char *rec0;     /* record area */
 	char *end;      /* end of the lane */
 	char *cur;      /* where the next record goes */
+	char *clean;    /* below this the record area holds, durably, what
+			   this process wrote there (L5 in log.c) */
 	uint32_t last;  /* stride of the newest record, 0 if none */
 	uint32_t nrec;  /* records of the current transaction */
 	uint64_t gen;   /* == hdr->gen */
@@ -189,6 +196,10 @@ struct vista_lane {
 
 	struct vista_ranges ranges;
 	struct vista_pageset open;
+	/* What an undo (abort, recovery) stored to, flushed once per line
+	 * when it ends (tx.c); grows, never shrinks. */
+	struct vista__span *undo;
+	uint32_t undo_n, undo_cap;
 	uint32_t open_runs_limit; /* past this many open pages, open groups */
 
 	/* Segment table indices this transaction has records for, and those
@@ -315,18 +326,6 @@ vista__flush(struct vista_lane *l, const rio_pool *p, const void *addr,
 	}
 }
 
-/* Copy bytes into pool memory and start writing them back (no drain). */
-static inline void
-vista__copy(struct vista_lane *l, const rio_pool *p, void *dst,
-	const void *src, size_t len)
-{
-	rio_memcpy_nodrain(p, dst, src, len);
-	if (!l->v->sealed && len) {
-		uintptr_t a = (uintptr_t)dst & ~(uintptr_t)63;
-		VISTA__STAT_ADD(l, flushes, ((uintptr_t)dst + len - a + 63) / 64);
-	}
-}
-
 /*
  * Write a header whose first 8 bytes are its magic (log, segment): the
  * body first, made durable, then the magic with one 8-byte store, made
@@ -426,16 +425,21 @@ int vista__declare(struct vista_lane *l, struct vista_segment *seg,
  * owner is gone). */
 int vista__tx_abort_lane(struct vista_lane *l);
 /* Undo records newest first, for segment `only` (NULL = all): used by
- * abort (recovering = false) and recovery (true). */
+ * abort (recovering = false) and recovery (true).  Every line it stored to
+ * is flushed once, after its last store; the caller fences. */
 void vista__undo(vista *v, struct vista_lane *l, const struct vista_segment
 	*only, bool recovering);
+/* In an undo: [addr, addr+len) of seg was stored to; flush it with the
+ * rest at the end of the undo. */
+void vista__undo_note(struct vista_lane *l, struct vista_segment *seg,
+	const void *addr, size_t len);
 
 /* ---- heap.c ---- */
 
 int vista__heap_open(struct vista_segment *seg);
 void vista__heap_close(struct vista_segment *seg);
 /* Roll back one object of an ALLOC or FREE record on the persistent
- * metadata (stores and flushes, no drain).  recovering: after a crash, a
+ * metadata (stores, noted for the undo's flush; no drain).  recovering: after a crash, a
  * FREE may have been applied already and is undone too. */
 void vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 	uint16_t type, const struct vista_robj *o, bool recovering);
@@ -483,6 +487,11 @@ int vista__open_pages(struct vista_lane *l, struct vista_segment *seg,
  * re-protect every open page and forget them. */
 void vista__open_flush(struct vista_lane *l);
 void vista__open_reprotect(struct vista_lane *l);
+/* Chaining, after the commit's truncation: keep open the pages the
+ * committed transaction changed, logged (durably) as the first records of
+ * the lane's new transaction; protect the others.  Returns the number of
+ * pages kept. */
+uint32_t vista__open_chain(struct vista_lane *l);
 /* Is the page holding addr open in this transaction? */
 bool vista__page_open(const struct vista_lane *l, uintptr_t addr);
 

@@ -30,7 +30,12 @@ PACKAGES=(
 	liburcu-dev
 	sqlite3
 	# libvista
-	# libvistagrams
+	# libvistagrams (clang + libclang-rt-14-dev: the parser's libFuzzer
+	# harness; libzmq3-dev: the ZeroMQ peer in vg-bench; gnuplot-nox: its plot)
+	clang
+	libclang-rt-14-dev
+	libzmq3-dev
+	gnuplot-nox
 	# discount (the crash tests run these unmodified; benchmarks use cjpeg, gzip)
 	bc
 	lua5.4

@@ -229,6 +229,9 @@ struct rio_trace_ops {
 		const char *path);
 	void (*pool_unmapping)(const rio_pool *p, void *map_base,
 		size_t map_size);
+	/* May be NULL: a tracer that does not model discarded memory. */
+	void (*discard)(const rio_pool *p, const void *addr, size_t len,
+		const void *caller);
 };
 
 /*
@@ -373,6 +376,21 @@ rio_durable_point(const rio_pool *p, const char *what)
 {
 	if (RIO__UNLIKELY(rio__trace != NULL))
 		rio__trace->durable_point(p, what, __builtin_return_address(0));
+}
+
+/*
+ * Declare that [addr, addr+len) of the pool holds no state any more: memory
+ * an allocator has just given back, whose content nobody reads until it is
+ * written again, so that after a crash it may hold anything.  Nothing is
+ * stored or flushed.  A tracer stops expecting those lines durable (at a
+ * durability point, at program end) until they are stored to again.  Costs
+ * nothing unless a tracer is installed.
+ */
+static inline void
+rio_durable_discard(const rio_pool *p, const void *addr, size_t len)
+{
+	if (RIO__UNLIKELY(rio__trace != NULL) && rio__trace->discard != NULL)
+		rio__trace->discard(p, addr, len, __builtin_return_address(0));
 }
 
 /* The cache-line flush instruction the cacheline domain uses here. */

@@ -170,6 +170,21 @@ VISTA_EXPORT int vista_set_ranges(vista *v, size_t n,
 /* Make the transaction's stores durable, then discard its log.  After a
  * failure the instance is in its error state (VISTA_EFATAL). */
 VISTA_EXPORT int vista_end_transaction(vista *v);
+/*
+ * Commit the calling thread's transaction and begin the next one with the
+ * same flags: vista_end_transaction() then vista_begin_transaction(),
+ * with no moment outside a transaction.  For VISTA_TX_AUTO it is also
+ * cheaper: the pages the committed transaction changed are not
+ * write-protected again but stay open, their committed content logged as
+ * the new transaction's first records (one more fence, before this
+ * returns), so the new transaction's first store to them does not fault;
+ * a page it leaves unchanged is protected again at its own commit.
+ * Returns 0; VISTA_ENOTX; what vista_end_transaction returns when the
+ * commit fails (the transaction is then left as it leaves it); or
+ * VISTA_EFATAL if, after a durable commit, the pages could not be
+ * protected again (no transaction is running then).
+ */
+VISTA_EXPORT int vista_chain_transaction(vista *v);
 /* Copy the before-images back (newest first) and discard the log; frees
  * what the transaction allocated, keeps what it freed. */
 VISTA_EXPORT int vista_abort_transaction(vista *v);
@@ -244,6 +259,8 @@ struct vista_stats {
 	uint64_t recovered_tx;     /* transactions rolled back by recovery */
 	uint64_t heap_allocs;
 	uint64_t heap_frees;
+	uint64_t auto_kept;        /* pages kept open and logged again by
+				      vista_chain_transaction */
 };
 /* Counters of the instance, summed over every thread. */
 VISTA_EXPORT int vista_stats(const vista *v, struct vista_stats *out);

@@ -101,6 +101,7 @@ const struct rio_trace_ops shadow_ops = {
 		pool_map = (const char *)base;
 	},
 	[](const rio_pool *, void *, size_t) {},
+	nullptr,
 };
 
 // ---- writers ----

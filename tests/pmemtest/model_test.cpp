@@ -198,6 +198,81 @@ TEST_CASE("a durability point reports what is not durable yet",
 	REQUIRE(r.lints(PMT_LINT_END) == 0);
 }
 
+TEST_CASE("a store that puts a line's value back makes its flush needed, "
+	  "not redundant (userfaultfd)", "[pmemtest][model]")
+{
+	// Line 90 is durable with 1.  The program stores 7, then 1 again,
+	// before flushing it: the content did not change, but the line may
+	// have reached memory with 7 in between, so the flush is needed.
+	// Only userfaultfd sees that store; scanning reports a redundant
+	// flush.  A flush with no store to its page since is redundant in
+	// both modes.
+	for (pmt_dirty_mode mode : { PMT_DIRTY_SCAN, PMT_DIRTY_AUTO }) {
+		Traced t(mode);
+		t.store(90, 1);
+		t.flush(90);
+		t.fence();
+		t.store(90, 7);
+		t.store(90, 1);
+		t.flush(90);
+		t.fence();
+		t.flush(90); // no store to the page since the last flush
+		t.fence();
+		t.stop();
+		Replay r(t.trace);
+		bool uffd = r.m.tr.flags & PMT_TRACE_UFFD;
+		if (mode == PMT_DIRTY_AUTO && !uffd)
+			WARN("userfaultfd not permitted here: scanning");
+		INFO("userfaultfd " << uffd);
+		REQUIRE(r.lints(PMT_LINT_REDUNDANT) == (uffd ? 1u : 2u));
+	}
+}
+
+TEST_CASE("a store to one line does not make a flush of another line of "
+	  "the page needed", "[pmemtest][model]")
+{
+	// TOUCH is per page, so this is where userfaultfd cannot be exact:
+	// 92 flushed twice with a store to 93 between is not reported.
+	Traced t(PMT_DIRTY_AUTO);
+	t.store(92, 1);
+	t.flush(92);
+	t.fence();
+	t.store(93, 1);
+	t.flush(92);
+	t.flush(93);
+	t.fence();
+	t.stop();
+	Replay r(t.trace);
+	REQUIRE(r.lints(PMT_LINT_REDUNDANT) ==
+		(r.m.tr.flags & PMT_TRACE_UFFD ? 0u : 1u));
+}
+
+TEST_CASE("discarded lines are neither pending nor linted until stored "
+	  "again", "[pmemtest][model]")
+{
+	Traced t;
+	t.store(96, 1);
+	t.store(97, 1);
+	t.flush(97); // a pending flush of a line that is then discarded
+	pmt_tracer_discard(t.buf + 96 * 64, 2 * 64);
+	pmt_tracer_dpoint(nullptr, "commit");
+	t.store(100, 1);
+	t.flush(100);
+	t.fence();
+	t.store(97, 2); // stored again: state again
+	pmt_tracer_dpoint(nullptr, "commit");
+	t.flush(97);
+	t.fence();
+	t.stop();
+	Replay r(t.trace);
+	REQUIRE(r.points[0].pending == std::set<uint64_t>{ 100 });
+	REQUIRE(r.points[1].pending == std::set<uint64_t>{ 97 });
+	REQUIRE(r.points[1].dur[97] == 1); // the discarded content
+	REQUIRE(r.lints(PMT_LINT_DPOINT) == 1); // line 97, second point
+	REQUIRE(r.lints(PMT_LINT_END) == 0);
+	REQUIRE(r.lints(PMT_LINT_REDUNDANT) == 0);
+}
+
 TEST_CASE("a trace cut short replays up to its last whole record",
 	"[pmemtest][model]")
 {

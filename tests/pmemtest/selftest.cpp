@@ -2,6 +2,7 @@
 // selftest.cpp -- pmemtest on its own examples: every buggy variant is
 // flagged (inconsistent images, or the lint it exists for), no correct
 // version is, and every saved inconsistent image replays as inconsistent.
+// Every run has --lints-fatal: a lint alone makes the exit status 3.
 //
 // PMEMTEST names the driver, PMT_EXAMPLES the folder of example programs
 // and checker modules (set by meson).
@@ -91,7 +92,8 @@ void check_case(const Case &c, const std::string &mode)
 			" check {image}'";
 	std::string cmd = env("PMEMTEST") + " run --seed 7 --timeout 120 --workdir " +
 		d.path + " --out " + d / "out" + " --max-failures 50 " +
-		check + " -- " + exe(c) + " run " + d / "pool";
+		"--lints-fatal " + check + " -- " + exe(c) + " run " +
+		d / "pool";
 	Run r = sh(cmd);
 	INFO(cmd << "\n" << r.out);
 	auto [checked, bad, uniq] = pmt::summary(r.out);
@@ -115,7 +117,7 @@ void check_case(const Case &c, const std::string &mode)
 		REQUIRE(rp.code == 1);
 		REQUIRE(rp.out.find("INCONSISTENT") != std::string::npos);
 	} else {
-		REQUIRE(r.code == 0);
+		REQUIRE(r.code == 3); // consistent, but --lints-fatal
 		REQUIRE(bad == 0);
 		REQUIRE(r.out.find("warning: " + expect) != std::string::npos);
 	}
@@ -193,6 +195,8 @@ TEST_CASE("bad command lines are refused", "[usage]")
 			.code == 2);
 	REQUIRE(sh(env("PMEMTEST") + " run --k nope --check x -- true")
 			.code == 2);
+	REQUIRE(sh(env("PMEMTEST") + " run --no-lints --lints-fatal --check x "
+				     "-- true").code == 2);
 	Run r = sh(env("PMEMTEST") + " run --check-lib /nonexistent.so:f -- "
 				     "true");
 	REQUIRE(r.code == 2);

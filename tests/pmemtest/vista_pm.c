@@ -18,6 +18,9 @@
  *   abort         garbage stored under set ranges, then aborted, between
  *                 committed updates; a == b
  *   auto          VISTA_TX_AUTO: no set_range, stores on two pages; a == b
+ *   auto_chain    the same as one chain of automatic transactions
+ *                 (vista_chain_transaction), with aborted links and a page
+ *                 touched once
  *   debit_credit  accounts, tellers, branches and a history on a small
  *                 database; every balance sum equals the history's sum
  * $VPM_STOP_AT=N ends the writer (_exit) in the middle of transaction N:
@@ -121,6 +124,34 @@ run_pair(struct env *e, bool with_abort, bool automatic)
 			p->b++;
 		}
 		OK(vista_end_transaction(e->v));
+	}
+	return 0;
+}
+
+/* auto_chain: pages stay open from one transaction to the next. */
+static int
+run_chain(struct env *e)
+{
+	struct pair *p = (struct pair *)e->b[0];
+	uint64_t *b2 = (uint64_t *)(e->b[0] + 8192); /* another page */
+	uint64_t *once = (uint64_t *)(e->b[0] + 16384);
+
+	OK(vista_begin_transaction(e->v, VISTA_TX_AUTO));
+	for (unsigned t = 1; t <= 12; t++) {
+		p->a++;
+		maybe_stop(t);
+		*b2 = p->a;
+		if (t == 3)
+			*once = t; /* kept once, then protected again */
+		if (t % 5 == 0) {
+			OK(vista_abort_transaction(e->v));
+			OK(vista_begin_transaction(e->v, VISTA_TX_AUTO));
+			continue;
+		}
+		if (t == 12)
+			OK(vista_end_transaction(e->v));
+		else
+			OK(vista_chain_transaction(e->v));
 	}
 	return 0;
 }
@@ -398,6 +429,7 @@ static const struct scenario scenarios[] = {
 	{ "heap", 1, run_heap, check_heap },
 	{ "abort", 1, run_abort, check_one },
 	{ "auto", 1, run_auto, check_auto },
+	{ "auto_chain", 1, run_chain, check_auto },
 	{ "debit_credit", 1, run_dc, check_dc },
 };
 
@@ -439,6 +471,7 @@ CHECKER(multi_segment)
 CHECKER(heap)
 CHECKER(abort)
 CHECKER(auto)
+CHECKER(auto_chain)
 CHECKER(debit_credit)
 
 #ifndef VPM_MODULE

@@ -127,8 +127,8 @@ TEST_CASE("rio_memcpy_persist copies exactly, on every path", "[domain][memcpy]"
 
 // A tracer sees every flush and drain with its caller, and pools mapped
 // before it was installed.
-static int n_flush, n_drain, n_point, n_mapped, n_unmapping;
-static size_t flushed_bytes;
+static int n_flush, n_drain, n_point, n_mapped, n_unmapping, n_discard;
+static size_t flushed_bytes, discarded_bytes;
 static const struct rio_trace_ops counting = {
 	[](const rio_pool *, const void *, size_t len, const void *caller) {
 		n_flush++;
@@ -139,6 +139,11 @@ static const struct rio_trace_ops counting = {
 	[](const rio_pool *, const char *, const void *) { n_point++; },
 	[](const rio_pool *, void *, size_t, const char *) { n_mapped++; },
 	[](const rio_pool *, void *, size_t) { n_unmapping++; },
+	[](const rio_pool *, const void *, size_t len, const void *caller) {
+		n_discard++;
+		discarded_bytes += len;
+		REQUIRE(caller != nullptr);
+	},
 };
 
 TEST_CASE("the trace hook sees the choke point", "[domain][trace]")
@@ -146,14 +151,17 @@ TEST_CASE("the trace hook sees the choke point", "[domain][trace]")
 	TempDir d;
 	rio_pool *p = nullptr;
 	REQUIRE_OK(rio_pool_create((d / "p").c_str(), POOL, RIO_FORCE_BYTE, &p));
-	n_flush = n_drain = n_point = n_mapped = n_unmapping = 0;
-	flushed_bytes = 0;
+	n_flush = n_drain = n_point = n_mapped = n_unmapping = n_discard = 0;
+	flushed_bytes = discarded_bytes = 0;
 	REQUIRE_OK(rio_trace_set(&counting));
 	REQUIRE(n_mapped == 1); // replayed for the open pool
 	char *b = (char *)rio_pool_base(p);
 	rio_persist(p, b, 100);
 	rio_memcpy_persist(p, b + 200, b, 50);
 	rio_durable_point(p, "commit");
+	rio_durable_discard(p, b + 4096, 300);
+	REQUIRE(n_discard == 1);
+	REQUIRE(discarded_bytes == 300);
 	REQUIRE(n_flush == 2);
 	REQUIRE(flushed_bytes == 150);
 	REQUIRE(n_drain == 2);

@@ -5,8 +5,9 @@
 // transfers between counters (in one segment or across both), objects
 // allocated from the heap holding an amount taken from a counter, objects
 // freed giving their amount back, big transactions, aborts, automatic
-// transactions.  Every transaction also sets A's root `seq` to its number,
-// and after each commit the child reports that number to the parent.
+// transactions (often chained with vista_chain_transaction).  Every
+// transaction also sets A's root `seq` to its number, and after each
+// commit the child reports that number to the parent.
 //
 // Checker: the parent recovers (vista_init, vista_map) and checks
 //   - the counters plus the objects' amounts add up to the initial total;
@@ -111,6 +112,7 @@ struct Writer {
 	Inst &in;
 	test::Rng rng;
 	bool automatic = false;
+	bool chained = false; // vista_chain_transaction began this one
 	Writer(Inst &i, uint64_t seed) : in(i), rng(seed) {}
 
 	void fail(const char *what, int rc)
@@ -194,11 +196,15 @@ struct Writer {
 		bool abort_it = rng.below(6) == 0;
 		int rc;
 
-		automatic = rng.below(8) == 0;
-		rc = vista_begin_transaction(in.v,
-			automatic ? VISTA_TX_AUTO : 0);
-		if (rc)
-			fail("begin", rc);
+		if (chained) {
+			automatic = true;
+		} else {
+			automatic = rng.below(8) == 0;
+			rc = vista_begin_transaction(in.v,
+				automatic ? VISTA_TX_AUTO : 0);
+			if (rc)
+				fail("begin", rc);
+		}
 		decl(&ra->seq, 8);
 		ra->seq = t;
 		switch (kind) {
@@ -221,11 +227,16 @@ struct Writer {
 			}
 		}
 		if (abort_it) {
+			chained = false;
 			if ((rc = vista_abort_transaction(in.v)) != 0)
 				fail("abort", rc);
 			return 0;
 		}
-		if ((rc = vista_end_transaction(in.v)) != 0)
+		// Automatic transactions often chain: the pages they changed
+		// stay open for the next one.
+		chained = automatic && rng.below(2);
+		if ((rc = chained ? vista_chain_transaction(in.v) :
+				    vista_end_transaction(in.v)) != 0)
 			fail("commit", rc);
 		return t;
 	}

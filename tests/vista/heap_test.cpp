@@ -89,6 +89,68 @@ TEST_CASE("abort frees what the transaction allocated and keeps what it "
 	VREQUIRE_OK(vista_fini(v));
 }
 
+TEST_CASE("an allocation flushes what it changed; a new run's page map "
+	  "entry once, with the allocation's record",
+	"[heap][budget]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0);
+	vt::Tracer tr;
+	for (int i = 0; i < 3; i++) {
+		struct vista_stats a = vt::stats(v);
+		tr.reset();
+		void *p;
+		VREQUIRE_OK(vista_begin_transaction(v, 0));
+		VREQUIRE_OK(vista_malloc(s, 128, &p)); // 2 aligned lines
+		memset(p, i, 128);
+		VREQUIRE_OK(vista_end_transaction(v));
+		struct vista_stats b = vt::stats(v);
+		INFO("allocation " << i);
+		// The ALLOC record's fence, then commit's two.
+		CHECK(b.fences - a.fences == 3);
+		// Record, bitmap word, 2 block lines, lane header; the first
+		// allocation also creates the run: its page map entry.
+		CHECK(b.flushes - a.flushes == (i == 0 ? 6u : 5u));
+		CHECK(tr.flush_lines == b.flushes - a.flushes);
+	}
+	check(s);
+	VREQUIRE_OK(vista_fini(v));
+}
+
+TEST_CASE("an aborted allocation gives its block back as stateless memory",
+	"[heap]")
+{
+	// What the transaction stored in a block it allocated is not state
+	// once the abort frees the block: it is never flushed, and a tracer
+	// is told not to expect it durable (rio_durable_discard).
+	Env e(RIO_FORCE_CACHELINE);
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0);
+	vt::Tracer tr;
+	void *a, *b;
+	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	VREQUIRE_OK(vista_malloc(s, 128, &a));
+	VREQUIRE_OK(vista_malloc(s, 9000, &b));
+	memset(a, 1, 128);
+	memset(b, 1, 9000);
+	uint64_t lines = tr.flush_lines;
+	VREQUIRE_OK(vista_abort_transaction(v));
+	REQUIRE(tr.discards == 2);
+	REQUIRE(tr.discarded_bytes == 128 + 3 * 4096);
+	// The abort flushes the bitmap word and the 3 page map entries
+	// (one line each here), the lane header; not the blocks.
+	REQUIRE(tr.flush_lines - lines == 3);
+	check(s);
+
+	tr.reset();
+	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	VREQUIRE_OK(vista_malloc(s, 100, &a));
+	VREQUIRE_OK(vista_end_transaction(v));
+	REQUIRE(tr.discards == 0);
+	VREQUIRE_OK(vista_fini(v));
+}
+
 TEST_CASE("bad pointers and double frees are refused", "[heap]")
 {
 	Env e;

@@ -198,8 +198,10 @@ inline void on_unmapping(const rio_pool *p, void *, size_t)
 // Install in a child: the power fails at drain number cut_at (0: never).
 inline void install(uint64_t cut_at, uint64_t seed)
 {
+	// A discarded range changes nothing here: its lines may be evicted
+	// or not, like any other dirty line.
 	static const struct rio_trace_ops ops = { on_flush, on_drain,
-		on_point, on_mapped, on_unmapping };
+		on_point, on_mapped, on_unmapping, nullptr };
 	State &s = st();
 	s.cut_at = cut_at;
 	s.rng = seed;

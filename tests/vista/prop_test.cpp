@@ -71,9 +71,9 @@ static bool run_tx(World &w, Model &m, test::Rng &rng, bool automatic,
 				b[off + i] = (uint8_t)rng.next();
 			break;
 		}
-		case 2: { // a batch
-			struct vista_range r[6];
-			size_t n = 1 + rng.below(6);
+		case 2: { // a batch, now and then past 16 ranges
+			struct vista_range r[24];
+			size_t n = 1 + rng.below(rng.below(8) ? 6 : 24);
 			for (size_t i = 0; i < n; i++) {
 				size_t off = rng.below(RAW - 256);
 				r[i] = { b + off, 1 + rng.below(256) };

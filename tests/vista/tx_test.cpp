@@ -98,6 +98,41 @@ TEST_CASE("vista_set_ranges declares a batch, merged within itself", "[tx]")
 	VREQUIRE_OK(vista_fini(v));
 }
 
+TEST_CASE("vista_set_ranges merges small and large batches in any order",
+	"[tx]")
+{
+	// Batches up to 16 ranges and larger ones are sorted differently;
+	// either way every byte is logged once.
+	Env e;
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0);
+	uint64_t *w = (uint64_t *)vista_segment_base(s);
+	for (int i = 0; i < 256; i++)
+		w[i] = (uint64_t)i;
+
+	for (size_t n : { 2, 5, 16, 17, 40 }) {
+		// Range i covers words 4i..4i+4: each overlaps the next.
+		// Declared in a scrambled order (7 is prime to every n).
+		std::vector<struct vista_range> r(n);
+		for (size_t k = 0; k < n; k++) {
+			size_t i = (k * 7 + 3) % n;
+			r[k] = { w + 4 * i, 5 * 8 };
+		}
+		struct vista_stats a = vt::stats(v);
+		VREQUIRE_OK(vista_begin_transaction(v, 0));
+		VREQUIRE_OK(vista_set_ranges(v, n, r.data()));
+		struct vista_stats b = vt::stats(v);
+		INFO("n = " << n);
+		REQUIRE(b.bytes_logged - a.bytes_logged == (4 * n + 1) * 8);
+		for (size_t i = 0; i < 4 * n + 1; i++)
+			w[i] = 1000;
+		VREQUIRE_OK(vista_abort_transaction(v));
+		for (int i = 0; i < 256; i++)
+			REQUIRE(w[i] == (uint64_t)i);
+	}
+	VREQUIRE_OK(vista_fini(v));
+}
+
 TEST_CASE("calls out of order are refused and change nothing", "[tx]")
 {
 	Env e;
@@ -253,6 +288,45 @@ TEST_CASE("fence budget: k set_ranges cost k + 2 fences; a batch costs 3",
 	b = vt::stats(v);
 	CHECK(b.fences - a.fences == 3);
 	CHECK(tr.drains == 3);
+	VREQUIRE_OK(vista_fini(v));
+}
+
+TEST_CASE("abort flushes each line it restored once, after its last store",
+	"[tx][budget]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0);
+	uint64_t *w = (uint64_t *)vista_segment_base(s);
+	vt::Tracer tr;
+
+	// Three records, two of them in one line; the records' lines are
+	// flushed when they are written, the data lines once at abort.
+	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	VREQUIRE_OK(vista_set_range(v, &w[0], 8));
+	VREQUIRE_OK(vista_set_range(v, &w[1], 8));
+	VREQUIRE_OK(vista_set_range(v, &w[16], 8));
+	w[0] = w[1] = w[16] = 7;
+	uint64_t lines = tr.flush_lines, drains = tr.drains;
+	VREQUIRE_OK(vista_abort_transaction(v));
+	CHECK(tr.flush_lines - lines == 2 + 1); // lines 0 and 2, lane header
+	CHECK(tr.drains - drains == 2);
+	REQUIRE(w[0] == 0);
+	REQUIRE(w[1] == 0);
+	REQUIRE(w[16] == 0);
+
+	// Heap undo: three blocks of one run share a bitmap word.
+	vista_segment *h = vt::map(v, e.seg("heap"), 1);
+	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	void *p[3];
+	for (void *&x : p)
+		VREQUIRE_OK(vista_malloc(h, 64, &x));
+	lines = tr.flush_lines;
+	VREQUIRE_OK(vista_abort_transaction(v));
+	CHECK(tr.flush_lines - lines == 1 + 1); // bitmap word, lane header
+	struct vista_heap_info hi;
+	VREQUIRE_OK(vista_heap_check(h, &hi));
+	REQUIRE(hi.blocks == 0);
 	VREQUIRE_OK(vista_fini(v));
 }
 

@@ -102,6 +102,7 @@ inline std::map<uintptr_t, size_t> blocks(vista_segment *s)
 // Counts what reaches librio's persistence choke point.
 struct Tracer {
 	static inline uint64_t drains, flush_calls, flush_lines;
+	static inline uint64_t discards, discarded_bytes;
 	static void flush(const rio_pool *, const void *a, size_t n,
 		const void *)
 	{
@@ -113,15 +114,25 @@ struct Tracer {
 	static void point(const rio_pool *, const char *, const void *) {}
 	static void mapped(const rio_pool *, void *, size_t, const char *) {}
 	static void unmapping(const rio_pool *, void *, size_t) {}
+	static void discard(const rio_pool *, const void *, size_t n,
+		const void *)
+	{
+		discards++;
+		discarded_bytes += n;
+	}
 	Tracer()
 	{
 		static const struct rio_trace_ops ops = { flush, drain, point,
-			mapped, unmapping };
-		drains = flush_calls = flush_lines = 0;
+			mapped, unmapping, discard };
+		reset();
 		rio_trace_set(&ops);
 	}
 	~Tracer() { rio_trace_set(nullptr); }
-	void reset() { drains = flush_calls = flush_lines = 0; }
+	void reset()
+	{
+		drains = flush_calls = flush_lines = 0;
+		discards = discarded_bytes = 0;
+	}
 };
 
 } // namespace vt

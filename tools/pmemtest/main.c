@@ -56,6 +56,7 @@ struct run_opts {
 	const char *domain;
 	const char *workdir;
 	bool no_lints;
+	bool lints_fatal;
 	unsigned crash_recovery;
 	char **argv;
 };
@@ -106,7 +107,9 @@ usage(FILE *f)
 "  --domain D          RIO_DOMAIN for the program (cacheline; 'keep')\n"
 "  --workdir DIR       scratch directory (/dev/shm)\n"
 "  --keep              keep the scratch directory (trace, slots)\n"
-"  --no-lints          do not print lints\n");
+"  --no-lints          do not print lints\n"
+"  --lints-fatal       exit 3 when lints were reported (and images are\n"
+"                      consistent)\n");
 }
 
 static const char *
@@ -317,6 +320,7 @@ cmd_run(int argc, char **argv)
 		{ "domain", required_argument, NULL, 'R' },
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "no-lints", no_argument, NULL, 'L' },
+		{ "lints-fatal", no_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -366,6 +370,7 @@ cmd_run(int argc, char **argv)
 		case 'R': o.domain = optarg; break;
 		case 'w': o.workdir = optarg; break;
 		case 'L': o.no_lints = true; break;
+		case 'W': o.lints_fatal = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -374,6 +379,8 @@ cmd_run(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (o.no_lints && o.lints_fatal)
+		pmt_die("--no-lints and --lints-fatal exclude each other");
 	if (strcmp(o.dirty, "scan") != 0 && strcmp(o.dirty, "uffd") != 0 &&
 	    strcmp(o.dirty, "auto") != 0)
 		pmt_die("--dirty must be auto, uffd or scan");
@@ -483,6 +490,11 @@ cmd_run(int argc, char **argv)
 	rc = pmt_report_failures(rep) ? 1 : 0;
 	if (rc_rec > rc)
 		rc = rc_rec;
+	if (rc == 0 && o.lints_fatal && m.nlints > 0) {
+		printf("pmemtest: %zu lint%s reported (--lints-fatal)\n",
+			m.nlints, m.nlints == 1 ? "" : "s");
+		rc = 3;
+	}
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
 		fprintf(stderr, "pmemtest: %s did not exit 0\n", o.argv[0]);
 		rc = 2;

@@ -24,6 +24,19 @@
  * record the model calls back once more (END): the state after the last
  * fence, with whatever never became durable pending.
  *
+ * Redundant flushes.  A flush of a line already flushed, with no store to
+ * it since, is a lint.  The trace says a line was stored to when its
+ * content changed (LINE) or, with userfaultfd, when its page was written
+ * (TOUCH): a store that put back a line's old value changes no content,
+ * yet the line may have reached memory in between with the other value,
+ * so flushing it again is needed.  Scanning sees no TOUCH; there the lint
+ * may report such a flush.
+ *
+ * Discarded lines (rio_durable_discard: memory that holds no state any
+ * more) take their current content as durable: whichever value a crash
+ * leaves there, nobody reads it, so neither is worth an image or a lint.
+ * A later store makes the line pending again.
+ *
  * Invariants
  *   M1. pend holds exactly the lines with cur != dur, each once;
  *       li.pend_pos is its index + 1.
@@ -471,6 +484,55 @@ on_dpoint(struct pmt_model *m, const struct pmt_rec_dpoint *d,
 				what);
 }
 
+/* The pages were written: their lines may have been stored to even where
+ * the content did not change, so none of them was "flushed with no store
+ * since" any more (the redundant-flush lint). */
+static void
+on_touch(struct pmt_model *m, const struct pmt_rec_touch *t)
+{
+	struct pmt_pool *p = pool_of(m, t->pool, 0);
+	uint64_t lo, hi;
+
+	if (p == NULL)
+		return;
+	lo = t->page * PMT_LINES_PER_PAGE;
+	hi = (t->page + t->npages) * PMT_LINES_PER_PAGE;
+	for (uint64_t l = lo; l < hi && l < p->nlines; l++)
+		p->li[l].flags &= ~PMT_LI_FLUSHED;
+}
+
+/* The lines hold no state any more: what they hold now counts as durable
+ * (a crash may leave it or the old content; nobody reads either), and
+ * pending flushes of them are forgotten. */
+static void
+on_discard(struct pmt_model *m, const struct pmt_rec_discard *d)
+{
+	struct pmt_pool *p = pool_of(m, d->pool, d->line);
+	uint64_t end;
+
+	if (p == NULL)
+		return;
+	end = d->line + d->nlines < p->nlines ? d->line + d->nlines :
+						  p->nlines;
+	for (unsigned i = 0; i < m->nthreads; i++) {
+		struct pmt_thread *t = &m->threads[i];
+		size_t k = 0;
+		for (size_t j = 0; j < t->n; j++) {
+			const struct pmt_lref *l = &t->v[j].l;
+			if (l->pool == d->pool && l->line >= d->line &&
+			    l->line < end)
+				continue;
+			t->v[k++] = t->v[j];
+		}
+		t->n = k;
+	}
+	for (uint64_t l = d->line; l < end; l++) {
+		struct pmt_line_info *li = &p->li[l];
+		set_dur(m, p, l, p->cur + l * PMT_LINE, li->hcur);
+		li->flags &= ~PMT_LI_FLUSHED;
+	}
+}
+
 static void
 on_end(struct pmt_model *m, pmt_cp_fn fn, void *arg)
 {
@@ -528,6 +590,12 @@ pmt_model_run(struct pmt_model *m, pmt_cp_fn fn, void *arg)
 			on_dpoint(m, (const void *)pl,
 				(const char *)pl + sizeof(struct pmt_rec_dpoint));
 			break;
+		case PMT_REC_DISCARD:
+			on_discard(m, (const void *)pl);
+			break;
+		case PMT_REC_TOUCH:
+			on_touch(m, (const void *)pl);
+			continue; /* not an event: like LINE, precedes one */
 		default:
 			/* STACK, MODULE (pre-pass) sit between a flush's
 			 * LINE records and its FLUSH: not events. */

@@ -45,7 +45,8 @@ struct pmt_lref {
 	uint64_t line;
 };
 
-#define PMT_LI_FLUSHED 1u /* flushed since its content last changed */
+#define PMT_LI_FLUSHED 1u /* flushed since its content last changed (and,
+				* with TOUCH records, its page was written) */
 
 struct pmt_line_info {
 	uint64_t hcur[2];     /* line hashes of cur and dur (model.c) */

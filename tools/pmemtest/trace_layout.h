@@ -27,7 +27,7 @@
 
 #define PMT_TRACE_MAGIC "PMTRACE"  /* 8 bytes with the NUL */
 #define PMT_TRACE_MAJOR 1
-#define PMT_TRACE_MINOR 0
+#define PMT_TRACE_MINOR 1 /* 1: DISCARD, TOUCH */
 #define PMT_LINE 64u              /* bytes per cache line */
 #define PMT_HDR_CSUM_SEED 0x504d5448445231ull /* "PMTHDR1" */
 #define PMT_END_CSUM_SEED 0x504d54454e4431ull /* "PMTEND1" */
@@ -58,6 +58,8 @@ enum pmt_rec_type {
 	PMT_REC_FENCE = 8,  /* a thread's fence (drain) */
 	PMT_REC_DPOINT = 9, /* a declared durability point */
 	PMT_REC_END = 10,   /* the process exited; last record */
+	PMT_REC_DISCARD = 11, /* lines that hold no state any more */
+	PMT_REC_TOUCH = 12, /* pages written, whether or not a line changed */
 };
 
 /* Every record: this header, then `len` bytes of payload (8-aligned). */
@@ -127,6 +129,27 @@ struct pmt_rec_fence {
 struct pmt_rec_dpoint {
 	uint32_t pool; /* or PMT_ALL_POOLS */
 	uint32_t stack;
+};
+
+/* DISCARD: rio_durable_discard() -- the lines hold no state any more
+ * (e.g. a block an aborted transaction allocated and wrote): whatever they
+ * hold now may be what survives a crash. */
+struct pmt_rec_discard {
+	uint32_t pool;
+	uint32_t reserved;
+	uint64_t line;   /* first line */
+	uint64_t nlines;
+};
+
+/* TOUCH (userfaultfd mode only): pages the program wrote since the tracer
+ * last looked at them.  A line of such a page may have been stored to even
+ * if its content is unchanged (a store that put the old value back), so a
+ * flush of it is not redundant. */
+struct pmt_rec_touch {
+	uint32_t pool;
+	uint32_t reserved;
+	uint64_t page;   /* first page (4096 bytes) of the pool file */
+	uint64_t npages;
 };
 
 /* END (aux: 0 = exit, else the signal that ended the process) */

@@ -27,6 +27,12 @@
  *   R4. A pool is identified by its canonical path: a pool closed and
  *       opened again keeps its id and its shadow, and the reopen logs only
  *       what changed while it was not mapped.
+ *   R5. With userfaultfd, every page the program wrote is named by a TOUCH
+ *       record before the next FLUSH covering it or the next FENCE,
+ *       whichever comes first -- also when no line of it changed (a store
+ *       that put back a line's old value).  The model needs this to tell
+ *       a needed flush from a redundant one.  Scanning cannot see such
+ *       stores: it emits no TOUCH.
  *
  * State machine: OFF --pmt_tracer_start--> ARMED --first traced pool
  * mapping (open_trace)--> ON --pmt_tracer_stop--> OFF.  The trace file is
@@ -157,21 +163,72 @@ diff_range(struct region *r, size_t off, size_t end)
 	}
 }
 
+/* Pages written since userfaultfd last reported them, in runs: a TOUCH
+ * record per run (R5). */
+struct touch {
+	struct region *r;
+	size_t first, n; /* pages */
+};
+
+static void
+touch_emit(struct touch *t)
+{
+	struct pmt_rec_touch rec;
+
+	if (t->n == 0)
+		return;
+	rec = (struct pmt_rec_touch){ .pool = t->r->pool,
+		.page = t->first, .npages = t->n };
+	emit(PMT_REC_TOUCH, 0, &rec, sizeof(rec), NULL, 0);
+	t->n = 0;
+}
+
+static void
+touch_add(struct touch *t, size_t page)
+{
+	if (t->n > 0 && page == t->first + t->n) {
+		t->n++;
+		return;
+	}
+	touch_emit(t);
+	t->first = page;
+	t->n = 1;
+}
+
 static void
 diff_page_cb(void *page, void *arg)
 {
-	struct region *r = arg;
-	size_t off = (size_t)((char *)page - r->base);
-	diff_range(r, off, off + PAGE);
+	struct touch *t = arg;
+	size_t off = (size_t)((char *)page - t->r->base);
+	diff_range(t->r, off, off + PAGE);
+	touch_add(t, off / PAGE);
+}
+
+/*
+ * Describe the pages of [off, end) of r written since they were last
+ * looked at: with userfaultfd, only those pages are compared, and a TOUCH
+ * record names them (R5).  Returns false if userfaultfd could not say
+ * (the caller compares instead).
+ */
+static bool
+collect(struct region *r, size_t off, size_t end)
+{
+	struct touch t = { .r = r };
+	int rc;
+
+	if (!r->uffd)
+		return false;
+	rc = pmt_uffd_collect(T.uffd, r->base + off, end - off, diff_page_cb,
+		&t);
+	touch_emit(&t);
+	return rc == 0;
 }
 
 static void
 diff_region(struct region *r)
 {
-	if (r->uffd && pmt_uffd_collect(T.uffd, r->base, r->size,
-			       diff_page_cb, r) == 0)
-		return;
-	diff_range(r, 0, r->size);
+	if (!collect(r, 0, r->size))
+		diff_range(r, 0, r->size);
 }
 
 static void
@@ -539,7 +596,7 @@ pmt_tracer_unmapping(void *base, size_t size)
 	r = T.active ? region_of(base) : NULL;
 	if (r != NULL && r->base == base && r->size == size) {
 		struct pmt_rec_poolref m = { .pool = r->pool };
-		diff_range(r, 0, r->size);
+		diff_region(r);
 		emit(PMT_REC_UNMAP, 0, &m, sizeof(m), NULL, 0);
 		if (r->uffd)
 			pmt_uffd_unregister(T.uffd, r->base, r->size);
@@ -563,9 +620,20 @@ pmt_tracer_flush(const void *addr, size_t len)
 		size_t off = (size_t)((const char *)addr - r->base);
 		size_t end = off + len > r->size ? r->size : off + len;
 		struct pmt_rec_flush f;
+		size_t plo = off & ~(size_t)(PAGE - 1);
+		size_t phi = (end + PAGE - 1) & ~(size_t)(PAGE - 1);
 		off &= ~(size_t)(PMT_LINE - 1);
 		end = (end + PMT_LINE - 1) & ~(size_t)(PMT_LINE - 1);
-		diff_range(r, off, end); /* R1: what this flush writes back */
+		/* R1: what this flush writes back.  R5: and which of its
+		 * pages were written since they were last looked at. */
+		if (!collect(r, plo, phi > r->size ? r->size : phi)) {
+			struct touch t = { .r = r };
+			diff_range(r, off, end);
+			if (r->uffd) /* could not tell: maybe all of them */
+				for (size_t p = plo; p < phi; p += PAGE)
+					touch_add(&t, p / PAGE);
+			touch_emit(&t);
+		}
 		f = (struct pmt_rec_flush){ .pool = r->pool,
 			.thread = thread_no(), .line = off / PMT_LINE,
 			.nlines = (end - off) / PMT_LINE,
@@ -616,6 +684,29 @@ pmt_tracer_dpoint(const void *handle, const char *what)
 	pthread_mutex_unlock(&T.lock);
 }
 
+void
+pmt_tracer_discard(const void *addr, size_t len)
+{
+	struct region *r;
+
+	if (!pmt_tracer_active())
+		return;
+	pthread_mutex_lock(&T.lock);
+	r = T.active ? region_of(addr) : NULL;
+	if (r != NULL && len > 0) {
+		size_t off = (size_t)((const char *)addr - r->base);
+		size_t end = off + len > r->size ? r->size : off + len;
+		struct pmt_rec_discard d;
+		off &= ~(size_t)(PMT_LINE - 1);
+		end = (end + PMT_LINE - 1) & ~(size_t)(PMT_LINE - 1);
+		diff_range(r, off, end); /* R1: the content discarded */
+		d = (struct pmt_rec_discard){ .pool = r->pool,
+			.line = off / PMT_LINE, .nlines = (end - off) / PMT_LINE };
+		emit(PMT_REC_DISCARD, 0, &d, sizeof(d), NULL, 0);
+	}
+	pthread_mutex_unlock(&T.lock);
+}
+
 /* ---- the librio hook table ---- */
 
 static void
@@ -632,6 +723,15 @@ ops_drain(const rio_pool *p, const void *caller)
 	(void)p;
 	(void)caller;
 	pmt_tracer_fence();
+}
+
+static void
+ops_discard(const rio_pool *p, const void *addr, size_t len,
+	const void *caller)
+{
+	(void)p;
+	(void)caller;
+	pmt_tracer_discard(addr, len);
 }
 
 static void
@@ -658,6 +758,7 @@ const struct rio_trace_ops pmt_rio_ops = {
 	.flush = ops_flush,
 	.drain = ops_drain,
 	.durable_point = ops_dpoint,
+	.discard = ops_discard,
 	.pool_mapped = ops_mapped,
 	.pool_unmapping = ops_unmapping,
 };

@@ -40,6 +40,7 @@ void pmt_tracer_flush(const void *addr, size_t len);
 void pmt_tracer_fence(void);
 /* handle: the rio_pool (or NULL for every pool). */
 void pmt_tracer_dpoint(const void *handle, const char *what);
+void pmt_tracer_discard(const void *addr, size_t len);
 /* The librio hook table that forwards to the functions above. */
 extern const struct rio_trace_ops pmt_rio_ops;
 
