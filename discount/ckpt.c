@@ -10,9 +10,11 @@
  *      would fail verification at recovery;
  *   1. mapping changes since the last commit are folded in: new tracked
  *      ranges are registered and copied whole, dropped ranges are punched;
- *   2. PAGEMAP_SCAN over the hot regions returns the written pages and
- *      protects them again (track.c); libdc's own first page of state and
- *      the live part of its signal stack are added (add_own);
+ *   2. the written pages, from the tracking mechanism (track.c): UFFD,
+ *      PAGEMAP_SCAN over the hot regions returns them and protects them
+ *      again; WP, the pages recorded by write faults are taken and
+ *      protected again; libdc's own first page of state and the live part
+ *      of its signal stack are added (add_own);
  *   3. the segment of g is appended to the redo log: header, entries,
  *      pages (one pwritev), made durable (redo.c);
  *   4. the commit record (slot g & 1) naming the segment's offset, length
@@ -463,6 +465,8 @@ fold_maps(unsigned *n)
 	}
 	memcpy(old, nw, nn * sizeof(*nw));
 	dc__st.nreg = nn;
+	dc__track_wrote((uint64_t)(uintptr_t)&dc__st.nreg,
+		(uint64_t)(uintptr_t)&dc__st.reg[nn]);
 	dc__track_pin();
 	return 0;
 }
@@ -531,6 +535,41 @@ scan_written(unsigned *n)
 	return 0;
 }
 
+/* WP: longer written ranges (open ranges, pinned regions) are copied by
+ * their present pages, shorter ones as they are. */
+#define WP_COPY 16
+
+/*
+ * WP: the ranges the write faults recorded (track.c dc__track_take),
+ * clipped to the tracked regions, then protected again: the whole region
+ * list after a fold.
+ */
+static int
+take_written(unsigned *n, bool folded)
+{
+	const struct dc__region *reg = dc__st.reg;
+	unsigned k = dc__track_take(), nreg = dc__st.nreg, i = 0;
+	int rc = 0;
+	for (unsigned s = 0; s < k && rc == 0; s++) {
+		uint64_t a = dc__vol.dirty[s].a, b = dc__vol.dirty[s].b;
+		while (i < nreg && reg[i].end <= a)
+			i++;
+		for (unsigned j = i; j < nreg && reg[j].start < b && rc == 0;
+		     j++) {
+			if (!(reg[j].kind & DC__R_TRACKED) ||
+			    !(reg[j].prot & PROT_READ))
+				continue;
+			uint64_t lo = a > reg[j].start ? a : reg[j].start;
+			uint64_t hi = b < reg[j].end ? b : reg[j].end;
+			rc = hi - lo > WP_COPY * DC__PAGE ?
+				scan_range(n, lo, hi, false) :
+				add_ent(n, lo, hi - lo, DC_REDO_PAGES);
+		}
+	}
+	int rc2 = dc__track_arm(folded);
+	return rc ? rc : rc2;
+}
+
 /* What is cut out of tracking but part of every checkpoint (maps.c
  * invariant 2): the first page of dc__st, and the live part of the
  * alternate signal stack when the commit runs on it (the frames of the
@@ -555,15 +594,15 @@ commit_body(void)
 	unsigned n = 0;
 	int rc = 0;
 
-	if (dc__st.maps_changed || dc__st.nreg == 0) {
-		/* the fold rewrites the region table: it must not fault
-		 * into track.c while the table is half written */
-		dc__track_warm_range((uint64_t)(uintptr_t)&dc__st,
-			(uint64_t)(uintptr_t)(&dc__st + 1));
+	bool folded = dc__st.maps_changed || dc__st.nreg == 0;
+	if (folded) {
+		/* the fold rewrites the region table and reads the maps */
+		dc__track_suspend();
 		rc = fold_maps(&n);
 	}
 	if (!rc)
-		rc = scan_written(&n);
+		rc = dc__track_wp() ? take_written(&n, folded) :
+			scan_written(&n);
 	if (!rc)
 		rc = add_own(&n);
 	struct dc_redo_seg seg;
@@ -732,7 +771,7 @@ write_stats(const char *path)
 		"visible_events=%lu\nnd_events=%lu\nlogged_events=%lu\n"
 		"replayed_events=%lu\nsyscalls=%lu\ninput_bytes=%lu\n"
 		"recoveries=%lu\nredo_bytes_max=%lu\nredo_bytes_total=%lu\n"
-		"cooled=%lu\nwarmed=%lu\nredo_flushes=%lu\n",
+		"cooled=%lu\nwarmed=%lu\nredo_flushes=%lu\nwp_faults=%lu\n",
 		(unsigned long)s->checkpoints, (unsigned long)s->pages_copied,
 		(unsigned long)s->visible_events, (unsigned long)s->nd_events,
 		(unsigned long)s->logged_events,
@@ -740,7 +779,8 @@ write_stats(const char *path)
 		(unsigned long)s->input_bytes, (unsigned long)s->recoveries,
 		(unsigned long)s->redo_bytes_max,
 		(unsigned long)s->redo_bytes_total, (unsigned long)s->cooled,
-		(unsigned long)s->warmed, (unsigned long)s->redo_flushes);
+		(unsigned long)s->warmed, (unsigned long)s->redo_flushes,
+		(unsigned long)s->wp_faults);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;

@@ -44,6 +44,9 @@
                              * bounce buffer stays a small allocation */
 #define DC__MAX_ENTS 65536 /* redo entries (page ranges) per checkpoint */
 #define DC__IOV 1024
+#define DC__WP_RANGES (DC__MAX_REGIONS + 64) /* protected ranges (wp) */
+#define DC__WP_DIRTY 32768 /* written ranges recorded in one interval (wp);
+                            * a region overflowing it is copied whole */
 #define DC__MAX_SEGS 4096  /* pending redo segments */
 #define DC__SEEN 16384     /* pages in a flush's dedup set (> DC_REDO_MAX
                             * / page size, plus the newest segment's) */
@@ -207,6 +210,18 @@ struct dc__vols {
 	bool cold[DC__MAX_REGIONS];
 	bool pinned[DC__MAX_REGIONS];
 	uint16_t idle[DC__MAX_REGIONS];
+	/* write-protect tracking (track.c, DC_TRACK_WP): the ranges libdc
+	 * protects (sorted; an open one is writable until the next
+	 * checkpoint and copied whole), and the written ranges of the
+	 * interval, in the order they were written */
+	int tracking;
+	uint64_t prog_sp;       /* the program's stack pointer while a handler
+	                         * of libdc runs (sud.c), else 0 */
+	unsigned nwp, ndirty;
+	struct dc__wpr { uint64_t a, b; uint32_t prot; bool open; }
+		wp[DC__WP_RANGES];
+	struct dc__span { uint64_t a, b; }
+		dirty[DC__WP_DIRTY + DC__WP_RANGES + DC__MAX_REGIONS + 8];
 	struct page_region scan[DC__SCAN_VEC];
 	struct dc_redo_ent ents[DC__MAX_ENTS];
 	struct iovec iov[DC__IOV];
@@ -253,12 +268,18 @@ int dc__objs_read(struct dc__obj *out, unsigned max, unsigned *n);
 int dc__track_open(void);
 int dc__track_register(uint64_t a, uint64_t b);
 int dc__track_protect(uint64_t a, uint64_t b);
+bool dc__track_wp(void);
+void dc__track_suspend(void);
+void dc__track_wrote(uint64_t a, uint64_t b);
+unsigned dc__track_take(void);
+int dc__track_arm(bool whole);
+void dc__track_release(uint64_t a, uint64_t b);
 long dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
 	struct page_region *vec, size_t vlen, uint64_t *walk_end);
 void dc__track_pin(void);
 unsigned dc__track_warm_range(uint64_t a, uint64_t b);
 unsigned dc__track_warm_all(void);
-bool dc__track_fault(uint64_t addr);
+bool dc__track_fault(uint64_t addr, bool write);
 void dc__track_warm_args(long nr, const long *a);
 bool dc__track_efault(void);
 void dc__track_note(unsigned i, bool written);

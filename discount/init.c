@@ -53,6 +53,26 @@ dc_protocol_name(enum dc_protocol p)
 	return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "?";
 }
 
+static const char *const trackers[] = { "uffd", "uffd", "wp" };
+
+int
+dc_tracking_parse(const char *name, enum dc_tracking *out)
+{
+	for (int i = DC_TRACK_UFFD; i <= DC_TRACK_WP; i++)
+		if (name && !strcasecmp(name, trackers[i])) {
+			*out = (enum dc_tracking)i;
+			return 0;
+		}
+	return dc__err(-EINVAL, "unknown dirty tracking '%s' (uffd, wp)",
+		name ? name : "");
+}
+
+const char *
+dc_tracking_name(enum dc_tracking t)
+{
+	return (unsigned)t <= DC_TRACK_WP ? trackers[t] : "?";
+}
+
 static uint64_t
 fnv(const char *p, size_t n, uint64_t h)
 {
@@ -153,6 +173,16 @@ dc_init(const struct dc_opts *opts)
 	if (o.protocol == DC_PERIODIC && o.interval_ms == 0)
 		return dc__err(-EINVAL, "dc_init: the periodic protocol needs "
 			"an interval");
+	if ((unsigned)o.tracking > DC_TRACK_WP)
+		return dc__err(-EINVAL, "dc_init: dirty tracking %d",
+			(int)o.tracking);
+	const char *tr = getenv("DC_TRACKING");
+	int rc1;
+	if (o.tracking == DC_TRACK_DEFAULT && tr && *tr &&
+	    (rc1 = dc_tracking_parse(tr, &o.tracking)) != 0)
+		return rc1;
+	if (o.tracking == DC_TRACK_DEFAULT)
+		o.tracking = DC_TRACK_UFFD;
 	int rc0 = reexec_without_aslr();
 	if (rc0)
 		return rc0;
@@ -160,6 +190,7 @@ dc_init(const struct dc_opts *opts)
 		return dc__err(DC_EUNSUPPORTED, "dc_init: the process already "
 			"has a second thread");
 	dc__vol.selector = SYSCALL_DISPATCH_FILTER_ALLOW;
+	dc__vol.tracking = (int)o.tracking;
 	dc__vol.shadow_fd = dc__vol.redo_fd = dc__vol.ndlog_fd = -1;
 	dc__vol.fundo_fd = dc__vol.uffd = dc__vol.pagemap_fd = -1;
 	dc__vol.dirfd = -1;
@@ -212,8 +243,9 @@ dc_init(const struct dc_opts *opts)
 	if (rc < 0)
 		goto fail;
 	if (rc == 0 && o.verbose)
-		dc__say("checkpointing %s into %s (protocol %s)",
-			dc__vol.dir, dc__vol.dir, dc_protocol_name(o.protocol));
+		dc__say("checkpointing into %s (protocol %s, tracking %s)",
+			dc__vol.dir, dc_protocol_name(o.protocol),
+			dc_tracking_name(o.tracking));
 	if (!dc__vol.timer_on && (rc = dc__timer_start()))
 		goto fail;
 	dc__vol.selector = SYSCALL_DISPATCH_FILTER_BLOCK;

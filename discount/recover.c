@@ -253,6 +253,8 @@ restore_and_resume(void)
 	}
 	dc__track_pin(); /* every region hot (track.c invariant 5) */
 	if (rc == 0)
+		rc = dc__track_arm(true); /* WP: every region protected */
+	if (rc == 0)
 		rc = dc__timer_start();
 	if (rc) {
 		dc__say("recovery failed: %s (%s); run the program again to "

@@ -398,10 +398,23 @@ dc__install_handler(int sig)
 	install(sig, r->handler, r->flags, m);
 }
 
+/* The program's stack pointer while a handler of libdc runs, for a commit
+ * made there (track.c copies the live part of the stack); the previous
+ * one is returned, to be put back. */
+static uint64_t
+enter(void *ucv)
+{
+	uint64_t prev = dc__vol.prog_sp;
+	const ucontext_t *uc = ucv;
+	dc__vol.prog_sp = (uint64_t)uc->uc_mcontext.gregs[REG_RSP];
+	return prev;
+}
+
 static void
 sig_wrapper(int sig, siginfo_t *si, void *uc)
 {
 	unsigned char prev = dc__vol.selector;
+	uint64_t psp = enter(uc);
 	dc__vol.selector = ALLOW;
 	/* a commit runs with every signal blocked (ckpt.c) */
 	uint64_t all = DC__SIGS_BLOCKED, old;
@@ -409,6 +422,8 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 		0);
 	dc__nd_event(); /* the state committed includes this signal's frame */
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	/* before the program's handler, which may longjmp out */
+	dc__vol.prog_sp = psp;
 	struct dc__sigrec *r = &dc__st.sig[sig];
 	uintptr_t h = r->handler;
 	unsigned long fl = r->flags;
@@ -432,14 +447,16 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 	dc__vol.selector = prev;
 }
 
-/* SIGSEGV: a write into a cold region is made good here; anything else is
- * the program's (its handler through the wrapper, or the default action:
- * death, by the same fault again). */
+/* SIGSEGV: a write into a cold region (or, WP, a protected page) is made
+ * good here; anything else is the program's (its handler through the
+ * wrapper, or the default action: death, by the same fault again). */
 static void
 segv_handler(int sig, siginfo_t *si, void *uc)
 {
+	/* page-fault error code: bit 1 set for a write */
+	bool write = ((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2;
 	if (si->si_code == SEGV_ACCERR &&
-	    dc__track_fault((uint64_t)(uintptr_t)si->si_addr))
+	    dc__track_fault((uint64_t)(uintptr_t)si->si_addr, write))
 		return;
 	uintptr_t h = dc__st.sig[SIGSEGV].handler;
 	if (h != (uintptr_t)SIG_DFL && h != (uintptr_t)SIG_IGN) {
@@ -544,12 +561,13 @@ map_changed(uint64_t a, uint64_t len)
 	dc__st.nchg++;
 }
 
-/* A mapping change over cold regions: they get their real protection
- * first, so the kernel and /proc/self/maps see the program's. */
+/* A mapping change over cold regions or protected pages: they get their
+ * real protection first, so the kernel and /proc/self/maps see the
+ * program's (track.c dc__track_release). */
 static void
 warm_span(long a, long len)
 {
-	dc__track_warm_range((uint64_t)a, (uint64_t)a + (uint64_t)len);
+	dc__track_release((uint64_t)a, (uint64_t)a + (uint64_t)len);
 }
 
 static long
@@ -738,9 +756,11 @@ sigsys_handler(int sig, siginfo_t *si, void *ucv)
 	greg_t *g = uc->uc_mcontext.gregs;
 	long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10],
 		g[REG_R8], g[REG_R9] };
+	uint64_t psp = enter(uc);
 	dc__track_warm_args(si->si_syscall, a);
 	long r = dc__dispatch(si->si_syscall, a, uc);
 	g[REG_RAX] = r;
+	dc__vol.prog_sp = psp;
 	dc__vol.selector = prev;
 }
 
@@ -753,8 +773,10 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 	unsigned char prev = dc__vol.selector;
 	if (prev != BLOCK || dc__vol.in_commit)
 		return; /* inside libdc: the next tick will do */
+	uint64_t psp = enter(uc);
 	dc__vol.selector = ALLOW;
 	dc__commit();
+	dc__vol.prog_sp = psp;
 	dc__vol.selector = prev;
 }
 

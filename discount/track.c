@@ -1,19 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * track.c -- finding written pages: userfaultfd write-protect, async mode,
+ * track.c -- finding written pages: two mechanisms behind one interface,
  *            and hot and cold regions
  *
- * Every tracked range is registered with one userfaultfd in WP mode with
- * UFFD_FEATURE_WP_ASYNC: a write to a write-protected page is resolved by
- * the kernel inside the fault (the page's uffd-wp bit is cleared; no
- * message, no signal).  PAGEMAP_SCAN with PM_SCAN_WP_MATCHING returns the
- * pages whose bit is clear ("written") and sets it again, atomically.
- * UFFD_FEATURE_WP_UNPOPULATED makes a never-touched page count as
- * protected, so untouched reservations cost nothing.
+ * The mechanism is chosen per run (dc__vol.tracking, `dc-run --tracking`);
+ * everything else (redo log, shadow, recovery) is the same for both.
  *
- * A scan costs per VMA it walks (about 0.3-0.5 us each here), whether or
- * not anything was written, and a process has dozens of tracked VMAs
- * (every library's data and bss).  So regions are hot or cold:
+ * UFFD (the default).  Every tracked range is registered with one
+ * userfaultfd in WP mode with UFFD_FEATURE_WP_ASYNC: a write to a
+ * write-protected page is resolved by the kernel inside the fault (the
+ * page's uffd-wp bit is cleared; no message, no signal).  PAGEMAP_SCAN
+ * with PM_SCAN_WP_MATCHING returns the pages whose bit is clear
+ * ("written") and sets it again, atomically.  UFFD_FEATURE_WP_UNPOPULATED
+ * makes a never-touched page count as protected, so untouched
+ * reservations cost nothing.
+ *
+ * WP (the thesis' design).  At each checkpoint every tracked writable
+ * region but the pinned ones (below) is made read-only with mprotect, in
+ * ranges (dc__vol.wp: one per region, or per run of neighbours with the
+ * same protection).  The first write to a page faults (SIGSEGV on libdc's
+ * alternate stack, sud.c); the handler gives the page its protection back
+ * and records it (dc__vol.dirty).  The checkpoint takes the recorded pages
+ * (dc__track_take: sorted, merged) instead of a scan and protects exactly
+ * them again (dc__track_arm), one mprotect per run of neighbouring pages.
+ * Each written run splits a VMA in up to three until then: the recorded
+ * runs of an interval are bounded (DC__WP_DIRTY), and a range whose
+ * mprotect fails (ENOMEM: vm.max_map_count) or that overflows the record
+ * is opened whole (writable until the next checkpoint, which copies its
+ * present pages): a region never fails.  The parts of pinned regions the
+ * kernel writes on its own are never protected (the whole stack, the
+ * rseq page of the TLS block); every checkpoint copies their present
+ * pages (of the stack, only the live part above the stack pointer).
+ *
+ * A scan (UFFD) costs per VMA it walks (about 0.3-0.5 us each here),
+ * whether or not anything was written, and a process has dozens of
+ * tracked VMAs (every library's data and bss).  So, in UFFD mode, regions
+ * are hot or cold:
  *   HOT   scanned at every checkpoint;
  *   COLD  a hot region whose pages were not written for COOL_AFTER
  *         checkpoints is made read-only (mprotect without PROT_WRITE) and
@@ -22,33 +44,48 @@
  *         SEGV_ACCERR, sud.c hands it here), the region gets its real
  *         protection back and is hot again; the retried write then goes
  *         through the uffd-wp fault as usual.
- * State machine of a region: HOT --idle COOL_AFTER checkpoints--> COLD
- * --write fault, or a system call that may write it, or a mapping change
- * over it--> HOT.  PINNED regions never cool: the stack (the kernel writes
- * signal frames onto it) and the TLS block when glibc registered rseq (the
- * kernel writes it on preemption).  libdc's alternate signal stack and the
- * page of dc__st every checkpoint writes are not tracked at all (maps.c
+ * State machine of a region (UFFD): HOT --idle COOL_AFTER checkpoints-->
+ * COLD --write fault, or a system call that may write it, or a mapping
+ * change over it--> HOT.  In WP mode no region is ever cold (nothing is
+ * scanned); its pages go PROTECTED --write fault, or a system call that
+ * may write them--> WRITTEN --checkpoint--> PROTECTED.  PINNED regions
+ * never cool (UFFD) and are not protected (WP; of the TLS block only the
+ * rseq page): the stack (the kernel writes signal frames onto it) and the
+ * TLS block when glibc registered rseq (the kernel writes it on
+ * preemption).  libdc's alternate signal stack and the page
+ * of dc__st every checkpoint writes are not tracked at all (maps.c
  * invariant 2): every checkpoint copies them.
  *
  * Invariants:
- *  1. After dc__track_protect(a, b) no page of [a, b) is "written".
- *  2. A write by the kernel (read(2) into a buffer) goes through the same
- *     fault path and marks the page written: nothing is lost, nothing has
- *     to be pre-faulted -- for hot regions.  A cold region is made hot
- *     before any system call that may write it: one whose arguments point
- *     into it or up to 1 MiB below it, whose buffer of known length (read,
- *     pread, recvfrom, getdents64, readlink, getrandom) covers it, or whose
- *     iovecs (readv, recvmsg ...) do; a call that still fails with EFAULT
- *     is retried once after every region was made hot (dc__track_efault).
+ *  1. After dc__track_protect(a, b) (UFFD) or dc__track_arm (WP) no page
+ *     of the tracked memory is "written".
+ *  2. A write by the kernel (read(2) into a buffer) must not fail.  UFFD,
+ *     hot regions: it goes through the same fault path and marks the page
+ *     written: nothing is lost, nothing has to be pre-faulted.  A cold
+ *     region (UFFD) or a protected page (WP) is made writable -- and, WP,
+ *     recorded as written -- before any system call that may write it:
+ *     one whose arguments point into it or up to NEAR (UFFD: 1 MiB, WP:
+ *     WP_NEAR bytes) below it, whose buffer of known length (read, pread,
+ *     recvfrom, getdents64, readlink, getrandom, getcwd, poll, epoll_wait)
+ *     covers it, or whose iovecs (readv, recvmsg ...) do; a call that
+ *     still fails with EFAULT is retried once after every region was made
+ *     writable (dc__track_efault; WP: every range opened).
  *  3. The scan covers only VMAs registered in async mode (the kernel skips
  *     the rest under PM_SCAN_WP_MATCHING): libdc's own memory is never
- *     reported.
+ *     reported.  WP: libdc's memory is in no protected range.
  *  4. A cold region holds no written page (it cooled right after a scan
  *     that found none, and nothing can write it until it is hot again), so
  *     not scanning it loses nothing.  dc__st.reg[].prot is always the
- *     program's protection, never the cold one.
- *  5. The cold state lives in dc__vol: a recovered process starts with
- *     every region hot.
+ *     program's protection, never the cold or protected one.
+ *  5. The cold state and the WP ranges and record live in dc__vol: a
+ *     recovered process starts with every region hot (UFFD) or protected
+ *     whole (WP).
+ *  6. WP: every page of a protected range that is writable is recorded,
+ *     or its range is open (copied whole).  While the ranges are
+ *     suspended for a fold (dc__track_suspend .. dc__track_arm(true)) only
+ *     libdc runs, and it records what it writes (dc__track_wrote).  A
+ *     range a mapping change touches is cut out of the protected ranges
+ *     (a fault there is the program's) and the next checkpoint folds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -63,9 +100,36 @@
 
 #include "dc_int.h"
 
+bool
+dc__track_wp(void)
+{
+	return dc__vol.tracking == DC_TRACK_WP;
+}
+
+/* raw call: runs in the SIGSEGV and SIGSYS handlers too */
+static long
+mprot(uint64_t a, uint64_t b, uint32_t prot)
+{
+	return dc__sys6(SYS_mprotect, (long)a, (long)(b - a), (long)prot, 0, 0,
+		0);
+}
+
+static int
+open_pagemap(void)
+{
+	int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (pm < 0)
+		return dc__err(-errno, "open /proc/self/pagemap: %s",
+			strerror(errno));
+	dc__vol.pagemap_fd = dc__own_fd(pm);
+	return 0;
+}
+
 int
 dc__track_open(void)
 {
+	if (dc__track_wp()) /* PAGEMAP_SCAN still finds present pages */
+		return open_pagemap();
 	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return dc__err(-errno, "userfaultfd: %s (needs Linux >= 6.7 "
@@ -80,20 +144,20 @@ dc__track_open(void)
 		return dc__err(-e, "userfaultfd: write-protect async mode "
 			"unavailable (Linux >= 6.7 needed): %s", strerror(e));
 	}
-	int pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (pm < 0) {
-		int e = errno;
+	int rc = open_pagemap();
+	if (rc) {
 		close(fd);
-		return dc__err(-e, "open /proc/self/pagemap: %s", strerror(e));
+		return rc;
 	}
 	dc__vol.uffd = dc__own_fd(fd);
-	dc__vol.pagemap_fd = dc__own_fd(pm);
 	return 0;
 }
 
 int
 dc__track_register(uint64_t a, uint64_t b)
 {
+	if (dc__track_wp())
+		return 0;
 	struct uffdio_register r = { .range = { a, b - a },
 		.mode = UFFDIO_REGISTER_MODE_WP };
 	if (ioctl(dc__vol.uffd, UFFDIO_REGISTER, &r) != 0)
@@ -105,6 +169,8 @@ dc__track_register(uint64_t a, uint64_t b)
 int
 dc__track_protect(uint64_t a, uint64_t b)
 {
+	if (dc__track_wp())
+		return 0; /* dc__track_arm protects */
 	struct uffdio_writeprotect w = { .range = { a, b - a },
 		.mode = UFFDIO_WRITEPROTECT_MODE_WP };
 	if (ioctl(dc__vol.uffd, UFFDIO_WRITEPROTECT, &w) != 0)
@@ -154,8 +220,14 @@ dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
 
 #define COOL_AFTER 8
 #define NEAR (1ull << 20) /* a pointer argument may reach this far */
+#define WP_NEAR 512ull    /* ... in WP mode: the structures the kernel
+                           * fills through a pointer (stat, statx,
+                           * utsname, sigaction, timespec ...); longer
+                           * buffers have their length in another
+                           * argument, or EFAULT makes the call again */
 
 extern const unsigned int __rseq_size __attribute__((weak));
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
 
 static bool
 contains(const struct dc__region *r, uint64_t a)
@@ -181,21 +253,24 @@ static void
 warm(unsigned i)
 {
 	const struct dc__region *r = &dc__st.reg[i];
-	/* raw call: runs in the SIGSEGV handler too */
 	if (r->prot & PROT_WRITE)
-		dc__sys6(SYS_mprotect, (long)r->start,
-			(long)(r->end - r->start), (long)r->prot, 0, 0, 0);
+		mprot(r->start, r->end, r->prot);
 	dc__vol.cold[i] = false;
 	dc__vol.idle[i] = 0;
 	dc__vol.ncold--;
 	dc__st.stats.warmed++;
 }
 
-/* Make the cold regions overlapping [a, b) hot; returns how many. */
+static unsigned wp_warm(uint64_t a, uint64_t b);
+
+/* Make the cold regions overlapping [a, b) hot (WP: the protected pages
+ * writable, recorded as written); returns how many. */
 unsigned
 dc__track_warm_range(uint64_t a, uint64_t b)
 {
 	unsigned k = 0;
+	if (dc__track_wp())
+		return wp_warm(a, b);
 	if (dc__vol.ncold == 0 || b <= dc__vol.cold_lo || a >= dc__vol.cold_hi)
 		return 0;
 	for (unsigned i = 0; i < dc__st.nreg && dc__vol.ncold; i++)
@@ -207,17 +282,26 @@ dc__track_warm_range(uint64_t a, uint64_t b)
 	return k;
 }
 
+static unsigned wp_open_all(void);
+
 unsigned
 dc__track_warm_all(void)
 {
+	if (dc__track_wp())
+		return wp_open_all();
 	return dc__track_warm_range(0, UINT64_MAX);
 }
 
-/* SIGSEGV at addr: a write into a cold region?  Then it is hot again and
- * the faulting instruction can be restarted. */
+static bool wp_fault(uint64_t addr, bool write);
+
+/* SIGSEGV at addr: a write into a cold region (WP: a protected page)?
+ * Then it is writable again and the faulting instruction can be
+ * restarted. */
 bool
-dc__track_fault(uint64_t addr)
+dc__track_fault(uint64_t addr, bool write)
 {
+	if (dc__track_wp())
+		return wp_fault(addr, write);
 	return dc__track_warm_range(addr, addr + 1) > 0;
 }
 
@@ -225,8 +309,12 @@ static void
 warm_near(long v)
 {
 	uint64_t a = (uint64_t)v;
-	if (a + NEAR >= dc__vol.cold_lo && a < dc__vol.cold_hi)
+	if (dc__track_wp()) {
+		if (a < UINT64_MAX - WP_NEAR)
+			wp_warm(a, a + WP_NEAR);
+	} else if (a + NEAR >= dc__vol.cold_lo && a < dc__vol.cold_hi) {
 		dc__track_warm_range(a, a + NEAR);
+	}
 }
 
 static void
@@ -248,12 +336,12 @@ warm_msg(const struct msghdr *m)
 	warm_iov(m->msg_iov, (long)m->msg_iovlen);
 }
 
-/* Before a system call: make hot every cold region it may write
- * (invariant 2). */
+/* Before a system call: make writable every cold region (WP: protected
+ * page) it may write (invariant 2). */
 void
 dc__track_warm_args(long nr, const long *a)
 {
-	if (dc__vol.ncold == 0)
+	if (dc__vol.ncold == 0 && !dc__track_wp())
 		return;
 	for (int i = 0; i < 6; i++)
 		warm_near(a[i]);
@@ -271,8 +359,19 @@ dc__track_warm_args(long nr, const long *a)
 			(uint64_t)a[2] + (uint64_t)a[3]);
 		break;
 	case SYS_getrandom:
+	case SYS_getcwd:
 		dc__track_warm_range((uint64_t)a[0],
 			(uint64_t)a[0] + (uint64_t)a[1]);
+		break;
+	case SYS_poll:
+	case SYS_ppoll:
+		dc__track_warm_range((uint64_t)a[0],
+			(uint64_t)a[0] + (uint64_t)a[1] * 8);
+		break;
+	case SYS_epoll_wait:
+	case SYS_epoll_pwait:
+		dc__track_warm_range((uint64_t)a[1],
+			(uint64_t)a[1] + (uint64_t)a[2] * 12);
 		break;
 	default:
 		break;
@@ -300,8 +399,9 @@ dc__track_warm_args(long nr, const long *a)
 	}
 }
 
-/* A call failed with EFAULT: was it a cold region?  Make every region hot;
- * true when the call should be tried again. */
+/* A call failed with EFAULT: was it a cold region (WP: a protected page)?
+ * Make every region writable; true when the call should be tried
+ * again. */
 bool
 dc__track_efault(void)
 {
@@ -369,4 +469,382 @@ dc__track_refold(struct dc__region *nw, unsigned nn)
 	memset(dc__vol.cold, 0, sizeof(dc__vol.cold));
 	for (unsigned k = 0; k < nn; k++)
 		dc__vol.cold[k] = keep[k];
+}
+
+/* ---- write protection (WP mode) ---- */
+
+#define PAGE_DOWN(x) ((x) & ~(DC__PAGE - 1))
+#define PAGE_UP(x) ((x) > UINT64_MAX - DC__PAGE ? PAGE_DOWN(UINT64_MAX) : \
+	PAGE_DOWN((x) + DC__PAGE - 1))
+
+/* The first protected range that ends after a. */
+static unsigned
+wp_first(uint64_t a)
+{
+	unsigned lo = 0, hi = dc__vol.nwp;
+	while (lo < hi) {
+		unsigned m = (lo + hi) / 2;
+		if (dc__vol.wp[m].b <= a)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo;
+}
+
+/* Append to the record; the caller keeps within its bounds (the fault
+ * path within DC__WP_DIRTY, the rest within the reserve behind it). */
+static void
+push(uint64_t a, uint64_t b)
+{
+	const unsigned cap = sizeof(dc__vol.dirty) / sizeof(dc__vol.dirty[0]);
+	if (dc__vol.ndirty < cap && a < b)
+		dc__vol.dirty[dc__vol.ndirty++] = (struct dc__span){ a, b };
+}
+
+static void
+sift(struct dc__span *v, unsigned i, unsigned n)
+{
+	for (;;) {
+		unsigned c = 2 * i + 1;
+		if (c >= n)
+			return;
+		if (c + 1 < n && v[c + 1].a > v[c].a)
+			c++;
+		if (v[i].a >= v[c].a)
+			return;
+		struct dc__span t = v[i];
+		v[i] = v[c];
+		v[c] = t;
+		i = c;
+	}
+}
+
+/* Sort the record and merge overlapping and adjacent ranges: heapsort,
+ * no allocation (it runs in the SIGSEGV handler too). */
+static void
+compact(void)
+{
+	struct dc__span *v = dc__vol.dirty;
+	unsigned n = dc__vol.ndirty, k = 0;
+	for (unsigned i = n / 2; i-- > 0;)
+		sift(v, i, n);
+	for (unsigned e = n; e-- > 1;) {
+		struct dc__span t = v[0];
+		v[0] = v[e];
+		v[e] = t;
+		sift(v, 0, e);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (k > 0 && v[i].a <= v[k - 1].b) {
+			if (v[i].b > v[k - 1].b)
+				v[k - 1].b = v[i].b;
+		} else {
+			v[k++] = v[i];
+		}
+	}
+	dc__vol.ndirty = k;
+}
+
+/* Range k writable whole until the next checkpoint, which copies its
+ * present pages (invariant 6). */
+static bool
+wp_open(unsigned k)
+{
+	struct dc__wpr *w = &dc__vol.wp[k];
+	if (w->open)
+		return true;
+	if (mprot(w->a, w->b, w->prot) != 0)
+		return false;
+	w->open = true;
+	dc__st.stats.warmed++;
+	return true;
+}
+
+static unsigned
+wp_open_all(void)
+{
+	unsigned n = 0;
+	for (unsigned k = 0; k < dc__vol.nwp; k++)
+		if (!dc__vol.wp[k].open && wp_open(k))
+			n++;
+	return n;
+}
+
+/* [a, b) of range k written: writable and recorded, or the range opened
+ * when the record is full or the mprotect would need a VMA more than
+ * vm.max_map_count allows. */
+static bool
+wp_unprotect(unsigned k, uint64_t a, uint64_t b)
+{
+	if (dc__vol.wp[k].open)
+		return true;
+	bool room = dc__vol.ndirty < DC__WP_DIRTY;
+	if (!room) {
+		compact();
+		room = dc__vol.ndirty < DC__WP_DIRTY * 3 / 4;
+	}
+	if (room && mprot(a, b, dc__vol.wp[k].prot) == 0) {
+		push(a, b);
+		return true;
+	}
+	return wp_open(k);
+}
+
+/* A buffer the program reads into again and again is writable already:
+ * no second mprotect, no second record. */
+static bool
+recent(uint64_t a, uint64_t b)
+{
+	unsigned n = dc__vol.ndirty;
+	for (unsigned i = 0; i < 4 && i < n; i++) {
+		const struct dc__span *d = &dc__vol.dirty[n - 1 - i];
+		if (d->a <= a && d->b >= b)
+			return true;
+	}
+	return false;
+}
+
+static unsigned
+wp_warm(uint64_t a, uint64_t b)
+{
+	unsigned n = 0;
+	a = PAGE_DOWN(a);
+	b = PAGE_UP(b);
+	for (unsigned k = wp_first(a); k < dc__vol.nwp && dc__vol.wp[k].a < b;
+	     k++) {
+		const struct dc__wpr *w = &dc__vol.wp[k];
+		uint64_t lo = a > w->a ? a : w->a, hi = b < w->b ? b : w->b;
+		if (w->open || recent(lo, hi))
+			continue;
+		if (wp_unprotect(k, lo, hi))
+			n++;
+	}
+	return n;
+}
+
+static bool
+wp_fault(uint64_t addr, bool write)
+{
+	unsigned k = wp_first(addr);
+	if (!write || k == dc__vol.nwp || dc__vol.wp[k].a > addr ||
+	    dc__vol.wp[k].open)
+		return false; /* not a page libdc protected: the program's */
+	dc__st.stats.wp_faults++;
+	uint64_t a = PAGE_DOWN(addr);
+	return wp_unprotect(k, a, a + DC__PAGE);
+}
+
+/*
+ * A mapping change over [a, b) (munmap, mprotect, mremap, mmap MAP_FIXED,
+ * brk, madvise) is about to happen.  UFFD: the cold regions there are
+ * made hot, so the kernel and /proc/self/maps see the program's
+ * protection.  WP: [a, b) gets the program's protection back, is recorded
+ * as written (the call may fail and leave it as it was) and is cut out of
+ * the protected ranges, and the next checkpoint folds the maps
+ * (invariant 6).
+ */
+void
+dc__track_release(uint64_t a, uint64_t b)
+{
+	if (!dc__track_wp()) {
+		dc__track_warm_range(a, b);
+		return;
+	}
+	a = PAGE_DOWN(a);
+	b = PAGE_UP(b);
+	unsigned k = wp_first(a);
+	while (k < dc__vol.nwp && dc__vol.wp[k].a < b) {
+		struct dc__wpr *w = &dc__vol.wp[k];
+		uint64_t lo = a > w->a ? a : w->a, hi = b < w->b ? b : w->b;
+		dc__st.maps_changed = true;
+		if (!wp_unprotect(k, lo, hi) || w->open) {
+			k++; /* writable whole; the fold rebuilds it */
+		} else if (lo == w->a && hi == w->b) {
+			memmove(w, w + 1, (dc__vol.nwp - k - 1) * sizeof(*w));
+			dc__vol.nwp--;
+		} else if (lo == w->a) {
+			w->a = hi;
+			k++;
+		} else if (hi == w->b) {
+			w->b = lo;
+			k++;
+		} else if (dc__vol.nwp < DC__WP_RANGES) {
+			memmove(w + 1, w, (dc__vol.nwp - k) * sizeof(*w));
+			dc__vol.nwp++;
+			w->b = lo;
+			w[1].a = hi;
+			k += 2;
+		} else {
+			wp_open(k);
+			k++;
+		}
+	}
+}
+
+/*
+ * Before a fold (ckpt.c): UFFD: libdc's tables must not fault into
+ * track.c while the region table is half written, so they are hot.  WP:
+ * every protected range gets the program's protection back, so
+ * /proc/self/maps shows the program's mappings, one VMA per mapping; the
+ * open ranges stay recorded; libdc records what it writes until
+ * dc__track_arm(true) (invariant 6).
+ */
+void
+dc__track_suspend(void)
+{
+	if (!dc__track_wp()) {
+		dc__track_warm_range((uint64_t)(uintptr_t)&dc__st,
+			(uint64_t)(uintptr_t)(&dc__st + 1));
+		return;
+	}
+	for (unsigned k = 0; k < dc__vol.nwp; k++) {
+		struct dc__wpr *w = &dc__vol.wp[k];
+		if (w->open)
+			push(w->a, w->b);
+		else
+			mprot(w->a, w->b, w->prot);
+	}
+	dc__vol.nwp = 0;
+}
+
+void
+dc__track_wrote(uint64_t a, uint64_t b)
+{
+	if (dc__track_wp())
+		push(PAGE_DOWN(a), PAGE_UP(b));
+}
+
+/* WP: the part of pinned region r the kernel may write, never protected:
+ * of the TLS block, the page of glibc's rseq area; the rest whole. */
+static void
+pin_span(const struct dc__region *r, uint64_t *a, uint64_t *b)
+{
+	*a = r->start;
+	*b = r->end;
+	if (!(r->kind & DC__R_STACK) && &__rseq_offset != NULL) {
+		uint64_t p = PAGE_DOWN(dc__st.ctx.fsbase +
+			(uint64_t)__rseq_offset);
+		if (contains(r, p)) {
+			*a = p;
+			*b = p + DC__PAGE;
+		}
+	}
+}
+
+/* ... and the part a checkpoint copies: of the stack, what lies above the
+ * program's stack pointer less the red zone (below it is dead by the ABI:
+ * the next signal frame or call overwrites it), when the pointer is known
+ * to be in it. */
+static void
+live_span(const struct dc__region *r, uint64_t *a, uint64_t *b)
+{
+	pin_span(r, a, b);
+	uint64_t sp = dc__st.ctx.rsp;
+	if (!contains(r, sp))
+		sp = dc__vol.prog_sp;
+	if ((r->kind & DC__R_STACK) && contains(r, sp) &&
+	    sp - r->start >= 128)
+		*a = PAGE_DOWN(sp - 128);
+}
+
+/*
+ * WP: the ranges written since the last checkpoint -- the recorded ones,
+ * open ranges whole, the live part of pinned regions -- sorted and merged
+ * in dc__vol.dirty; returns how many.  They may reach past tracked memory
+ * (a region unmapped since): the caller clips them to the regions.
+ */
+unsigned
+dc__track_take(void)
+{
+	for (unsigned k = 0; k < dc__vol.nwp; k++)
+		if (dc__vol.wp[k].open)
+			push(dc__vol.wp[k].a, dc__vol.wp[k].b);
+	for (unsigned i = 0; i < dc__st.nreg; i++) {
+		const struct dc__region *r = &dc__st.reg[i];
+		uint64_t a, b;
+		if (dc__vol.pinned[i] && (r->kind & DC__R_TRACKED) &&
+		    (r->prot & PROT_READ)) {
+			live_span(r, &a, &b);
+			push(a, b);
+		}
+	}
+	compact();
+	return dc__vol.ndirty;
+}
+
+static void
+add_range(unsigned *n, uint64_t a, uint64_t b, uint32_t prot)
+{
+	struct dc__wpr *w = &dc__vol.wp[*n - (*n > 0)];
+	if (a >= b)
+		return;
+	if (*n > 0 && w->b == a && w->prot == prot)
+		w->b = b;
+	else if (*n < DC__WP_RANGES)
+		dc__vol.wp[(*n)++] = (struct dc__wpr){ a, b, prot, false };
+}
+
+/* The protected ranges, new from the region list: every tracked writable
+ * region but the pinned parts, neighbours with the same protection in one
+ * range: at most DC__MAX_REGIONS + 2 (only the TLS region is split in
+ * two), within DC__WP_RANGES. */
+static void
+rebuild(void)
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < dc__st.nreg; i++) {
+		const struct dc__region *r = &dc__st.reg[i];
+		if (!(r->kind & DC__R_TRACKED) || !(r->prot & PROT_WRITE))
+			continue;
+		uint64_t a = r->end, b = r->end;
+		if (dc__vol.pinned[i])
+			pin_span(r, &a, &b);
+		add_range(&n, r->start, a, r->prot);
+		add_range(&n, b, r->end, r->prot);
+	}
+	dc__vol.nwp = n;
+}
+
+/* Protect [a, b) of range k again; a range that cannot be is open. */
+static void
+wp_protect(unsigned k, uint64_t a, uint64_t b)
+{
+	struct dc__wpr *w = &dc__vol.wp[k];
+	w->open = false;
+	if (mprot(a, b, w->prot & ~(uint32_t)PROT_WRITE) != 0 &&
+	    mprot(w->a, w->b, w->prot) == 0)
+		w->open = true;
+}
+
+/*
+ * WP, after the checkpoint took dc__track_take's ranges: protect exactly
+ * them again (whole: the region list is new -- a fold, a recovery --
+ * every range whole).  The next interval starts with nothing written
+ * (invariant 1).  Nothing writes tracked memory between take and arm.
+ */
+int
+dc__track_arm(bool whole)
+{
+	if (!dc__track_wp())
+		return 0;
+	if (whole) {
+		rebuild();
+		for (unsigned k = 0; k < dc__vol.nwp; k++)
+			wp_protect(k, dc__vol.wp[k].a, dc__vol.wp[k].b);
+	} else {
+		for (unsigned s = 0, k = 0; s < dc__vol.ndirty; s++) {
+			uint64_t a = dc__vol.dirty[s].a, b = dc__vol.dirty[s].b;
+			while (k < dc__vol.nwp && dc__vol.wp[k].b <= a)
+				k++;
+			for (unsigned j = k; j < dc__vol.nwp &&
+			     dc__vol.wp[j].a < b; j++) {
+				const struct dc__wpr *w = &dc__vol.wp[j];
+				wp_protect(j, a > w->a ? a : w->a,
+					b < w->b ? b : w->b);
+			}
+		}
+	}
+	dc__vol.ndirty = 0;
+	return 0;
 }

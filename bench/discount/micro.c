@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * micro.c -- thesis Figure 5.2: overhead per checkpoint vs bytes touched
+ * micro.c -- thesis Figure 5.2: overhead per checkpoint vs bytes touched,
+ *            for both dirty-tracking mechanisms side by side
  *
  *   dc-bench-micro [--quick] [--dir D] [--csv FILE]
  *
  * A loop touches N bytes (one store per 4 KiB page of a 1 MiB buffer) and
- * takes a checkpoint (dc_checkpoint, manual protocol).  For each N it
- * reports
+ * takes a checkpoint (dc_checkpoint, manual protocol).  Each mechanism
+ * (uffd: userfaultfd write protection + PAGEMAP_SCAN; wp: mprotect +
+ * SIGSEGV) runs in a child process of its own, forked before dc_init from
+ * the same measured baseline.  For each N and mechanism it reports
  *   ckpt      the dc_checkpoint call alone (timed with the TSC: under libdc
  *             a clock read is itself an intercepted system call);
  *   overhead  one loop iteration minus the same stores before dc_init:
@@ -18,6 +21,10 @@
  * a shared machine does not count; wall-clock time is given beside it.
  * Also prints the raw cost of the thesis' mechanism, mprotect + SIGSEGV +
  * mprotect per page, without any copy.
+ *
+ * Invariants: the children share nothing but the baseline (measured
+ * before the fork) and report through a pipe; the parent never starts
+ * Discount Checking.
  */
 #include <x86intrin.h>
 #include <signal.h>
@@ -26,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,9 +93,92 @@ segv(int sig, siginfo_t *si, void *uc)
 	mprotect(p, 4096, PROT_READ | PROT_WRITE);
 }
 
+/* One mechanism's row per size: call, overhead, per page, wall (us). */
+struct column {
+	double call[BENCH_NSIZES], over[BENCH_NSIZES], pp[BENCH_NSIZES],
+		wall[BENCH_NSIZES];
+	struct dc_stats st;
+	int ok;
+};
+
+static void
+run_tracking(enum dc_tracking tr, const char *dir, bool quick,
+	const double *base, struct column *c)
+{
+	const size_t *sizes = bench_sizes, ns = BENCH_NSIZES;
+	struct dc_opts o = { .dir = dir, .protocol = DC_MANUAL,
+		.tracking = tr };
+	dc_discard(dir);
+	int rc = dc_init(&o);
+	if (rc) {
+		fprintf(stderr, "dc_init (%s): %s: %s\n", dc_tracking_name(tr),
+			dc_strerror(rc), dc_errormsg());
+		return;
+	}
+	double min_over = 0;
+	for (size_t s = 0; s < ns; s++) {
+		int iters = sizes[s] >= 262144 ? 300 : 3000;
+		if (quick)
+			iters /= 10;
+		double cpu, wall, call;
+		measure(sizes[s], iters / 10, true, &cpu, &wall, &call);
+		measure(sizes[s], iters, true, &cpu, &wall, &call);
+		double over = cpu - base[s];
+		if (sizes[s] == 0)
+			min_over = over;
+		c->call[s] = call;
+		c->over[s] = over;
+		c->pp[s] = sizes[s] ? (over - min_over) /
+				(double)(sizes[s] / 4096) : 0;
+		c->wall[s] = wall;
+	}
+	dc_stats(&c->st);
+	c->ok = 1;
+}
+
+/* Fork, measure tr in the child, get its column back. */
+static int
+child(enum dc_tracking tr, const char *dir, bool quick, const double *base,
+	struct column *c)
+{
+	int p[2];
+	memset(c, 0, sizeof(*c));
+	if (pipe(p) != 0)
+		return -1;
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		run_tracking(tr, dir, quick, base, c);
+		ssize_t n = write(p[1], c, sizeof(*c));
+		exit(n == (ssize_t)sizeof(*c) ? 0 : 1);
+	}
+	close(p[1]);
+	size_t got = 0;
+	while (pid > 0 && got < sizeof(*c)) {
+		ssize_t n = read(p[0], (char *)c + got, sizeof(*c) - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(p[0]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return got == sizeof(*c) && c->ok ? 0 : -1;
+}
+
 int
 main(int argc, char **argv)
 {
+	/* dc_init would run the program again without address-space
+	 * randomisation: do it here, before anything is measured or forked */
+	int pers = personality(0xffffffff);
+	if (pers != -1 && !(pers & ADDR_NO_RANDOMIZE) &&
+	    personality((unsigned long)pers | ADDR_NO_RANDOMIZE) != -1) {
+		execv("/proc/self/exe", argv);
+		perror("dc-bench-micro: re-exec");
+		return 1;
+	}
 	struct bench_args args = { .dir = "/dev/shm/dc-bench-micro" };
 	bench_parse(argc, argv, "dc-bench-micro", &args);
 	const char *dir = args.dir, *csv = args.csv;
@@ -103,40 +195,39 @@ main(int argc, char **argv)
 		measure(sizes[s], quick ? 200 : 2000, false, &base[s], &w, NULL);
 	}
 
-	struct dc_opts o = { .dir = dir, .protocol = DC_MANUAL };
-	dc_discard(dir);
-	int rc = dc_init(&o);
-	if (rc) {
-		fprintf(stderr, "dc_init: %s: %s\n", dc_strerror(rc),
-			dc_errormsg());
-		return 1;
-	}
+	static const enum dc_tracking trs[] = { DC_TRACK_UFFD, DC_TRACK_WP };
+	static struct column col[2];
+	for (int t = 0; t < 2; t++)
+		if (child(trs[t], dir, quick, base, &col[t]) != 0) {
+			fprintf(stderr, "dc-bench-micro: the %s run failed\n",
+				dc_tracking_name(trs[t]));
+			return 1;
+		}
 	FILE *f = csv ? fopen(csv, "w") : NULL;
 	if (f)
-		fprintf(f, "bytes_touched,ckpt_us,overhead_us,us_per_page,"
-			   "wall_us\n");
-	printf("%10s %10s %12s %10s %10s   (us: call wall-clock, overhead and "
-	       "per page CPU)\n", "bytes", "ckpt", "overhead", "per page",
-		"wall");
-	double min_over = 0;
+		fprintf(f, "bytes_touched,uffd_ckpt_us,uffd_overhead_us,"
+			   "uffd_us_per_page,uffd_wall_us,wp_ckpt_us,"
+			   "wp_overhead_us,wp_us_per_page,wp_wall_us\n");
+	printf("%10s | %-38s | %-38s\n", "", "uffd (userfaultfd WP + scan)",
+		"wp (mprotect + SIGSEGV)");
+	printf("%10s | %8s %10s %8s %8s | %8s %10s %8s %8s\n", "bytes",
+		"ckpt", "overhead", "per page", "wall", "ckpt", "overhead",
+		"per page", "wall");
 	for (size_t s = 0; s < ns; s++) {
-		int iters = sizes[s] >= 262144 ? 300 : 3000;
-		if (quick)
-			iters /= 10;
-		double cpu, wall, call;
-		measure(sizes[s], iters / 10, true, &cpu, &wall, &call);
-		measure(sizes[s], iters, true, &cpu, &wall, &call);
-		double over = cpu - base[s];
-		if (sizes[s] == 0)
-			min_over = over;
-		double pp = sizes[s] ? (over - min_over) /
-				(double)(sizes[s] / 4096) : 0;
-		printf("%10zu %10.2f %12.2f %10.2f %10.2f\n", sizes[s], call,
-			over, pp, wall);
+		printf("%10zu", sizes[s]);
+		for (int t = 0; t < 2; t++)
+			printf(" | %8.2f %10.2f %8.2f %8.2f", col[t].call[s],
+				col[t].over[s], col[t].pp[s], col[t].wall[s]);
+		printf("\n");
 		if (f)
-			fprintf(f, "%zu,%.3f,%.3f,%.3f,%.3f\n", sizes[s], call,
-				over, pp, wall);
+			fprintf(f, "%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
+				   "%.3f\n", sizes[s], col[0].call[s],
+				col[0].over[s], col[0].pp[s], col[0].wall[s],
+				col[1].call[s], col[1].over[s], col[1].pp[s],
+				col[1].wall[s]);
 	}
+	printf("(us: ckpt = the dc_checkpoint call, wall-clock; overhead and "
+	       "per page = CPU time)\n");
 	/* the thesis' mechanism: mprotect + SIGSEGV + mprotect per page */
 	size_t wp_len = 256 * 4096;
 	wp_buf = mmap(NULL, wp_len, PROT_READ | PROT_WRITE,
@@ -154,16 +245,20 @@ main(int argc, char **argv)
 		t += bench_now_us(CLOCK_PROCESS_CPUTIME_ID) - t0;
 	}
 	double wp = t / rounds / 256;
-	printf("write-protect mechanism (mprotect + SIGSEGV + mprotect, no "
-	       "copy): %.2f us per page\n", wp);
-	struct dc_stats st;
-	dc_stats(&st);
-	printf("checkpoints %lu, pages copied %lu, largest redo segment %lu "
-	       "bytes, redo flushes %lu, regions cooled %lu / warmed %lu\n",
-		(unsigned long)st.checkpoints, (unsigned long)st.pages_copied,
-		(unsigned long)st.redo_bytes_max,
-		(unsigned long)st.redo_flushes, (unsigned long)st.cooled,
-		(unsigned long)st.warmed);
+	printf("write-protect mechanism alone (mprotect + SIGSEGV + mprotect, "
+	       "no copy): %.2f us per page\n", wp);
+	for (int i = 0; i < 2; i++) {
+		const struct dc_stats *st = &col[i].st;
+		printf("%s: checkpoints %lu, pages copied %lu, largest redo "
+		       "segment %lu bytes, redo flushes %lu, regions cooled %lu "
+		       "/ warmed %lu, write faults %lu\n",
+			dc_tracking_name(trs[i]), (unsigned long)st->checkpoints,
+			(unsigned long)st->pages_copied,
+			(unsigned long)st->redo_bytes_max,
+			(unsigned long)st->redo_flushes,
+			(unsigned long)st->cooled, (unsigned long)st->warmed,
+			(unsigned long)st->wp_faults);
+	}
 	if (f) {
 		fprintf(f, "# wp_mechanism_us_per_page,%.3f\n", wp);
 		fclose(f);

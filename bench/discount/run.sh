@@ -6,12 +6,16 @@
 #   bench/discount/run.sh [--quick] [BUILD_DIR]
 #
 # 1. micro: overhead per checkpoint vs bytes touched, minimum checkpoint
-#    (Figure 5.2): dc-bench-micro (libdc, userfaultfd design) and
-#    dc-bench-wp (the write-protect design's mechanism on libvista)
+#    (Figure 5.2): dc-bench-micro (libdc, both dirty-tracking mechanisms
+#    side by side: userfaultfd write protection + PAGEMAP_SCAN, and
+#    mprotect + SIGSEGV) and dc-bench-wp (write protection with an undo
+#    log instead: libvista's automatic ranges)
 # 2. interval sweep: cjpeg and gzip under dc-run --protocol periodic,
 #    relative run time and redo (undo-log) bytes per checkpoint vs the
 #    checkpoint interval, 1 ms .. 10 s (Figures 5.3/5.4)
-# 3. protocols: bc, lua5.4 and ed fed a script at typing speed under every
+# 3. tracking: gzip -9 with a checkpoint every 1 and 10 ms under both
+#    dirty-tracking mechanisms (dc-run --tracking uffd|wp)
+# 4. protocols: bc, lua5.4 and ed fed a script at typing speed under every
 #    protocol: checkpoints taken and run-time ratio (Figures 6.3-6.5)
 # Tables on stdout; CSV and PNG (gnuplot) under bench/results/.  Run times
 # are the CPU time (user + system) of the measured program, which other
@@ -48,7 +52,7 @@ PY
 stat() { sed -n "s/^$2=//p" "$1"; }
 ratio() { python3 -c "print('%.3f' % ($1 / $2))"; }
 
-echo "== micro (Figure 5.2): CPU us per checkpoint"
+echo "== micro (Figure 5.2): us per checkpoint, uffd and wp tracking"
 $N "$B/bench/discount/dc-bench-micro" $(q && echo --quick) \
 	--dir "$W/micro" --csv "$R/discount_micro.csv"
 echo
@@ -118,6 +122,29 @@ for prog in cjpeg gzip; do
 done
 
 echo
+echo "== dirty tracking on a real program: gzip -9, periodic checkpoints"
+echo "interval_ms,tracking,wall_s,cpu_s,ratio,checkpoints,pages_copied,wp_faults" \
+	> "$R/discount_tracking.csv"
+printf "%9s %8s %8s %8s %7s %11s %8s %9s\n" interval tracking cpu_s wall_s \
+	ratio checkpoints pages wp_faults
+cmd=(gzip -9 -c "$W/in.txt")
+read -r bw bc < <(median $N "${cmd[@]}")
+for iv in 1 10; do
+	for tr in uffd wp; do
+		read -r w c < <(median $N "$DCRUN" --dir "$W/ck" \
+			--protocol periodic --interval "$iv" --tracking "$tr" \
+			--stats "$W/stats" -- "${cmd[@]}")
+		n=$(stat "$W/stats" checkpoints)
+		pg=$(stat "$W/stats" pages_copied)
+		wf=$(stat "$W/stats" wp_faults)
+		r=$(ratio "$c" "$bc")
+		printf "%9s %8s %8s %8s %7s %11s %8s %9s\n" "${iv}ms" "$tr" "$c" \
+			"$w" "$r" "$n" "$pg" "$wf"
+		echo "$iv,$tr,$w,$c,$r,$n,$pg,$wf" >> "$R/discount_tracking.csv"
+	done
+done
+
+echo
 echo "== protocols (Figures 6.3-6.5): scripted programs at typing speed"
 if q; then LINES=40; MS=20; else LINES=150; MS=50; fi
 for i in $(seq 1 "$LINES"); do
@@ -174,9 +201,9 @@ set xlabel "bytes touched per checkpoint interval (0 plotted at 1 KiB)"
 set ylabel "CPU microseconds per checkpoint"
 set xtics ("0" 1024, "4K" 4096, "16K" 16384, "64K" 65536, "256K" 262144, "1M" 1048576)
 plot "$R/discount_micro.csv" every ::1 using (\$1 > 0 ? \$1 : 1024):3 \
-	with linespoints lw 2 pt 7 title "libdc (uffd-wp + redo): overhead (call + faults)", \
-     "" every ::1 using (\$1 > 0 ? \$1 : 1024):2 \
-	with linespoints lw 2 pt 5 title "libdc (uffd-wp + redo): dc\\\\_checkpoint() call", \
+	with linespoints lw 2 pt 7 title "libdc --tracking uffd (uffd-wp + scan, redo): overhead (call + faults)", \
+     "" every ::1 using (\$1 > 0 ? \$1 : 1024):7 \
+	with linespoints lw 2 pt 5 title "libdc --tracking wp (mprotect + SIGSEGV, redo): overhead (call + faults)", \
      "$R/discount_wp.csv" every ::1 using (\$1 > 0 ? \$1 : 1024):3 \
 	with linespoints lw 2 pt 9 dt 2 title "write protect + undo (libvista TX\\\\_AUTO): overhead"
 

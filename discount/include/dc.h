@@ -11,7 +11,7 @@
  *
  * Two ways to use it:
  *   - unmodified programs: `dc-run [--dir D] [--protocol P] [--interval MS]
- *     -- program args...` preloads libdc.so, which starts from a
+ *     [--tracking uffd|wp] -- program args...` preloads libdc.so, which starts from a
  *     constructor;
  *   - linked: `dc_init(&opts)` as the first line of main, dc_checkpoint()
  *     wherever the program wants one.
@@ -77,6 +77,18 @@ enum dc_protocol {
 DC_EXPORT int dc_protocol_parse(const char *name, enum dc_protocol *out);
 DC_EXPORT const char *dc_protocol_name(enum dc_protocol p);
 
+/* How written pages are found (docs/discount.md, "Dirty tracking"). */
+enum dc_tracking {
+	DC_TRACK_DEFAULT = 0, /* $DC_TRACKING, else DC_TRACK_UFFD */
+	DC_TRACK_UFFD = 1,    /* userfaultfd write-protect, async mode, and
+	                       * PAGEMAP_SCAN at each checkpoint */
+	DC_TRACK_WP = 2,      /* mprotect; the first write to a page faults
+	                       * (SIGSEGV) and is recorded */
+};
+/* "uffd", "wp" (case-insensitive).  Returns 0 or -EINVAL. */
+DC_EXPORT int dc_tracking_parse(const char *name, enum dc_tracking *out);
+DC_EXPORT const char *dc_tracking_name(enum dc_tracking t);
+
 struct dc_opts {
 	/* Checkpoint directory (created if missing).  NULL: $DC_DIR, else
 	 * /dev/shm/dc-<uid>/<program>-<hash of cwd and arguments>. */
@@ -93,6 +105,9 @@ struct dc_opts {
 	void *arg;
 	/* Print what happens (init, recovery, refusals) on stderr. */
 	bool verbose;
+	/* Dirty-tracking mechanism of this run (a recovered run may use
+	 * the other one: the checkpoint files are the same). */
+	enum dc_tracking tracking;
 };
 
 /*
@@ -133,8 +148,10 @@ struct dc_stats {
 	uint64_t redo_bytes_max;  /* largest checkpoint (redo log bytes) */
 	uint64_t redo_bytes_total;
 	uint64_t cooled;          /* regions made cold (not scanned) */
-	uint64_t warmed;          /* cold regions made hot again */
+	uint64_t warmed;          /* cold regions made hot again (WP:
+	                           * ranges made writable whole) */
 	uint64_t redo_flushes;    /* redo log applied to the shadow image */
+	uint64_t wp_faults;       /* first writes caught (DC_TRACK_WP) */
 };
 DC_EXPORT int dc_stats(struct dc_stats *out);
 

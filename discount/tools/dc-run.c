@@ -3,7 +3,7 @@
  * dc-run.c -- run an unmodified program under Discount Checking
  *
  *   dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]
- *          [--verbose] -- prog args
+ *          [--tracking uffd|wp] [--verbose] -- prog args
  *   dc-run --status [--dir D] -- prog args     (what a crash would resume)
  *   dc-run --discard [--dir D] -- prog args    (forget a checkpoint)
  *
@@ -28,7 +28,7 @@
 
 static const char help[] =
 	"usage: dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]\n"
-	"              [--verbose] -- program [args...]\n"
+	"              [--tracking uffd|wp] [--verbose] -- program [args...]\n"
 	"       dc-run --status|--discard [--dir D] -- program [args...]\n"
 	"\n"
 	"Runs an unmodified, dynamically linked program under Discount\n"
@@ -56,6 +56,11 @@ static const char help[] =
 	"                             for visible output)\n"
 	"                 manual      only dc_checkpoint() calls\n"
 	"  --interval MS  also commit every MS milliseconds\n"
+	"  --tracking T   how written pages are found (default uffd):\n"
+	"                 uffd  userfaultfd write protection, async mode,\n"
+	"                       scanned at each checkpoint\n"
+	"                 wp    mprotect; the first write to a page faults\n"
+	"                       and is recorded (the thesis' design)\n"
 	"  --stats F      write the run's counters to F when it ends\n"
 	"  --verbose      say what is recovered\n"
 	"  --status       print what a crash would resume, run nothing\n"
@@ -88,12 +93,13 @@ main(int argc, char **argv)
 		{ "protocol", 1, 0, 'p' }, { "interval", 1, 0, 'i' },
 		{ "verbose", 0, 0, 'v' }, { "status", 0, 0, 's' },
 		{ "discard", 0, 0, 'x' }, { "help", 0, 0, 'h' },
-		{ "stats", 1, 0, 'S' }, { 0, 0, 0, 0 } };
+		{ "stats", 1, 0, 'S' }, { "tracking", 1, 0, 't' },
+		{ 0, 0, 0, 0 } };
 	const char *dir = NULL, *proto = "cbndvs", *interval = NULL;
-	const char *stats = NULL;
+	const char *stats = NULL, *tracking = NULL;
 	bool verbose = false, status = false, discard = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "+d:p:i:vsxhS:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+d:p:i:vsxhS:t:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'p': proto = optarg; break;
@@ -102,6 +108,7 @@ main(int argc, char **argv)
 		case 's': status = true; break;
 		case 'x': discard = true; break;
 		case 'S': stats = optarg; break;
+		case 't': tracking = optarg; break;
 		case 'h': usage(true); break;
 		default: usage(false);
 		}
@@ -110,6 +117,11 @@ main(int argc, char **argv)
 		usage(false);
 	enum dc_protocol p;
 	if (dc_protocol_parse(proto, &p) != 0) {
+		fprintf(stderr, "dc-run: %s\n", dc_errormsg());
+		return 2;
+	}
+	enum dc_tracking tr = DC_TRACK_DEFAULT;
+	if (tracking && dc_tracking_parse(tracking, &tr) != 0) {
 		fprintf(stderr, "dc-run: %s\n", dc_errormsg());
 		return 2;
 	}
@@ -182,6 +194,8 @@ main(int argc, char **argv)
 	setenv("DC_PRELOAD", "1", 1);
 	setenv("DC_DIR", dir, 1);
 	setenv("DC_PROTOCOL", dc_protocol_name(p), 1);
+	if (tracking)
+		setenv("DC_TRACKING", dc_tracking_name(tr), 1);
 	if (interval)
 		setenv("DC_INTERVAL", interval, 1);
 	if (verbose)

@@ -1,28 +1,35 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cold_prog.c -- a linked program that writes into cold regions (regions
- *                libdc made read-only because they were idle) from user
- *                mode and through the kernel (unit_test.cpp, [cold])
+ *                libdc made read-only because they were idle) or, with
+ *                DC_TRACKING=wp, write-protected pages, from user mode
+ *                and through the kernel (unit_test.cpp, [cold])
  *
  *   dc-test-cold DIR INPUTFILE
  *
- * A 64 KiB mapping is left idle until it turns cold, then written by
- * read(2), by a store, and by readv(2), each time after it turned cold
- * again; each write is checkpointed.  The program then kills itself; run
- * again, it resumes at the last checkpoint and prints what the mapping
- * holds: "resumed b b c d".  Exit 3: a write failed, or the mapping never
- * turned cold (the test would prove nothing).
+ * A 64 KiB mapping is left idle until it turns cold (is write-protected),
+ * then written by pread(2), by a store, by read(2) across three pages, by
+ * readv(2), and by getxattr(2) (6000 bytes the kernel writes through a
+ * pointer whose length libdc does not look at: with wp the call fails
+ * with EFAULT and is made again), each time after it turned cold again;
+ * each write is checkpointed.  The program then kills itself; run again,
+ * it resumes at the last checkpoint and prints what the mapping holds:
+ * "resumed b b c d b d q q".  Exit 3: a write failed, the mapping never
+ * turned cold, or (wp) the store did not fault or the getxattr was not
+ * made again (the test would prove nothing).
  *
  * Invariants: every write lands in a region /proc/self/maps shows without
  * write permission just before it.
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <dc.h>
@@ -79,16 +86,36 @@ main(int argc, char **argv)
 		return 3;
 	dc_checkpoint();
 	cool(); /* a store into a cold page */
+	struct dc_stats s0, s1;
+	dc_stats(&s0);
 	R[8192] = 'c';
+	dc_stats(&s1);
+	const char *tr = getenv("DC_TRACKING");
+	bool wp = tr && !strcmp(tr, "wp");
+	if (wp && s1.wp_faults != s0.wp_faults + 1)
+		return 3;
+	dc_checkpoint();
+	cool(); /* read(2) into three protected pages, not page-aligned */
+	if (lseek(fd, 0, SEEK_SET) != 0 || read(fd, R + 16484, 8192) != 8192)
+		return 3;
 	dc_checkpoint();
 	cool(); /* readv: the buffer is behind a pointer */
 	struct iovec iov = { R + 12288, 4096 };
 	if (preadv(fd, &iov, 1, 4096) != 4096)
 		return 3;
+	dc_checkpoint();
+	cool(); /* getxattr: three pages behind a pointer */
+	dc_stats(&s0);
+	if (getxattr(argv[2], "user.big", R + 36664, 6000) != 6000)
+		return 3;
+	dc_stats(&s1);
+	if (wp && s1.warmed == s0.warmed)
+		return 3;
 	int rc = dc_checkpoint();
 	if (rc == 1) {
-		printf("resumed %c %c %c %c\n", R[0], R[4095], R[8192],
-			R[12288]);
+		printf("resumed %c %c %c %c %c %c %c %c\n", R[0], R[4095],
+			R[8192], R[12288], R[16484], R[16484 + 8191],
+			R[36664], R[36664 + 5999]);
 		return 0;
 	}
 	kill(getpid(), SIGKILL);

@@ -6,7 +6,8 @@
 // against a failure-free run on the input the surviving execution
 // consumed, and the files it wrote.  Broken variant (DC_BROKEN build of
 // libdc, CBNDVS without the commit before a visible event): the same
-// checker must catch it.
+// checker must catch it.  One share of the kills runs with write-protect
+// dirty tracking (dc-run --tracking wp) instead of the default.
 #include "harness.hpp"
 
 using dctest::Outcome;
@@ -14,24 +15,37 @@ using dctest::Outcome;
 static const char *const protos[] = { "cpvs", "cand", "cbndvs", "cand-log",
 	"cbndvs-log" };
 
-// Each protocol gets its share of the kills; a program that finishes
-// before its share is used up (ed reads its script quickly) is run again
-// from the start, in a fresh directory.
+// Each leg (a protocol, and cbndvs with write-protect tracking) gets its
+// share of the kills; a program that finishes before its share is used up
+// (ed reads its script quickly) is run again from the start, in a fresh
+// directory.
 static void run_all(const dctest::Prog &p, int kills_total)
 {
+	struct Leg {
+		const char *proto, *tracking;
+	};
+	std::vector<Leg> legs;
+	for (const char *pr : protos)
+		legs.push_back({ pr, nullptr });
+	legs.push_back({ "cbndvs", "wp" });
 	test::Rng rng(test::seed());
-	int per = kills_total / 5 + 1, kills = 0;
-	for (const char *pr : protos) {
+	int per = kills_total / (int)legs.size() + 1, kills = 0;
+	for (const Leg &l : legs) {
 		int mine = 0;
 		for (int runs = 0; mine < per && runs < 4 * per; runs++) {
-			Outcome o = dctest::crash_run(p, pr, per - mine, rng,
-				"");
+			Outcome o = dctest::crash_run(p, l.proto, per - mine,
+				rng, "", 4, "/dev/shm", l.tracking);
 			INFO(o.why);
-			WARN(p.name << " " << pr << ": " << o.kills
-				    << " kills, " << o.lost
+			WARN(p.name << " " << l.proto << " "
+				    << (l.tracking ? l.tracking : "uffd")
+				    << ": " << o.kills << " kills, " << o.lost
 				    << " input bytes dropped by crashes");
 			REQUIRE(o.equivalent);
 			REQUIRE(o.files_equal);
+			// write-protect tracking was in use: writes faulted
+			if (l.tracking)
+				REQUIRE(dctest::stat_of(o.stats,
+						"wp_faults") > 0);
 			mine += o.kills;
 		}
 		kills += mine;

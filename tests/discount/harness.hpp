@@ -66,6 +66,15 @@ inline uint64_t now_ms()
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
+// The dirty-tracking mechanism of the libdc runs this test starts
+// (DC_TRACKING, read by dc_init), for as long as it lives.
+struct Tracking {
+	explicit Tracking(const char *t) { setenv("DC_TRACKING", t, 1); }
+	~Tracking() { unsetenv("DC_TRACKING"); }
+	Tracking(const Tracking &) = delete;
+	Tracking &operator=(const Tracking &) = delete;
+};
+
 struct Prog {
 	std::string name;
 	std::vector<std::string> argv;
@@ -191,12 +200,25 @@ struct Outcome {
 	bool files_equal = true;
 	std::string why;
 	size_t lost = 0; // input bytes dropped by crashes
+	std::string stats; // dc-run --stats of the run that finished
 };
 
-// Run p under dc-run with `kills` SIGKILLs at random points.
+// The counter `key` of a dc-run --stats file (-1: absent).
+inline long long stat_of(const std::string &stats, const std::string &key)
+{
+	size_t at = stats.find(key + "=");
+	if (at != 0 && at != std::string::npos)
+		at = stats.find("\n" + key + "=");
+	if (at == std::string::npos)
+		return -1;
+	return atoll(stats.c_str() + stats.find('=', at) + 1);
+}
+
+// Run p under dc-run with `kills` SIGKILLs at random points; tracking:
+// dc-run --tracking (and the finished run's counters in Outcome::stats).
 inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 	test::Rng &rng, const std::string &lib, int tick_ms = 4,
-	const char *base = "/dev/shm")
+	const char *base = "/dev/shm", const char *tracking = nullptr)
 {
 	test::TempDir d(base);
 	std::string dir = d / "ckpt", cwd = d / "work", rcwd = d / "ref";
@@ -204,7 +226,11 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 	REQUIRE(mkdir(rcwd.c_str(), 0700) == 0);
 	std::string dcrun = env_or("DC_RUN", "dc-run");
 	std::vector<std::string> argv = { dcrun, "--dir", dir, "--protocol",
-		proto, "--" };
+		proto };
+	if (tracking)
+		argv.insert(argv.end(), { "--tracking", tracking, "--stats",
+						d / "stats" });
+	argv.push_back("--");
 	argv.insert(argv.end(), p.argv.begin(), p.argv.end());
 	std::vector<std::string> env;
 	if (!lib.empty())
@@ -317,6 +343,8 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 	close(m);
 	close(s);
 
+	if (test::exists(d / "stats"))
+		o.stats = test::read_file(d / "stats");
 	std::string ref = reference(p, E, rcwd);
 	test::write_file(d / "ref.out", ref);
 	test::write_file(d / "obs.out", observed);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // unit_test.cpp -- dc-equiv (Definition 2), the linked example recovering
 //                  after SIGKILL, refusals, and checkpoint-directory errors
+#include <sys/xattr.h>
+
 #include "harness.hpp"
 
 static int equiv(const std::string &ref, const std::string &obs)
@@ -38,8 +40,12 @@ static std::string counter(const std::string &dir, int n, int kill_ms)
 TEST_CASE("linked example continues from its last checkpoint after "
 	  "SIGKILL", "[linked]")
 {
+	// both dirty-tracking mechanisms; recovered runs keep tracking
 	test::TempDir d;
 	std::string dir = d / "ck";
+	const char *tr = GENERATE("uffd", "wp");
+	INFO("tracking " << tr);
+	dctest::Tracking use(tr);
 	std::string a = counter(dir, 40, 300);
 	REQUIRE(a.find("step 3 ") != std::string::npos);
 	REQUIRE(a.find("step 39 ") == std::string::npos);
@@ -186,12 +192,18 @@ TEST_CASE("recovery undoes the file changes of the lost interval",
 	}
 }
 
-TEST_CASE("writes into cold regions, by the kernel or a store, are "
-	  "checkpointed", "[cold]")
+TEST_CASE("writes into cold regions or write-protected pages, by the "
+	  "kernel or a store, are checkpointed", "[cold]")
 {
 	test::TempDir d;
 	std::string in = d / "in";
 	test::write_file(in, std::string(4096, 'b') + std::string(4096, 'd'));
+	std::string big(6000, 'q');
+	REQUIRE(setxattr(in.c_str(), "user.big", big.data(), big.size(), 0) ==
+		0);
+	const char *tr = GENERATE("uffd", "wp");
+	INFO("tracking " << tr);
+	dctest::Tracking use(tr);
 	std::string out;
 	for (int run = 0; run < 2; run++) {
 		int st;
@@ -206,5 +218,5 @@ TEST_CASE("writes into cold regions, by the kernel or a store, are "
 			REQUIRE(WEXITSTATUS(st) == 0);
 		}
 	}
-	REQUIRE(out == "resumed b b c d\n");
+	REQUIRE(out == "resumed b b c d b d q q\n");
 }
