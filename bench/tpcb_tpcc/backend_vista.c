@@ -57,19 +57,6 @@ v_teardown(bool remove)
 	return 0;
 }
 
-static unsigned
-force_flag(enum tb_domain d)
-{
-	switch (d) {
-	case TB_DOMAIN_BYTE:
-		return RIO_FORCE_BYTE;
-	case TB_DOMAIN_PAGE:
-		return RIO_FORCE_PAGE;
-	default:
-		return RIO_FORCE_CACHELINE;
-	}
-}
-
 static int
 v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 	void **db)
@@ -90,7 +77,7 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 		.log_path = c->log,
 		.log_size = 2 * ((lane + 4095) & ~(size_t)4095),
 		.lanes = 2,
-		.rio_flags = force_flag(o->domain) | RIO_NO_SIGNALS,
+		.rio_flags = tb_rio_force_flag(o->domain) | RIO_NO_SIGNALS,
 	};
 	int rc = vista_init(&vo, &c->v);
 	if (rc) {

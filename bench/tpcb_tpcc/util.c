@@ -63,6 +63,19 @@ tb_domain_name(enum tb_domain d)
 	}
 }
 
+unsigned
+tb_rio_force_flag(enum tb_domain d)
+{
+	switch (d) {
+	case TB_DOMAIN_BYTE:
+		return RIO_FORCE_BYTE;
+	case TB_DOMAIN_PAGE:
+		return RIO_FORCE_PAGE;
+	default:
+		return RIO_FORCE_CACHELINE;
+	}
+}
+
 int
 tb_mkdirs(const char *path)
 {
