@@ -95,7 +95,7 @@ setup_rvm(const struct tb_opts *o)
 static int
 rvm_setup_disk(const struct tb_opts *o)
 {
-	if (tb_workdir(R.work, sizeof(R.work), o->rvm_dir))
+	if (tb_workdir(o, R.work, sizeof(R.work), o->rvm_dir))
 		return -1;
 	snprintf(R.dir, sizeof(R.dir), "%s", R.work);
 	return setup_rvm(o);
@@ -229,6 +229,7 @@ rio_unlink(const char *path)
 	return rc ? -rio_errno(rc) : 0;
 }
 
+#ifndef TB_BROKEN_RIO_LAZY
 static const struct rvm_io_ops rio_ops = {
 	.open = rio_open,
 	.pread = rio_pread,
@@ -239,6 +240,91 @@ static const struct rvm_io_ops rio_ops = {
 	.close = rio_close,
 	.unlink = rio_unlink,
 };
+#else
+/* Broken on purpose (tests/bench/tb_crash_test.cpp must catch it): a
+ * write is acknowledged at once but reaches the cache only with the next
+ * call, so a crash loses the last acknowledged write.  The process itself
+ * sees every write: reads, size changes and closes settle it first.  One
+ * thread only. */
+static struct {
+	int fd;
+	void *buf;
+	size_t len;
+	off_t off;
+} late = { .fd = -1 };
+
+static int
+settle(void)
+{
+	int fd = late.fd;
+	late.fd = -1;
+	ssize_t n = fd < 0 ? 0 : rio_pwrite(fd, late.buf, late.len, late.off);
+	free(late.buf);
+	late.buf = NULL;
+	return n < 0 ? -errno : 0;
+}
+
+static ssize_t
+lazy_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	int rc = settle();
+	if (rc == 0 && (late.buf = malloc(len)) == NULL)
+		rc = -ENOMEM;
+	if (rc) {
+		errno = -rc;
+		return -1;
+	}
+	memcpy(late.buf, buf, len);
+	late.fd = fd;
+	late.len = len;
+	late.off = off;
+	return (ssize_t)len;
+}
+
+static ssize_t
+lazy_pread(int fd, void *buf, size_t len, off_t off)
+{
+	int rc = settle();
+	if (rc) {
+		errno = -rc;
+		return -1;
+	}
+	return rio_pread(fd, buf, len, off);
+}
+
+static int
+lazy_ftruncate(int fd, off_t len)
+{
+	int rc = settle();
+	return rc ? rc : rio_ftruncate(fd, len);
+}
+
+static off_t
+lazy_size(int fd)
+{
+	int rc = settle();
+	return rc ? rc : rio_size(fd);
+}
+
+static int
+lazy_close(int fd)
+{
+	int rc = settle();
+	int e = rio_close(fd);
+	return rc ? rc : e;
+}
+
+static const struct rvm_io_ops rio_ops = {
+	.open = rio_open,
+	.pread = lazy_pread,
+	.pwrite = lazy_pwrite,
+	.fdatasync = rio_fdatasync,
+	.ftruncate = lazy_ftruncate,
+	.size = lazy_size,
+	.close = lazy_close,
+	.unlink = rio_unlink,
+};
+#endif
 
 /* Every data file and the log, each block once more for the copy a write
  * makes before it commits, and 8 MiB for the cache's own tables. */
@@ -254,8 +340,8 @@ static int
 rvm_setup_rio(const struct tb_opts *o)
 {
 	char pooldir[4096];
-	if (tb_workdir(R.work, sizeof(R.work), o->rio_dir) ||
-	    tb_workdir(pooldir, sizeof(pooldir), o->pmem_dir))
+	if (tb_workdir(o, R.work, sizeof(R.work), o->rio_dir) ||
+	    tb_workdir(o, pooldir, sizeof(pooldir), o->pmem_dir))
 		return -1;
 	/* The files one level down: the pool must not be inside the cache's
 	 * directory, and --rio-dir may be --pmem-dir. */

@@ -37,6 +37,10 @@ struct tb_opts {
 	const char *rvm_dir;    /* rvm: a disk directory */
 	const char *rio_dir;    /* rvm-rio: files behind the Rio file cache */
 	const char *pmem_dir;   /* vista, pmemobj pools; rvm-rio's cache pool */
+	/* Crash tools (tb_crash.c): every file of the backend in exactly this
+	 * directory, kept from one process to the next (default: a directory
+	 * "tpcbench.<pid>" under each of the dirs above, removed at the end). */
+	const char *work_dir;
 	const char *csv;        /* append result rows here */
 	bool quiet;
 	bool no_reopen;
@@ -98,6 +102,13 @@ struct tb_workload {
 	int (*tx)(void *wl, void *db, const struct tb_backend *b, void *ctx);
 	/* 0 if every invariant holds, else -1 with a reason in why. */
 	int (*check)(void *wl, const void *db, char *why, size_t n);
+	/* After a crash, in a process that did not run the transactions: the
+	 * invariants of any database the workload wrote, from its contents
+	 * alone (the driver's running totals are gone).  0 with *committed =
+	 * the transactions the database says committed, or -1 with a reason.
+	 * NULL when the workload has none. */
+	int (*check_recovered)(void *wl, const void *db, uint64_t *committed,
+		char *why, size_t n);
 	void (*fini)(void *wl);
 };
 
@@ -126,9 +137,11 @@ const char *tb_domain_name(enum tb_domain d);
 unsigned tb_rio_force_flag(enum tb_domain d);
 /* mkdir -p; 0 or -1 (reported). */
 int tb_mkdirs(const char *path);
-/* Create this process's work directory "<base>/tpcbench.<pid>" in buf
- * (tpcbench removes it when a child fails); 0 or -1 (reported). */
-int tb_workdir(char *buf, size_t n, const char *base);
+/* Create the work directory in buf: o->work_dir if set, else this
+ * process's "<base>/tpcbench.<pid>" (tpcbench removes it when a child
+ * fails); 0 or -1 (reported). */
+int tb_workdir(const struct tb_opts *o, char *buf, size_t n,
+	const char *base);
 /* Remove a directory tree. */
 void tb_rmtree(const char *path);
 /* The process's memory: VmRSS and RssAnon in bytes. */

@@ -100,9 +100,12 @@ tb_mkdirs(const char *path)
 }
 
 int
-tb_workdir(char *buf, size_t n, const char *base)
+tb_workdir(const struct tb_opts *o, char *buf, size_t n, const char *base)
 {
-	snprintf(buf, n, "%s/tpcbench.%d", base, (int)getpid());
+	if (o->work_dir != NULL)
+		snprintf(buf, n, "%s", o->work_dir);
+	else
+		snprintf(buf, n, "%s/tpcbench.%d", base, (int)getpid());
 	return tb_mkdirs(buf);
 }
 

@@ -33,6 +33,8 @@
  *   12  sum(C_BALANCE + C_YTD_PAYMENT) = initial + delivered amounts
  * and, against the driver's running totals: sum(S_YTD), sum(S_ORDER_CNT),
  * sum(C_PAYMENT_CNT), sum(C_DELIVERY_CNT), the history ring's amounts.
+ * After a crash (oe_recovered, no driver's totals): conditions 1-7, which
+ * the database alone decides.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -728,6 +730,32 @@ oe_check(void *wl, const void *cdb, char *why, size_t n)
 	return 0;
 }
 
+static int
+oe_recovered(void *wl, const void *cdb, uint64_t *committed, char *why,
+	size_t n)
+{
+	const struct oe *w = wl;
+	void *db = (void *)cdb;
+	const struct oe_hdr *h = db;
+	if (h->magic != OE_MAGIC)
+		return FAIL("bad database magic");
+	for (uint32_t wi = 0; wi < w->W; wi++) {
+		int64_t dsum = 0;
+		for (uint32_t d = 0; d < DISTRICTS; d++) {
+			dsum += dist(w, db, wi, d)->ytd;
+			if (check_district(w, db, wi, d, why, n))
+				return -1;
+		}
+		/* 1 */
+		if (wh(w, db, wi)->ytd != dsum)
+			return FAIL("condition 1: W_YTD %u is %lld, sum(D_YTD) "
+				"%lld", wi, (long long)wh(w, db, wi)->ytd,
+				(long long)dsum);
+	}
+	*committed = h->clock - 1; /* populated at 1, +1 per commit */
+	return 0;
+}
+
 static void
 oe_fini(void *wl)
 {
@@ -744,5 +772,6 @@ const struct tb_workload tb_order_entry = {
 	.populate = oe_populate,
 	.tx = oe_tx,
 	.check = oe_check,
+	.check_recovered = oe_recovered,
 	.fini = oe_fini,
 };
