@@ -41,6 +41,16 @@
 #define FILE_SIZE (4u << 20)
 #define SQLITE "/usr/bin/sqlite3"
 
+/* LD_PRELOAD for the shim; in a build with AddressSanitizer, meson names
+ * the ASan runtime in RIO_FS_PRELOAD_FIRST: it must come before the
+ * (sanitized) shim, in this program's children and in sqlite3 alike. */
+static const char *
+shim_preload(void)
+{
+	return RIO_FS_PRELOAD_FIRST[0] ? RIO_FS_PRELOAD_FIRST ":"
+		RIO_FS_SHIM_PATH : RIO_FS_SHIM_PATH;
+}
+
 struct row {
 	char name[64];
 	double med[2], p99[2], mean[2]; /* [0] 4096 B, [1] 64 B */
@@ -210,7 +220,7 @@ shim_run(const char *self, const char *diskdir, const char *tmpfsdir, int n,
 	if (asprintf(&cmd,
 		    "RIO_FS_DIR='%s' RIO_FS_POOL='%s' RIO_FS_POOL_SIZE=64M "
 		    "LD_PRELOAD='%s' '%s' --posix-child '%s' %d",
-		    diskdir, pool, RIO_FS_SHIM_PATH, self, path, n) < 0)
+		    diskdir, pool, shim_preload(), self, path, n) < 0)
 		return -1;
 	p = popen(cmd, "r");
 	if (p == NULL)
@@ -253,7 +263,7 @@ sqlite_run(const char *dbdir, const char *tmpfsdir, int n, bool shim)
 		rc = asprintf(&cmd,
 			"RIO_FS_DIR='%s' RIO_FS_POOL='%s' RIO_FS_POOL_SIZE=64M "
 			"LD_PRELOAD='%s' " SQLITE " '%s' < '%s'",
-			dbdir, pool, RIO_FS_SHIM_PATH, db, sql);
+			dbdir, pool, shim_preload(), db, sql);
 	else
 		rc = asprintf(&cmd, SQLITE " '%s' < '%s'", db, sql);
 	if (rc < 0)
