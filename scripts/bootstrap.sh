@@ -31,7 +31,12 @@ PACKAGES=(
 	sqlite3
 	# libvista
 	# libvistagrams
-	# discount
+	# discount (the crash tests run these unmodified; benchmarks use cjpeg, gzip)
+	bc
+	lua5.4
+	ed
+	libjpeg-turbo-progs
+	gzip
 	# tools/pmemtest (addr2line symbolizes call sites)
 	binutils
 	# bench/tpcb_tpcc

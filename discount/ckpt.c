@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ckpt.c -- committing a checkpoint: redo log, commit record, shadow image
+ *
+ * A checkpoint of generation g (dc__commit):
+ *   0. the registers are saved (dc__save_ctx); what follows runs on a
+ *      stack that is no part of the image (body_stack): the pages of the
+ *      program's stack below the saved stack pointer are tracked too,
+ *      and a redo page whose bytes changed between checksum and write
+ *      would fail verification at recovery;
+ *   1. mapping changes since the last commit are folded in: new tracked
+ *      ranges are registered and copied whole, dropped ranges are punched;
+ *   2. PAGEMAP_SCAN over the hot regions returns the written pages and
+ *      protects them again (track.c); libdc's own first page of state and
+ *      the live part of its signal stack are added (add_own);
+ *   3. the segment of g is appended to the redo log: header, entries,
+ *      pages (one pwritev), made durable (redo.c);
+ *   4. the commit record (slot g & 1) naming the segment's offset, length
+ *      and checksum is written and persisted: THE CHECKPOINT IS DURABLE
+ *      HERE;
+ *   5. the log is flushed into the shadow when it must be (redo.c);
+ *   6. the interval's logs start over (their entries now carry g + 1).
+ *
+ * Invariants:
+ *  1. The shadow holds exactly the image of generation words.applied; the
+ *     redo log holds the segments applied+1 .. committed (redo.c
+ *     invariant 1), so a committed checkpoint is never lost.
+ *  2. Between the scan (2) and the end of the flush (5) no byte the
+ *     segment copies is written: what the redo holds is what the shadow
+ *     gets (body_stack).
+ *  3. Recovery applies the pending segments when applied < committed;
+ *     applying is idempotent (same pages to the same offsets, same
+ *     punches).
+ *  4. A commit record is valid only with its magic and checksum; the valid
+ *     slot with the higher generation is the committed checkpoint.
+ *
+ * State machine of the directory: EMPTY --create--> CREATED (no valid
+ * commit: a new run starts over) --first commit--> COMMITTED(g)
+ * --commit--> COMMITTED(g+1) ... --clean exit--> removed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dc_int.h"
+
+
+#ifdef DC_TEST_CRASHPOINTS
+/* Test build only: DC_CRASH_AT=point:gen kills the process at that point
+ * of the commit of generation gen (redo: segment durable, no commit
+ * record; committed: record durable, log not flushed; apply: half way
+ * through the flush of the log), and DC_TEST_REDO_MAX sets the log size
+ * that makes a commit flush (1: every commit).  Read once per
+ * incarnation, into untracked memory: the environment is process memory,
+ * and a recovered process has the checkpoint's. */
+void
+dc__crashpoint_init(void)
+{
+	const char *e = getenv("DC_CRASH_AT");
+	snprintf(dc__vol.crash_at, sizeof(dc__vol.crash_at), "%s",
+		e ? e : "");
+	e = getenv("DC_TEST_REDO_MAX");
+	if (e)
+		dc__vol.redo_max = strtoull(e, NULL, 10);
+}
+
+void
+dc__crashpoint(const char *point, uint64_t gen)
+{
+	const char *e = dc__vol.crash_at;
+	size_t n = strlen(point);
+	if (!strncmp(e, point, n) && e[n] == ':' &&
+	    strtoull(e + n + 1, NULL, 10) == gen)
+		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			SIGKILL, 0, 0, 0, 0);
+}
+#endif
+#define CSUM_CHUNK (64u * 1024u)
+
+static char *
+path_in(char *buf, size_t n, const char *dir, const char *name)
+{
+	snprintf(buf, n, "%s/%s", dir, name);
+	return buf;
+}
+
+int
+dc__own_fd(int fd)
+{
+	int nfd = fcntl(fd, F_DUPFD_CLOEXEC, DC__OWN_FD_BASE);
+	if (nfd < 0)
+		return fd;
+	close(fd);
+	return nfd;
+}
+
+int
+dc__sync_fd(int fd)
+{
+	/* On tmpfs a completed write survives the death of the process
+	 * (Rio's model: the memory outlives the process); elsewhere the
+	 * data must reach the device first. */
+	if (dc__vol.dir_is_mem)
+		return 0;
+	if (fdatasync(fd) != 0)
+		return dc__err(-errno, "fdatasync: %s", strerror(errno));
+	return 0;
+}
+
+static struct dc_words *
+words(void)
+{
+	return (struct dc_words *)(void *)(dc__vol.ctlb + DC_CTL_WORDS_OFF);
+}
+
+static struct dc_commit *
+slot(uint64_t gen)
+{
+	return (struct dc_commit *)(void *)(dc__vol.ctlb + DC_CTL_COMMIT_OFF +
+		256u * (unsigned)(gen & 1));
+}
+
+static bool
+commit_valid(const struct dc_commit *c)
+{
+	return c->magic == DC_COMMIT_MAGIC && c->gen != 0 &&
+		c->checksum == rio_checksum(c, 248, DC_COMMIT_SEED);
+}
+
+const struct dc_commit *
+dc__last_commit(void)
+{
+	const struct dc_commit *a = slot(0), *b = slot(1), *best = NULL;
+	if (commit_valid(a))
+		best = a;
+	if (commit_valid(b) && (best == NULL || b->gen > best->gen))
+		best = b;
+	return best;
+}
+
+static int
+open_own(const char *dir, const char *name, int flags)
+{
+	char p[PATH_MAX];
+	int fd = open(path_in(p, sizeof(p), dir, name),
+		flags | O_CLOEXEC | O_RDWR, 0600);
+	if (fd < 0)
+		return dc__err(-errno, "open %s: %s", p, strerror(errno));
+	return dc__own_fd(fd);
+}
+
+static unsigned
+ctl_flags(void)
+{
+	return RIO_NO_SIGNALS | (dc__vol.dir_is_mem ? RIO_FORCE_BYTE : 0);
+}
+
+static int
+open_logs(const char *dir, int extra)
+{
+	int fds[4];
+	const char *names[4] = { "shadow", "redo", "ndlog", "fundo" };
+	for (int i = 0; i < 4; i++) {
+		fds[i] = open_own(dir, names[i], extra);
+		if (fds[i] < 0) {
+			int rc = fds[i];
+			while (i-- > 0)
+				close(fds[i]);
+			return rc;
+		}
+	}
+	dc__vol.shadow_fd = fds[0];
+	dc__vol.redo_fd = fds[1];
+	dc__vol.ndlog_fd = fds[2];
+	dc__vol.fundo_fd = fds[3];
+	return 0;
+}
+
+static int
+mkdirs(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s", dir);
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0700) != 0 && errno != EEXIST)
+			return dc__err(-errno, "mkdir %s: %s", p,
+				strerror(errno));
+		*s = '/';
+	}
+	if (mkdir(p, 0700) != 0 && errno != EEXIST)
+		return dc__err(-errno, "mkdir %s: %s", p, strerror(errno));
+	return 0;
+}
+
+static void
+probe_fs(const char *dir)
+{
+	struct statfs sf;
+	dc__vol.dir_is_mem = statfs(dir, &sf) == 0 &&
+		(sf.f_type == TMPFS_MAGIC || sf.f_type == RAMFS_MAGIC);
+}
+
+/* Create a fresh directory content.  ctl is created last: a directory
+ * without a valid ctl commit is "no checkpoint". */
+int
+dc__files_create(const char *dir)
+{
+	char p[PATH_MAX];
+	int rc = mkdirs(dir);
+	if (rc)
+		return rc;
+	probe_fs(dir);
+	unlink(path_in(p, sizeof(p), dir, "ctl"));
+	rc = open_logs(dir, O_CREAT | O_TRUNC);
+	if (rc)
+		return rc;
+
+	struct rio_pool_opts o = { .layout = DC_CTL_LAYOUT };
+	rio_pool *pool;
+	rc = rio_pool_create_opts(path_in(p, sizeof(p), dir, "ctl"),
+		RIO_POOL_HDR_SIZE + DC_CTL_SIZE, ctl_flags(), &o, &pool);
+	if (rc)
+		return rc;
+	dc__vol.ctl = pool;
+	dc__vol.ctlb = rio_pool_base(pool);
+
+	struct dc_superblock *sb = (struct dc_superblock *)(void *)
+		dc__vol.ctlb;
+	memset(sb, 0, sizeof(*sb));
+	sb->magic = DC_SB_MAGIC;
+	sb->major = DC_MAJOR;
+	sb->minor = DC_MINOR;
+	sb->ctime_ns = dc__now_ns(CLOCK_REALTIME);
+	sb->ctl_addr = (uint64_t)(uintptr_t)dc__vol.ctlb;
+	struct stat st;
+	if (stat("/proc/self/exe", &st) == 0) {
+		sb->exe_dev = st.st_dev;
+		sb->exe_ino = st.st_ino;
+		sb->exe_size = (uint64_t)st.st_size;
+	}
+	ssize_t n = readlink("/proc/self/exe", sb->exe, sizeof(sb->exe) - 1);
+	if (n > 0)
+		sb->exe[n] = '\0';
+	sb->st_addr = (uint64_t)(uintptr_t)&dc__st;
+	sb->checksum = rio_checksum(sb, 4088, DC_SB_SEED);
+	/* The superblock must be durable before any commit record refers
+	 * to this directory. */
+	rio_persist(pool, sb, sizeof(*sb));
+	return 0;
+}
+
+static int
+check_sb(const struct dc_superblock *sb, const char *dir)
+{
+	if (sb->magic != DC_SB_MAGIC ||
+	    sb->checksum != rio_checksum(sb, 4088, DC_SB_SEED))
+		return dc__err(DC_ECORRUPT, "%s/ctl: bad superblock", dir);
+	if (sb->major > DC_MAJOR)
+		return dc__err(DC_EVERSION, "%s/ctl: format %u.%u is newer "
+			"than %u.%u", dir, sb->major, sb->minor, DC_MAJOR,
+			DC_MINOR);
+	return 0;
+}
+
+/* The superblock and commit slots of a ctl file, read without mapping it.
+ * Returns the committed record (NULL: none, the directory holds no
+ * checkpoint) or sets *rc for a corrupt or newer directory. */
+static char ctl_blk[DC_CTL_WORDS_OFF + sizeof(struct dc_words)];
+
+static const struct dc_commit *
+ctl_read(const char *dir, int *rc)
+{
+	char p[PATH_MAX];
+	*rc = 0;
+	int fd = open(path_in(p, sizeof(p), dir, "ctl"), O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno != ENOENT)
+			*rc = dc__err(-errno, "open %s: %s", p,
+				strerror(errno));
+		return NULL;
+	}
+	ssize_t n = pread(fd, ctl_blk, sizeof(ctl_blk), RIO_POOL_HDR_SIZE);
+	close(fd);
+	if (n != (ssize_t)sizeof(ctl_blk))
+		return NULL; /* half-created */
+	const struct dc_commit *a = (const void *)(ctl_blk + DC_CTL_COMMIT_OFF);
+	const struct dc_commit *b = a + 1, *c = NULL;
+	if (commit_valid(a))
+		c = a;
+	if (commit_valid(b) && (c == NULL || b->gen > c->gen))
+		c = b;
+	/* No valid commit record: a crash during creation (before or
+	 * while the superblock was written) or before the first commit;
+	 * there is nothing to recover, whatever the superblock says. */
+	if (c == NULL)
+		return NULL;
+	*rc = check_sb((const struct dc_superblock *)(void *)ctl_blk, dir);
+	return *rc ? NULL : c;
+}
+
+/* Open an existing directory; *have = a committed checkpoint exists. */
+int
+dc__files_open(const char *dir, bool *have)
+{
+	char p[PATH_MAX];
+	int rc;
+	*have = false;
+	probe_fs(dir);
+	if (ctl_read(dir, &rc) == NULL)
+		return rc;
+	const struct dc_superblock *sb = (const void *)ctl_blk;
+	if (sb->st_addr != (uint64_t)(uintptr_t)&dc__st)
+		return dc__err(DC_EMISMATCH, "recovery refused: libdc is at "
+			"another address than at the checkpoint (address-space "
+			"randomisation on, or another libdc build)");
+	struct rio_pool_opts o = { .layout = DC_CTL_LAYOUT,
+		.addr = (void *)(uintptr_t)(sb->ctl_addr - RIO_POOL_HDR_SIZE) };
+	rio_pool *pool;
+	rc = rio_pool_open_opts(path_in(p, sizeof(p), dir, "ctl"),
+		ctl_flags(), &o, &pool);
+	if (rc)
+		return dc__err(rc == RIO_EADDRINUSE ? DC_EMISMATCH : rc,
+			"recovery refused: %s cannot be mapped where the "
+			"checkpointed program had it (%#lx; another program?): "
+			"%s", p, (unsigned long)sb->ctl_addr, rio_errormsg());
+	dc__vol.ctl = pool;
+	dc__vol.ctlb = rio_pool_base(pool);
+	const struct dc_commit *c = dc__last_commit();
+	if (c == NULL)
+		return 0;
+	rc = open_logs(dir, 0);
+	if (rc)
+		return rc;
+	dc__vol.committed = c->gen;
+	dc__vol.incarnation = words()->incarnation;
+	*have = true;
+	return 0;
+}
+
+/* ---- folding mapping changes in ---- */
+
+static bool
+overlaps_chg(uint64_t a, uint64_t b)
+{
+	for (unsigned i = 0; i < dc__st.nchg; i++)
+		if (dc__st.chg[i].a < b && dc__st.chg[i].b > a)
+			return true;
+	return false;
+}
+
+static bool
+inside_old_tracked(const struct dc__region *old, unsigned nold, uint64_t a,
+	uint64_t b)
+{
+	for (unsigned i = 0; i < nold; i++)
+		if ((old[i].kind & DC__R_TRACKED) && old[i].start <= a &&
+		    old[i].end >= b)
+			return true;
+	return false;
+}
+
+static int
+add_ent(unsigned *n, uint64_t a, uint64_t len, uint64_t op)
+{
+	if (*n >= DC__MAX_ENTS)
+		return dc__err(DC_ELIMIT, "checkpoint has more than %u "
+			"ranges", DC__MAX_ENTS);
+	dc__vol.ents[(*n)++] = (struct dc_redo_ent){ a, len, op };
+	return 0;
+}
+
+static int scan_range(unsigned *n, uint64_t lo, uint64_t hi, bool written);
+
+/* Copy every present page of [a, b) (a range new to tracking). */
+static int
+add_present(unsigned *n, uint64_t a, uint64_t b)
+{
+	return scan_range(n, a, b, false);
+}
+
+static int
+fold_maps(unsigned *n)
+{
+	struct dc__region *nw = dc__vol.fresh, *old = dc__st.reg;
+	unsigned nn, nold = dc__st.nreg;
+	bool all = dc__st.chg_overflow || nold == 0;
+	int rc = dc__maps_read(nw, DC__MAX_REGIONS, &nn);
+	if (rc)
+		return rc;
+	dc__track_refold(nw, nn);
+	dc__maps_classify(nw, nn);
+
+	/* punch: every changed range, and old tracked memory that is gone */
+	for (unsigned i = 0; i < dc__st.nchg && !all; i++)
+		if ((rc = add_ent(n, dc__st.chg[i].a,
+			     dc__st.chg[i].b - dc__st.chg[i].a,
+			     DC_REDO_PUNCH)))
+			return rc;
+	for (unsigned i = 0; i < nold; i++) {
+		if (!(old[i].kind & DC__R_TRACKED))
+			continue;
+		uint64_t a = old[i].start;
+		for (unsigned j = 0; j < nn && a < old[i].end; j++) {
+			if (!(nw[j].kind & DC__R_TRACKED) ||
+			    nw[j].end <= a || nw[j].start >= old[i].end)
+				continue;
+			if (nw[j].start > a &&
+			    (rc = add_ent(n, a, nw[j].start - a,
+				     DC_REDO_PUNCH)))
+				return rc;
+			a = nw[j].end;
+		}
+		if (a < old[i].end &&
+		    (rc = add_ent(n, a, old[i].end - a, DC_REDO_PUNCH)))
+			return rc;
+	}
+	/* new tracked memory: register, copy what is present, protect */
+	for (unsigned j = 0; j < nn; j++) {
+		struct dc__region *r = &nw[j];
+		if (r->kind & DC__R_SHARED && r->prot & PROT_WRITE) {
+			dc__refuse("a shared writable mapping");
+			return dc__err(DC_EUNSUPPORTED, "shared writable "
+				"mapping %#lx-%#lx %s", (unsigned long)r->start,
+				(unsigned long)r->end, r->path);
+		}
+		if (!(r->kind & DC__R_TRACKED))
+			continue;
+		bool fresh = all ||
+			!inside_old_tracked(old, nold, r->start, r->end);
+		if (!fresh && !overlaps_chg(r->start, r->end))
+			continue;
+		if ((rc = dc__track_register(r->start, r->end)))
+			return rc;
+		if (r->prot & PROT_READ) {
+			if (fresh)
+				rc = add_present(n, r->start, r->end);
+			else
+				for (unsigned i = 0; i < dc__st.nchg && !rc;
+				     i++) {
+					uint64_t a = dc__st.chg[i].a > r->start ?
+						dc__st.chg[i].a : r->start;
+					uint64_t b = dc__st.chg[i].b < r->end ?
+						dc__st.chg[i].b : r->end;
+					if (a < b)
+						rc = add_present(n, a, b);
+				}
+			if (rc)
+				return rc;
+		}
+		if ((rc = dc__track_protect(r->start, r->end)))
+			return rc;
+	}
+	memcpy(old, nw, nn * sizeof(*nw));
+	dc__st.nreg = nn;
+	dc__track_pin();
+	return 0;
+}
+
+/* Pages of [lo, hi) into redo entries: written ones (protected again),
+ * or, with written=false, present ones. */
+static int
+scan_range(unsigned *n, uint64_t lo, uint64_t hi, bool written)
+{
+	while (lo < hi) {
+		uint64_t wend = hi;
+		long k = dc__track_scan(lo, hi, written, written, dc__vol.scan,
+			DC__SCAN_VEC, &wend);
+		if (k < 0)
+			return (int)k;
+		for (long i = 0; i < k; i++) {
+			int rc = add_ent(n, dc__vol.scan[i].start,
+				dc__vol.scan[i].end - dc__vol.scan[i].start,
+				DC_REDO_PAGES);
+			if (rc)
+				return rc;
+		}
+		if (k < DC__SCAN_VEC || wend <= lo)
+			break;
+		lo = wend;
+	}
+	return 0;
+}
+
+/*
+ * One PAGEMAP_SCAN per run of hot tracked regions that are neighbours in
+ * the region list (nothing but libdc's own cut-out memory or unmapped
+ * space between them): the walk costs per VMA visited, so cold regions and
+ * the untracked VMAs between regions (library text) are not walked.  Each
+ * region learns whether it was written (track.c cools idle ones).
+ */
+static int
+scan_written(unsigned *n)
+{
+	const struct dc__region *reg = dc__st.reg;
+	unsigned nreg = dc__st.nreg;
+	for (unsigned i = 0; i < nreg;) {
+		if (!(reg[i].kind & DC__R_TRACKED) || dc__vol.cold[i]) {
+			i++;
+			continue;
+		}
+		unsigned j = i + 1;
+		while (j < nreg && (reg[j].kind & DC__R_TRACKED) &&
+		       !dc__vol.cold[j])
+			j++;
+		unsigned n0 = *n;
+		int rc = scan_range(n, reg[i].start, reg[j - 1].end, true);
+		if (rc)
+			return rc;
+		/* attribute the written ranges to the regions */
+		unsigned e = n0;
+		for (unsigned k = i; k < j; k++) {
+			while (e < *n && dc__vol.ents[e].addr +
+					dc__vol.ents[e].len <= reg[k].start)
+				e++;
+			dc__track_note(k, e < *n &&
+				dc__vol.ents[e].addr < reg[k].end);
+		}
+		i = j;
+	}
+	return 0;
+}
+
+/* What is cut out of tracking but part of every checkpoint (maps.c
+ * invariant 2): the first page of dc__st, and the live part of the
+ * alternate signal stack when the commit runs on it (the frames of the
+ * dispatch or timer handler, the program's registers in the signal frame
+ * above them). */
+static int
+add_own(unsigned *n)
+{
+	int rc = add_ent(n, (uint64_t)(uintptr_t)&dc__st, DC__HOT_USED,
+		DC_REDO_PAGES);
+	uint64_t a0, a1, sp = dc__st.ctx.rsp & ~(DC__PAGE - 1);
+	dc__sud_altstack(&a0, &a1);
+	if (rc == 0 && sp >= a0 && sp < a1)
+		rc = add_ent(n, sp, a1 - sp, DC_REDO_PAGES);
+	return rc;
+}
+
+static int
+commit_body(void)
+{
+	uint64_t gen = dc__st.gen;
+	unsigned n = 0;
+	int rc = 0;
+
+	if (dc__st.maps_changed || dc__st.nreg == 0) {
+		/* the fold rewrites the region table: it must not fault
+		 * into track.c while the table is half written */
+		dc__track_warm_range((uint64_t)(uintptr_t)&dc__st,
+			(uint64_t)(uintptr_t)(&dc__st + 1));
+		rc = fold_maps(&n);
+	}
+	if (!rc)
+		rc = scan_written(&n);
+	if (!rc)
+		rc = add_own(&n);
+	struct dc_redo_seg seg;
+	if (!rc)
+		rc = dc__redo_append(gen, n, &seg);
+	if (rc)
+		return rc;
+	dc__crashpoint("redo", gen);
+
+	/* The segment is durable (dc__redo_append synced it); now the commit
+	 * record that vouches for it. */
+	struct dc_commit *c = slot(gen);
+	memset(c, 0, sizeof(*c));
+	c->magic = DC_COMMIT_MAGIC;
+	c->protocol = (uint32_t)dc__st.protocol;
+	c->gen = gen;
+	c->redo_off = seg.off;
+	c->redo_len = seg.len;
+	c->redo_csum = seg.csum;
+	c->time_ns = dc__vol.commit_time;
+	c->checkpoints = dc__st.stats.checkpoints;
+	c->input_bytes = dc__st.stats.input_bytes;
+	uint64_t pages = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (dc__vol.ents[i].op == DC_REDO_PAGES)
+			pages += (dc__vol.ents[i].len + DC__PAGE - 1) / DC__PAGE;
+	c->pages = pages;
+	c->checksum = rio_checksum(c, 248, DC_COMMIT_SEED);
+	/* Commit point: once this record is durable, generation gen is the
+	 * checkpoint a crash returns to. */
+	rio_persist(dc__vol.ctl, c, sizeof(*c));
+	dc__vol.committed = gen;
+	dc__crashpoint("committed", gen);
+
+	if ((rc = dc__redo_committed(gen, n, &seg)))
+		return rc;
+
+	/* A new interval: its log entries carry gen + 1 and start at 0. */
+	dc__vol.nd_off = dc__vol.nd_seq = 0;
+	dc__vol.fu_off = dc__vol.fu_seq = 0;
+	dc__vol.replaying = false;
+	if (dc__st.maps_changed) { /* written only when set: page stays clean */
+		dc__st.nchg = 0;
+		dc__st.chg_overflow = false;
+		dc__st.maps_changed = false;
+	}
+	dc__st.stats.pages_copied += pages;
+	dc__st.stats.redo_bytes_total += seg.len;
+	if (seg.len > dc__st.stats.redo_bytes_max)
+		dc__st.stats.redo_bytes_max = seg.len;
+	dc__k_after_commit();
+	return 0;
+}
+
+/*
+ * The stack commit_body runs on (invariant 2): never a page this
+ * checkpoint copies, since the frames below the saved stack pointer would
+ * change a page between its checksum and its write.  On the alternate
+ * signal stack (a handler's commit), a page below the copied part of it:
+ * a SIGSEGV taken meanwhile (a cold region, track.c) nests below on the
+ * same stack.  Elsewhere, dc__vol.stack: a SIGSEGV then starts at the top
+ * of the alternate stack, which holds no live frame.
+ */
+static void *
+body_stack(void)
+{
+	uint64_t a0, a1, sp = dc__st.ctx.rsp & ~(DC__PAGE - 1);
+	dc__sud_altstack(&a0, &a1);
+	if (sp >= a0 + 65536 && sp < a1)
+		return (void *)(uintptr_t)(sp - 64);
+	return dc__vol.stack + sizeof(dc__vol.stack);
+}
+
+/*
+ * Take a checkpoint.  Returns 0 when committed, 1 when the process has
+ * just been resumed here by recovery, or an error (the process is then in
+ * the fatal state: the previous checkpoint is intact).
+ */
+int
+dc__commit(void)
+{
+	if (!dc__vol.active || dc__vol.in_commit)
+		return 0;
+	if (dc__vol.fatal)
+		return DC_EFATAL;
+	if (dc__st.pre_checkpoint) {
+		unsigned char sel = dc__vol.selector;
+		dc__vol.in_commit = 1;
+		dc__vol.selector = SYSCALL_DISPATCH_FILTER_BLOCK;
+		dc__st.pre_checkpoint(dc__st.cb_arg);
+		dc__vol.selector = sel;
+		dc__vol.in_commit = 0;
+	}
+	dc__vol.commit_time = dc__now_ns(CLOCK_REALTIME); /* one clock read */
+	dc__k_before_commit();
+	if (dc__st.maps_changed)
+		dc__st.brk_end = (uint64_t)syscall(SYS_brk, 0);
+	dc__st.nd_flag = false;
+	dc__st.gen = dc__vol.committed + 1;
+	dc__st.stats.checkpoints++;
+	/* Every caller runs with all signals blocked (the dispatch and timer
+	 * handlers, dc_checkpoint, the signal wrapper), except the first
+	 * commit, which says what its mask is.  The FS base is kept current
+	 * by the dispatcher (arch_prctl). */
+	if (dc__vol.resume_mask) {
+		dc__st.ctx.mask = *dc__vol.resume_mask;
+	} else {
+		uint64_t m = DC__SIGS_BLOCKED;
+		memcpy(&dc__st.ctx.mask, &m, sizeof(m));
+	}
+	if (dc__save_ctx(&dc__st.ctx) != 0)
+		return 1; /* resumed by recovery */
+	dc__vol.in_commit = 1;
+	int rc = dc__call_on_stack(body_stack(), commit_body);
+	dc__vol.in_commit = 0;
+	if (rc) {
+		dc__vol.fatal = true;
+		dc__say("checkpoint %lu failed: %s (%s); the last checkpoint "
+			"(%lu) is intact", (unsigned long)dc__st.gen,
+			dc_strerror(rc), rio_errormsg(),
+			(unsigned long)dc__vol.committed);
+		return DC_EFATAL;
+	}
+	return 0;
+}
+
+int
+dc__commit_first(void)
+{
+	sigset_t mask;
+	sigprocmask(SIG_BLOCK, NULL, &mask);
+	syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */,
+		&dc__st.ctx.fsbase);
+	dc__st.maps_changed = true;
+	dc__st.chg_overflow = true;
+	dc__st.nreg = 0;
+	dc__vol.resume_mask = &mask;
+	int rc = dc__commit();
+	dc__vol.resume_mask = NULL;
+	return rc;
+}
+
+/* ---- end of a run ---- */
+
+static void
+remove_dir_files(const char *dir)
+{
+	static const char *const names[] = { "ctl", "shadow", "redo", "ndlog",
+		"fundo" };
+	char p[PATH_MAX];
+	/* ctl first: without it the directory holds no checkpoint, so a
+	 * crash half way leaves nothing that could be recovered wrongly. */
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unlink(path_in(p, sizeof(p), dir, names[i]));
+	rmdir(dir);
+}
+
+/* dc-run --stats FILE: the run's counters, one key=value per line,
+ * written when it ends normally. */
+static void
+write_stats(const char *path)
+{
+	const struct dc_stats *s = &dc__st.stats;
+	char b[1024];
+	int n = snprintf(b, sizeof(b), "checkpoints=%lu\npages_copied=%lu\n"
+		"visible_events=%lu\nnd_events=%lu\nlogged_events=%lu\n"
+		"replayed_events=%lu\nsyscalls=%lu\ninput_bytes=%lu\n"
+		"recoveries=%lu\nredo_bytes_max=%lu\nredo_bytes_total=%lu\n"
+		"cooled=%lu\nwarmed=%lu\nredo_flushes=%lu\n",
+		(unsigned long)s->checkpoints, (unsigned long)s->pages_copied,
+		(unsigned long)s->visible_events, (unsigned long)s->nd_events,
+		(unsigned long)s->logged_events,
+		(unsigned long)s->replayed_events, (unsigned long)s->syscalls,
+		(unsigned long)s->input_bytes, (unsigned long)s->recoveries,
+		(unsigned long)s->redo_bytes_max,
+		(unsigned long)s->redo_bytes_total, (unsigned long)s->cooled,
+		(unsigned long)s->warmed, (unsigned long)s->redo_flushes);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return;
+	if (write(fd, b, (size_t)n) != n)
+		dc__say("--stats %s: short write", path);
+	close(fd);
+}
+
+void
+dc__cleanup_exit(void)
+{
+	if (!dc__vol.active)
+		return;
+	dc__k_after_commit(); /* pending deletes: the run is complete */
+	dc__vol.active = false;
+	remove_dir_files(dc__vol.dir);
+	if (dc__vol.stats_path[0])
+		write_stats(dc__vol.stats_path);
+}
+
+int
+dc_discard(const char *dir)
+{
+	if (dir == NULL)
+		return dc__err(-EINVAL, "dc_discard: no directory");
+	remove_dir_files(dir);
+	return 0;
+}
+
+int
+dc_status(const char *dir, struct dc_status *out)
+{
+	char p[PATH_MAX];
+	int rc;
+	memset(out, 0, sizeof(*out));
+	const struct dc_commit *c = ctl_read(dir, &rc);
+	if (c == NULL)
+		return rc ? rc : dc__err(DC_ENOCKPT, "%s: no committed "
+			"checkpoint", dir);
+	const struct dc_superblock *sb = (const void *)ctl_blk;
+	const struct dc_words *w = (const void *)(ctl_blk + DC_CTL_WORDS_OFF);
+	out->generation = c->gen;
+	out->incarnation = w->incarnation;
+	out->checkpoints = c->checkpoints;
+	out->protocol = c->protocol;
+	memcpy(out->exe, sb->exe, sizeof(out->exe));
+	out->exe[sizeof(out->exe) - 1] = '\0';
+	out->input_bytes = c->input_bytes;
+	/* logged standard-input reads of the interval will be replayed */
+	int nfd = open(path_in(p, sizeof(p), dir, "ndlog"),
+		O_RDONLY | O_CLOEXEC);
+	if (nfd >= 0) {
+		uint64_t off = 0, seq = 0;
+		struct dc_log_ent e;
+		while (dc__log_read(nfd, off, c->gen + 1, seq, NULL, &e, NULL,
+			       0) == 0) {
+			if (e.type == DC_ND_READ && e.a == 0 && e.b > 0)
+				out->input_bytes += (uint64_t)e.b;
+			off += sizeof(e) + ((e.len + 7) & ~7ull);
+			seq++;
+		}
+		close(nfd);
+	}
+	return 0;
+}

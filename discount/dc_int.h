@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dc_int.h -- libdc internals shared between its source files
+ *
+ * Two blocks of state:
+ *   dc__st   what describes the process (descriptor table, handlers,
+ *            timers, regions, protocol flag, counters, the registers of the
+ *            last checkpoint).  Ordinary .bss: tracked, checkpointed and
+ *            rolled back with the rest of the process.
+ *   dc__vol  what describes this incarnation (our descriptors, the
+ *            userfaultfd, the dispatch selector, log cursors, scratch, the
+ *            recovery stack).  A page-aligned block that is never tracked
+ *            and never restored.
+ */
+#ifndef DC_INT_H
+#define DC_INT_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "ckpt_layout.h"
+#include "dc.h"
+#include "rio.h"
+#include "uapi_compat.h"
+
+#define DC__PAGE 4096ul
+#define DC__HOT 4096ul     /* first page of dc__st: copied at every commit */
+#define DC__MAX_REGIONS 1024
+#define DC__MAX_CHG 256
+#define DC__MAX_FD 256
+#define DC__MAX_DESC 64
+#define DC__MAX_OBJ 64
+#define DC__MAX_PEND 32
+#define DC__PATH 512
+#define DC__SCAN_VEC 256   /* ranges per PAGEMAP_SCAN call: the kernel's
+                             * bounce buffer stays a small allocation */
+#define DC__MAX_ENTS 65536 /* redo entries (page ranges) per checkpoint */
+#define DC__IOV 1024
+#define DC__MAX_SEGS 4096  /* pending redo segments */
+#define DC__SEEN 16384     /* pages in a flush's dedup set (> DC_REDO_MAX
+                            * / page size, plus the newest segment's) */
+#define DC__PEND_ENTS 65536 /* entries of the pending segments, in memory */
+#define DC__OWN_FD_BASE 900 /* libdc's own descriptors live at >= this */
+#define DC__TIMER_SIG (SIGRTMAX)
+
+/* ---- registers (ctx.S) ---- */
+struct dc__ctx {
+	uint64_t rbx, rbp, r12, r13, r14, r15, rsp, rip; /* 0..63 */
+	uint32_t mxcsr;                                  /* 64 */
+	uint16_t fpucw;                                  /* 68 */
+	uint16_t pad;
+	uint64_t fsbase;                                 /* 72 */
+	sigset_t mask;                                   /* 80 */
+};
+int dc__save_ctx(struct dc__ctx *c) __attribute__((returns_twice));
+__attribute__((noreturn)) void dc__resume_ctx(const struct dc__ctx *c);
+long dc__sys6(long nr, long a, long b, long c, long d, long e, long f);
+void dc__restorer(void);
+void dc__switch_stack(void *top, void (*fn)(void)) __attribute__((noreturn));
+int dc__call_on_stack(void *top, int (*fn)(void));
+extern char dc__sud_begin[], dc__sud_end[];
+
+/* ---- memory regions (maps.c) ---- */
+enum {
+	DC__R_TRACKED = 1 << 0, /* private memory, content checkpointed */
+	DC__R_FIXED = 1 << 1,   /* read-only file or special: verified */
+	DC__R_ANON = 1 << 2,
+	DC__R_HEAP = 1 << 3,
+	DC__R_STACK = 1 << 4,
+	DC__R_SPECIAL = 1 << 5, /* [vdso], [vvar], [vsyscall] */
+	DC__R_SHARED = 1 << 6,
+};
+struct dc__region {
+	uint64_t start, end;
+	uint64_t off;
+	uint64_t dev, ino;
+	uint32_t prot;  /* PROT_* */
+	uint32_t kind;  /* DC__R_* */
+	char path[DC__PATH];
+};
+struct dc__obj {
+	uint64_t base;
+	uint8_t build_id[20];
+	uint32_t id_len;
+	char name[DC__PATH];
+};
+
+/* ---- kernel state (kstate.c) ---- */
+enum { DC__K_FILE = 1, DC__K_TTY, DC__K_PIPE, DC__K_SOCK, DC__K_CHR,
+	DC__K_DIR, DC__K_OTHER };
+struct dc__desc {
+	int refs;
+	int kind;
+	int flags;              /* open flags (O_ACCMODE | O_APPEND ...) */
+	bool inherited;         /* came with the process: reuse, never reopen */
+	bool visible;           /* writes are visible events */
+	bool nd;                /* reads are non-deterministic */
+	int sock_type, sock_domain, sock_proto;
+	int64_t offset;         /* at the last checkpoint */
+	uint64_t dev, ino;
+	socklen_t bind_len, peer_len;
+	struct sockaddr_storage bind_addr, peer_addr;
+	char path[DC__PATH];
+};
+struct dc__fdent {
+	int16_t desc;           /* index + 1; 0 = closed */
+	bool cloexec;
+	bool own;               /* a descriptor of libdc */
+};
+struct dc__sigrec {
+	uintptr_t handler;      /* the program's; SIG_DFL/SIG_IGN or function */
+	unsigned long flags;
+	sigset_t mask;
+};
+struct dc__itimer {
+	bool armed;
+	struct timeval interval;
+	uint64_t expires_ns;    /* CLOCK_MONOTONIC */
+};
+
+/* Rolled back with the process.  The fields a checkpoint writes come
+ * first, on a page of their own (DC__HOT). */
+struct dc__st {
+	struct dc__ctx ctx;
+	uint64_t gen;           /* generation of the image being committed */
+	int protocol;
+	unsigned interval_ms;
+	bool verbose;
+	bool nd_flag;           /* non-deterministic event since commit */
+	bool maps_changed;
+	bool chg_overflow;
+	unsigned nchg;
+	unsigned npend;
+	uint64_t brk_end;
+	struct dc_stats stats;
+	void (*on_recover)(void *);
+	void (*pre_checkpoint)(void *);
+	void *cb_arg;
+
+	/* From here on: tracked like any memory.  The page above (DC__HOT)
+	 * is copied by every checkpoint instead: no fault, no scan. */
+	unsigned nreg __attribute__((aligned(4096)));
+	struct dc__region reg[DC__MAX_REGIONS];
+	struct { uint64_t a, b; } chg[DC__MAX_CHG];
+	unsigned nobj;
+	struct dc__obj obj[DC__MAX_OBJ];
+	uint64_t vdso;
+
+	struct dc__fdent fd[DC__MAX_FD];
+	struct dc__desc desc[DC__MAX_DESC];
+	char cwd[PATH_MAX];
+	unsigned umask;
+	struct dc__sigrec sig[65];
+	rio_pool *ctl0;         /* the ctl handle of the first run */
+	int ctl_fd0;            /* and its descriptor number */
+	struct dc__itimer itimer[3];
+	stack_t prog_altstack;
+	char pend[DC__MAX_PEND][DC__PATH]; /* delete after the next commit */
+};
+
+/* Never tracked, never restored. */
+struct dc__vols {
+	volatile unsigned char selector; /* SYSCALL_DISPATCH_FILTER_* */
+	bool active;
+	bool recovered;
+	bool fatal;
+	char dir[PATH_MAX];
+	char stats_path[PATH_MAX]; /* DC_STATS: counters written at exit */
+	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;
+	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
+	rio_pool *ctl;
+	char *ctlb;             /* user area of the ctl pool */
+	uint64_t committed;     /* last committed generation */
+	uint64_t incarnation;
+	uint64_t nd_off, nd_seq;       /* ndlog append cursor */
+	uint64_t replay_off, replay_end, replay_seq;
+	bool replaying;
+	uint64_t fu_off, fu_seq;       /* fundo append cursor */
+	timer_t timer;
+	bool timer_on;
+	int in_commit;
+	uint64_t commit_time;   /* CLOCK_REALTIME at the commit's start */
+	uint64_t redo_end;      /* end of the log (redo.c) */
+	uint64_t redo_max;      /* flush past this (DC_REDO_MAX) */
+	unsigned redo_pending;  /* segments not in the shadow */
+	unsigned slot_hint;     /* last shadow slot used (shadow.c) */
+	struct { uint64_t off; uint32_t first, n; } segs[DC__MAX_SEGS];
+	uint32_t pend_n;        /* entries in pend_ents */
+	struct dc_redo_ent pend_ents[DC__PEND_ENTS];
+	uint64_t seen[DC__SEEN];
+	uint64_t vdso_patched;
+	int ctl_fd1;            /* recovery: this run's ctl descriptor */
+	const sigset_t *resume_mask; /* mask at resume; NULL: all blocked */
+	bool fd_touched[DC__MAX_FD]; /* offset may have moved since the
+	                              * last checkpoint */
+	/* hot and cold regions (track.c), indexed like dc__st.reg */
+	unsigned ncold;
+	uint64_t cold_lo, cold_hi;   /* bounds of the cold regions */
+	bool cold[DC__MAX_REGIONS];
+	bool pinned[DC__MAX_REGIONS];
+	uint16_t idle[DC__MAX_REGIONS];
+	struct page_region scan[DC__SCAN_VEC];
+	struct dc_redo_ent ents[DC__MAX_ENTS];
+	struct iovec iov[DC__IOV];
+	struct dc__st old;      /* recovery: the checkpoint's dc__st */
+	struct dc__region fresh[DC__MAX_REGIONS];
+	unsigned nfresh;
+#ifdef DC_TEST_CRASHPOINTS
+	char crash_at[32];      /* DC_CRASH_AT of this incarnation */
+#endif
+	char buf[65536] __attribute__((aligned(64)));
+	/* scratch, untracked: input replay and logging (sud.c), the undo
+	 * (fundo.c), log checksums (log.c) */
+	char io[1 << 20] __attribute__((aligned(64)));
+	char logtmp[65536] __attribute__((aligned(64)));
+	/* recovery runs on it, and every commit body: never tracked, so a
+	 * commit writes no tracked byte between its scan and its apply */
+	char stack[256 * 1024] __attribute__((aligned(16)));
+};
+
+extern struct dc__st dc__st;
+/* the bytes of the first page that hold fields (the rest is padding) */
+#define DC__HOT_USED ((offsetof(struct dc__st, cb_arg) + sizeof(void *) + 63) & \
+	~(size_t)63)
+/* dc__vol fills whole pages of its own, so cutting it out of tracking
+ * never cuts out a neighbour. */
+union dc__vol_pages {
+	struct dc__vols v;
+	char pages[(sizeof(struct dc__vols) + DC__PAGE - 1) & ~(DC__PAGE - 1)];
+};
+extern union dc__vol_pages dc__volp;
+#define dc__vol (dc__volp.v)
+
+/* err.c */
+int dc__err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dc__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void dc__refuse(const char *what);
+
+/* maps.c */
+int dc__maps_read(struct dc__region *out, unsigned max, unsigned *n);
+void dc__maps_classify(struct dc__region *r, unsigned n);
+int dc__objs_read(struct dc__obj *out, unsigned max, unsigned *n);
+
+/* track.c */
+int dc__track_open(void);
+int dc__track_register(uint64_t a, uint64_t b);
+int dc__track_protect(uint64_t a, uint64_t b);
+long dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
+	struct page_region *vec, size_t vlen, uint64_t *walk_end);
+void dc__track_pin(void);
+unsigned dc__track_warm_range(uint64_t a, uint64_t b);
+unsigned dc__track_warm_all(void);
+bool dc__track_fault(uint64_t addr);
+void dc__track_warm_args(long nr, const long *a);
+bool dc__track_efault(void);
+void dc__track_note(unsigned i, bool written);
+void dc__track_refold(struct dc__region *nw, unsigned nn);
+
+/* shadow.c */
+int dc__shadow_write(const void *src, uint64_t len, uint64_t a);
+int dc__shadow_punch(uint64_t a, uint64_t len);
+int dc__shadow_read(void *dst, uint64_t len, uint64_t a);
+long dc__shadow_copy_in(uint64_t a, uint64_t b);
+
+/* redo.c */
+struct dc_redo_seg {
+	uint64_t off, len, csum;
+	bool punch;
+};
+int dc__pwrite_all(int fd, const void *buf, uint64_t len, uint64_t off);
+int dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out);
+int dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg);
+struct dc_commit;
+int dc__redo_recover(const struct dc_commit *cm);
+
+/* ckpt.c */
+int dc__files_create(const char *dir);
+int dc__files_open(const char *dir, bool *have);
+int dc__commit(void);
+int dc__commit_first(void);
+#ifdef DC_TEST_CRASHPOINTS
+void dc__crashpoint_init(void);
+void dc__crashpoint(const char *point, uint64_t gen);
+#else
+#define dc__crashpoint_init() ((void)0)
+#define dc__crashpoint(point, gen) ((void)0)
+#endif
+void dc__cleanup_exit(void);
+int dc__sync_fd(int fd);
+int dc__own_fd(int fd);
+const struct dc_commit *dc__last_commit(void);
+
+/* recover.c */
+int dc__recover(void);
+int dc__ctl_fd(void);
+
+/* sud.c */
+int dc__sud_start(void);
+int dc__vdso_patch(void);
+int dc__timer_start(void);
+long dc__dispatch(long nr, long *a, void *uc);
+long dc__raw(long nr, long a, long b, long c, long d, long e, long f);
+void dc__nd_event(void);
+void dc__install_handler(int sig);
+void dc__sud_altstack(uint64_t *a, uint64_t *b);
+
+/* The mask libdc runs with: every signal but SIGSEGV, which must be taken
+ * anywhere (a write into a cold region, track.c). */
+#define DC__SIGS_BLOCKED (~(1ull << (SIGSEGV - 1)))
+
+/* kstate.c */
+void dc__k_init(void);
+void dc__k_before_commit(void);
+int dc__k_restore(int keep_fd);
+long dc__k_syscall(long nr, long *a, void *uc, bool *handled);
+int dc__desc_of(int fd);
+void dc__k_after_commit(void);
+
+/* fundo.c */
+int dc__fu_before_write(int fd, int64_t off, uint64_t len);
+int dc__fu_log(int type, int64_t a, const char *p1, const char *p2,
+	const void *data, uint64_t len);
+int dc__fu_undo(void);
+
+/* ndlog.c */
+int dc__nd_append(int type, int64_t a, int64_t b, int64_t c,
+	const void *d1, uint64_t l1, const void *d2, uint64_t l2);
+int dc__nd_scan(uint64_t gen, uint64_t *end, uint64_t *count,
+	uint64_t *stdin_bytes);
+struct dc_log_ent;
+int dc__nd_next(struct dc_log_ent *e, void *payload, uint64_t max);
+
+/* log helpers shared by ndlog.c and fundo.c */
+int dc__log_write(int fd, uint64_t *off, uint64_t *seq, uint64_t gen,
+	uint64_t inc, int type, int64_t a, int64_t b, int64_t c,
+	const void *d1, uint64_t l1, const void *d2, uint64_t l2);
+int dc__log_read(int fd, uint64_t off, uint64_t gen, uint64_t seq,
+	const uint64_t *inc, struct dc_log_ent *e, void *payload,
+	uint64_t max);
+
+static inline uint64_t dc__now_ns(int clk)
+{
+	struct timespec t;
+	clock_gettime(clk, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+#define DC__PROT_LOG(p) ((p) == DC_CAND_LOG || (p) == DC_CBNDVS_LOG)
+
+#endif /* DC_INT_H */

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * err.c -- error codes, messages, and what libdc says on stderr
+ *
+ * Invariants:
+ *  1. The enum, dc_strerror() and dc_err_name() come from DC_ERRNO_MAP;
+ *     other codes are librio's (which also knows -errno).
+ *  2. Messages to the user are one write(2) of one line starting "dc: ",
+ *     made through the raw system call so that they work in any context
+ *     (signal handlers, dispatch handler, recovery stack).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "dc_int.h"
+
+const char *
+dc_strerror(int rc)
+{
+#define XX(name, value, msg) \
+	if (rc == (value))   \
+		return msg;
+	DC_ERRNO_MAP(XX)
+#undef XX
+	return rio_strerror(rc);
+}
+
+const char *
+dc_err_name(int rc)
+{
+#define XX(name, value, msg) \
+	if (rc == (value))   \
+		return #name;
+	DC_ERRNO_MAP(XX)
+#undef XX
+	return rio_err_name(rc);
+}
+
+const char *
+dc_errormsg(void)
+{
+	return rio_errormsg();
+}
+
+int
+dc__err(int rc, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return rio_seterr(rc, "%s", buf);
+}
+
+void
+dc__say(const char *fmt, ...)
+{
+	char buf[1200];
+	va_list ap;
+	int n;
+
+	memcpy(buf, "dc: ", 4);
+	va_start(ap, fmt);
+	n = vsnprintf(buf + 4, sizeof(buf) - 6, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	n += 4;
+	if (n > (int)sizeof(buf) - 2)
+		n = (int)sizeof(buf) - 2;
+	buf[n++] = '\n';
+	dc__sys6(SYS_write, 2, (long)buf, n, 0, 0, 0);
+}
+
+void
+dc__refuse(const char *what)
+{
+	dc__say("refused: %s is not supported under Discount Checking "
+		"(the process could not be recovered)", what);
+}

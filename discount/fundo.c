@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * fundo.c -- undoing file changes: before-images of the interval
+ *
+ * Files are process state (thesis 5.2.2): a write to a regular file is
+ * undone after a crash, like a store to memory.  Before the change, the
+ * bytes it overwrites (and the old size, when it extends or truncates the
+ * file) are appended to `fundo`; a file created by the interval is
+ * recorded as "remove"; a rename (and the hidden rename that delays an
+ * unlink) as "rename back".  Recovery applies the interval's entries newest
+ * first, which leaves every file as it was at the checkpoint.
+ *
+ * Invariants:
+ *  1. An entry is durable before the change it guards is made.
+ *  2. Entries carry (generation, incarnation).  Recovery applies the
+ *     entries of (committed + 1, incarnation), then bumps the incarnation:
+ *     entries already applied are never applied again, and a crash during
+ *     the undo repeats it whole (applying before-images again, newest
+ *     first, gives the same result).
+ *  3. Each entry's `b` is the offset of the previous entry (-1 for the
+ *     first), so the undo walks backwards without an index.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dc_int.h"
+
+static int64_t last_off = -1; /* offset of the previous entry, this run */
+
+int
+dc__fu_log(int type, int64_t a, const char *p1, const char *p2,
+	const void *data, uint64_t len)
+{
+	char names[2 * DC__PATH];
+	size_t l1 = strlen(p1) + 1, l2 = p2 ? strlen(p2) + 1 : 0;
+	if (l1 > DC__PATH || l2 > DC__PATH)
+		return dc__err(-ENAMETOOLONG, "path too long to log");
+	memcpy(names, p1, l1);
+	if (l2)
+		memcpy(names + l1, p2, l2);
+	if (dc__vol.fu_off == 0)
+		last_off = -1;
+	int64_t here = (int64_t)dc__vol.fu_off;
+	int rc = dc__log_write(dc__vol.fundo_fd, &dc__vol.fu_off,
+		&dc__vol.fu_seq, dc__vol.committed + 1, dc__vol.incarnation,
+		type, a, last_off, (int64_t)(l1 + l2), names, l1 + l2, data,
+		len);
+	if (rc == 0)
+		last_off = here;
+	return rc;
+}
+
+/* Log what a write of len bytes at off into descriptor fd will change. */
+int
+dc__fu_before_write(int fd, int64_t off, uint64_t len)
+{
+	int d = dc__desc_of(fd);
+	if (d < 0 || len == 0)
+		return 0;
+	const char *path = dc__st.desc[d].path;
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return dc__err(-errno, "fstat %d: %s", fd, strerror(errno));
+	int64_t size = st.st_size;
+	int rc;
+	if (off + (int64_t)len > size &&
+	    (rc = dc__fu_log(DC_FU_SIZE, size, path, NULL, NULL, 0)))
+		return rc;
+	int64_t end = off + (int64_t)len < size ? off + (int64_t)len : size;
+	if (off >= end)
+		return 0;
+	/* a write-only descriptor cannot read the old bytes: read them
+	 * through a second, read-only open of the same file */
+	int rfd = fd;
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0 && (fl & O_ACCMODE) == O_WRONLY) {
+		char link[64];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		rfd = open(link, O_RDONLY | O_CLOEXEC);
+		if (rfd < 0)
+			return dc__err(-errno, "%s: cannot read the bytes a "
+				"write will overwrite: %s", path,
+				strerror(errno));
+	}
+	rc = 0;
+	for (int64_t o = off; o < end && rc == 0;) {
+		int64_t k = end - o;
+		if (k > (int64_t)sizeof(dc__vol.buf))
+			k = (int64_t)sizeof(dc__vol.buf);
+		ssize_t got = pread(rfd, dc__vol.buf, (size_t)k, o);
+		if (got < 0)
+			rc = dc__err(-errno, "%s: cannot read the bytes a "
+				"write will overwrite: %s", path,
+				strerror(errno));
+		if (got <= 0)
+			break;
+		rc = dc__fu_log(DC_FU_BYTES, o, path, NULL, dc__vol.buf,
+			(uint64_t)got);
+		o += got;
+	}
+	if (rfd != fd)
+		close(rfd);
+	return rc;
+}
+
+static int
+undo_one(const struct dc_log_ent *e, const char *pl)
+{
+	const char *p1 = pl;
+	const char *p2 = pl + strlen(pl) + 1;
+	const char *data = pl + e->c;
+	uint64_t dlen = e->len - (uint64_t)e->c;
+	int fd;
+	switch (e->type) {
+	case DC_FU_BYTES:
+		fd = open(p1, O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return dc__err(-errno, "undo: open %s: %s", p1,
+				strerror(errno));
+		if (pwrite(fd, data, dlen, e->a) != (ssize_t)dlen) {
+			int er = errno;
+			close(fd);
+			return dc__err(-er, "undo: write %s", p1);
+		}
+		close(fd);
+		return 0;
+	case DC_FU_SIZE:
+		if (truncate(p1, e->a) != 0 && errno != ENOENT)
+			return dc__err(-errno, "undo: truncate %s: %s", p1,
+				strerror(errno));
+		return 0;
+	case DC_FU_CREATE:
+		if (unlink(p1) != 0 && errno != ENOENT)
+			return dc__err(-errno, "undo: remove %s: %s", p1,
+				strerror(errno));
+		return 0;
+	case DC_FU_RENAME:
+		if (rename(p2, p1) != 0 && errno != ENOENT)
+			return dc__err(-errno, "undo: rename %s back to %s: %s",
+				p2, p1, strerror(errno));
+		return 0;
+	}
+	return dc__err(DC_ECORRUPT, "undo: unknown entry type %u", e->type);
+}
+
+/* Recovery: undo the interval's file changes, newest first. */
+int
+dc__fu_undo(void)
+{
+	uint64_t gen = dc__vol.committed + 1, inc = dc__vol.incarnation;
+	uint64_t off = 0, seq = 0, last = UINT64_MAX, n = 0;
+	struct dc_log_ent e;
+	char *pl = dc__vol.io;
+
+	while (dc__log_read(dc__vol.fundo_fd, off, gen, seq, &inc, &e, NULL,
+		       0) == 0) {
+		last = off;
+		off += sizeof(e) + ((e.len + 7) & ~7ull);
+		seq++;
+	}
+	n = seq;
+	for (uint64_t at = last; n > 0 && at != UINT64_MAX; n--) {
+		if (dc__log_read(dc__vol.fundo_fd, at, gen, n - 1, &inc, &e, pl,
+			    sizeof(dc__vol.io)) != 0 ||
+		    e.len > sizeof(dc__vol.io) || (uint64_t)e.c > e.len)
+			return dc__err(DC_ECORRUPT, "fundo entry %lu at %lu "
+				"unreadable", (unsigned long)(n - 1),
+				(unsigned long)at);
+		int rc = undo_one(&e, pl);
+		if (rc)
+			return rc;
+		at = e.b < 0 ? UINT64_MAX : (uint64_t)e.b;
+	}
+	return 0;
+}

@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * kstate.c -- kernel state recorded from system calls, re-established at
+ *             recovery (thesis 5.2.2)
+ *
+ * Recorded in dc__st (rolled back with memory): the descriptor table
+ * (descriptors -> shared descriptions with path, flags, kind, offset at
+ * the last checkpoint, socket addresses), the current directory, umask,
+ * interval timers, and the delayed deletions.  Signal handlers are
+ * recorded by sud.c.
+ *
+ * Invariants:
+ *  1. Every descriptor the program holds is in the table, or was refused
+ *     (no untracked descriptor can exist: the calls that create them all
+ *     pass through here).
+ *  2. dup'ed descriptors share one description, reopened once at recovery
+ *     and dup'ed to each number, so they share an offset again.
+ *  3. Descriptors the process inherited (standard input/output/error, or
+ *     anything its parent passed) are reused as the new run inherits
+ *     them; a regular file among them gets its offset back.
+ *  4. An unlink or a rename over a file only renames the victim to a
+ *     hidden name (logged as "rename back"); the hidden file is removed
+ *     after a checkpoint that no longer has it open.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <linux/kcmp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "dc_int.h"
+
+int
+dc__desc_of(int fd)
+{
+	if (fd < 0 || fd >= DC__MAX_FD || dc__st.fd[fd].desc == 0)
+		return -1;
+	return dc__st.fd[fd].desc - 1;
+}
+
+/* The kernel is about to write into libdc's tables: they must not be cold
+ * (track.c invariant 2: it would fail with EFAULT). */
+static bool
+hot(void *p, size_t n)
+{
+	dc__track_warm_range((uint64_t)(uintptr_t)p, (uint64_t)(uintptr_t)p + n);
+	return true;
+}
+
+static int
+kind_of(const struct stat *st, int fd)
+{
+	if (S_ISREG(st->st_mode))
+		return DC__K_FILE;
+	if (S_ISDIR(st->st_mode))
+		return DC__K_DIR;
+	if (S_ISFIFO(st->st_mode))
+		return DC__K_PIPE;
+	if (S_ISSOCK(st->st_mode))
+		return DC__K_SOCK;
+	if (S_ISCHR(st->st_mode))
+		return isatty(fd) ? DC__K_TTY : DC__K_CHR;
+	return DC__K_OTHER;
+}
+
+static int
+new_desc(void)
+{
+	for (int i = 0; i < DC__MAX_DESC; i++)
+		if (dc__st.desc[i].refs == 0) {
+			memset(&dc__st.desc[i], 0, sizeof(dc__st.desc[i]));
+			return i;
+		}
+	return -1;
+}
+
+static void
+drop_fd(int fd)
+{
+	int d = dc__desc_of(fd);
+	if (d < 0)
+		return;
+	dc__st.fd[fd].desc = 0;
+	dc__st.desc[d].refs--;
+}
+
+static void
+set_fd(int fd, int d, bool cloexec)
+{
+	drop_fd(fd);
+	dc__st.fd[fd].desc = (int16_t)(d + 1);
+	dc__st.fd[fd].cloexec = cloexec;
+	dc__st.desc[d].refs++;
+}
+
+static bool
+own_fd(int fd)
+{
+	const struct dc__vols *v = &dc__vol;
+	return fd >= DC__OWN_FD_BASE &&
+		(fd == v->shadow_fd || fd == v->redo_fd || fd == v->ndlog_fd ||
+			fd == v->fundo_fd || fd == v->uffd ||
+			fd == v->pagemap_fd || fd == v->dirfd);
+}
+
+/* Describe a descriptor that just appeared. */
+static int
+track_new(int fd, const char *path, int flags)
+{
+	struct stat st;
+	if (fd >= DC__MAX_FD) {
+		dc__refuse("more than 256 open descriptors");
+		dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+		return -EMFILE;
+	}
+	int d = new_desc();
+	if (d < 0) {
+		dc__refuse("more than 64 open files");
+		dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+		return -EMFILE;
+	}
+	struct dc__desc *x = &dc__st.desc[d];
+	if (fstat(fd, &st) == 0) {
+		x->kind = kind_of(&st, fd);
+		x->dev = st.st_dev;
+		x->ino = st.st_ino;
+	}
+	x->flags = flags & ~(O_CREAT | O_TRUNC | O_EXCL | O_CLOEXEC);
+	snprintf(x->path, sizeof(x->path), "%s", path ? path : "");
+	set_fd(fd, d, (flags & O_CLOEXEC) != 0);
+	return fd;
+}
+
+static void
+abs_path(char *out, size_t n, int dirfd, const char *p)
+{
+	if (p[0] == '/') {
+		snprintf(out, n, "%s", p);
+		return;
+	}
+	const char *base = dc__st.cwd;
+	int d = dc__desc_of(dirfd);
+	if (dirfd != AT_FDCWD && d >= 0)
+		base = dc__st.desc[d].path;
+	snprintf(out, n, "%s/%s", base, p);
+}
+
+void
+dc__k_init(void)
+{
+	unsigned m = (unsigned)dc__sys6(SYS_umask, 0, 0, 0, 0, 0, 0);
+	dc__sys6(SYS_umask, m, 0, 0, 0, 0, 0);
+	dc__st.umask = m;
+	if (getcwd(dc__st.cwd, sizeof(dc__st.cwd)) == NULL)
+		dc__st.cwd[0] = '\0';
+	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		int fl = (int)dc__sys6(SYS_fcntl, fd, F_GETFL, 0, 0, 0, 0);
+		if (fl < 0)
+			continue;
+		int cloexec = (int)dc__sys6(SYS_fcntl, fd, F_GETFD, 0, 0, 0,
+			0);
+		/* share a description with an earlier inherited fd? */
+		int same = -1;
+		for (int o = 0; o < fd && same < 0; o++)
+			if (dc__st.fd[o].desc &&
+			    dc__sys6(SYS_kcmp, getpid(), getpid(), KCMP_FILE,
+				    o, fd, 0) == 0)
+				same = dc__st.fd[o].desc - 1;
+		if (same >= 0) {
+			set_fd(fd, same, cloexec > 0);
+			continue;
+		}
+		char link[64], path[DC__PATH];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(link, path, sizeof(path) - 1);
+		path[n > 0 ? n : 0] = '\0';
+		if (track_new(fd, path, fl | (cloexec > 0 ? O_CLOEXEC : 0)) >=
+		    0)
+			dc__st.desc[dc__st.fd[fd].desc - 1].inherited = true;
+	}
+}
+
+/* Offsets at the checkpoint: lseek for each open regular file or
+ * directory that a system call may have moved since the last checkpoint
+ * (dc__vol.fd_touched, set by the dispatcher); stored only when changed,
+ * so an idle interval leaves the table's pages clean. */
+void
+dc__k_before_commit(void)
+{
+	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		if (!dc__vol.fd_touched[fd])
+			continue;
+		dc__vol.fd_touched[fd] = false;
+		int d = dc__desc_of(fd);
+		if (d < 0)
+			continue;
+		struct dc__desc *x = &dc__st.desc[d];
+		if (x->kind != DC__K_FILE && x->kind != DC__K_DIR)
+			continue;
+		int64_t off = dc__sys6(SYS_lseek, fd, 0, SEEK_CUR, 0, 0, 0);
+		if (off != x->offset)
+			x->offset = off;
+	}
+}
+
+static bool
+path_open(const char *p)
+{
+	for (int i = 0; i < DC__MAX_DESC; i++)
+		if (dc__st.desc[i].refs > 0 && !strcmp(dc__st.desc[i].path, p))
+			return true;
+	return false;
+}
+
+/* Delayed deletions whose files are closed: the checkpoint just committed
+ * no longer needs them. */
+void
+dc__k_after_commit(void)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < dc__st.npend; i++) {
+		if (dc__vol.active && path_open(dc__st.pend[i])) {
+			if (k != i)
+				memcpy(dc__st.pend[k], dc__st.pend[i],
+					DC__PATH);
+			k++;
+			continue;
+		}
+		unlink(dc__st.pend[i]);
+	}
+	if (dc__st.npend != k)
+		dc__st.npend = k;
+}
+
+static void
+rename_paths(const char *from, const char *to)
+{
+	for (int i = 0; i < DC__MAX_DESC; i++)
+		if (dc__st.desc[i].refs > 0 &&
+		    !strcmp(dc__st.desc[i].path, from))
+			snprintf(dc__st.desc[i].path, DC__PATH, "%s", to);
+}
+
+/* Move `path` out of the way under a hidden name (invariant 4). */
+static long
+hide(const char *path)
+{
+	if (dc__st.npend >= DC__MAX_PEND) {
+		dc__refuse("more than 32 deletions pending");
+		return -ENOSPC;
+	}
+	char tmp[DC__PATH], dir[DC__PATH], hidden[DC__PATH];
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	snprintf(dir, sizeof(dir), "%s", dirname(tmp));
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	int n = snprintf(hidden, sizeof(hidden), "%s/.dc-del-%lu-%lu-%s", dir,
+		(unsigned long)dc__vol.committed + 1,
+		(unsigned long)dc__vol.fu_seq, basename(tmp));
+	if (n >= (int)sizeof(hidden))
+		return -ENAMETOOLONG;
+	int rc = dc__fu_log(DC_FU_RENAME, 0, path, hidden, NULL, 0);
+	if (rc)
+		return -EIO;
+	if (rename(path, hidden) != 0)
+		return -errno;
+	rename_paths(path, hidden);
+	snprintf(dc__st.pend[dc__st.npend++], DC__PATH, "%s", hidden);
+	return 0;
+}
+
+static long
+log_truncate(const char *path, int fd, int64_t len)
+{
+	struct stat st;
+	if ((fd >= 0 ? fstat(fd, &st) : stat(path, &st)) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return 0;
+	int rfd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc = dc__fu_log(DC_FU_SIZE, st.st_size, path, NULL, NULL, 0);
+	for (int64_t o = len; rc == 0 && rfd >= 0 && o < st.st_size;) {
+		ssize_t k = pread(rfd, dc__vol.buf, sizeof(dc__vol.buf), o);
+		if (k <= 0)
+			break;
+		rc = dc__fu_log(DC_FU_BYTES, o, path, NULL, dc__vol.buf,
+			(uint64_t)k);
+		o += k;
+	}
+	if (rfd >= 0)
+		close(rfd);
+	return rc ? -EIO : 0;
+}
+
+static long
+do_open(int dirfd, const char *p, int flags, int mode)
+{
+	char path[DC__PATH];
+	if ((flags & O_TMPFILE) == O_TMPFILE)
+		return -EOPNOTSUPP; /* glibc's tmpfile() falls back */
+	abs_path(path, sizeof(path), dirfd, p);
+	struct stat st;
+	bool existed = stat(path, &st) == 0;
+	bool wr = (flags & O_ACCMODE) != O_RDONLY;
+	if (existed && S_ISREG(st.st_mode) && wr && (flags & O_TRUNC) &&
+	    log_truncate(path, -1, 0) != 0)
+		return -EIO;
+	if (!existed && (flags & O_CREAT) &&
+	    dc__fu_log(DC_FU_CREATE, 0, path, NULL, NULL, 0) != 0)
+		return -EIO;
+	long fd = dc__sys6(SYS_openat, dirfd, (long)p, flags, mode, 0, 0);
+	if (fd < 0)
+		return fd;
+	return track_new((int)fd, path, flags);
+}
+
+static long
+do_dup(int old, long nfd, int flags)
+{
+	int d = dc__desc_of(old);
+	if (nfd < 0)
+		return nfd;
+	if (nfd >= DC__MAX_FD) {
+		dc__sys6(SYS_close, nfd, 0, 0, 0, 0, 0);
+		dc__refuse("descriptor numbers above 255");
+		return -EMFILE;
+	}
+	if (d < 0)
+		return nfd;
+	set_fd((int)nfd, d, (flags & O_CLOEXEC) != 0);
+	return nfd;
+}
+
+long
+dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
+{
+	(void)ucv;
+	long r;
+	char p1[DC__PATH], p2[DC__PATH];
+	struct stat st;
+	*handled = true;
+	switch (nr) {
+	case SYS_open:
+		return do_open(AT_FDCWD, (const char *)a[0], (int)a[1],
+			(int)a[2]);
+	case SYS_creat:
+		return do_open(AT_FDCWD, (const char *)a[0],
+			O_CREAT | O_WRONLY | O_TRUNC, (int)a[1]);
+	case SYS_openat:
+		return do_open((int)a[0], (const char *)a[1], (int)a[2],
+			(int)a[3]);
+	case SYS_close:
+		if (own_fd((int)a[0]))
+			return -EBADF;
+		r = dc__sys6(nr, a[0], 0, 0, 0, 0, 0);
+		if (r == 0)
+			drop_fd((int)a[0]);
+		return r;
+	case SYS_dup:
+		return do_dup((int)a[0], dc__sys6(nr, a[0], 0, 0, 0, 0, 0), 0);
+	case SYS_dup2:
+	case SYS_dup3:
+		if (own_fd((int)a[1]))
+			return -EBADF;
+		r = dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
+		if (r >= 0 && a[0] != a[1])
+			return do_dup((int)a[0], r,
+				nr == SYS_dup3 ? (int)a[2] : 0);
+		return r;
+	case SYS_fcntl:
+		r = dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
+		if (r < 0)
+			return r;
+		if (a[1] == F_DUPFD || a[1] == F_DUPFD_CLOEXEC)
+			return do_dup((int)a[0], r,
+				a[1] == F_DUPFD_CLOEXEC ? O_CLOEXEC : 0);
+		if (a[1] == F_SETFD && dc__desc_of((int)a[0]) >= 0)
+			dc__st.fd[a[0]].cloexec = (a[2] & FD_CLOEXEC) != 0;
+		if (a[1] == F_SETFL && dc__desc_of((int)a[0]) >= 0) {
+			struct dc__desc *x =
+				&dc__st.desc[dc__desc_of((int)a[0])];
+			x->flags = (x->flags & O_ACCMODE) |
+				((int)a[2] & ~O_ACCMODE);
+		}
+		return r;
+	case SYS_chdir:
+	case SYS_fchdir:
+		r = dc__sys6(nr, a[0], 0, 0, 0, 0, 0);
+		if (r == 0 && hot(dc__st.cwd, sizeof(dc__st.cwd)) &&
+		    getcwd(dc__st.cwd, sizeof(dc__st.cwd)) == NULL)
+			dc__st.cwd[0] = '\0';
+		return r;
+	case SYS_umask:
+		dc__st.umask = (unsigned)a[0] & 0777;
+		return dc__sys6(nr, a[0], 0, 0, 0, 0, 0);
+	case SYS_unlink:
+	case SYS_unlinkat: {
+		int dfd = nr == SYS_unlink ? AT_FDCWD : (int)a[0];
+		const char *p = (const char *)(nr == SYS_unlink ? a[0] : a[1]);
+		if (nr == SYS_unlinkat && (a[2] & AT_REMOVEDIR))
+			return dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
+		abs_path(p1, sizeof(p1), dfd, p);
+		if (lstat(p1, &st) != 0)
+			return -errno;
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		return hide(p1);
+	}
+	case SYS_rename:
+	case SYS_renameat:
+	case SYS_renameat2: {
+		bool two = nr != SYS_rename;
+		if (nr == SYS_renameat2 && (a[4] & ~1l /* NOREPLACE */))
+			{
+			dc__refuse("renameat2 with RENAME_EXCHANGE or "
+				"RENAME_WHITEOUT");
+			return -EPERM;
+		}
+		abs_path(p1, sizeof(p1), two ? (int)a[0] : AT_FDCWD,
+			(const char *)(two ? a[1] : a[0]));
+		abs_path(p2, sizeof(p2), two ? (int)a[2] : AT_FDCWD,
+			(const char *)(two ? a[3] : a[1]));
+		if (lstat(p1, &st) != 0)
+			return -errno;
+		if (lstat(p2, &st) == 0 && !S_ISDIR(st.st_mode) &&
+		    !(nr == SYS_renameat2 && (a[4] & 1))) {
+			r = hide(p2);
+			if (r)
+				return r;
+		}
+		if (dc__fu_log(DC_FU_RENAME, 0, p1, p2, NULL, 0) != 0)
+			return -EIO;
+		r = rename(p1, p2) == 0 ? 0 : -errno;
+		if (r == 0)
+			rename_paths(p1, p2);
+		return r;
+	}
+	case SYS_ftruncate: {
+		int d = dc__desc_of((int)a[0]);
+		if (d >= 0 && dc__st.desc[d].kind == DC__K_FILE &&
+		    log_truncate(dc__st.desc[d].path, (int)a[0], a[1]) != 0)
+			return -EIO;
+		return dc__sys6(nr, a[0], a[1], 0, 0, 0, 0);
+	}
+	case SYS_truncate:
+		abs_path(p1, sizeof(p1), AT_FDCWD, (const char *)a[0]);
+		if (log_truncate(p1, -1, a[1]) != 0)
+			return -EIO;
+		return dc__sys6(nr, a[0], a[1], 0, 0, 0, 0);
+	case SYS_setitimer:
+		r = dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
+		if (r == 0 && a[0] >= 0 && a[0] < 3 && a[1]) {
+			const struct itimerval *v = (const void *)a[1];
+			struct dc__itimer *t = &dc__st.itimer[a[0]];
+			t->armed = v->it_value.tv_sec || v->it_value.tv_usec;
+			t->interval = v->it_interval;
+			t->expires_ns = dc__now_ns(CLOCK_MONOTONIC) +
+				(uint64_t)v->it_value.tv_sec * 1000000000ull +
+				(uint64_t)v->it_value.tv_usec * 1000ull;
+		}
+		return r;
+	case SYS_alarm: {
+		r = dc__sys6(nr, a[0], 0, 0, 0, 0, 0);
+		struct dc__itimer *t = &dc__st.itimer[ITIMER_REAL];
+		t->armed = a[0] != 0;
+		t->interval = (struct timeval){ 0, 0 };
+		t->expires_ns = dc__now_ns(CLOCK_MONOTONIC) +
+			(uint64_t)a[0] * 1000000000ull;
+		return r;
+	}
+	case SYS_socket: {
+		int type = (int)a[1] & 0xf;
+		if (type != SOCK_DGRAM) {
+			dc__refuse(type == SOCK_STREAM ?
+					"a stream socket (TCP)" :
+					"a socket that is not a datagram "
+					"socket");
+			return -EPERM;
+		}
+		r = dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
+		if (r < 0)
+			return r;
+		r = track_new((int)r, "", ((int)a[1] & SOCK_CLOEXEC) ?
+				O_CLOEXEC : 0);
+		if (r >= 0) {
+			struct dc__desc *x = &dc__st.desc[dc__desc_of((int)r)];
+			x->sock_domain = (int)a[0];
+			x->sock_type = (int)a[1] & ~(SOCK_CLOEXEC);
+			x->sock_proto = (int)a[2];
+		}
+		return r;
+	}
+	case SYS_bind: {
+		r = dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
+		int d = dc__desc_of((int)a[0]);
+		if (r == 0 && d >= 0) {
+			struct dc__desc *x = &dc__st.desc[d];
+			x->bind_len = sizeof(x->bind_addr);
+			hot(&x->bind_addr, sizeof(x->bind_addr));
+			getsockname((int)a[0], (struct sockaddr *)&x->bind_addr,
+				&x->bind_len);
+		}
+		if (r == 0)
+			dc__nd_event(); /* the kernel may choose the port */
+		return r;
+	}
+	case SYS_connect: {
+		r = dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
+		int d = dc__desc_of((int)a[0]);
+		if (r == 0 && d >= 0 && (size_t)a[2] <=
+				sizeof(struct sockaddr_storage)) {
+			struct dc__desc *x = &dc__st.desc[d];
+			memcpy(&x->peer_addr, (const void *)a[1], (size_t)a[2]);
+			x->peer_len = (socklen_t)a[2];
+		}
+		return r;
+	}
+	case SYS_listen:
+	case SYS_accept:
+	case SYS_accept4:
+		dc__refuse("a listening socket");
+		return -EPERM;
+	default:
+		*handled = false;
+		return 0;
+	}
+}
+
+/* ---- recovery ---- */
+
+static int
+reopen(struct dc__desc *x)
+{
+	int fd;
+	if (x->kind == DC__K_SOCK) {
+		fd = socket(x->sock_domain, x->sock_type, x->sock_proto);
+		if (fd < 0)
+			return dc__err(-errno, "recreate socket: %s",
+				strerror(errno));
+		if (x->bind_len &&
+		    bind(fd, (struct sockaddr *)&x->bind_addr, x->bind_len))
+			return dc__err(-errno, "rebind socket: %s",
+				strerror(errno));
+		if (x->peer_len &&
+		    connect(fd, (struct sockaddr *)&x->peer_addr, x->peer_len))
+			return dc__err(-errno, "reconnect socket: %s",
+				strerror(errno));
+		return fd;
+	}
+	fd = open(x->path, x->flags | O_CLOEXEC);
+	if (fd < 0)
+		return dc__err(-errno, "reopen %s: %s", x->path,
+			strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) == 0 && x->ino && st.st_ino != x->ino) {
+		close(fd);
+		return dc__err(DC_EMISMATCH, "%s is another file now (inode "
+			"%lu, was %lu)", x->path, (unsigned long)st.st_ino,
+			(unsigned long)x->ino);
+	}
+	if (x->kind == DC__K_FILE || x->kind == DC__K_DIR)
+		lseek(fd, x->offset, SEEK_SET);
+	return fd;
+}
+
+int
+dc__k_restore(int keep_fd)
+{
+	dc__sys6(SYS_umask, dc__st.umask, 0, 0, 0, 0, 0);
+	if (dc__st.cwd[0] && chdir(dc__st.cwd) != 0)
+		return dc__err(-errno, "chdir %s: %s", dc__st.cwd,
+			strerror(errno));
+	/* close what the checkpoint did not have open */
+	for (int fd = 0; fd < DC__MAX_FD; fd++)
+		if (dc__st.fd[fd].desc == 0 && fd != keep_fd)
+			dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+	int opened[DC__MAX_DESC];
+	for (int d = 0; d < DC__MAX_DESC; d++)
+		opened[d] = -1;
+	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		int d = dc__desc_of(fd);
+		if (d < 0)
+			continue;
+		struct dc__desc *x = &dc__st.desc[d];
+		if (x->inherited) {
+			if (x->kind == DC__K_FILE)
+				lseek(fd, x->offset, SEEK_SET);
+			continue;
+		}
+		if (opened[d] < 0) {
+			int nfd = reopen(x);
+			if (nfd < 0)
+				return nfd;
+			opened[d] = dc__own_fd(nfd);
+		}
+		if (dup3(opened[d], fd, dc__st.fd[fd].cloexec ? O_CLOEXEC : 0) <
+		    0)
+			return dc__err(-errno, "dup3 to %d: %s", fd,
+				strerror(errno));
+	}
+	for (int d = 0; d < DC__MAX_DESC; d++)
+		if (opened[d] >= 0)
+			close(opened[d]);
+	for (int s = 1; s <= 64; s++)
+		if (dc__st.sig[s].handler != 0 || dc__st.sig[s].flags != 0)
+			dc__install_handler(s);
+	uint64_t now = dc__now_ns(CLOCK_MONOTONIC);
+	for (int w = 0; w < 3; w++) {
+		struct dc__itimer *t = &dc__st.itimer[w];
+		if (!t->armed)
+			continue;
+		uint64_t left = t->expires_ns > now ? t->expires_ns - now : 1000;
+		struct itimerval v = { t->interval,
+			{ (time_t)(left / 1000000000ull),
+				(suseconds_t)(left % 1000000000ull / 1000) } };
+		if (v.it_value.tv_sec == 0 && v.it_value.tv_usec == 0)
+			v.it_value.tv_usec = 1;
+		setitimer(w, &v, NULL);
+	}
+	return 0;
+}

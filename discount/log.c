@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * log.c -- the append-only logs of an interval (ndlog, fundo)
+ *
+ * An entry is a struct dc_log_ent header and its payload padded to 8
+ * bytes, written with one pwritev and made durable before the caller acts
+ * on it (the action the entry guards comes after).
+ *
+ * Invariants:
+ *  1. An entry is valid when its magic, generation, sequence number (and,
+ *     when asked, incarnation) are the expected ones and its checksum
+ *     matches: entries of an older interval, of an older incarnation, or
+ *     torn by a crash are never taken for current ones.
+ *  2. Entries of one interval are read from offset 0 with seq 0, 1, ...;
+ *     the first invalid entry ends the log.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "dc_int.h"
+
+#define CHUNK 65536u
+
+/* Checksum of the header (csum = 0) and the payload d1 ++ d2, chained
+ * over 64 KiB pieces of the payload: readers reproduce it piecewise. */
+static uint64_t
+ent_csum(const struct dc_log_ent *h, const char *d1, uint64_t l1,
+	const char *d2, uint64_t l2)
+{
+	char *tmp = dc__vol.logtmp;
+	struct dc_log_ent t = *h;
+	t.csum = 0;
+	uint64_t c = rio_checksum(&t, sizeof(t), DC_LOG_SEED);
+	uint64_t total = l1 + l2;
+	for (uint64_t o = 0; o < total; o += CHUNK) {
+		uint64_t k = total - o < CHUNK ? total - o : CHUNK;
+		if (o + k <= l1) {
+			c = rio_checksum(d1 + o, k, c);
+		} else if (o >= l1) {
+			c = rio_checksum(d2 + (o - l1), k, c);
+		} else {
+			memcpy(tmp, d1 + o, l1 - o);
+			memcpy(tmp + (l1 - o), d2, k - (l1 - o));
+			c = rio_checksum(tmp, k, c);
+		}
+	}
+	return c;
+}
+
+int
+dc__log_write(int fd, uint64_t *off, uint64_t *seq, uint64_t gen,
+	uint64_t inc, int type, int64_t a, int64_t b, int64_t c,
+	const void *d1, uint64_t l1, const void *d2, uint64_t l2)
+{
+	static const char zero[8];
+	struct dc_log_ent h = { .magic = DC_LOG_MAGIC, .type = (uint16_t)type,
+		.gen = gen, .inc = inc, .seq = *seq, .a = a, .b = b, .c = c,
+		.len = l1 + l2 };
+	h.csum = ent_csum(&h, d1, l1, d2, l2);
+	uint64_t pad = ((h.len + 7) & ~7ull) - h.len;
+	struct iovec iov[4] = { { &h, sizeof(h) }, { (void *)d1, l1 },
+		{ (void *)d2, l2 }, { (void *)zero, pad } };
+	uint64_t want = sizeof(h) + h.len + pad;
+	ssize_t k = pwritev(fd, iov, 4, (off_t)*off);
+	if (k != (ssize_t)want)
+		return dc__err(k < 0 ? -errno : -EIO, "log append: %s",
+			k < 0 ? strerror(errno) : "short write");
+	/* The entry must be durable before what it guards happens. */
+	int rc = dc__sync_fd(fd);
+	if (rc)
+		return rc;
+	*off += want;
+	*seq += 1;
+	return 0;
+}
+
+/*
+ * Read and verify the entry at off; its payload goes to `payload` when
+ * it fits in max bytes.  Returns 0, or DC_ENOCKPT when there is no valid
+ * entry there (end of the log).
+ */
+int
+dc__log_read(int fd, uint64_t off, uint64_t gen, uint64_t seq,
+	const uint64_t *inc, struct dc_log_ent *e, void *payload, uint64_t max)
+{
+	char *tmp = dc__vol.logtmp;
+	if (pread(fd, e, sizeof(*e), (off_t)off) != (ssize_t)sizeof(*e))
+		return DC_ENOCKPT;
+	if (e->magic != DC_LOG_MAGIC || e->gen != gen || e->seq != seq ||
+	    (inc != NULL && e->inc != *inc) || e->len > (1ull << 40))
+		return DC_ENOCKPT;
+	struct dc_log_ent t = *e;
+	t.csum = 0;
+	uint64_t c = rio_checksum(&t, sizeof(t), DC_LOG_SEED);
+	bool into = payload != NULL && e->len <= max;
+	for (uint64_t o = 0; o < e->len; o += CHUNK) {
+		uint64_t k = e->len - o < CHUNK ? e->len - o : CHUNK;
+		char *dst = into ? (char *)payload + o : tmp;
+		if (pread(fd, dst, k, (off_t)(off + sizeof(*e) + o)) !=
+		    (ssize_t)k)
+			return DC_ENOCKPT;
+		c = rio_checksum(dst, k, c);
+	}
+	return c == e->csum ? 0 : DC_ENOCKPT;
+}

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * recover.c -- resuming a process from its last checkpoint
+ *
+ * Runs in dc_init of a fresh process of the same program (same command,
+ * address-space randomisation off, so the executable, libraries, vDSO,
+ * stack top and brk base are where they were).
+ *
+ *   1. verify and apply the redo segments the shadow does not have yet;
+ *   2. read the checkpoint's dc__st from the shadow (it is at the same
+ *      address in this process) and CHECK, changing nothing: executable,
+ *      loaded objects (address, name, build-id), vDSO address, read-only
+ *      mappings.  A mismatch is refused with the difference named;
+ *   3. undo the interval's file changes, bump the incarnation;
+ *   4. on the recovery stack (inside dc__vol), rebuild the address space
+ *      with raw system calls only: brk, unmap what the checkpoint did not
+ *      have, map what is missing, MADV_DONTNEED every tracked region and
+ *      copy the shadow's data extents into it;
+ *   5. dc__st is now the checkpoint's: re-establish the kernel state,
+ *      write-protect all tracked memory (it equals the shadow), and jump to
+ *      the saved registers.
+ *
+ * Invariants:
+ *  1. Nothing is changed before every check of step 2 has passed.
+ *  2. Steps 1, 3 and 4 are idempotent: a crash during recovery is
+ *     recovered by running the program again.
+ *  3. Step 4 calls no libc function that keeps state: libc's memory is
+ *     being replaced under it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dc_int.h"
+
+#define SYS(nr, a, b, c, d, e, f) \
+	dc__sys6(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), \
+		(long)(f))
+
+static int
+verify(const struct dc__st *o)
+{
+	struct dc__obj *now = (struct dc__obj *)dc__vol.buf;
+	unsigned n = 0;
+	unsigned max = (unsigned)(sizeof(dc__vol.buf) / sizeof(*now));
+	if (max > DC__MAX_OBJ)
+		max = DC__MAX_OBJ;
+	int rc = dc__objs_read(now, max, &n);
+	if (rc)
+		return rc;
+	if (o->nobj != n)
+		return dc__err(DC_EMISMATCH, "recovery refused: %u objects "
+			"loaded now, %u at the checkpoint (LD_PRELOAD or a "
+			"dlopen differs)", n, o->nobj);
+	for (unsigned i = 0; i < n; i++) {
+		const struct dc__obj *a = &o->obj[i], *b = &now[i];
+		if (a->base != b->base || strcmp(a->name, b->name) ||
+		    a->id_len != b->id_len ||
+		    memcmp(a->build_id, b->build_id, a->id_len))
+			return dc__err(DC_EMISMATCH, "recovery refused: "
+				"object %u is %s at %#lx now, was %s at %#lx "
+				"(or its build-id changed: rebuilt or "
+				"upgraded)", i, b->name[0] ? b->name : "(main)",
+				(unsigned long)b->base,
+				a->name[0] ? a->name : "(main)",
+				(unsigned long)a->base);
+	}
+	if (o->vdso != getauxval(AT_SYSINFO_EHDR))
+		return dc__err(DC_EMISMATCH, "recovery refused: vDSO at %#lx, "
+			"was %#lx (address randomisation on? run under "
+			"dc-run)", getauxval(AT_SYSINFO_EHDR),
+			(unsigned long)o->vdso);
+	struct dc__region *f = dc__vol.fresh;
+	unsigned nf;
+	if ((rc = dc__maps_read(f, DC__MAX_REGIONS, &nf)))
+		return rc;
+	dc__maps_classify(f, nf);
+	for (unsigned i = 0; i < nf; i++) {
+		if (!(f[i].kind & DC__R_FIXED))
+			continue;
+		bool found = false;
+		for (unsigned j = 0; j < o->nreg && !found; j++) {
+			const struct dc__region *c = &o->reg[j];
+			if (c->start == f[i].start && c->end == f[i].end &&
+			    c->ino == f[i].ino && c->off == f[i].off &&
+			    !strcmp(c->path, f[i].path))
+				found = true;
+			else if ((c->kind & DC__R_TRACKED) &&
+				 c->start < f[i].end && c->end > f[i].start &&
+				 !(f[i].kind & DC__R_SPECIAL))
+				break;
+		}
+		if (!found)
+			return dc__err(DC_EMISMATCH, "recovery refused: "
+				"mapping %#lx-%#lx %s is not in the "
+				"checkpoint", (unsigned long)f[i].start,
+				(unsigned long)f[i].end, f[i].path);
+	}
+	return 0;
+}
+
+/* ---- step 4: raw system calls only (invariant 3) ---- */
+
+static void
+die(const char *what, long err)
+{
+	char msg[160];
+	int n = snprintf(msg, sizeof(msg), "dc: recovery failed while "
+		"rebuilding memory (%s: %ld); run the program again to "
+		"retry\n", what, err);
+	SYS(SYS_write, 2, msg, n, 0, 0, 0);
+	SYS(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+}
+
+static bool
+covered(const struct dc__st *o, uint64_t a, uint64_t b, uint64_t *next)
+{
+	for (unsigned j = 0; j < o->nreg; j++) {
+		const struct dc__region *c = &o->reg[j];
+		if (c->start <= a && c->end > a) {
+			*next = c->end < b ? c->end : b;
+			return true;
+		}
+	}
+	uint64_t nx = b;
+	for (unsigned j = 0; j < o->nreg; j++)
+		if (o->reg[j].start > a && o->reg[j].start < nx)
+			nx = o->reg[j].start;
+	*next = nx;
+	return false;
+}
+
+static bool
+fresh_has(uint64_t a, uint64_t b, const char *path, uint64_t off)
+{
+	for (unsigned i = 0; i < dc__vol.nfresh; i++) {
+		const struct dc__region *f = &dc__vol.fresh[i];
+		if (f->start == a && f->end == b && !strcmp(f->path, path) &&
+		    f->off == off)
+			return true;
+	}
+	return false;
+}
+
+static void
+map_region(const struct dc__region *c, int prot)
+{
+	long fd = -1;
+	int flags = MAP_PRIVATE | MAP_FIXED;
+	if (c->kind & DC__R_ANON || c->path[0] != '/') {
+		flags |= MAP_ANONYMOUS | MAP_NORESERVE;
+	} else {
+		fd = SYS(SYS_openat, AT_FDCWD, c->path, O_RDONLY | O_CLOEXEC,
+			0, 0, 0);
+		if (fd < 0)
+			die(c->path, fd);
+		if (c->kind & DC__R_SHARED)
+			flags = MAP_SHARED | MAP_FIXED;
+	}
+	long r = SYS(SYS_mmap, c->start, c->end - c->start, prot, flags, fd,
+		fd >= 0 ? c->off : 0);
+	if (fd >= 0)
+		SYS(SYS_close, fd, 0, 0, 0, 0, 0);
+	if (r < 0)
+		die("mmap", r);
+}
+
+static void
+rebuild_memory(void)
+{
+	const struct dc__st *o = &dc__vol.old;
+	long r;
+	/* brk first, so the heap has the checkpoint's extent */
+	if (o->brk_end)
+		SYS(SYS_brk, o->brk_end, 0, 0, 0, 0, 0);
+	/* unmap tracked memory the checkpoint did not have */
+	for (unsigned i = 0; i < dc__vol.nfresh; i++) {
+		const struct dc__region *f = &dc__vol.fresh[i];
+		if (!(f->kind & DC__R_TRACKED) || (f->kind & DC__R_HEAP))
+			continue;
+		for (uint64_t a = f->start, nx; a < f->end; a = nx)
+			if (!covered(o, a, f->end, &nx) &&
+			    (r = SYS(SYS_munmap, a, nx - a, 0, 0, 0, 0)) < 0)
+				die("munmap", r);
+	}
+	for (unsigned j = 0; j < o->nreg; j++) {
+		const struct dc__region *c = &o->reg[j];
+		if (c->kind & DC__R_SPECIAL)
+			continue;
+		if (c->kind & DC__R_FIXED) {
+			if (!fresh_has(c->start, c->end, c->path, c->off))
+				map_region(c, (int)c->prot);
+			continue;
+		}
+		if (c->kind & DC__R_STACK) {
+			/* grow the stack down to the checkpoint's extent: a
+			 * user-mode touch below the stack expands it */
+			volatile char *lo = (volatile char *)(uintptr_t)c->start;
+			*lo = *lo;
+		} else if (!(c->kind & DC__R_HEAP) &&
+			   !fresh_has(c->start, c->end, c->path, c->off)) {
+			map_region(c, (int)c->prot | PROT_READ | PROT_WRITE);
+		}
+		uint64_t len = c->end - c->start;
+		if ((r = SYS(SYS_mprotect, c->start, len,
+			     PROT_READ | PROT_WRITE, 0, 0, 0)) < 0)
+			die("mprotect", r);
+		if ((r = SYS(SYS_madvise, c->start, len, MADV_DONTNEED, 0, 0,
+			     0)) < 0)
+			die("madvise", r);
+		if ((r = dc__shadow_copy_in(c->start, c->end)) < 0)
+			die("read shadow", r);
+		if ((r = SYS(SYS_mprotect, c->start, len, c->prot, 0, 0, 0)) <
+		    0)
+			die("mprotect", r);
+	}
+}
+
+static void
+restore_and_resume(void)
+{
+	rebuild_memory();
+	/* what every checkpoint copies explicitly (ckpt.c add_own): the
+	 * first page of dc__st, the alternate signal stack */
+	uint64_t a0, a1;
+	long r;
+	dc__sud_altstack(&a0, &a1);
+	if ((r = dc__shadow_copy_in((uint64_t)(uintptr_t)&dc__st,
+		     (uint64_t)(uintptr_t)&dc__st + DC__HOT)) < 0 ||
+	    (r = dc__shadow_copy_in(a0, a1)) < 0)
+		die("read shadow", r);
+	/* dc__st is the checkpoint's from here on (step 5) */
+	if (dc__vol.ctl_fd1 != dc__st.ctl_fd0) {
+		SYS(SYS_dup2, dc__vol.ctl_fd1, dc__st.ctl_fd0, 0, 0, 0, 0);
+		SYS(SYS_close, dc__vol.ctl_fd1, 0, 0, 0, 0, 0);
+	}
+	/* the first run's handle is valid again: same mapping, same fd */
+	dc__vol.ctl = dc__st.ctl0;
+	int rc = dc__k_restore(dc__st.ctl_fd0);
+	for (unsigned i = 0; rc == 0 && i < dc__st.nreg; i++) {
+		const struct dc__region *c = &dc__st.reg[i];
+		if (!(c->kind & DC__R_TRACKED))
+			continue;
+		rc = dc__track_register(c->start, c->end);
+		if (rc == 0)
+			rc = dc__track_protect(c->start, c->end);
+	}
+	dc__track_pin(); /* every region hot (track.c invariant 5) */
+	if (rc == 0)
+		rc = dc__timer_start();
+	if (rc) {
+		dc__say("recovery failed: %s (%s); run the program again to "
+			"retry", dc_strerror(rc), rio_errormsg());
+		SYS(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+	}
+	dc__st.stats.recoveries++;
+	dc__st.maps_changed = true; /* re-read the maps at the next commit */
+	dc__vol.active = true;
+	dc__vol.recovered = true;
+	if (dc__st.verbose)
+		dc__say("recovered generation %lu (incarnation %lu, %lu input "
+			"events to replay)", (unsigned long)dc__vol.committed,
+			(unsigned long)dc__vol.incarnation,
+			(unsigned long)(dc__vol.replaying ?
+					dc__vol.nd_seq : 0));
+	if (dc__st.on_recover) {
+		dc__vol.selector = SYSCALL_DISPATCH_FILTER_BLOCK;
+		dc__st.on_recover(dc__st.cb_arg);
+	}
+	dc__vol.selector = SYSCALL_DISPATCH_FILTER_ALLOW;
+	SYS(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, dc__st.ctx.fsbase, 0, 0,
+		0, 0);
+	SYS(SYS_rt_sigprocmask, SIG_SETMASK, &dc__st.ctx.mask, 0, 8, 0, 0);
+	dc__resume_ctx(&dc__st.ctx);
+}
+
+static int
+find_fd_of(const char *path)
+{
+	struct stat want, st;
+	if (stat(path, &want) != 0)
+		return -1;
+	for (int fd = 0; fd < DC__OWN_FD_BASE; fd++)
+		if (fstat(fd, &st) == 0 && st.st_ino == want.st_ino &&
+		    st.st_dev == want.st_dev)
+			return fd;
+	return -1;
+}
+
+int
+dc__ctl_fd(void)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/ctl", dc__vol.dir);
+	return find_fd_of(p);
+}
+
+int
+dc__recover(void)
+{
+	const struct dc_commit *cm = dc__last_commit();
+	if (cm == NULL)
+		return dc__err(DC_ENOCKPT, "no committed checkpoint");
+	int rc = dc__redo_recover(cm);
+	if (rc)
+		return rc;
+	/* the checkpoint's own dc__st, read from where it lives */
+	if ((rc = dc__shadow_read(&dc__vol.old, sizeof(dc__vol.old),
+		     (uint64_t)(uintptr_t)&dc__st)))
+		return rc;
+	if (dc__vol.old.gen != dc__vol.committed)
+		return dc__err(DC_ECORRUPT, "shadow holds generation %lu, "
+			"commit record says %lu",
+			(unsigned long)dc__vol.old.gen,
+			(unsigned long)dc__vol.committed);
+	if ((rc = verify(&dc__vol.old)))
+		return rc;
+
+	/* step 3: files, then the incarnation (fundo.c invariant 2) */
+	if ((rc = dc__fu_undo()))
+		return rc;
+	struct dc_words *w = (struct dc_words *)(void *)(dc__vol.ctlb +
+		DC_CTL_WORDS_OFF);
+	w->incarnation = dc__vol.incarnation + 1;
+	/* The undo is complete (its writes synced by fundo.c when the
+	 * directory is not memory); the new incarnation makes the applied
+	 * entries stale before anything can append new ones. */
+	rio_persist(dc__vol.ctl, &w->incarnation, sizeof(uint64_t));
+	dc__vol.incarnation = w->incarnation;
+	uint64_t end, count;
+	dc__nd_scan(dc__vol.committed + 1, &end, &count, NULL);
+	dc__vol.replay_off = 0;
+	dc__vol.replay_seq = 0;
+	dc__vol.replay_end = end;
+	dc__vol.nd_off = end;
+	dc__vol.nd_seq = count;
+	dc__vol.replaying = count > 0;
+	dc__vol.fu_off = dc__vol.fu_seq = 0;
+
+	dc__vol.ctl_fd1 = dc__ctl_fd();
+	if ((rc = dc__track_open()) || (rc = dc__vdso_patch()) ||
+	    (rc = dc__sud_start()))
+		return rc;
+	dc__vol.nfresh = 0;
+	if ((rc = dc__maps_read(dc__vol.fresh, DC__MAX_REGIONS,
+		     &dc__vol.nfresh)))
+		return rc;
+	dc__maps_classify(dc__vol.fresh, dc__vol.nfresh);
+	dc__switch_stack(dc__vol.stack + sizeof(dc__vol.stack),
+		restore_and_resume);
+}

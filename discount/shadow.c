@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * shadow.c -- the shadow image: the tracked memory of generation
+ *             `applied`, in a sparse file addressed through slots
+ *
+ * The process's byte at address a is stored in `shadow` at
+ *
+ *     slot(a) * 1 GiB + (a mod 1 GiB)
+ *
+ * where slot(a) is the index of a's 1 GiB-aligned window in the slot table
+ * of the ctl pool (FORMAT.md).  A process uses a handful of windows (the
+ * executable and heap, the libraries and mappings, the stack), so the file
+ * spans a few GiB of mostly holes on any file system with sparse files and
+ * SEEK_DATA (tmpfs, ext4, xfs, btrfs); a hole is "zero" (anonymous) or "the
+ * file's byte" (private file mapping), and a mapping that moves or grows
+ * needs no bookkeeping.
+ *
+ * Invariants:
+ *  1. A window's slot is durable in the table (base, then count) before
+ *     any byte is written at its offsets; slots are appended, never
+ *     changed or removed while the directory lives.  So every byte ever
+ *     written is found again by a later process, and a window without a
+ *     slot has nothing stored.
+ *  2. Reads and the extent copy of recovery use raw system calls only
+ *     (recover.c invariant 3).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dc_int.h"
+
+#define SLOT_SIZE (1ull << DC_SLOT_SHIFT)
+#define SYS(nr, a, b, c, d, e, f) \
+	dc__sys6(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), \
+		(long)(f))
+
+static struct dc_slots *
+slots(void)
+{
+	return (struct dc_slots *)(void *)(dc__vol.ctlb + DC_CTL_SLOTS_OFF);
+}
+
+/* File offset of the window holding a, or -1 when it has no slot. */
+static int64_t
+window_off(uint64_t a)
+{
+	const struct dc_slots *t = slots();
+	uint64_t base = a & ~(SLOT_SIZE - 1);
+	unsigned n = t->n < DC_SLOTS ? (unsigned)t->n : DC_SLOTS;
+	unsigned h = dc__vol.slot_hint;
+	if (h < n && t->base[h] == base)
+		return (int64_t)((uint64_t)h << DC_SLOT_SHIFT);
+	for (unsigned i = 0; i < n; i++)
+		if (t->base[i] == base) {
+			dc__vol.slot_hint = i;
+			return (int64_t)((uint64_t)i << DC_SLOT_SHIFT);
+		}
+	return -1;
+}
+
+/* The window's offset, taking a new slot if it has none (invariant 1). */
+static int
+window_off_new(uint64_t a, int64_t *off)
+{
+	if ((*off = window_off(a)) >= 0)
+		return 0;
+	struct dc_slots *t = slots();
+	if (t->n >= DC_SLOTS)
+		return dc__err(DC_ELIMIT, "shadow: the process uses more than "
+			"%u GiB windows of address space", DC_SLOTS);
+	t->base[t->n] = a & ~(SLOT_SIZE - 1);
+	/* The base must be durable before the count that makes it valid. */
+	rio_persist(dc__vol.ctl, &t->base[t->n], sizeof(uint64_t));
+	t->n++;
+	/* The slot must be durable before bytes are written at its offsets
+	 * (invariant 1). */
+	rio_persist(dc__vol.ctl, &t->n, sizeof(uint64_t));
+	*off = (int64_t)((t->n - 1) << DC_SLOT_SHIFT);
+	return 0;
+}
+
+/*
+ * Call fn for each piece of [a, a + len) that lies in one window, in
+ * order, with the piece's file offset (-1: its window has no slot; with
+ * create, one is taken first).  Stops at the first non-zero return.
+ */
+struct piece {
+	char *p;                /* caller's buffer for [a0, ...) */
+	uint64_t a0;
+};
+typedef long (*piece_fn)(struct piece *c, uint64_t a, uint64_t k, int64_t off);
+
+static long
+each_piece(uint64_t a, uint64_t len, bool create, piece_fn fn,
+	struct piece *c)
+{
+	while (len > 0) {
+		uint64_t room = SLOT_SIZE - (a & (SLOT_SIZE - 1));
+		uint64_t k = len < room ? len : room;
+		int64_t w;
+		if (create) {
+			int rc = window_off_new(a, &w);
+			if (rc)
+				return rc;
+		} else {
+			w = window_off(a);
+		}
+		long rc = fn(c, a, k, w < 0 ? -1 :
+			w + (int64_t)(a & (SLOT_SIZE - 1)));
+		if (rc)
+			return rc;
+		a += k;
+		len -= k;
+	}
+	return 0;
+}
+
+static long
+write_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
+{
+	return dc__pwrite_all(dc__vol.shadow_fd, c->p + (a - c->a0), k,
+		(uint64_t)off);
+}
+
+int
+dc__shadow_write(const void *src, uint64_t len, uint64_t a)
+{
+	struct piece c = { (char *)(uintptr_t)src, a };
+	return (int)each_piece(a, len, true, write_piece, &c);
+}
+
+static long
+punch_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
+{
+	(void)c;
+	if (off < 0 || fallocate(dc__vol.shadow_fd, FALLOC_FL_PUNCH_HOLE |
+				     FALLOC_FL_KEEP_SIZE, off, (off_t)k) == 0)
+		return 0;
+	return dc__err(errno == EOPNOTSUPP ? DC_EFS : -errno, "shadow: punch "
+		"%#lx+%#lx: %s (the directory needs a file system with hole "
+		"punching: tmpfs, ext4, xfs, btrfs)", (unsigned long)a,
+		(unsigned long)k, strerror(errno));
+}
+
+int
+dc__shadow_punch(uint64_t a, uint64_t len)
+{
+	return (int)each_piece(a, len, false, punch_piece, NULL);
+}
+
+/* Raw reads from here on (invariant 2). */
+static long
+read_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
+{
+	char *p = c->p + (a - c->a0);
+	for (uint64_t o = 0; off >= 0 && o < k;) {
+		long r = SYS(SYS_pread64, dc__vol.shadow_fd, p + o, k - o,
+			(uint64_t)off + o, 0, 0);
+		if (r < 0)
+			return dc__err((int)r, "shadow: read %#lx",
+				(unsigned long)a);
+		if (r == 0) { /* past the end: a hole */
+			memset(p + o, 0, k - o);
+			return 0;
+		}
+		o += (uint64_t)r;
+	}
+	if (off < 0)
+		memset(p, 0, k);
+	return 0;
+}
+
+/* Read [a, a + len) of the image (zeros where nothing is stored). */
+int
+dc__shadow_read(void *dst, uint64_t len, uint64_t a)
+{
+	struct piece c = { dst, a };
+	return (int)each_piece(a, len, false, read_piece, &c);
+}
+
+/* The stored extents of a piece, into memory at their addresses. */
+static long
+copy_piece(struct piece *c, uint64_t a, uint64_t k, int64_t lo)
+{
+	(void)c;
+	int sfd = dc__vol.shadow_fd;
+	uint64_t hi = (uint64_t)lo + k;
+	long off = lo < 0 ? -ENXIO : SYS(SYS_lseek, sfd, lo, SEEK_DATA, 0, 0, 0);
+	while (off >= 0 && (uint64_t)off < hi) {
+		long hole = SYS(SYS_lseek, sfd, off, SEEK_HOLE, 0, 0, 0);
+		if (hole < 0 || (uint64_t)hole > hi)
+			hole = (long)hi;
+		for (long o = off; o < hole;) {
+			long r = SYS(SYS_pread64, sfd, a + ((uint64_t)o -
+				(uint64_t)lo), hole - o, o, 0, 0);
+			if (r <= 0)
+				return r < 0 ? r : -EIO;
+			o += r;
+		}
+		if ((uint64_t)hole >= hi)
+			return 0;
+		off = SYS(SYS_lseek, sfd, hole, SEEK_DATA, 0, 0, 0);
+	}
+	return off < 0 && off != -ENXIO ? off : 0;
+}
+
+/*
+ * Recovery: copy the stored extents of [a, b) into memory at their
+ * addresses (the memory was just cleared).  Raw system calls only
+ * (invariant 2); returns 0 or the failing call's -errno.
+ */
+long
+dc__shadow_copy_in(uint64_t a, uint64_t b)
+{
+	return each_piece(a, b - a, false, copy_piece, NULL);
+}

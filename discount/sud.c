@@ -1,0 +1,881 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * sud.c -- seeing every system call: syscall user dispatch, the vDSO,
+ *          signal delivery, and the recovery protocols that act on them
+ *
+ * PR_SET_SYSCALL_USER_DISPATCH sends SIGSYS for every `syscall` executed
+ * outside [dc__sud_begin, dc__sud_end) while dc__vol.selector is BLOCK.
+ * The handler (on libdc's alternate stack, every signal blocked) sets the
+ * selector to ALLOW, classifies the call, applies the protocol, performs
+ * the call itself, stores the result in the saved rax, and sets BLOCK
+ * again before rt_sigreturn (issued from dc__restorer, inside the allowed
+ * range).
+ *
+ * Invariants:
+ *  1. libdc code runs with the selector at ALLOW; program code (including
+ *     the program's signal handlers, called from the wrapper) at BLOCK.
+ *  2. SIGSYS is never blocked: it is removed from every mask the program
+ *     sets (a blocked SIGSYS would kill the process at the next call).
+ *  3. Every handler the program installs is wrapped, so delivery is seen
+ *     (a non-deterministic event), and uses dc__restorer.
+ *  4. A commit for a visible event happens before the call; a commit for a
+ *     non-deterministic event happens after it, once its result is in
+ *     memory (the saved rax is written only after the commit returns,
+ *     from a local that lives in the checkpointed frames).
+ *  5. vDSO time functions are patched into real system calls so they
+ *     trap like any other (thesis: gettimeofday is non-deterministic).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "dc_int.h"
+
+#define ALLOW SYSCALL_DISPATCH_FILTER_ALLOW
+#define BLOCK SYSCALL_DISPATCH_FILTER_BLOCK
+
+struct ksigaction {
+	uintptr_t handler;
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000
+#endif
+
+long
+dc__raw(long nr, long a, long b, long c, long d, long e, long f)
+{
+	return dc__sys6(nr, a, b, c, d, e, f);
+}
+
+/* The program's call, made by libdc.  EFAULT may be a cold region the
+ * kernel could not write (track.c invariant 2): then once more, with every
+ * region hot. */
+static long
+pass(long nr, const long *a)
+{
+	long r = dc__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (r == -EFAULT && dc__track_efault())
+		r = dc__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	return r;
+}
+
+/* SIGSYS and SIGSEGV stay deliverable whatever the program asks
+ * (invariant 2; track.c). */
+static uint64_t
+prot_mask(uint64_t m)
+{
+	m &= ~(1ull << (SIGSYS - 1));
+	m &= ~(1ull << (SIGSEGV - 1));
+	return m;
+}
+
+/* A call that may block: run it under the program's signal mask, so a
+ * signal interrupts it (or restarts it) as it would without libdc. */
+static long
+blocking(long nr, const long *a, ucontext_t *uc)
+{
+	uint64_t m, old;
+	memcpy(&m, &uc->uc_sigmask, 8);
+	m = prot_mask(m);
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, (long)&old, 8, 0,
+		0);
+	long r = pass(nr, a);
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	return r;
+}
+
+/* ---- protocol actions ---- */
+
+void
+dc__nd_event(void)
+{
+	dc__st.stats.nd_events++;
+	switch (dc__st.protocol) {
+	case DC_CAND:
+	case DC_CAND_LOG:
+		dc__commit();
+		break;
+	case DC_CBNDVS:
+	case DC_CBNDVS_LOG:
+		dc__st.nd_flag = true;
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+before_visible(void)
+{
+	dc__st.stats.visible_events++;
+	switch (dc__st.protocol) {
+	case DC_CPVS:
+		dc__commit();
+		break;
+	case DC_CBNDVS:
+	case DC_CBNDVS_LOG:
+#ifndef DC_BROKEN_NO_VISIBLE_COMMIT
+		if (dc__st.nd_flag)
+			dc__commit();
+#endif
+		break;
+	default:
+		break;
+	}
+}
+
+static int
+fd_kind(int fd)
+{
+	int d = dc__desc_of(fd);
+	if (d >= 0)
+		return dc__st.desc[d].kind;
+	struct stat st;
+	if (fstat(fd, &st) != 0)
+		return 0;
+	if (S_ISREG(st.st_mode))
+		return DC__K_FILE;
+	if (S_ISFIFO(st.st_mode))
+		return DC__K_PIPE;
+	if (S_ISSOCK(st.st_mode))
+		return DC__K_SOCK;
+	if (S_ISCHR(st.st_mode))
+		return isatty(fd) ? DC__K_TTY : DC__K_CHR;
+	return DC__K_OTHER;
+}
+
+static bool
+is_nd_kind(int k)
+{
+	return k == DC__K_TTY || k == DC__K_PIPE || k == DC__K_SOCK ||
+		k == DC__K_CHR;
+}
+
+static void
+fatal_replay(int rc)
+{
+	dc__say("replay: %s (%s); stopping", dc_strerror(rc), rio_errormsg());
+	dc__vol.fatal = true;
+	dc__sys6(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+}
+
+static uint64_t
+iov_total(const struct iovec *iov, long cnt)
+{
+	uint64_t t = 0;
+	for (long i = 0; i < cnt; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+static void
+scatter(const struct iovec *iov, long cnt, const char *p, uint64_t n)
+{
+	for (long i = 0; i < cnt && n > 0; i++) {
+		uint64_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+		memcpy(iov[i].iov_base, p, k);
+		p += k;
+		n -= k;
+	}
+}
+
+static void
+gather(const struct iovec *iov, long cnt, char *p, uint64_t n)
+{
+	for (long i = 0; i < cnt && n > 0; i++) {
+		uint64_t k = iov[i].iov_len < n ? iov[i].iov_len : n;
+		memcpy(p, iov[i].iov_base, k);
+		p += k;
+		n -= k;
+	}
+}
+
+/* Answer an input call from the log (replay after recovery). */
+static long
+replay(long nr, long *a, int type, int fd)
+{
+	char *pl = dc__vol.io;
+	struct dc_log_ent e;
+	int rc = dc__nd_next(&e, pl, sizeof(dc__vol.io));
+	if (rc)
+		fatal_replay(rc);
+	if (e.type != type || e.a != fd) {
+		dc__err(DC_EREPLAY, "call %ld on fd %d, log has type %u fd %ld",
+			nr, fd, e.type, (long)e.a);
+		fatal_replay(DC_EREPLAY);
+	}
+	switch (nr) {
+	case SYS_read:
+		memcpy((void *)a[1], pl, e.len);
+		break;
+	case SYS_readv:
+		scatter((const struct iovec *)a[1], a[2], pl, e.len);
+		break;
+	case SYS_recvfrom: {
+		uint64_t alen = (uint64_t)e.c, dl = e.len - alen;
+		memcpy((void *)a[1], pl, dl);
+		if (a[4] && a[5]) {
+			socklen_t *lp = (socklen_t *)a[5];
+			memcpy((void *)a[4], pl + dl,
+				alen < *lp ? alen : *lp);
+			*lp = (socklen_t)alen;
+		}
+		break;
+	}
+	case SYS_select:
+	case SYS_pselect6: {
+		size_t sl = ((size_t)a[0] + 63) / 64 * 8;
+		for (int i = 0; i < 3; i++)
+			if (a[1 + i])
+				memcpy((void *)a[1 + i], pl + i * sl, sl);
+		break;
+	}
+	case SYS_poll:
+	case SYS_ppoll:
+		memcpy((void *)a[0], pl, e.len);
+		break;
+	}
+	if (fd == 0 && e.b > 0 && (nr == SYS_read || nr == SYS_readv))
+		dc__st.stats.input_bytes += (uint64_t)e.b;
+	return e.b;
+}
+
+static long
+input(long nr, long *a, ucontext_t *uc, int type, int fd)
+{
+	bool log = DC__PROT_LOG(dc__st.protocol);
+	if (log && dc__vol.replaying)
+		return replay(nr, a, type, fd);
+	long r = blocking(nr, a, uc);
+	if (fd == 0 && r > 0 && (nr == SYS_read || nr == SYS_readv))
+		dc__st.stats.input_bytes += (uint64_t)r;
+	if (!log) {
+		dc__nd_event();
+		return r;
+	}
+	uint64_t n = r > 0 ? (uint64_t)r : 0;
+	int rc = 0;
+	switch (nr) {
+	case SYS_read:
+		rc = dc__nd_append(type, fd, r, 0, (void *)a[1], n, NULL, 0);
+		break;
+	case SYS_readv: {
+		char *g = dc__vol.io;
+		if (n > sizeof(dc__vol.io)) {
+			rc = dc__err(DC_ELIMIT, "readv of %lu bytes cannot be "
+				"logged", (unsigned long)n);
+			break;
+		}
+		gather((const struct iovec *)a[1], a[2], g, n);
+		rc = dc__nd_append(type, fd, r, 0, g, n, NULL, 0);
+		break;
+	}
+	case SYS_recvfrom: {
+		socklen_t al = a[5] ? *(socklen_t *)a[5] : 0;
+		rc = dc__nd_append(type, fd, r, al, (void *)a[1], n,
+			(void *)a[4], a[4] ? al : 0);
+		break;
+	}
+	case SYS_select:
+	case SYS_pselect6: {
+		size_t sl = ((size_t)a[0] + 63) / 64 * 8;
+		char *sets = dc__vol.io; /* 3 x at most 128 bytes */
+		memset(sets, 0, 3 * sl);
+		for (int i = 0; i < 3; i++)
+			if (a[1 + i])
+				memcpy(sets + i * sl, (void *)a[1 + i], sl);
+		rc = dc__nd_append(type, fd, r, a[0], sets, 3 * sl, NULL, 0);
+		break;
+	}
+	case SYS_poll:
+	case SYS_ppoll:
+		rc = dc__nd_append(type, fd, r, 0, (void *)a[0],
+			(uint64_t)a[1] * sizeof(struct pollfd), NULL, 0);
+		break;
+	}
+	if (rc) {
+		/* not logged: fall back to committing after it */
+		dc__say("input log: %s; committing instead", rio_errormsg());
+		dc__nd_event();
+	}
+	return r;
+}
+
+/* write/pwrite/sendto... : visible events, or file changes to undo */
+static long
+output(long nr, long *a, ucontext_t *uc, int fd)
+{
+	int k = fd_kind(fd);
+	if (k == DC__K_FILE && dc__vol.active) {
+		int64_t off;
+		uint64_t len;
+		switch (nr) {
+		case SYS_pwrite64:
+			off = a[3];
+			len = (uint64_t)a[2];
+			break;
+		case SYS_pwritev:
+			off = a[3];
+			len = iov_total((const struct iovec *)a[1], a[2]);
+			break;
+		default: {
+			int fl = (int)dc__sys6(SYS_fcntl, fd, F_GETFL, 0, 0, 0,
+				0);
+			struct stat st;
+			if (fl >= 0 && (fl & O_APPEND) && fstat(fd, &st) == 0)
+				off = st.st_size;
+			else
+				off = dc__sys6(SYS_lseek, fd, 0, SEEK_CUR, 0, 0,
+					0);
+			len = nr == SYS_writev ?
+				iov_total((const struct iovec *)a[1], a[2]) :
+				(uint64_t)a[2];
+		}
+		}
+		int rc = off >= 0 ? dc__fu_before_write(fd, off, len) : 0;
+		if (rc) {
+			dc__say("cannot log a file write: %s", rio_errormsg());
+			return -EIO;
+		}
+		return pass(nr, a);
+	}
+	if (is_nd_kind(k))
+		before_visible();
+	return blocking(nr, a, uc);
+}
+
+/* ---- signals ---- */
+
+static void sig_wrapper(int sig, siginfo_t *si, void *uc);
+static void segv_handler(int sig, siginfo_t *si, void *uc);
+
+static int
+install(int sig, uintptr_t handler, unsigned long flags, uint64_t mask)
+{
+	struct ksigaction ka = { 0 };
+	if (sig == SIGSEGV) {
+		/* always libdc's: cold-region faults first (track.c); on its
+		 * own stack, and nested (a cold fault inside a handler) */
+		ka.handler = (uintptr_t)segv_handler;
+		ka.flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTORER |
+			(flags & SA_RESTART);
+	} else if (handler == (uintptr_t)SIG_DFL ||
+		   handler == (uintptr_t)SIG_IGN) {
+		ka.handler = handler;
+		ka.flags = (flags & ~SA_SIGINFO) | SA_RESTORER;
+	} else {
+		ka.handler = (uintptr_t)sig_wrapper;
+		ka.flags = flags | SA_SIGINFO | SA_RESTORER;
+		ka.flags &= ~(unsigned long)SA_RESETHAND;
+	}
+	ka.restorer = dc__restorer;
+	ka.mask = prot_mask(mask);
+	return (int)dc__sys6(SYS_rt_sigaction, sig, (long)&ka, 0, 8, 0, 0);
+}
+
+void
+dc__install_handler(int sig)
+{
+	const struct dc__sigrec *r = &dc__st.sig[sig];
+	uint64_t m;
+	memcpy(&m, &r->mask, 8);
+	install(sig, r->handler, r->flags, m);
+}
+
+static void
+sig_wrapper(int sig, siginfo_t *si, void *uc)
+{
+	unsigned char prev = dc__vol.selector;
+	dc__vol.selector = ALLOW;
+	/* a commit runs with every signal blocked (ckpt.c) */
+	uint64_t all = DC__SIGS_BLOCKED, old;
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0,
+		0);
+	dc__nd_event(); /* the state committed includes this signal's frame */
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	struct dc__sigrec *r = &dc__st.sig[sig];
+	uintptr_t h = r->handler;
+	unsigned long fl = r->flags;
+	if (fl & SA_RESETHAND) {
+		r->handler = (uintptr_t)SIG_DFL;
+		r->flags &= ~(unsigned long)SA_SIGINFO;
+		dc__install_handler(sig);
+	}
+	dc__vol.selector = BLOCK;
+	if (h == (uintptr_t)SIG_IGN) {
+		/* ignored meanwhile */
+	} else if (h == (uintptr_t)SIG_DFL) {
+		dc__vol.selector = ALLOW;
+		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), sig,
+			0, 0, 0, 0);
+	} else if (fl & SA_SIGINFO) {
+		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
+	} else {
+		((void (*)(int))h)(sig);
+	}
+	dc__vol.selector = prev;
+}
+
+/* SIGSEGV: a write into a cold region is made good here; anything else is
+ * the program's (its handler through the wrapper, or the default action:
+ * death, by the same fault again). */
+static void
+segv_handler(int sig, siginfo_t *si, void *uc)
+{
+	if (si->si_code == SEGV_ACCERR &&
+	    dc__track_fault((uint64_t)(uintptr_t)si->si_addr))
+		return;
+	uintptr_t h = dc__st.sig[SIGSEGV].handler;
+	if (h != (uintptr_t)SIG_DFL && h != (uintptr_t)SIG_IGN) {
+		sig_wrapper(sig, si, uc);
+		return;
+	}
+	struct ksigaction ka = { .handler = (uintptr_t)SIG_DFL,
+		.flags = SA_RESTORER, .restorer = dc__restorer };
+	dc__sys6(SYS_rt_sigaction, SIGSEGV, (long)&ka, 0, 8, 0, 0);
+	if (si->si_code <= 0) /* sent, not a fault: send it again */
+		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			SIGSEGV, 0, 0, 0, 0);
+}
+
+static long
+do_sigaction(const long *a)
+{
+	int sig = (int)a[0];
+	const struct ksigaction *act = (const void *)a[1];
+	struct ksigaction *oact = (void *)a[2];
+	if (sig < 1 || sig > 64)
+		return -EINVAL;
+	struct dc__sigrec *r = &dc__st.sig[sig];
+	if (oact) {
+		memset(oact, 0, sizeof(*oact));
+		oact->handler = r->handler;
+		oact->flags = r->flags;
+		memcpy(&oact->mask, &r->mask, 8);
+	}
+	if (!act)
+		return 0;
+	if (sig == SIGKILL || sig == SIGSTOP)
+		return -EINVAL;
+	if (sig == SIGSYS || sig == DC__TIMER_SIG) {
+		dc__refuse(sig == SIGSYS ? "a SIGSYS handler" :
+					   "a handler for SIGRTMAX");
+		return -EINVAL;
+	}
+	struct dc__sigrec nr = { act->handler, act->flags, { { 0 } } };
+	memcpy(&nr.mask, &act->mask, 8);
+	int rc = install(sig, nr.handler, nr.flags, act->mask);
+	if (rc == 0)
+		*r = nr;
+	return rc;
+}
+
+static long
+do_sigprocmask(const long *a, ucontext_t *uc)
+{
+	int how = (int)a[0];
+	const uint64_t *set = (const void *)a[1];
+	uint64_t *oset = (void *)a[2], cur;
+	memcpy(&cur, &uc->uc_sigmask, 8);
+	if (oset)
+		*oset = cur;
+	if (set) {
+		uint64_t s = *set;
+		if (how == SIG_BLOCK)
+			cur |= s;
+		else if (how == SIG_UNBLOCK)
+			cur &= ~s;
+		else if (how == SIG_SETMASK)
+			cur = s;
+		else
+			return -EINVAL;
+		cur = prot_mask(cur);
+		/* The handler's return restores uc_sigmask: that is where
+		 * the program's mask lives while we run. */
+		memcpy(&uc->uc_sigmask, &cur, 8);
+	}
+	return 0;
+}
+
+static long
+do_sigaltstack(const long *a)
+{
+	const stack_t *ss = (const void *)a[0];
+	stack_t *oss = (void *)a[1];
+	if (oss)
+		*oss = dc__st.prog_altstack;
+	if (ss)
+		dc__st.prog_altstack = *ss; /* libdc's stack stays in place */
+	return 0;
+}
+
+/* ---- the dispatcher ---- */
+
+static void
+map_changed(uint64_t a, uint64_t len)
+{
+	dc__st.maps_changed = true;
+	if (len == 0)
+		return;
+	uint64_t b = (a + len + DC__PAGE - 1) & ~(DC__PAGE - 1);
+	a &= ~(DC__PAGE - 1);
+	if (dc__st.nchg >= DC__MAX_CHG) {
+		dc__st.chg_overflow = true;
+		return;
+	}
+	dc__st.chg[dc__st.nchg].a = a;
+	dc__st.chg[dc__st.nchg].b = b;
+	dc__st.nchg++;
+}
+
+/* A mapping change over cold regions: they get their real protection
+ * first, so the kernel and /proc/self/maps see the program's. */
+static void
+warm_span(long a, long len)
+{
+	dc__track_warm_range((uint64_t)a, (uint64_t)a + (uint64_t)len);
+}
+
+static long
+refuse(const char *what, long err)
+{
+	dc__refuse(what);
+	return err;
+}
+
+long
+dc__dispatch(long nr, long *a, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	long r;
+	bool handled = false;
+
+	dc__st.stats.syscalls++;
+	/* Any call naming a descriptor may move its offset (read, write,
+	 * lseek, sendfile's and copy_file_range's other end): the next
+	 * checkpoint asks the kernel.  Small non-descriptor arguments only
+	 * cost an lseek. */
+	for (int i = 0; i < 3; i++)
+		if ((unsigned long)a[i] < DC__MAX_FD)
+			dc__vol.fd_touched[a[i]] = true;
+	switch (nr) {
+	case SYS_read:
+	case SYS_readv: {
+		int k = fd_kind((int)a[0]);
+		if (is_nd_kind(k))
+			return input(nr, a, uc, DC_ND_READ, (int)a[0]);
+		/* a regular file or directory does not wait for a signal:
+		 * no need for the program's mask (two system calls less) */
+		if (k == DC__K_FILE || k == DC__K_DIR)
+			return pass(nr, a);
+		return blocking(nr, a, uc);
+	}
+	case SYS_recvfrom:
+		return input(nr, a, uc, DC_ND_RECV, (int)a[0]);
+	case SYS_recvmsg:
+	case SYS_recvmmsg:
+		r = blocking(nr, a, uc);
+		dc__nd_event();
+		return r;
+	case SYS_select:
+	case SYS_pselect6:
+		return input(nr, a, uc, DC_ND_SELECT, (int)a[0]);
+	case SYS_poll:
+	case SYS_ppoll:
+		return input(nr, a, uc, DC_ND_POLL, (int)a[1]);
+	case SYS_epoll_wait:
+	case SYS_epoll_pwait:
+		r = blocking(nr, a, uc);
+		dc__nd_event();
+		return r;
+	case SYS_write:
+	case SYS_writev:
+	case SYS_pwrite64:
+	case SYS_pwritev:
+		return output(nr, a, uc, (int)a[0]);
+	case SYS_sendto:
+	case SYS_sendmsg:
+	case SYS_sendmmsg:
+		before_visible();
+		return blocking(nr, a, uc);
+	case SYS_clock_gettime:
+	case SYS_gettimeofday:
+	case SYS_time:
+	case SYS_getrandom:
+		r = pass(nr, a);
+		dc__nd_event();
+		return r;
+	case SYS_nanosleep:
+	case SYS_clock_nanosleep:
+	case SYS_pause:
+	case SYS_rt_sigsuspend:
+	case SYS_wait4:
+	case SYS_rt_sigtimedwait:
+		return blocking(nr, a, uc);
+	case SYS_rt_sigaction:
+		return do_sigaction(a);
+	case SYS_rt_sigprocmask:
+		return do_sigprocmask(a, uc);
+	case SYS_sigaltstack:
+		return do_sigaltstack(a);
+	case SYS_mmap:
+		if ((a[3] & MAP_SHARED) &&
+		    ((a[3] & MAP_ANONYMOUS) || (a[2] & PROT_WRITE)))
+			return refuse("a shared writable mapping (mmap "
+				"MAP_SHARED)", -EACCES);
+		if (a[3] & MAP_FIXED)
+			warm_span(a[0], a[1]);
+		r = pass(nr, a);
+		if (r >= 0)
+			map_changed((uint64_t)r, (uint64_t)a[1]);
+		if ((a[3] & MAP_FIXED) && r >= 0)
+			map_changed((uint64_t)a[0], (uint64_t)a[1]);
+		return r;
+	case SYS_munmap:
+		warm_span(a[0], a[1]);
+		r = pass(nr, a);
+		if (r == 0)
+			map_changed((uint64_t)a[0], (uint64_t)a[1]);
+		return r;
+	case SYS_mremap:
+		warm_span(a[0], a[1]);
+		if (a[3] & MREMAP_FIXED)
+			warm_span(a[4], a[2]);
+		r = pass(nr, a);
+		if (r >= 0) {
+			map_changed((uint64_t)a[0], (uint64_t)a[1]);
+			map_changed((uint64_t)r, (uint64_t)a[2]);
+		}
+		return r;
+	case SYS_brk: {
+		uint64_t old = (uint64_t)dc__sys6(SYS_brk, 0, 0, 0, 0, 0, 0);
+		warm_span((long)old - 1, 2); /* the heap */
+		r = pass(nr, a);
+		if ((uint64_t)r != old) {
+			uint64_t lo = old < (uint64_t)r ? old : (uint64_t)r;
+			uint64_t hi = old < (uint64_t)r ? (uint64_t)r : old;
+			map_changed(lo, hi - lo);
+		}
+		return r;
+	}
+	case SYS_mprotect:
+		warm_span(a[0], a[1]);
+		r = pass(nr, a);
+		if (r == 0)
+			dc__st.maps_changed = true;
+		return r;
+	case SYS_madvise:
+		warm_span(a[0], a[1]);
+		r = pass(nr, a);
+		if (r == 0 && (a[2] == MADV_DONTNEED || a[2] == MADV_FREE ||
+				      a[2] == MADV_REMOVE))
+			map_changed((uint64_t)a[0], (uint64_t)a[1]);
+		return r;
+	case SYS_clone:
+	case SYS_clone3:
+		return refuse("a second thread or process (clone)", -EPERM);
+	case SYS_fork:
+	case SYS_vfork:
+		return refuse("fork", -EPERM);
+	case SYS_execve:
+	case SYS_execveat:
+		return refuse("execve", -EPERM);
+	case SYS_pipe:
+	case SYS_pipe2:
+		return refuse("a pipe inside one process", -EPERM);
+	case SYS_shmget:
+	case SYS_shmat:
+		return refuse("System V shared memory", -EPERM);
+	case SYS_io_uring_setup:
+		return refuse("io_uring", -EPERM);
+	case SYS_userfaultfd:
+		return refuse("userfaultfd", -EPERM);
+	case SYS_prctl:
+		if (a[0] == PR_SET_SYSCALL_USER_DISPATCH)
+			return refuse("syscall user dispatch", -EPERM);
+		return pass(nr, a);
+	case SYS_arch_prctl:
+		r = pass(nr, a);
+		if (r == 0 && a[0] == 0x1002 /* ARCH_SET_FS */)
+			dc__st.ctx.fsbase = (uint64_t)a[1];
+		return r;
+	case SYS_exit_group:
+	case SYS_exit:
+		dc__cleanup_exit();
+		return pass(SYS_exit_group, a);
+	default:
+		break;
+	}
+	r = dc__k_syscall(nr, a, uc, &handled);
+	if (handled)
+		return r;
+	return pass(nr, a);
+}
+
+static void
+sigsys_handler(int sig, siginfo_t *si, void *ucv)
+{
+	(void)sig;
+	ucontext_t *uc = ucv;
+	unsigned char prev = dc__vol.selector;
+	dc__vol.selector = ALLOW;
+	greg_t *g = uc->uc_mcontext.gregs;
+	long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10],
+		g[REG_R8], g[REG_R9] };
+	dc__track_warm_args(si->si_syscall, a);
+	long r = dc__dispatch(si->si_syscall, a, uc);
+	g[REG_RAX] = r;
+	dc__vol.selector = prev;
+}
+
+static void
+timer_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)si;
+	(void)uc;
+	unsigned char prev = dc__vol.selector;
+	if (prev != BLOCK || dc__vol.in_commit)
+		return; /* inside libdc: the next tick will do */
+	dc__vol.selector = ALLOW;
+	dc__commit();
+	dc__vol.selector = prev;
+}
+
+static char altstack[256 * 1024] __attribute__((aligned(16)));
+
+void
+dc__sud_altstack(uint64_t *a, uint64_t *b)
+{
+	*a = (uint64_t)(uintptr_t)altstack;
+	*b = *a + sizeof(altstack);
+}
+
+int
+dc__sud_start(void)
+{
+	stack_t ss = { .ss_sp = altstack, .ss_size = sizeof(altstack) };
+	if (sigaltstack(&ss, NULL) != 0)
+		return dc__err(-errno, "sigaltstack: %s", strerror(errno));
+	struct ksigaction ka = { .handler = (uintptr_t)sigsys_handler,
+		.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER,
+		.restorer = dc__restorer, .mask = DC__SIGS_BLOCKED };
+	if (dc__sys6(SYS_rt_sigaction, SIGSYS, (long)&ka, 0, 8, 0, 0) != 0)
+		return dc__err(-EINVAL, "cannot install the SIGSYS handler");
+	/* SIGSEGV is always libdc's first (track.c); a handler the program
+	 * had before is kept as the program's */
+	struct ksigaction old;
+	if (dc__sys6(SYS_rt_sigaction, SIGSEGV, 0, (long)&old, 8, 0, 0) == 0 &&
+	    old.handler != (uintptr_t)segv_handler &&
+	    dc__st.sig[SIGSEGV].handler == 0) {
+		dc__st.sig[SIGSEGV].handler = old.handler;
+		dc__st.sig[SIGSEGV].flags = old.flags & ~(unsigned long)
+			SA_RESTORER;
+		memcpy(&dc__st.sig[SIGSEGV].mask, &old.mask, 8);
+	}
+	dc__install_handler(SIGSEGV);
+	ka.handler = (uintptr_t)timer_handler;
+	ka.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER | SA_RESTART;
+	dc__sys6(SYS_rt_sigaction, DC__TIMER_SIG, (long)&ka, 0, 8, 0, 0);
+	/* SIGSYS must be deliverable (invariant 2) */
+	uint64_t un = 1ull << (SIGSYS - 1);
+	dc__sys6(SYS_rt_sigprocmask, SIG_UNBLOCK, (long)&un, 0, 8, 0, 0);
+	dc__vol.selector = ALLOW;
+	if (prctl(PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON,
+		    (unsigned long)dc__sud_begin,
+		    (unsigned long)(dc__sud_end - dc__sud_begin),
+		    &dc__vol.selector) != 0)
+		return dc__err(-errno, "syscall user dispatch: %s (Linux >= "
+			"5.11 needed)", strerror(errno));
+	return 0;
+}
+
+int
+dc__timer_start(void)
+{
+	if (dc__st.interval_ms == 0)
+		return 0;
+	struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL,
+		.sigev_signo = DC__TIMER_SIG };
+	if (timer_create(CLOCK_MONOTONIC, &ev, &dc__vol.timer) != 0)
+		return dc__err(-errno, "timer_create: %s", strerror(errno));
+	struct itimerspec its;
+	its.it_interval.tv_sec = dc__st.interval_ms / 1000;
+	its.it_interval.tv_nsec = (long)(dc__st.interval_ms % 1000) * 1000000;
+	its.it_value = its.it_interval;
+	if (timer_settime(dc__vol.timer, 0, &its, NULL) != 0)
+		return dc__err(-errno, "timer_settime: %s", strerror(errno));
+	dc__vol.timer_on = true;
+	return 0;
+}
+
+/* Turn the vDSO's time functions into system calls (invariant 5). */
+int
+dc__vdso_patch(void)
+{
+	uintptr_t base = getauxval(AT_SYSINFO_EHDR);
+	if (base == 0)
+		return 0;
+	const Elf64_Ehdr *eh = (const void *)base;
+	const Elf64_Shdr *sh = (const void *)(base + eh->e_shoff);
+	const Elf64_Sym *sym = NULL;
+	const char *str = NULL;
+	size_t nsym = 0;
+	for (int i = 0; i < eh->e_shnum; i++)
+		if (sh[i].sh_type == SHT_DYNSYM) {
+			sym = (const void *)(base + sh[i].sh_offset);
+			nsym = sh[i].sh_size / sizeof(*sym);
+			str = (const char *)(base + sh[sh[i].sh_link].sh_offset);
+		}
+	if (sym == NULL)
+		return 0;
+	static const struct { const char *name; int nr; } fns[] = {
+		{ "__vdso_clock_gettime", SYS_clock_gettime },
+		{ "__vdso_gettimeofday", SYS_gettimeofday },
+		{ "__vdso_time", SYS_time },
+		{ "__vdso_getcpu", SYS_getcpu },
+		{ "__vdso_clock_getres", SYS_clock_getres },
+	};
+	int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+	if (mem < 0)
+		return dc__err(-errno, "open /proc/self/mem: %s",
+			strerror(errno));
+	for (size_t i = 0; i < nsym; i++) {
+		for (size_t f = 0; f < sizeof(fns) / sizeof(fns[0]); f++) {
+			if (strcmp(str + sym[i].st_name, fns[f].name) ||
+			    sym[i].st_value == 0)
+				continue;
+			/* mov $nr, %eax; syscall; ret */
+			unsigned char code[8] = { 0xb8, (unsigned char)fns[f].nr,
+				(unsigned char)(fns[f].nr >> 8), 0, 0, 0x0f,
+				0x05, 0xc3 };
+			uintptr_t at = base + sym[i].st_value;
+			if (pwrite(mem, code, sizeof(code), (off_t)at) !=
+			    (ssize_t)sizeof(code)) {
+				int e = errno;
+				close(mem);
+				return dc__err(-e, "patching the vDSO: %s",
+					strerror(e));
+			}
+			dc__vol.vdso_patched++;
+		}
+	}
+	close(mem);
+	return 0;
+}

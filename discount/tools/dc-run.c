@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dc-run.c -- run an unmodified program under Discount Checking
+ *
+ *   dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]
+ *          [--verbose] -- prog args
+ *   dc-run --status [--dir D] -- prog args     (what a crash would resume)
+ *   dc-run --discard [--dir D] -- prog args    (forget a checkpoint)
+ *
+ * Turns address-space randomisation off (personality ADDR_NO_RANDOMIZE,
+ * inherited by the program through exec), preloads libdc.so with its
+ * options in the environment, switches glibc's rseq registration off, and
+ * execs the program.  Running the same command again after a crash
+ * recovers it.  The default directory is derived from the working
+ * directory and the command line, so "the same command" finds it.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <unistd.h>
+
+#include "dc.h"
+
+static const char help[] =
+	"usage: dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]\n"
+	"              [--verbose] -- program [args...]\n"
+	"       dc-run --status|--discard [--dir D] -- program [args...]\n"
+	"\n"
+	"Runs an unmodified, dynamically linked program under Discount\n"
+	"Checking.  After a crash, running the same command again (same\n"
+	"directory, arguments, environment and redirections) continues the\n"
+	"program from its last checkpoint.\n"
+	"\n"
+	"  --dir D        checkpoint directory; default\n"
+	"                 /dev/shm/dc-UID/PROGRAM-HASH (of the working\n"
+	"                 directory and the command line).  Any file system\n"
+	"                 with sparse files and hole punching: tmpfs (fast:\n"
+	"                 memory that outlives the process), or a disk file\n"
+	"                 system such as ext4, xfs, btrfs (every log append\n"
+	"                 and checkpoint is then fdatasync'ed: slower)\n"
+	"  --protocol P   when to commit (default cbndvs):\n"
+	"                 cpvs        before every visible event (write to a\n"
+	"                             terminal, pipe, socket)\n"
+	"                 cand        after every non-deterministic event\n"
+	"                             (input, time, signals)\n"
+	"                 cbndvs      before a visible event that follows a\n"
+	"                             non-deterministic one\n"
+	"                 cand-log, cbndvs-log  the same, with input logged\n"
+	"                             and replayed instead of committed\n"
+	"                 periodic    every --interval MS only (no guarantee\n"
+	"                             for visible output)\n"
+	"                 manual      only dc_checkpoint() calls\n"
+	"  --interval MS  also commit every MS milliseconds\n"
+	"  --stats F      write the run's counters to F when it ends\n"
+	"  --verbose      say what is recovered\n"
+	"  --status       print what a crash would resume, run nothing\n"
+	"  --discard      forget the checkpoint, run nothing\n"
+	"\n"
+	"Refused at the call (\"dc: refused: ...\" on stderr): threads, fork,\n"
+	"exec, pipes, TCP, shared writable mappings.  Needs Linux >= 6.7,\n"
+	"x86-64.  Exit status 70: Discount Checking could not start or\n"
+	"refused to recover.  See docs/discount.md.\n";
+
+static void
+usage(bool ok)
+{
+	fputs(help, ok ? stdout : stderr);
+	exit(ok ? 0 : 2);
+}
+
+static uint64_t
+fnv(const char *p, size_t n, uint64_t h)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option lo[] = { { "dir", 1, 0, 'd' },
+		{ "protocol", 1, 0, 'p' }, { "interval", 1, 0, 'i' },
+		{ "verbose", 0, 0, 'v' }, { "status", 0, 0, 's' },
+		{ "discard", 0, 0, 'x' }, { "help", 0, 0, 'h' },
+		{ "stats", 1, 0, 'S' }, { 0, 0, 0, 0 } };
+	const char *dir = NULL, *proto = "cbndvs", *interval = NULL;
+	const char *stats = NULL;
+	bool verbose = false, status = false, discard = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "+d:p:i:vsxhS:", lo, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'p': proto = optarg; break;
+		case 'i': interval = optarg; break;
+		case 'v': verbose = true; break;
+		case 's': status = true; break;
+		case 'x': discard = true; break;
+		case 'S': stats = optarg; break;
+		case 'h': usage(true); break;
+		default: usage(false);
+		}
+	}
+	if (optind >= argc)
+		usage(false);
+	enum dc_protocol p;
+	if (dc_protocol_parse(proto, &p) != 0) {
+		fprintf(stderr, "dc-run: %s\n", dc_errormsg());
+		return 2;
+	}
+	if (p == DC_PERIODIC && interval == NULL) {
+		fprintf(stderr, "dc-run: --protocol periodic needs "
+			"--interval MS\n");
+		return 2;
+	}
+	char dbuf[PATH_MAX];
+	if (dir == NULL) {
+		char cwd[PATH_MAX] = "";
+		uint64_t h = 0xcbf29ce484222325ull;
+		if (getcwd(cwd, sizeof(cwd)))
+			h = fnv(cwd, strlen(cwd) + 1, h);
+		for (int i = optind; i < argc; i++)
+			h = fnv(argv[i], strlen(argv[i]) + 1, h);
+		char tmp[PATH_MAX];
+		snprintf(tmp, sizeof(tmp), "%s", argv[optind]);
+		snprintf(dbuf, sizeof(dbuf), "/dev/shm/dc-%u/%s-%016llx",
+			(unsigned)getuid(), basename(tmp),
+			(unsigned long long)h);
+		dir = dbuf;
+	}
+	if (status) {
+		struct dc_status st;
+		int rc = dc_status(dir, &st);
+		if (rc) {
+			printf("dir=%s\ngeneration=0\n", dir);
+			return rc == DC_ENOCKPT ? 1 : 3;
+		}
+		printf("dir=%s\ngeneration=%llu\nincarnation=%llu\n"
+		       "checkpoints=%llu\ninput_bytes=%llu\nprotocol=%s\n"
+		       "exe=%s\n",
+			dir, (unsigned long long)st.generation,
+			(unsigned long long)st.incarnation,
+			(unsigned long long)st.checkpoints,
+			(unsigned long long)st.input_bytes,
+			dc_protocol_name((enum dc_protocol)st.protocol),
+			st.exe);
+		return 0;
+	}
+	if (discard)
+		return dc_discard(dir) == 0 ? 0 : 3;
+
+	/* libdc.so beside dc-run (build tree, install prefix), else $DC_LIB,
+	 * else the loader's search path. */
+	char lib[PATH_MAX] = "libdc.so", self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (getenv("DC_LIB")) {
+		snprintf(lib, sizeof(lib), "%s", getenv("DC_LIB"));
+	} else if (n > 0) {
+		self[n] = '\0';
+		char cand[PATH_MAX + 16];
+		snprintf(cand, sizeof(cand), "%s/libdc.so", dirname(self));
+		if (access(cand, R_OK) == 0)
+			snprintf(lib, sizeof(lib), "%s", cand);
+		else {
+			snprintf(cand, sizeof(cand), "%s/../lib/libdc.so", self);
+			if (access(cand, R_OK) == 0)
+				snprintf(lib, sizeof(lib), "%s", cand);
+		}
+	}
+	const char *pre = getenv("LD_PRELOAD");
+	char pbuf[2 * PATH_MAX];
+	if (pre && *pre)
+		snprintf(pbuf, sizeof(pbuf), "%s:%s", lib, pre);
+	else
+		snprintf(pbuf, sizeof(pbuf), "%s", lib);
+	setenv("LD_PRELOAD", pbuf, 1);
+	setenv("DC_PRELOAD", "1", 1);
+	setenv("DC_DIR", dir, 1);
+	setenv("DC_PROTOCOL", dc_protocol_name(p), 1);
+	if (interval)
+		setenv("DC_INTERVAL", interval, 1);
+	if (verbose)
+		setenv("DC_VERBOSE", "1", 1);
+	if (stats)
+		setenv("DC_STATS", stats, 1);
+	/* glibc's rseq area would be registered by the fresh process, not
+	 * the recovered one: switch it off (docs/discount.md). */
+	const char *tun = getenv("GLIBC_TUNABLES");
+	char tbuf[4096];
+	if (tun && *tun && !strstr(tun, "glibc.pthread.rseq"))
+		snprintf(tbuf, sizeof(tbuf), "%s:glibc.pthread.rseq=0", tun);
+	else
+		snprintf(tbuf, sizeof(tbuf), "%s",
+			tun && *tun ? tun : "glibc.pthread.rseq=0");
+	setenv("GLIBC_TUNABLES", tbuf, 1);
+
+	int pers = personality(0xffffffff);
+	if (pers == -1 || (!(pers & ADDR_NO_RANDOMIZE) &&
+				  personality((unsigned long)pers |
+					  ADDR_NO_RANDOMIZE) == -1)) {
+		fprintf(stderr, "dc-run: cannot turn address randomisation "
+			"off: %s\n", strerror(errno));
+		return 3;
+	}
+	execvp(argv[optind], argv + optind);
+	fprintf(stderr, "dc-run: %s: %s\n", argv[optind], strerror(errno));
+	return 127;
+}

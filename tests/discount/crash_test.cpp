@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// crash_test.cpp -- unmodified bc, lua5.4 and ed under dc-run, SIGKILLed at
+//                   random points under every protocol (harness.hpp)
+//
+// Writer: the program, fed a script at typist speed.  Checker: dc-equiv
+// against a failure-free run on the input the surviving execution
+// consumed, and the files it wrote.  Broken variant (DC_BROKEN build of
+// libdc, CBNDVS without the commit before a visible event): the same
+// checker must catch it.
+#include "harness.hpp"
+
+using dctest::Outcome;
+
+static const char *const protos[] = { "cpvs", "cand", "cbndvs", "cand-log",
+	"cbndvs-log" };
+
+// Each protocol gets its share of the kills; a program that finishes
+// before its share is used up (ed reads its script quickly) is run again
+// from the start, in a fresh directory.
+static void run_all(const dctest::Prog &p, int kills_total)
+{
+	test::Rng rng(test::seed());
+	int per = kills_total / 5 + 1, kills = 0;
+	for (const char *pr : protos) {
+		int mine = 0;
+		for (int runs = 0; mine < per && runs < 4 * per; runs++) {
+			Outcome o = dctest::crash_run(p, pr, per - mine, rng,
+				"");
+			INFO(o.why);
+			WARN(p.name << " " << pr << ": " << o.kills
+				    << " kills, " << o.lost
+				    << " input bytes dropped by crashes");
+			REQUIRE(o.equivalent);
+			REQUIRE(o.files_equal);
+			mine += o.kills;
+		}
+		kills += mine;
+	}
+	REQUIRE(kills >= kills_total);
+}
+
+static int total_kills()
+{
+	return test::iterations(50);
+}
+
+TEST_CASE("bc survives SIGKILL under every protocol", "[crash][bc]")
+{
+	run_all(dctest::bc_prog(), total_kills());
+}
+
+TEST_CASE("lua5.4 survives SIGKILL under every protocol", "[crash][lua]")
+{
+	run_all(dctest::lua_prog(dctest::env_or("DC_REPL", "repl.lua")),
+		total_kills());
+}
+
+TEST_CASE("ed survives SIGKILL under every protocol", "[crash][ed]")
+{
+	run_all(dctest::ed_prog(), total_kills());
+}
+
+TEST_CASE("a protocol that skips the commit before a visible event is "
+	  "caught", "[crash][broken]")
+{
+	test::Rng rng(test::seed());
+	std::string lib = dctest::env_or("DC_BROKEN_LIB", "");
+	REQUIRE(!lib.empty());
+	int caught = 0, runs = 0;
+	for (; runs < 6 && caught == 0; runs++) {
+		Outcome o = dctest::crash_run(dctest::bc_prog(), "cbndvs", 10,
+			rng, lib);
+		if (!o.equivalent || !o.files_equal) {
+			caught++;
+			WARN("broken variant caught: " << o.why);
+		}
+	}
+	REQUIRE(caught > 0);
+}
+
+TEST_CASE("bc survives SIGKILL with the redo log flushed at every commit",
+	"[crash][flush]")
+{
+	// the test build of libdc, told to apply every checkpoint to the
+	// shadow image at once: kills land inside flushes too
+	std::string lib = dctest::env_or("DC_TEST_LIB", "");
+	REQUIRE(!lib.empty());
+	setenv("DC_TEST_REDO_MAX", "1", 1);
+	test::Rng rng(test::seed());
+	int kills = 0;
+	for (const char *pr : { "cpvs", "cand-log" }) {
+		Outcome o = dctest::crash_run(dctest::bc_prog(), pr,
+			total_kills() / 4, rng, lib);
+		INFO(o.why);
+		REQUIRE(o.equivalent);
+		REQUIRE(o.files_equal);
+		kills += o.kills;
+	}
+	unsetenv("DC_TEST_REDO_MAX");
+	REQUIRE(kills > 0);
+}
+
+TEST_CASE("bc survives SIGKILL with its checkpoint on a disk file system",
+	"[crash][disk]")
+{
+	// /var/tmp (ext4 here): every log append and checkpoint is synced
+	test::Rng rng(test::seed());
+	Outcome o = dctest::crash_run(dctest::bc_prog(), "cbndvs",
+		total_kills() / 5, rng, "", 4, "/var/tmp");
+	INFO(o.why);
+	REQUIRE(o.equivalent);
+	REQUIRE(o.files_equal);
+	REQUIRE(o.kills > 0);
+}

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// harness.hpp -- running programs under dc-run, killing them, and judging
+//                their visible output with the theory's equivalence
+//
+// The "user" types a script into a pipe at typist speed; the program's
+// standard output and error go to a pseudo-terminal (a screen: line
+// buffered, every line a visible event).  The harness SIGKILLs the program
+// at random points and runs the same command again.  Keystrokes the
+// program consumed are gone from the pipe, as for a real user: the input
+// history of the surviving execution E is what the recovered process had
+// consumed at its checkpoint (plus logged reads), then what it reads next.
+// A recovery is consistent (Definition 1) when the observed output is
+// equivalent (Definition 2, dc-equiv) to a failure-free run on E, and the
+// files the program wrote are identical to that run's.
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "../common/test_util.hpp"
+#include "dc.h"
+
+// DC_REQUIRE_OK / DC_REQUIRE_RC: as REQUIRE_OK / REQUIRE_RC, with
+// libdc's names and message (its codes are unknown to rio_err_name, and a
+// sanitizer build gives libdc a private librio whose message rio_errormsg
+// does not see).
+#define DC_REQUIRE_OK(expr)                                               \
+	do {                                                              \
+		int rc_ = (expr);                                         \
+		INFO(#expr << " -> " << dc_err_name(rc_) << ": "          \
+			   << dc_errormsg());                             \
+		REQUIRE(rc_ == 0);                                        \
+	} while (0)
+#define DC_REQUIRE_RC(expr, want)                                         \
+	do {                                                              \
+		int rc_ = (expr);                                         \
+		INFO(#expr << " -> " << dc_err_name(rc_) << ": "          \
+			   << dc_errormsg());                             \
+		REQUIRE(std::string(dc_err_name(rc_)) == dc_err_name(want)); \
+		REQUIRE(rc_ == (want));                                   \
+		REQUIRE(std::string(dc_errormsg()).size() > 0);           \
+	} while (0)
+
+namespace dctest {
+
+inline std::string env_or(const char *k, const char *d)
+{
+	const char *v = getenv(k);
+	return v ? v : d;
+}
+
+inline uint64_t now_ms()
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+struct Prog {
+	std::string name;
+	std::vector<std::string> argv;
+	std::string script;
+};
+
+inline void drain(int m, std::string &out)
+{
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(m, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		out.append(buf, (size_t)n);
+	}
+}
+
+inline pid_t spawn(const std::vector<std::string> &argv, int in, int out,
+	const std::string &cwd, const std::vector<std::string> &env)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (chdir(cwd.c_str()) != 0)
+			_exit(126);
+		dup2(in, 0);
+		dup2(out, 1);
+		dup2(out, 2);
+		for (int fd = 3; fd < 256; fd++)
+			close(fd);
+		for (auto &e : env)
+			putenv(strdup(e.c_str()));
+		std::vector<char *> a;
+		for (auto &s : argv)
+			a.push_back(strdup(s.c_str()));
+		a.push_back(nullptr);
+		execvp(a[0], a.data());
+		_exit(127);
+	}
+	return pid;
+}
+
+// Run argv (standard input from /dev/null unless in, output and errors
+// captured), optionally SIGKILLed after kill_ms; its wait status in *st.
+inline std::string run_capture(const std::vector<std::string> &argv, int *st,
+	const std::vector<std::string> &env = {}, int kill_ms = 0)
+{
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	pid_t pid = spawn(argv, 0, p[1], "/", env);
+	close(p[1]);
+	if (kill_ms) {
+		usleep((useconds_t)kill_ms * 1000);
+		kill(pid, SIGKILL);
+	}
+	waitpid(pid, st, 0);
+	std::string out;
+	drain(p[0], out);
+	close(p[0]);
+	return out;
+}
+
+// Failure-free run of the program on input E, fed through a pipe as the
+// observed runs are (a program may tell a pipe from a file: GNU ed stops at
+// the first error when its input is a regular file, and goes on when it is
+// a pipe); output through a pty.
+inline std::string reference(const Prog &p, const std::string &input,
+	const std::string &cwd)
+{
+	int in[2];
+	REQUIRE(pipe(in) == 0);
+	int m, s;
+	REQUIRE(openpty(&m, &s, nullptr, nullptr, nullptr) == 0);
+	pid_t pid = spawn(p.argv, in[0], s, cwd, {});
+	close(s);
+	close(in[0]);
+	fcntl(in[1], F_SETFL, O_NONBLOCK);
+	fcntl(m, F_SETFL, O_NONBLOCK);
+	signal(SIGPIPE, SIG_IGN);
+	std::string out;
+	size_t sent = 0;
+	char buf[4096];
+	for (;;) {
+		if (in[1] >= 0 && sent < input.size()) {
+			ssize_t k = write(in[1], input.data() + sent,
+				input.size() - sent);
+			if (k > 0)
+				sent += (size_t)k;
+			else if (k < 0 && errno != EAGAIN)
+				sent = input.size(); // the program is gone
+		}
+		if (in[1] >= 0 && sent == input.size()) {
+			close(in[1]);
+			in[1] = -1;
+		}
+		struct pollfd pf = { m, POLLIN, 0 };
+		poll(&pf, 1, in[1] >= 0 ? 5 : -1);
+		ssize_t n = read(m, buf, sizeof(buf));
+		if (n > 0)
+			out.append(buf, (size_t)n);
+		else if (!(n < 0 && errno == EAGAIN))
+			break; // EIO: the program and its pty are gone
+	}
+	if (in[1] >= 0)
+		close(in[1]);
+	close(m);
+	int st;
+	waitpid(pid, &st, 0);
+	return out;
+}
+
+inline std::string dir_listing(const std::string &d)
+{
+	std::string s;
+	for (auto &n : test::list_dir(d))
+		if (n.rfind(".dc-del-", 0) != 0)
+			s += n + ":" + test::read_file(d + "/" + n) + "\n";
+	return s;
+}
+
+struct Outcome {
+	int kills = 0;
+	bool equivalent = true;
+	bool files_equal = true;
+	std::string why;
+	size_t lost = 0; // input bytes dropped by crashes
+};
+
+// Run p under dc-run with `kills` SIGKILLs at random points.
+inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
+	test::Rng &rng, const std::string &lib, int tick_ms = 4,
+	const char *base = "/dev/shm")
+{
+	test::TempDir d(base);
+	std::string dir = d / "ckpt", cwd = d / "work", rcwd = d / "ref";
+	REQUIRE(mkdir(cwd.c_str(), 0700) == 0);
+	REQUIRE(mkdir(rcwd.c_str(), 0700) == 0);
+	std::string dcrun = env_or("DC_RUN", "dc-run");
+	std::vector<std::string> argv = { dcrun, "--dir", dir, "--protocol",
+		proto, "--" };
+	argv.insert(argv.end(), p.argv.begin(), p.argv.end());
+	std::vector<std::string> env;
+	if (!lib.empty())
+		env.push_back("DC_LIB=" + lib);
+
+	int in[2];
+	REQUIRE(pipe(in) == 0);
+	int m, s;
+	REQUIRE(openpty(&m, &s, nullptr, nullptr, nullptr) == 0);
+	fcntl(m, F_SETFL, O_NONBLOCK);
+	const std::string &S = p.script;
+	std::string observed, E, trace;
+	size_t sent = 0, restart = 0;
+	bool closed = false;
+	Outcome o;
+
+	for (int k = 0; k <= kills; k++) {
+		bool last = k == kills;
+		pid_t pid = spawn(argv, in[0], s, cwd, env);
+		uint64_t deadline = now_ms() + 15 + rng.below(120);
+		bool exited = false, finished = false;
+		while (!exited) {
+			// typist: one line per tick
+			if (sent < S.size()) {
+				size_t nl = S.find('\n', sent);
+				size_t n = (nl == std::string::npos ? S.size() :
+								      nl + 1) -
+					sent;
+				REQUIRE(write(in[1], S.data() + sent, n) ==
+					(ssize_t)n);
+				sent += n;
+			} else if (last && !closed) {
+				close(in[1]);
+				closed = true;
+			}
+			struct pollfd pf = { m, POLLIN, 0 };
+			poll(&pf, 1, tick_ms);
+			drain(m, observed);
+			int st;
+			if (waitpid(pid, &st, WNOHANG) == pid) {
+				exited = finished = true;
+				// ending by itself means exiting: a signal
+				// (SIGILL, SIGSEGV ...) is a failure
+				if (WIFSIGNALED(st)) {
+					o.equivalent = false;
+					o.why += p.name + "/" + proto +
+						": died of signal " +
+						std::to_string(WTERMSIG(st)) +
+						"\n";
+				}
+				break;
+			}
+			if (!last && now_ms() >= deadline) {
+				// A kill that lands after the exiting program
+				// removed its checkpoint finds a program that
+				// has finished: the checkpoint it had before
+				// the kill is gone after it (nothing else
+				// removes a committed checkpoint).
+				struct dc_status pre, post;
+				bool had = dc_status(dir.c_str(), &pre) == 0;
+				kill(pid, SIGKILL);
+				waitpid(pid, &st, 0);
+				exited = true;
+				o.kills++;
+				finished = WIFEXITED(st) ||
+					(had && dc_status(dir.c_str(), &post) ==
+							DC_ENOCKPT);
+				if (WIFEXITED(st))
+					o.kills--; // it exited first
+			}
+			if (last && now_ms() > deadline + 60000) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &st, 0);
+				FAIL("program did not finish");
+			}
+		}
+		usleep(2000);
+		drain(m, observed);
+		if (last) {
+			E += S.substr(restart);
+			break;
+		}
+		int unread = 0;
+		REQUIRE(ioctl(in[0], FIONREAD, &unread) == 0);
+		size_t c_dead = sent - (size_t)unread;
+		if (finished) { // the program ended by itself: done
+			E += S.substr(restart, c_dead - restart);
+			break;
+		}
+		std::string dead = E + S.substr(restart, c_dead - restart);
+		struct dc_status st;
+		size_t durable = 0;
+		if (dc_status(dir.c_str(), &st) == 0)
+			durable = (size_t)st.input_bytes;
+		if (durable > dead.size())
+			durable = dead.size();
+		o.lost += dead.size() - durable;
+		trace += "kill " + std::to_string(k) + ": sent " +
+			std::to_string(sent) + " consumed " +
+			std::to_string(c_dead) + " durable " +
+			std::to_string(durable) + " of " +
+			std::to_string(dead.size()) + "\n";
+		E = dead.substr(0, durable);
+		restart = c_dead;
+		// no checkpoint at all: the next run starts from scratch
+	}
+	close(in[0]);
+	if (!closed)
+		close(in[1]);
+	close(m);
+	close(s);
+
+	std::string ref = reference(p, E, rcwd);
+	test::write_file(d / "ref.out", ref);
+	test::write_file(d / "obs.out", observed);
+	std::string cmd = env_or("DC_EQUIV", "dc-equiv") + " " + (d / "ref.out") +
+		" " + (d / "obs.out") + " > " + (d / "equiv.txt");
+	int rc = system(cmd.c_str());
+	bool eq = WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+	if (!eq)
+		o.why += p.name + "/" + proto + ": " +
+			test::read_file(d / "equiv.txt");
+	o.equivalent = o.equivalent && eq;
+	std::string fa = dir_listing(cwd), fb = dir_listing(rcwd);
+	o.files_equal = fa == fb;
+	if (!o.files_equal && o.why.empty())
+		o.why = p.name + "/" + proto + ": files differ:\n" + fa +
+			"---- reference:\n" + fb;
+	// DC_KEEP=1: keep a failing run (input E, outputs, files) for study
+	if ((!o.files_equal || !o.equivalent) && getenv("DC_KEEP")) {
+		test::write_file(d / "E.in", E);
+		test::write_file(d / "trace.txt", trace);
+		std::string c = "cp -a " + d.path + " /dev/shm/dcfail-" +
+			std::to_string(getpid()) + "-" + proto;
+		if (system(c.c_str()) == 0)
+			WARN("kept in /dev/shm/dcfail-" << getpid() << "-"
+							<< proto);
+	}
+	return o;
+}
+
+inline Prog bc_prog()
+{
+	std::string s = "scale=4\n";
+	for (int i = 1; i <= 60; i++)
+		s += "a[" + std::to_string(i) + "]=a[" + std::to_string(i - 1) +
+			"]+" + std::to_string(i) + "; a[" + std::to_string(i) +
+			"]*3/7\n";
+	return { "bc", { "bc", "-q" }, s };
+}
+
+inline Prog lua_prog(const std::string &repl)
+{
+	std::string s = "t = {}\n";
+	for (int i = 1; i <= 60; i++)
+		s += "t[" + std::to_string(i) + "] = (t[" +
+			std::to_string(i - 1) + "] or 1) * 3 % 1000003\n"
+			"t[" + std::to_string(i) + "] .. \":\" .. #t\n";
+	return { "lua", { "lua5.4", repl }, s };
+}
+
+inline Prog ed_prog()
+{
+	std::string s = "a\n";
+	for (int i = 1; i <= 40; i++)
+		s += "line " + std::to_string(i) + "\n";
+	s += ".\n";
+	for (int i = 1; i <= 20; i++)
+		s += std::to_string(i) + "s/line/LINE/\n" + std::to_string(i) +
+			"p\nw out.txt\n";
+	s += "q\n";
+	return { "ed", { "ed", "-s" }, s };
+}
+
+} // namespace dctest

@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// unit_test.cpp -- dc-equiv (Definition 2), the linked example recovering
+//                  after SIGKILL, refusals, and checkpoint-directory errors
+#include "harness.hpp"
+
+static int equiv(const std::string &ref, const std::string &obs)
+{
+	test::TempDir d;
+	test::write_file(d / "r", ref);
+	test::write_file(d / "o", obs);
+	std::string cmd = dctest::env_or("DC_EQUIV", "dc-equiv") + " " +
+		(d / "r") + " " + (d / "o") + " > /dev/null";
+	int rc = system(cmd.c_str());
+	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+TEST_CASE("dc-equiv: identical except for duplicates of earlier events",
+	"[equiv]")
+{
+	REQUIRE(equiv("a\nb\nc\n", "a\nb\nc\n") == 0);
+	REQUIRE(equiv("a\nb\nc\n", "a\nb\nb\nc\n") == 0);        // last redone
+	REQUIRE(equiv("a\nb\nc\nd\n", "a\nb\nc\nb\nc\nd\n") == 0); // several
+	REQUIRE(equiv("a\nb\n", "a\nb\na\n") == 0);   // trailing duplicate
+	REQUIRE(equiv("a\r\nb\r\n", "a\nb\n") == 0);  // terminal line ends
+	REQUIRE(equiv("a\nb\nc\n", "a\nc\n") == 1);   // lost event
+	REQUIRE(equiv("a\nb\nc\n", "a\nx\nb\nc\n") == 1); // foreign event
+	REQUIRE(equiv("a\nb\n", "b\na\n") == 1);      // reordered
+	REQUIRE(equiv("a\nb\n", "a\n") == 1);         // incomplete
+}
+
+static std::string counter(const std::string &dir, int n, int kill_ms)
+{
+	int st;
+	return dctest::run_capture({ dctest::env_or("DC_COUNTER", "dc-counter"),
+		dir, std::to_string(n) }, &st, {}, kill_ms);
+}
+
+TEST_CASE("linked example continues from its last checkpoint after "
+	  "SIGKILL", "[linked]")
+{
+	test::TempDir d;
+	std::string dir = d / "ck";
+	std::string a = counter(dir, 40, 300);
+	REQUIRE(a.find("step 3 ") != std::string::npos);
+	REQUIRE(a.find("step 39 ") == std::string::npos);
+	std::string b = counter(dir, 40, 0);
+	// resumes where it was: no step from the start again, totals right
+	REQUIRE(b.find("step 0 ") == std::string::npos);
+	REQUIRE(b.find("step 39 total 780 heap 40 (recovered)") !=
+		std::string::npos);
+	// a finished run leaves no checkpoint behind
+	REQUIRE(!test::exists(dir + "/ctl"));
+}
+
+TEST_CASE("a checkpoint of another program is refused, nothing changed",
+	"[linked]")
+{
+	test::TempDir d;
+	std::string dir = d / "ck";
+	std::string a = counter(dir, 40, 200);
+	REQUIRE(test::exists(dir + "/ctl"));
+	// bc under dc-run with the counter's directory
+	int st;
+	std::string out = dctest::run_capture({ dctest::env_or("DC_RUN",
+		"dc-run"), "--dir", dir, "--", "bc", "-q" }, &st);
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 70);
+	REQUIRE(out.find("recovery refused") != std::string::npos);
+	// the checkpoint is still there and still recovers its program
+	std::string b = counter(dir, 40, 0);
+	REQUIRE(b.find("(recovered)") != std::string::npos);
+}
+
+TEST_CASE("fork and stream sockets are refused at the call", "[refuse]")
+{
+	test::TempDir d;
+	int st;
+	// sh -c would fork: dc-run runs the shell, the shell's fork is refused
+	std::string out = dctest::run_capture({ dctest::env_or("DC_RUN",
+		"dc-run"), "--dir", d / "ck", "--", "sh", "-c",
+		"/bin/true; echo after" }, &st);
+	INFO(out);
+	REQUIRE(out.find("refused: fork") != std::string::npos);
+
+	out = dctest::run_capture({ dctest::env_or("DC_RUN", "dc-run"),
+		"--dir", d / "ck2", "--", "lua5.4", "-e",
+		"local f = io.popen('true'); print(f and 'opened' or 'no')" },
+		&st);
+	INFO(out);
+	REQUIRE(out.find("refused") != std::string::npos);
+}
+
+TEST_CASE("dc_status reports a missing or corrupt directory", "[refuse]")
+{
+	test::TempDir d;
+	struct dc_status st;
+	DC_REQUIRE_RC(dc_status((d / "none").c_str(), &st), DC_ENOCKPT);
+	// garbage without a valid commit record: a crash while the directory
+	// was created; nothing to recover
+	REQUIRE(mkdir((d / "bad").c_str(), 0700) == 0);
+	test::write_file(d / "bad/ctl", std::string(65536 + 4096, 'x'));
+	DC_REQUIRE_RC(dc_status((d / "bad").c_str(), &st), DC_ENOCKPT);
+	// a committed checkpoint whose superblock is damaged is corrupt
+	std::string ck = d / "ck";
+	counter(ck, 40, 200);
+	DC_REQUIRE_OK(dc_status(ck.c_str(), &st));
+	REQUIRE(st.generation >= 1);
+	int fd = open((ck + "/ctl").c_str(), O_RDWR);
+	REQUIRE(fd >= 0);
+	REQUIRE(pwrite(fd, "X", 1, RIO_POOL_HDR_SIZE + 100) == 1);
+	close(fd);
+	DC_REQUIRE_RC(dc_status(ck.c_str(), &st), DC_ECORRUPT);
+	enum dc_protocol pr;
+	DC_REQUIRE_RC(dc_protocol_parse("nope", &pr), DC_EPROTOCOL);
+	DC_REQUIRE_OK(dc_protocol_parse("CBNDVS-LOG", &pr));
+	REQUIRE(pr == DC_CBNDVS_LOG);
+	DC_REQUIRE_RC(dc_checkpoint(), DC_ENOTINIT);
+}
+
+// Runs dc-test-files until it finishes by itself (at most 4 runs); the
+// first run gets DC_CRASH_AT.  Returns the finished run's output.
+static std::string files_until_done(const std::string &dir,
+	const std::string &work, const std::string &crash_at,
+	const std::string &redo_max, int *runs)
+{
+	std::string out;
+	for (*runs = 1; *runs <= 4; (*runs)++) {
+		std::vector<std::string> env;
+		if (!redo_max.empty())
+			env.push_back("DC_TEST_REDO_MAX=" + redo_max);
+		if (*runs == 1 && !crash_at.empty())
+			env.push_back("DC_CRASH_AT=" + crash_at);
+		int st;
+		out = dctest::run_capture({ dctest::env_or("DC_TEST_FILES",
+			"dc-test-files"), dir, work }, &st, env);
+		INFO(out);
+		if (WIFEXITED(st)) {
+			REQUIRE(WEXITSTATUS(st) == 0);
+			return out;
+		}
+		REQUIRE(WIFSIGNALED(st));
+		REQUIRE(WTERMSIG(st) == SIGKILL);
+	}
+	FAIL("dc-test-files did not finish");
+	return out;
+}
+
+static const char files_at_checkpoint[] =
+	"resumed\n"
+	"emptied=full|\n"
+	"gone=still here|\n"
+	"grow=abc|\n"
+	"keep=original|\n"
+	"moved=m|\n"
+	"shrink=0123456789|\n";
+
+TEST_CASE("recovery undoes the file changes of the lost interval",
+	"[files]")
+{
+	// created, overwritten, extended, truncated, unlinked, renamed and
+	// O_TRUNC'ed files are all as at the checkpoint, after a crash in the
+	// interval or inside the commit; with the redo log kept (default) or
+	// flushed into the shadow at every commit (redo_max 1)
+	const char *points[] = { "", "redo:2", "committed:2", "apply:2" };
+	for (const char *base : { "/dev/shm", "/var/tmp" })
+	for (const char *redo_max : { "", "1" })
+	for (const char *at : points) {
+		// /var/tmp: a disk file system (ext4 here), where every log
+		// entry and checkpoint is synced
+		if (!strcmp(base, "/var/tmp") && at[0] && strcmp(at, "apply:2"))
+			continue;
+		test::TempDir d(base);
+		std::string work = d / "work";
+		REQUIRE(mkdir(work.c_str(), 0700) == 0);
+		int runs = 0;
+		std::string out = files_until_done(d / "ck", work, at,
+			redo_max, &runs);
+		INFO("DC_CRASH_AT=" << at << " redo_max=" << redo_max
+				    << " runs=" << runs << " in " << base);
+		REQUIRE(out == files_at_checkpoint);
+		// the hidden names of delayed deletions are gone too
+		for (auto &n : test::list_dir(work))
+			REQUIRE(n.rfind(".dc-del-", 0) != 0);
+		REQUIRE(runs == (std::string(at).rfind("redo", 0) == 0 ? 3 : 2));
+	}
+}
+
+TEST_CASE("writes into cold regions, by the kernel or a store, are "
+	  "checkpointed", "[cold]")
+{
+	test::TempDir d;
+	std::string in = d / "in";
+	test::write_file(in, std::string(4096, 'b') + std::string(4096, 'd'));
+	std::string out;
+	for (int run = 0; run < 2; run++) {
+		int st;
+		out = dctest::run_capture({ dctest::env_or("DC_TEST_COLD",
+			"dc-test-cold"), d / "ck", in }, &st);
+		INFO(out);
+		if (run == 0) { // killed itself after the last checkpoint
+			REQUIRE(WIFSIGNALED(st));
+			REQUIRE(WTERMSIG(st) == SIGKILL);
+		} else {
+			REQUIRE(WIFEXITED(st));
+			REQUIRE(WEXITSTATUS(st) == 0);
+		}
+	}
+	REQUIRE(out == "resumed b b c d\n");
+}
