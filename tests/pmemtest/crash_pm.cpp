@@ -26,6 +26,24 @@ std::string pmemtest(const test::TempDir &d, const std::string &args)
 		" --out " + d / "out" + " --max-failures 20 " + args;
 }
 
+// pmemtest's run R checked more than MIN crash images, all consistent.
+void require_consistent(const Run &r, long min)
+{
+	INFO(r.out);
+	pmt::Summary s = pmt::summary(r.out);
+	REQUIRE(s.checked > min);
+	REQUIRE(s.bad == 0);
+	REQUIRE(r.code == 0);
+}
+
+// pmemtest's run R found an inconsistent image: a broken build caught.
+void require_caught(const Run &r)
+{
+	INFO(r.out);
+	REQUIRE(pmt::summary(r.out).bad > 0);
+	REQUIRE(r.code == 1);
+}
+
 } // namespace
 
 TEST_CASE("every crash image of every vista workload recovers",
@@ -38,11 +56,7 @@ TEST_CASE("every crash image of every vista workload recovers",
 			Run r = sh(pmemtest(d, "--check-lib " + env("VPM_MOD") +
 				":pm_check_" + sc + " -- " + env("VPM") + " " +
 				sc + " run " + d.path));
-			INFO(r.out);
-			pmt::Summary s = pmt::summary(r.out);
-			REQUIRE(s.checked > 10);
-			REQUIRE(s.bad == 0);
-			REQUIRE(r.code == 0);
+			require_consistent(r, 10);
 		}
 	}
 }
@@ -66,11 +80,7 @@ TEST_CASE("every crash image of a vista recovery recovers",
 			Run r = sh(pmemtest(d, pools + " --twice --check-lib " +
 				env("VPM_MOD") + ":pm_check_" + sc + " -- " +
 				env("VPM") + " " + sc + " check " + d.path));
-			INFO(r.out);
-			pmt::Summary s = pmt::summary(r.out);
-			REQUIRE(s.checked > 1);
-			REQUIRE(s.bad == 0);
-			REQUIRE(r.code == 0);
+			require_consistent(r, 1);
 		}
 	}
 }
@@ -109,9 +119,7 @@ TEST_CASE("libvista's broken builds are caught", "[vista-broken]")
 			Run r = sh(pmemtest(d, "--check '" + exe +
 				" one_range check {dir}' -- " + exe +
 				" one_range run " + d.path));
-			INFO(r.out);
-			REQUIRE(pmt::summary(r.out).bad > 0);
-			REQUIRE(r.code == 1);
+			require_caught(r);
 		}
 	}
 }
@@ -151,11 +159,7 @@ TEST_CASE("every crash image of tpcbench's debit-credit on vista recovers",
 	REQUIRE(sh(tbc(env("TB_CRASH"), d, "create")).code == 0);
 	Run r = sh(pmemtest(d, tb_pools(d) + tb_checker() +
 		tbc(env("TB_CRASH"), d, "run 20")));
-	INFO(r.out);
-	pmt::Summary s = pmt::summary(r.out);
-	REQUIRE(s.checked > 100);
-	REQUIRE(s.bad == 0);
-	REQUIRE(r.code == 0);
+	require_consistent(r, 100);
 }
 
 TEST_CASE("every crash image of a debit-credit recovery recovers",
@@ -168,11 +172,7 @@ TEST_CASE("every crash image of a debit-credit recovery recovers",
 	REQUIRE(sh(tbc(env("TB_CRASH"), d, "run 10 --stop-at 5")).code == 0);
 	Run r = sh(pmemtest(d, tb_pools(d) + " --twice" + tb_checker() +
 		tbc(env("TB_CRASH"), d, "check")));
-	INFO(r.out);
-	pmt::Summary s = pmt::summary(r.out);
-	REQUIRE(s.checked > 1);
-	REQUIRE(s.bad == 0);
-	REQUIRE(r.code == 0);
+	require_consistent(r, 1);
 }
 
 TEST_CASE("debit-credit with a range not declared to vista is caught",
@@ -182,9 +182,7 @@ TEST_CASE("debit-credit with a range not declared to vista is caught",
 	REQUIRE(sh(tbc(env("TB_CRASH"), d, "create")).code == 0);
 	Run r = sh(pmemtest(d, tb_pools(d) + tb_checker() +
 		tbc(env("TB_CRASH_BROKEN"), d, "run 20")));
-	INFO(r.out);
-	REQUIRE(pmt::summary(r.out).bad > 0);
-	REQUIRE(r.code == 1);
+	require_caught(r);
 }
 
 // ---- the Rio file cache (tests/pmemtest/fc_pm.c) ----
@@ -211,12 +209,9 @@ TEST_CASE("every crash image of Rio file cache writes recovers whole",
 {
 	test::TempDir d;
 	Run r = fc_pmemtest(d, env("FC_PM"));
-	INFO(r.out);
-	pmt::Summary s = pmt::summary(r.out);
-	REQUIRE(s.checked > 100);
-	REQUIRE(s.bad == 0);
-	REQUIRE(r.code == 0);
+	require_consistent(r, 100);
 	// Every acknowledged write was durable when rio_fc_pwrite returned.
+	INFO(r.out);
 	REQUIRE(r.out.find("not durable at a durability point") ==
 		std::string::npos);
 }
@@ -231,9 +226,7 @@ TEST_CASE("the file cache's broken builds are caught", "[fc-broken]")
 			test::TempDir d;
 			Run r = fc_pmemtest(d, env("VPM_BROKEN") +
 				"/fc_pm_broken_" + b);
-			INFO(r.out);
-			REQUIRE(pmt::summary(r.out).bad > 0);
-			REQUIRE(r.code == 1);
+			require_caught(r);
 		}
 	}
 }
