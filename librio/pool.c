@@ -154,13 +154,16 @@ pmem2_fail(int rc, const char *what, const char *path)
  *      DAX, and its granularity answer all stay libpmem2's);
  *   3. mremap() that mapping over the placeholder (atomic, same VMA flags);
  *   4. put a placeholder where libpmem2's mapping was, so that deleting
- *      libpmem2's map object unmaps only our placeholder, and register the
- *      moved mapping with pmem2_map_from_existing().
+ *      libpmem2's map object unmaps only our placeholder.
+ * The moved mapping is then ours (p->fixed, unmapped by pool_free) and
+ * has no libpmem2 map object: librio asks libpmem2 nothing about a
+ * mapping after map_pool has read its granularity, and
+ * pmem2_map_from_existing() would cost 144 bytes per open that 1.12's
+ * pmem2_map_delete() never frees.
  */
 static int
 move_to_fixed(rio_pool *p, void *addr)
 {
-	enum pmem2_granularity g = pmem2_map_get_store_granularity(p->map);
 	void *old = pmem2_map_get_address(p->map);
 	void *hole;
 	int rc;
@@ -181,11 +184,7 @@ move_to_fixed(rio_pool *p, void *addr)
 	/* else another thread mapped at `old` meanwhile: leak libpmem2's
 	 * small map object rather than unmap somebody else's memory. */
 	p->map = NULL;
-	rc = pmem2_map_from_existing(&p->map, p->src, addr, p->map_size, g);
-	if (rc) {
-		munmap(addr, p->map_size);
-		return pmem2_fail(rc, "pmem2_map_from_existing", p->path);
-	}
+	p->map_base = addr;
 	p->fixed = true;
 	return 0;
 }
@@ -235,12 +234,12 @@ map_pool(rio_pool *p, const struct rio_pool_opts *opts)
 			munmap(want, p->map_size);
 		return pmem2_fail(rc, "map", p->path);
 	}
+	p->map_base = pmem2_map_get_address(p->map);
+	p->native_domain = rio__domain_of_map(p->map);
 	if (want != NULL && (rc = move_to_fixed(p, want)) != 0)
 		return rc;
-	p->map_base = pmem2_map_get_address(p->map);
 	p->base = p->map_base + RIO_POOL_HDR_SIZE;
 	p->size = p->map_size - RIO_POOL_HDR_SIZE;
-	p->native_domain = rio__domain_of_map(p->map);
 	p->domain = rio__effective_domain(p->native_domain, p->flags);
 	p->hot.domain = p->domain;
 	p->hot.flush_kind = rio__flush_kind_for(p->domain);
@@ -252,12 +251,10 @@ pool_free(rio_pool *p)
 {
 	if (p == NULL)
 		return;
-	if (p->map != NULL) {
-		/* A moved mapping is ours to unmap; libpmem2 only forgets it. */
-		if (p->fixed)
-			munmap(p->map_base, p->map_size);
+	if (p->fixed) /* moved: ours to unmap, no libpmem2 map object */
+		munmap(p->map_base, p->map_size);
+	else if (p->map != NULL)
 		pmem2_map_delete(&p->map);
-	}
 	if (p->src)
 		pmem2_source_delete(&p->src);
 	if (p->fd >= 0)

@@ -46,7 +46,7 @@ struct rio_pool {
 	int error;        /* sticky: 0 or a failure code (RIO_EFATAL state) */
 
 	struct pmem2_source *src;
-	struct pmem2_map *map;
+	struct pmem2_map *map; /* NULL when fixed */
 	bool fixed;  /* mapped at a caller-chosen address (move_to_fixed) */
 
 	char *path;

@@ -41,6 +41,16 @@
 #define FILE_SIZE (4u << 20)
 #define SQLITE "/usr/bin/sqlite3"
 
+/* LD_PRELOAD for the shim; in a build with AddressSanitizer, meson names
+ * the ASan runtime in RIO_FS_PRELOAD_FIRST: it must come before the
+ * (sanitized) shim, in this program's children and in sqlite3 alike. */
+static const char *
+shim_preload(void)
+{
+	return RIO_FS_PRELOAD_FIRST[0] ? RIO_FS_PRELOAD_FIRST ":"
+		RIO_FS_SHIM_PATH : RIO_FS_SHIM_PATH;
+}
+
 struct row {
 	char name[64];
 	double med[2], p99[2], mean[2]; /* [0] 4096 B, [1] 64 B */
@@ -49,7 +59,7 @@ struct row {
 
 static const size_t sizes[2] = { 4096, 64 };
 
-/* A path "<dir>/rio-fsbench-<what>-<pid>" (never freed: a few per run). */
+/* A path "<dir>/rio-fsbench-<what>-<pid>", for the caller to free. */
 static char *
 tmp_path(const char *dir, const char *what)
 {
@@ -188,6 +198,8 @@ cache_run(const char *diskdir, const char *tmpfsdir, unsigned force, int n,
 		rc = -1;
 	unlink(path);
 	unlink(pool);
+	free(path);
+	free(pool);
 	free(lat);
 	r->ok = rc == 0;
 	return rc;
@@ -198,32 +210,33 @@ static int
 shim_run(const char *self, const char *diskdir, const char *tmpfsdir, int n,
 	struct row *r)
 {
-	char *pool = tmp_path(tmpfsdir, "shim.pool");
-	char *path = tmp_path(diskdir, "shim");
-	char *cmd, line[256];
+	char *pool, *path, *cmd, line[256];
 	FILE *p;
 	int got = 0;
 
 	if (access(RIO_FS_SHIM_PATH, R_OK) != 0)
 		return -1;
+	pool = tmp_path(tmpfsdir, "shim.pool");
+	path = tmp_path(diskdir, "shim");
 	unlink(pool);
 	if (asprintf(&cmd,
 		    "RIO_FS_DIR='%s' RIO_FS_POOL='%s' RIO_FS_POOL_SIZE=64M "
 		    "LD_PRELOAD='%s' '%s' --posix-child '%s' %d",
-		    diskdir, pool, RIO_FS_SHIM_PATH, self, path, n) < 0)
-		return -1;
-	p = popen(cmd, "r");
-	if (p == NULL)
-		return -1;
-	while (fgets(line, sizeof(line), p) != NULL)
+		    diskdir, pool, shim_preload(), self, path, n) < 0)
+		cmd = NULL;
+	p = cmd != NULL ? popen(cmd, "r") : NULL;
+	free(cmd);
+	while (p != NULL && fgets(line, sizeof(line), p) != NULL)
 		if (sscanf(line, "%lf %lf %lf %lf %lf %lf", &r->med[0],
 			    &r->p99[0], &r->mean[0], &r->med[1], &r->p99[1],
 			    &r->mean[1]) == 6)
 			got = 1;
-	if (pclose(p) != 0)
+	if (p != NULL && pclose(p) != 0)
 		got = 0;
 	unlink(pool);
 	unlink(path);
+	free(pool);
+	free(path);
 	r->ok = got;
 	return got ? 0 : -1;
 }
@@ -233,16 +246,16 @@ static double
 sqlite_run(const char *dbdir, const char *tmpfsdir, int n, bool shim)
 {
 	char *db = tmp_path(dbdir, "db"), *sql = tmp_path(tmpfsdir, "sql");
-	char *pool = tmp_path(tmpfsdir, "sql.pool"), *cmd;
-	uint64_t t0, t1;
+	char *pool = tmp_path(tmpfsdir, "sql.pool"), *cmd = NULL;
+	uint64_t t0 = 0, t1 = 0;
 	FILE *f;
-	int st, rc;
+	int st = -1, rc;
 
 	unlink(db);
 	unlink(pool);
 	f = fopen(sql, "w");
 	if (f == NULL)
-		return -1;
+		goto out;
 	fprintf(f, "PRAGMA synchronous=FULL;\n"
 		   "CREATE TABLE t(id INTEGER PRIMARY KEY, v TEXT);\n");
 	for (int i = 0; i < n; i++)
@@ -253,20 +266,25 @@ sqlite_run(const char *dbdir, const char *tmpfsdir, int n, bool shim)
 		rc = asprintf(&cmd,
 			"RIO_FS_DIR='%s' RIO_FS_POOL='%s' RIO_FS_POOL_SIZE=64M "
 			"LD_PRELOAD='%s' " SQLITE " '%s' < '%s'",
-			dbdir, pool, RIO_FS_SHIM_PATH, db, sql);
+			dbdir, pool, shim_preload(), db, sql);
 	else
 		rc = asprintf(&cmd, SQLITE " '%s' < '%s'", db, sql);
-	if (rc < 0)
-		return -1;
+	if (rc < 0) {
+		cmd = NULL;
+		goto out;
+	}
 	t0 = now_ns();
 	st = system(cmd);
 	t1 = now_ns();
+out:
 	unlink(db);
 	unlink(sql);
 	unlink(pool);
-	if (st != 0)
-		return -1;
-	return n / ((double)(t1 - t0) / 1e9);
+	free(db);
+	free(sql);
+	free(pool);
+	free(cmd);
+	return st == 0 ? n / ((double)(t1 - t0) / 1e9) : -1;
 }
 
 static int
@@ -308,7 +326,7 @@ main(int argc, char **argv)
 {
 	const char *diskdir = "/var/tmp", *tmpfsdir = "/dev/shm";
 	int n = 5000, ndisk = 300, nsql = 1000, opt;
-	char ddir[PATH_MAX];
+	char ddir[PATH_MAX], *path;
 	struct row rows[7];
 	static const struct {
 		const char *name;
@@ -347,10 +365,14 @@ main(int argc, char **argv)
 		"p99", "mean", "median", "p99", "mean", "4096 B", "64 B");
 
 	snprintf(rows[0].name, sizeof(rows[0].name), "disk (fsync)");
-	posix_run(tmp_path(diskdir, "disk"), ndisk, &rows[0]);
+	path = tmp_path(diskdir, "disk");
+	posix_run(path, ndisk, &rows[0]);
+	free(path);
 	print_row(&rows[0], &rows[0]);
 	snprintf(rows[1].name, sizeof(rows[1].name), "tmpfs (fsync, not durable)");
-	posix_run(tmp_path(tmpfsdir, "tmpfs"), n, &rows[1]);
+	path = tmp_path(tmpfsdir, "tmpfs");
+	posix_run(path, n, &rows[1]);
+	free(path);
 	print_row(&rows[1], &rows[0]);
 	for (int d = 0; d < 3; d++) {
 		snprintf(rows[2 + d].name, sizeof(rows[2 + d].name), "%s",

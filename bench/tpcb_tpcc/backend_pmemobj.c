@@ -40,7 +40,7 @@ static char dir[4096];
 static int
 pobj_setup(const struct tb_opts *o)
 {
-	return tb_workdir(dir, sizeof(dir), o->pmem_dir);
+	return tb_workdir(o, dir, sizeof(dir), o->pmem_dir);
 }
 
 static int

@@ -40,11 +40,8 @@ set format x "%.0s%cB"
 set xlabel "bytes modified per transaction"
 set ylabel "overhead per transaction, ns (log)"
 # Rows of one configuration: grep on ",backend,domain,group," columns.
-keys = "vista,byte vista,cacheline vista,page pmemobj,byte pmemobj,cacheline pmemobj,page rvm,-,1 rvm-rio,-,1"
-# rvm-rio's name follows tpcbench's label (tmpfs until the Rio file cache).
-rio = system("grep -h -m1 -o 'rvm-tmpfs (file cache not yet available)' " . dir . "/*.summary.csv 2>/dev/null | head -1")
-rio = strlen(rio) ? rio : "rvm-rio"
-names = "vista/byte vista/cacheline vista/page pmemobj/byte pmemobj/cacheline pmemobj/page rvm \"" . rio . "\""
+keys = "vista,byte vista,cacheline vista,page pmemobj,byte pmemobj,cacheline pmemobj,page rvm,-,1 rvm-rio,byte,1 rvm-rio,cacheline,1 rvm-rio,page,1"
+names = "vista/byte vista/cacheline vista/page pmemobj/byte pmemobj/cacheline pmemobj/page rvm rvm-rio/byte rvm-rio/cacheline rvm-rio/page"
 rows(f, k) = sprintf("< grep -F ',%s,' '%s'", k, f)
 f = dir . "/synthetic.summary.csv"
 if (nonempty(f)) {
@@ -57,7 +54,7 @@ g = dir . "/synthetic-group.summary.csv"
 if (nonempty(g)) {
 	set output dir . "/fig3.4b-rvm-group-overhead.png"
 	set title "synthetic: RVM overhead with group commit (thesis Fig. 3.4b)"
-	plot for [b in "rvm rvm-rio"] for [n in "1 8 64"] \
-		rows(g, b . ",-," . n) using 7:($10 > 0 ? $10 : NaN) \
-		with linespoints title (b eq "rvm" ? b : rio) . " group " . n
+	plot for [b in "rvm,- rvm-rio,cacheline"] for [n in "1 8 64"] \
+		rows(g, b . "," . n) using 7:($10 > 0 ? $10 : NaN) \
+		with linespoints title (b eq "rvm,-" ? "rvm" : "rvm-rio (cacheline)") . " group " . n
 }

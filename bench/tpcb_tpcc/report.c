@@ -348,7 +348,7 @@ targets(FILE *out, const struct agg *a, size_t n, const char *wl,
 	const struct agg *pb = find(a, n, "pmemobj", "byte", 0);
 	const struct agg *pc = find(a, n, "pmemobj", "cacheline", 0);
 	const struct agg *rv = find(a, n, "rvm", NULL, 1);
-	const struct agg *rr = find(a, n, "rvm-rio", NULL, 1);
+	const struct agg *rr = find(a, n, "rvm-rio", "cacheline", 1);
 	const struct agg *none = find(a, n, "none", NULL, 0);
 	fprintf(out, "\ntargets (%s; reported, not asserted):\n", wl);
 	target(out, "vista/pmemobj, cacheline domain", ratio(vc, pc),
@@ -358,8 +358,8 @@ targets(FILE *out, const struct agg *a, size_t n, const char *wl,
 	if (dc) {
 		target(out, "vista (cacheline)/rvm on disk, flush, group 1",
 			ratio(vc, rv), 100, true, "x");
-		target(out, "vista (cacheline)/rvm-rio, group 1", ratio(vc, rr),
-			10, true, "x");
+		target(out, "vista (cacheline)/rvm-rio (cacheline), group 1",
+			ratio(vc, rr), 10, true, "x");
 	}
 	if (vc && none && fence_ns > 0 && vc->first->has_fences)
 		target(out, "vista cacheline ns/tx over its fence floor",

@@ -6,12 +6,14 @@
 #   bench/tpcb_tpcc/run.sh [--full] [BUILD_DIR]
 #
 # Headline (under 5 minutes): debit-credit and order-entry on a 50 MB
-# database across every backend -- none, vista and pmemobj in the byte,
-# cacheline and page domains, rvm on disk, rvm-rio -- 5 runs of 1 s each,
-# best and worst dropped; prints the tables.  --full adds RVM group commit
-# 1/8/64, the synthetic transaction-size sweep (8 B .. 1 MB), one
-# set_range call per range, and 2 streams.  Results: bench/results/*.csv and the figures as PNG
-# (gnuplot).  RVM_DIR (default /var/tmp) must be on a disk, not tmpfs.
+# database across every backend -- none, vista, pmemobj and rvm-rio (RVM
+# on the Rio file cache) in the byte, cacheline and page domains, rvm on
+# disk -- 5 runs of 1 s each, best and worst dropped; prints the tables.
+# --full adds RVM group commit 1/8/64, the synthetic transaction-size sweep
+# (8 B .. 1 MB), one set_range call per range, and 2 streams.  Results:
+# bench/results/*.csv and the figures as PNG (gnuplot).  RVM_DIR (default
+# /var/tmp) must be on a disk, not tmpfs; rvm-rio's files go to RIO_DIR
+# (default RVM_DIR), behind the cache, whose pool is on /dev/shm.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -20,20 +22,21 @@ BUILD=build
 for a in "$@"; do
 	case $a in
 	--full) FULL=1 ;;
-	-h | --help) sed -n '3,14p' "$0"; exit 0 ;;
+	-h | --help) sed -n '3,15p' "$0"; exit 0 ;;
 	*) BUILD=$a ;;
 	esac
 done
 TB=$BUILD/bench/tpcb_tpcc/tpcbench
 OUT=bench/results
 RVM_DIR=${RVM_DIR:-/var/tmp}
+RIO_DIR=${RIO_DIR:-$RVM_DIR}
 [ -x "$TB" ] || { echo "run.sh: $TB not built (ninja -C $BUILD)" >&2; exit 1; }
 mkdir -p "$OUT"
 if [ "$(stat -f -c %T "$RVM_DIR")" = tmpfs ]; then
 	echo "run.sh: warning: RVM_DIR=$RVM_DIR is tmpfs; rvm is meant to be on a disk" >&2
 fi
 
-tb() { nice -n 5 "$TB" --rvm-dir "$RVM_DIR" --quiet "$@"; }
+tb() { nice -n 5 "$TB" --rvm-dir "$RVM_DIR" --rio-dir "$RIO_DIR" --quiet "$@"; }
 status=0
 
 rm -f "$OUT"/*.csv "$OUT"/*.png

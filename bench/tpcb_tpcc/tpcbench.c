@@ -10,7 +10,7 @@
  *
  * Design:
  *  1. The command line names a set of configurations: every backend of
- *     the list (vista and pmemobj take a domain, "vista:byte", or
+ *     the list (vista, pmemobj and rvm-rio take a domain, "vista:byte", or
  *     --domain; rvm and rvm-rio each group size of --group; synthetic
  *     each --tx-size).  Each configuration runs in a fresh process -- this
  *     program again, with --child -- so RSS is per configuration and
@@ -37,7 +37,8 @@ const struct tb_backend tb_backend_vista = { .name = NULL };
 
 static const char *const all_backends =
 	"none,vista:byte,vista:cacheline,vista:page,pmemobj:byte,"
-	"pmemobj:cacheline,pmemobj:page,rvm,rvm-rio";
+	"pmemobj:cacheline,pmemobj:page,rvm,rvm-rio:byte,rvm-rio:cacheline,"
+	"rvm-rio:page";
 static const char *const sweep_sizes =
 	"8,64,512,4096,32768,262144,1048576";
 
@@ -48,8 +49,9 @@ usage(FILE *f)
 "usage: tpcbench --workload debit-credit|order-entry|synthetic\n"
 "                --backend LIST [options]\n"
 "  LIST: comma-separated of none, vista[:DOMAIN], pmemobj[:DOMAIN], rvm,\n"
-"        rvm-rio; or \"all\" (%s)\n"
-"  --domain byte|cacheline|page  domain of vista/pmemobj without one (cacheline)\n"
+"        rvm-rio[:DOMAIN]; or \"all\" (%s)\n"
+"  --domain byte|cacheline|page  domain of vista/pmemobj/rvm-rio without one\n"
+"                       (cacheline)\n"
 "  --db-size SIZE       database per stream (50M; K, M, G suffixes)\n"
 "  --threads N          independent streams, each on its own database (1)\n"
 "  --group LIST         rvm transactions per log flush, e.g. 1,8,64 (1)\n"
@@ -59,8 +61,8 @@ usage(FILE *f)
 "  --csv FILE           append the result rows (one per run) to FILE\n"
 "  --summary FILE       write one line per configuration to FILE\n"
 "  --rvm-dir DIR        rvm files, on a disk (/var/tmp)\n"
-"  --rio-dir DIR        rvm-rio files (/dev/shm until the Rio file cache)\n"
-"  --pmem-dir DIR       vista and pmemobj pools (/dev/shm)\n"
+"  --rio-dir DIR        rvm-rio files, behind the Rio file cache (/var/tmp)\n"
+"  --pmem-dir DIR       vista and pmemobj pools, rvm-rio's cache pool (/dev/shm)\n"
 "  --per-range          one set_range call per range (the thesis' way;\n"
 "                       default: all of a transaction's ranges in one call)\n"
 "  --seed N  --quiet  --no-reopen\n", all_backends);
@@ -122,10 +124,12 @@ backend_of(const char *name)
 	return NULL;
 }
 
+/* Backends on a rio pool (or PMDK's), whose persistence domain is chosen. */
 static bool
 has_domain(const char *backend)
 {
-	return !strcmp(backend, "vista") || !strcmp(backend, "pmemobj");
+	return !strcmp(backend, "vista") || !strcmp(backend, "pmemobj") ||
+		!strcmp(backend, "rvm-rio");
 }
 
 static bool
@@ -151,9 +155,7 @@ static bool per_range_labels;
 static void
 label(char *buf, size_t n, const char *backend, enum tb_domain d, int group)
 {
-	const char *name = !strcmp(backend, "rvm-rio") ? tb_rvm_rio_label :
-		backend;
-	int k = snprintf(buf, n, "%s", name);
+	int k = snprintf(buf, n, "%s", backend);
 	if (has_domain(backend))
 		k += snprintf(buf + k, n - (size_t)k, " (%s)", tb_domain_name(d));
 	if (has_group(backend) && group > 1)
@@ -355,7 +357,7 @@ main(int argc, char **argv)
 		.runs = 5,
 		.seed = 0x7470636265ull,
 		.rvm_dir = "/var/tmp",
-		.rio_dir = "/dev/shm",
+		.rio_dir = "/var/tmp",
 		.pmem_dir = "/dev/shm",
 	};
 	const char *backends = NULL, *groups = "1", *sizes = "8";

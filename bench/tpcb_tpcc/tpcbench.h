@@ -25,7 +25,7 @@ enum tb_domain { TB_DOMAIN_NONE, TB_DOMAIN_BYTE, TB_DOMAIN_CACHELINE,
 struct tb_opts {
 	const char *workload;
 	const char *backend;    /* one backend name */
-	enum tb_domain domain;  /* vista, pmemobj */
+	enum tb_domain domain;  /* vista, pmemobj, rvm-rio (its cache pool) */
 	int group;              /* rvm: transactions per log flush */
 	int threads;            /* streams */
 	size_t db_size;         /* bytes per stream */
@@ -35,8 +35,12 @@ struct tb_opts {
 	int runs;
 	uint64_t seed;
 	const char *rvm_dir;    /* rvm: a disk directory */
-	const char *rio_dir;    /* rvm-rio: the Rio file cache (tmpfs today) */
-	const char *pmem_dir;   /* vista, pmemobj pools */
+	const char *rio_dir;    /* rvm-rio: files behind the Rio file cache */
+	const char *pmem_dir;   /* vista, pmemobj pools; rvm-rio's cache pool */
+	/* Crash tools (tb_crash.c): every file of the backend in exactly this
+	 * directory, kept from one process to the next (default: a directory
+	 * "tpcbench.<pid>" under each of the dirs above, removed at the end). */
+	const char *work_dir;
 	const char *csv;        /* append result rows here */
 	bool quiet;
 	bool no_reopen;
@@ -87,10 +91,6 @@ extern const struct tb_backend tb_backend_pmemobj;
 extern const struct tb_backend tb_backend_rvm;
 extern const struct tb_backend tb_backend_rvm_rio;
 
-/* What rvm-rio is called in every output until it runs on the Rio file
- * cache (bench/tpcb_tpcc/backend_rvm.c is the one place that decides). */
-extern const char *const tb_rvm_rio_label;
-
 struct tb_workload {
 	const char *name;
 	/* Lay out a database of db_size bytes; volatile state in *wl. */
@@ -102,6 +102,13 @@ struct tb_workload {
 	int (*tx)(void *wl, void *db, const struct tb_backend *b, void *ctx);
 	/* 0 if every invariant holds, else -1 with a reason in why. */
 	int (*check)(void *wl, const void *db, char *why, size_t n);
+	/* After a crash, in a process that did not run the transactions: the
+	 * invariants of any database the workload wrote, from its contents
+	 * alone (the driver's running totals are gone).  0 with *committed =
+	 * the transactions the database says committed, or -1 with a reason.
+	 * NULL when the workload has none. */
+	int (*check_recovered)(void *wl, const void *db, uint64_t *committed,
+		char *why, size_t n);
 	void (*fini)(void *wl);
 };
 
@@ -126,11 +133,15 @@ tb_below(uint64_t *s, uint64_t n)
 	return (uint64_t)(((unsigned __int128)tb_rand(s) * n) >> 64);
 }
 const char *tb_domain_name(enum tb_domain d);
+/* librio's RIO_FORCE_* flag for a domain (cacheline for none). */
+unsigned tb_rio_force_flag(enum tb_domain d);
 /* mkdir -p; 0 or -1 (reported). */
 int tb_mkdirs(const char *path);
-/* Create this process's work directory "<base>/tpcbench.<pid>" in buf
- * (tpcbench removes it when a child fails); 0 or -1 (reported). */
-int tb_workdir(char *buf, size_t n, const char *base);
+/* Create the work directory in buf: o->work_dir if set, else this
+ * process's "<base>/tpcbench.<pid>" (tpcbench removes it when a child
+ * fails); 0 or -1 (reported). */
+int tb_workdir(const struct tb_opts *o, char *buf, size_t n,
+	const char *base);
 /* Remove a directory tree. */
 void tb_rmtree(const char *path);
 /* The process's memory: VmRSS and RssAnon in bytes. */

@@ -63,6 +63,19 @@ tb_domain_name(enum tb_domain d)
 	}
 }
 
+unsigned
+tb_rio_force_flag(enum tb_domain d)
+{
+	switch (d) {
+	case TB_DOMAIN_BYTE:
+		return RIO_FORCE_BYTE;
+	case TB_DOMAIN_PAGE:
+		return RIO_FORCE_PAGE;
+	default:
+		return RIO_FORCE_CACHELINE;
+	}
+}
+
 int
 tb_mkdirs(const char *path)
 {
@@ -87,9 +100,12 @@ tb_mkdirs(const char *path)
 }
 
 int
-tb_workdir(char *buf, size_t n, const char *base)
+tb_workdir(const struct tb_opts *o, char *buf, size_t n, const char *base)
 {
-	snprintf(buf, n, "%s/tpcbench.%d", base, (int)getpid());
+	if (o->work_dir != NULL)
+		snprintf(buf, n, "%s", o->work_dir);
+	else
+		snprintf(buf, n, "%s/tpcbench.%d", base, (int)getpid());
 	return tb_mkdirs(buf);
 }
 

@@ -19,6 +19,10 @@
  *  2. the history head counts the committed transactions;
  *  3. the deltas in the history buffer sum to the last `cap` committed
  *     deltas (a volatile ring mirrors them), and name valid rows.
+ * After a crash (dc_recovered, no driver's totals): the three sums are
+ * equal; each history record names valid rows and is one of the last
+ * `cap` appended (seq = its slot mod cap, seq < head); and while the
+ * buffer has not wrapped, the history deltas sum to the balances.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,42 +175,84 @@ dc_tx(void *wl, void *db, const struct tb_backend *b, void *ctx)
 
 #define FAIL(...) (snprintf(why, n, __VA_ARGS__), -1)
 
+/* What the database says: balance sums, the history's delta sum over its
+ * `used` records (checked to be well formed). */
+struct dc_sums {
+	int64_t accounts, tellers, branches, history;
+	uint64_t used;
+};
+
+static int
+dc_sum(const struct dc *w, const void *db, struct dc_sums *s, char *why,
+	size_t n)
+{
+	const struct dc_hdr *h = db;
+	*s = (struct dc_sums){ 0 };
+	if (h->magic != DC_MAGIC)
+		return FAIL("bad database magic");
+	for (uint64_t i = 0; i < w->accounts; i++)
+		s->accounts += AT(db, w->off_account, const struct dc_row, i)->balance;
+	for (uint64_t i = 0; i < w->tellers; i++)
+		s->tellers += AT(db, w->off_teller, const struct dc_row, i)->balance;
+	for (uint64_t i = 0; i < w->branches; i++)
+		s->branches += AT(db, w->off_branch, const struct dc_row, i)->balance;
+	uint64_t head = h->hist_head;
+	s->used = head < w->hist_cap ? head : w->hist_cap;
+	for (uint64_t i = 0; i < s->used; i++) {
+		const struct dc_hist *r = AT(db, w->off_hist,
+			const struct dc_hist, i);
+		if (r->account >= w->accounts || r->teller >= w->tellers ||
+		    r->branch >= w->branches || r->seq % w->hist_cap != i ||
+		    r->seq >= head || r->seq + w->hist_cap < head)
+			return FAIL("history record %llu is malformed",
+				(unsigned long long)i);
+		s->history += r->delta;
+	}
+	return 0;
+}
+
 static int
 dc_check(void *wl, const void *db, char *why, size_t n)
 {
 	const struct dc *w = wl;
 	const struct dc_hdr *h = db;
-	int64_t sa = 0, st = 0, sb = 0, sh = 0;
-	if (h->magic != DC_MAGIC)
-		return FAIL("bad database magic");
-	for (uint64_t i = 0; i < w->accounts; i++)
-		sa += AT(db, w->off_account, const struct dc_row, i)->balance;
-	for (uint64_t i = 0; i < w->tellers; i++)
-		st += AT(db, w->off_teller, const struct dc_row, i)->balance;
-	for (uint64_t i = 0; i < w->branches; i++)
-		sb += AT(db, w->off_branch, const struct dc_row, i)->balance;
-	if (sa != w->total || st != w->total || sb != w->total)
+	struct dc_sums s;
+	if (dc_sum(w, db, &s, why, n))
+		return -1;
+	if (s.accounts != w->total || s.tellers != w->total ||
+	    s.branches != w->total)
 		return FAIL("balances: accounts %lld, tellers %lld, branches "
-			"%lld, committed deltas %lld", (long long)sa,
-			(long long)st, (long long)sb, (long long)w->total);
+			"%lld, committed deltas %lld", (long long)s.accounts,
+			(long long)s.tellers, (long long)s.branches,
+			(long long)w->total);
 	if (h->hist_head != w->committed)
 		return FAIL("history head %llu, committed %llu",
 			(unsigned long long)h->hist_head,
 			(unsigned long long)w->committed);
-	uint64_t used = w->committed < w->hist_cap ? w->committed : w->hist_cap;
-	for (uint64_t i = 0; i < used; i++) {
-		const struct dc_hist *r = AT(db, w->off_hist,
-			const struct dc_hist, i);
-		if (r->account >= w->accounts || r->teller >= w->tellers ||
-		    r->branch >= w->branches || r->seq % w->hist_cap != i)
-			return FAIL("history record %llu is malformed",
-				(unsigned long long)i);
-		sh += r->delta;
-	}
-	if (sh != w->ring_sum)
+	if (s.history != w->ring_sum)
 		return FAIL("history deltas sum to %lld, the last %llu committed "
-			"deltas to %lld", (long long)sh,
-			(unsigned long long)used, (long long)w->ring_sum);
+			"deltas to %lld", (long long)s.history,
+			(unsigned long long)s.used, (long long)w->ring_sum);
+	return 0;
+}
+
+static int
+dc_recovered(void *wl, const void *db, uint64_t *committed, char *why,
+	size_t n)
+{
+	const struct dc *w = wl;
+	const struct dc_hdr *h = db;
+	struct dc_sums s;
+	if (dc_sum(w, db, &s, why, n))
+		return -1;
+	if (s.accounts != s.tellers || s.tellers != s.branches)
+		return FAIL("balances: accounts %lld, tellers %lld, branches "
+			"%lld", (long long)s.accounts, (long long)s.tellers,
+			(long long)s.branches);
+	if (h->hist_head <= w->hist_cap && s.history != s.accounts)
+		return FAIL("history deltas sum to %lld, the balances to %lld",
+			(long long)s.history, (long long)s.accounts);
+	*committed = h->hist_head;
 	return 0;
 }
 
@@ -224,5 +270,6 @@ const struct tb_workload tb_debit_credit = {
 	.populate = dc_populate,
 	.tx = dc_tx,
 	.check = dc_check,
+	.check_recovered = dc_recovered,
 	.fini = dc_fini,
 };

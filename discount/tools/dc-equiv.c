@@ -28,34 +28,60 @@ struct lines {
 	size_t n;
 };
 
+static void
+lines_free(struct lines *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+/* Read PATH into L, one event per line; on failure L is empty. */
 static int
 load(const char *path, struct lines *l)
 {
 	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0, alloc = 0;
+	ssize_t k;
+	int rc = 0;
+
+	l->v = NULL;
+	l->n = 0;
 	if (!f) {
 		perror(path);
 		return -1;
 	}
-	char *line = NULL;
-	size_t cap = 0, alloc = 0;
-	ssize_t k;
-	l->v = NULL;
-	l->n = 0;
-	while ((k = getline(&line, &cap, f)) >= 0) {
+	while (rc == 0 && (k = getline(&line, &cap, f)) >= 0) {
 		if (l->n == alloc) {
-			alloc = alloc ? 2 * alloc : 256;
-			l->v = realloc(l->v, alloc * sizeof(*l->v));
-			if (!l->v)
-				return -1;
+			size_t a = alloc ? 2 * alloc : 256;
+			char **v = realloc(l->v, a * sizeof(*l->v));
+			if (!v) {
+				rc = -1;
+				break;
+			}
+			l->v = v;
+			alloc = a;
 		}
 		/* terminals send \r\n: a visible event is the text */
 		while (k > 0 && (line[k - 1] == '\n' || line[k - 1] == '\r'))
 			line[--k] = '\0';
-		l->v[l->n++] = strdup(line);
+		if ((l->v[l->n] = strdup(line)) == NULL)
+			rc = -1;
+		else
+			l->n++;
 	}
+	if (rc == 0 && ferror(f))
+		rc = -1;
+	if (rc)
+		fprintf(stderr, "dc-equiv: cannot read %s\n", path);
 	free(line);
 	fclose(f);
-	return 0;
+	if (rc)
+		lines_free(l);
+	return rc;
 }
 
 /* A set of the observed events seen so far (open addressing). */
@@ -73,12 +99,14 @@ hash(const char *s)
 	return h | 1;
 }
 
-static void
+static int
 set_add(struct set *s, uint64_t h)
 {
 	if (2 * (s->n + 1) > s->cap) {
 		struct set t = { calloc(s->cap ? 2 * s->cap : 1024, 8),
 			s->cap ? 2 * s->cap : 1024, 0 };
+		if (t.h == NULL)
+			return -1;
 		for (size_t i = 0; i < s->cap; i++)
 			if (s->h[i])
 				set_add(&t, s->h[i]);
@@ -92,6 +120,7 @@ set_add(struct set *s, uint64_t h)
 		s->h[i] = h;
 		s->n++;
 	}
+	return 0;
 }
 
 static bool
@@ -116,12 +145,17 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: dc-equiv [-v] REFERENCE OBSERVED\n");
 		return 2;
 	}
-	struct lines ref, obs;
-	if (load(argv[1 + verbose], &ref) || load(argv[2 + verbose], &obs))
+	struct lines ref, obs = { 0 };
+	if (load(argv[1 + verbose], &ref))
 		return 2;
+	if (load(argv[2 + verbose], &obs)) {
+		lines_free(&ref);
+		return 2;
+	}
 	struct set seen = { 0 };
 	size_t j = 0, dups = 0;
-	for (size_t i = 0; i < obs.n; i++) {
+	int rc = 0;
+	for (size_t i = 0; i < obs.n && rc == 0; i++) {
 		uint64_t h = hash(obs.v[i]);
 		/* exact comparison for the match; the set (hashes) only
 		 * decides "equal to an earlier observed event", confirmed
@@ -139,18 +173,25 @@ main(int argc, char **argv)
 				       "\"%s\" nor a repeat of an earlier "
 				       "event\n", i + 1, obs.v[i], j + 1,
 					j < ref.n ? ref.v[j] : "(end)");
-				return 1;
+				rc = 1;
+				break;
 			}
 			dups++;
 		}
-		set_add(&seen, h);
+		if (set_add(&seen, h)) {
+			fprintf(stderr, "dc-equiv: out of memory\n");
+			rc = 2;
+		}
 	}
-	if (j < ref.n) {
+	if (rc == 0 && j < ref.n) {
 		printf("not equivalent: reference line %zu \"%s\" never "
 		       "appeared (output lost)\n", j + 1, ref.v[j]);
-		return 1;
+		rc = 1;
 	}
-	if (verbose)
+	if (rc == 0 && verbose)
 		printf("equivalent: %zu events, %zu duplicates\n", ref.n, dups);
-	return 0;
+	free(seen.h);
+	lines_free(&ref);
+	lines_free(&obs);
+	return rc;
 }

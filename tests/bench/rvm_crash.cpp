@@ -52,7 +52,7 @@ static std::map<int, Shadow> shadows;
 
 static int sh_open(const char *path, int flags, mode_t mode)
 {
-	int fd = rvm__io_posix.open(path, flags, mode);
+	int fd = rvm_io_posix.open(path, flags, mode);
 	if (fd < 0)
 		return fd;
 	std::string s = std::string(path) + ".durable";
@@ -104,7 +104,7 @@ static int sh_ftruncate(int fd, off_t len)
 {
 	if (ftruncate(shadows[fd].sfd, len))
 		return -errno;
-	return rvm__io_posix.ftruncate(fd, len);
+	return rvm_io_posix.ftruncate(fd, len);
 }
 
 static int sh_close(int fd)
@@ -112,12 +112,12 @@ static int sh_close(int fd)
 	close(shadows[fd].sfd);
 	close(shadows[fd].pfd);
 	shadows.erase(fd);
-	return rvm__io_posix.close(fd);
+	return rvm_io_posix.close(fd);
 }
 
-static const rvm__io_ops shadow_ops = {
+static const rvm_io_ops shadow_ops = {
 	sh_open, pread, sh_pwrite, sh_fdatasync, sh_ftruncate,
-	rvm__io_posix.size, sh_close,
+	rvm_io_posix.size, sh_close, rvm_io_posix.unlink,
 };
 
 // Power failure: a random subset of the pending writes reaches the

@@ -306,7 +306,7 @@ TEST_CASE("a failed log sync sticks until terminate", "[rvm]")
 	RVM_OK(RVM_INIT(&o.o));
 	Region r(d / "data", SEG);
 	RVM_OK(rvm_map(&r.r, nullptr));
-	struct rvm__io_ops broken = rvm__io_posix;
+	struct rvm_io_ops broken = rvm_io_posix;
 	broken.fdatasync = fail_sync;
 	rvm__io = &broken;
 	rvm_tid_t tid;
@@ -314,11 +314,58 @@ TEST_CASE("a failed log sync sticks until terminate", "[rvm]")
 	RVM_OK(rvm_begin_transaction(&tid, restore));
 	RVM_OK(rvm_set_range(&tid, r.words(), 8));
 	RVM_RC(rvm_end_transaction(&tid, flush), RVM_ETERMINATED);
-	rvm__io = &rvm__io_posix;
+	rvm__io = &rvm_io_posix;
 	RVM_RC(rvm_begin_transaction(&tid, restore), RVM_ETERMINATED);
 	RVM_RC(rvm_flush(), RVM_ETERMINATED);
 	RVM_RC(rvm_terminate(), RVM_ETERMINATED);
 	RVM_OK(RVM_INIT(&o.o));
+	RVM_OK(rvm_terminate());
+}
+
+// A table that counts its calls and passes them to POSIX.
+static int io_calls;
+static int count_open(const char *p, int f, mode_t m)
+{
+	io_calls++;
+	return rvm_io_posix.open(p, f, m);
+}
+static ssize_t count_pwrite(int fd, const void *b, size_t n, off_t o)
+{
+	io_calls++;
+	return rvm_io_posix.pwrite(fd, b, n, o);
+}
+
+TEST_CASE("rvm_set_io swaps the file-access table only while not "
+	"initialized", "[rvm]")
+{
+	TempDir d;
+	struct rvm_io_ops counting = rvm_io_posix;
+	counting.open = count_open;
+	counting.pwrite = count_pwrite;
+	io_calls = 0;
+	RVM_OK(rvm_set_io(&counting));
+	Opts o(d / "log", 64 * 1024);
+	RVM_OK(RVM_INIT(&o.o));
+	RVM_RC(rvm_set_io(nullptr), RVM_EINIT); // files open through it
+	Region r(d / "data", SEG);
+	RVM_OK(rvm_map(&r.r, nullptr));
+	int opened = io_calls;
+	REQUIRE(opened >= 3); // log created, log opened, data file
+	rvm_tid_t tid;
+	rvm_init_tid(&tid);
+	RVM_OK(rvm_begin_transaction(&tid, restore));
+	RVM_OK(rvm_set_range(&tid, r.words(), 8));
+	r.words()[0] = 7;
+	RVM_OK(rvm_end_transaction(&tid, flush));
+	REQUIRE(io_calls > opened); // the log write
+	RVM_OK(rvm_terminate());
+	RVM_OK(rvm_set_io(nullptr)); // POSIX again
+	io_calls = 0;
+	RVM_OK(RVM_INIT(&o.o));
+	Region r2(d / "data", SEG);
+	RVM_OK(rvm_map(&r2.r, nullptr));
+	REQUIRE(r2.words()[0] == 7);
+	REQUIRE(io_calls == 0);
 	RVM_OK(rvm_terminate());
 }
 

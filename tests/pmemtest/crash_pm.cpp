@@ -4,9 +4,12 @@
 // consistent state, with no lint (every flush needed, everything a commit
 // promises durable at its durability point); so must every crash image of
 // a recovery; and libvista's deliberately broken builds must be caught.
+// Debit-credit runs as the benchmark's own code (bench/tpcb_tpcc/tb_crash.c:
+// the workload and the vista backend).
 //
-// PMEMTEST, VPM (the workload program), VPM_MOD (its checker module) and
-// VPM_BROKEN (folder of the broken builds) are set by meson.
+// PMEMTEST, VPM (the workload program), VPM_MOD (its checker module),
+// VPM_BROKEN (folder of the broken builds), TB_CRASH, TB_CRASH_MOD and
+// TB_CRASH_BROKEN (tpcbench's) are set by meson.
 #include "pmemtest_util.hpp"
 
 using pmt::env;
@@ -16,8 +19,7 @@ using pmt::sh;
 namespace {
 
 const char *const scenarios[] = { "one_range", "many_ranges",
-	"multi_segment", "heap", "abort", "auto", "auto_chain",
-	"debit_credit" };
+	"multi_segment", "heap", "abort", "auto", "auto_chain" };
 
 std::string pmemtest(const test::TempDir &d, const std::string &args)
 {
@@ -25,11 +27,26 @@ std::string pmemtest(const test::TempDir &d, const std::string &args)
 		" --out " + d / "out" + " --max-failures 20 " + args;
 }
 
-// A run with --lints-fatal passed.  Scanning (no userfaultfd here) cannot
-// see a store that puts a line's old value back, so there it may call a
-// needed flush redundant: only that lint is tolerated then.
-void require_no_lints(const Run &r)
+// pmemtest's run R checked more than MIN crash images, all consistent.
+void require_consistent(const Run &r, long min)
 {
+	INFO(r.out);
+	pmt::Summary s = pmt::summary(r.out);
+	REQUIRE(s.checked > min);
+	REQUIRE(s.bad == 0);
+	REQUIRE(r.code == 0);
+}
+
+// The same for a run with --lints-fatal: no lint either.  Scanning (no
+// userfaultfd here) cannot see a store that puts a line's old value back,
+// so there it may call a needed flush redundant: only that lint is
+// tolerated then.
+void require_consistent_no_lints(const Run &r, long min)
+{
+	INFO(r.out);
+	pmt::Summary s = pmt::summary(r.out);
+	REQUIRE(s.checked > min);
+	REQUIRE(s.bad == 0);
 	if (r.out.find("stores found by userfaultfd") != std::string::npos) {
 		REQUIRE(r.code == 0);
 		return;
@@ -40,6 +57,14 @@ void require_no_lints(const Run &r)
 		     "warning: not durable at a durability point",
 		     "warning: never made durable" })
 		REQUIRE(r.out.find(lint) == std::string::npos);
+}
+
+// pmemtest's run R found an inconsistent image: a broken build caught.
+void require_caught(const Run &r)
+{
+	INFO(r.out);
+	REQUIRE(pmt::summary(r.out).bad > 0);
+	REQUIRE(r.code == 1);
 }
 
 } // namespace
@@ -54,11 +79,7 @@ TEST_CASE("every crash image of every vista workload recovers",
 			Run r = sh(pmemtest(d, "--lints-fatal --check-lib " +
 				env("VPM_MOD") + ":pm_check_" + sc + " -- " +
 				env("VPM") + " " + sc + " run " + d.path));
-			INFO(r.out);
-			pmt::Summary s = pmt::summary(r.out);
-			REQUIRE(s.checked > 10);
-			REQUIRE(s.bad == 0);
-			require_no_lints(r);
+			require_consistent_no_lints(r, 10);
 		}
 	}
 }
@@ -69,7 +90,7 @@ TEST_CASE("every crash image of a vista recovery recovers",
 	// The writer dies inside transaction 5 (kill -9 semantics: every
 	// store is in the pools); the recovery is then traced from there.
 	for (const char *sc : { "one_range", "multi_segment", "heap",
-		     "auto_chain", "debit_credit" }) {
+		     "auto_chain" }) {
 		DYNAMIC_SECTION(sc)
 		{
 			test::TempDir d;
@@ -84,11 +105,7 @@ TEST_CASE("every crash image of a vista recovery recovers",
 				"--check-lib " + env("VPM_MOD") + ":pm_check_" + sc +
 				" -- " + env("VPM") + " " + sc + " check " +
 				d.path));
-			INFO(r.out);
-			pmt::Summary s = pmt::summary(r.out);
-			REQUIRE(s.checked > 1);
-			REQUIRE(s.bad == 0);
-			require_no_lints(r);
+			require_consistent_no_lints(r, 1);
 		}
 	}
 }
@@ -127,9 +144,114 @@ TEST_CASE("libvista's broken builds are caught", "[vista-broken]")
 			Run r = sh(pmemtest(d, "--check '" + exe +
 				" one_range check {dir}' -- " + exe +
 				" one_range run " + d.path));
-			INFO(r.out);
-			REQUIRE(pmt::summary(r.out).bad > 0);
-			REQUIRE(r.code == 1);
+			require_caught(r);
+		}
+	}
+}
+
+// ---- debit-credit: tpcbench's workload and vista backend ----
+
+namespace {
+
+// tb_crash on a 1 MiB debit-credit database in DIR/db (vista, cacheline).
+std::string tbc(const std::string &exe, const test::TempDir &d,
+	const std::string &verb)
+{
+	return exe + " debit-credit vista " + d / "db" + " " + verb;
+}
+
+std::string tb_pools(const test::TempDir &d)
+{
+	return " --pool " + d / "db/vista.0.log" + " --pool " +
+		d / "db/vista.0.seg";
+}
+
+std::string tb_checker()
+{
+	return " --check-lib " + env("TB_CRASH_MOD") +
+		":tb_pm_check_debit_credit -- ";
+}
+
+} // namespace
+
+TEST_CASE("every crash image of tpcbench's debit-credit on vista recovers",
+	"[tpcb-debit-credit]")
+{
+	// The database is built before tracing; pmemtest then sees every
+	// fence of 20 transactions, and the checker reopens each image
+	// (vista's recovery) and checks the workload's invariants.
+	test::TempDir d;
+	REQUIRE(sh(tbc(env("TB_CRASH"), d, "create")).code == 0);
+	Run r = sh(pmemtest(d, tb_pools(d) + tb_checker() +
+		tbc(env("TB_CRASH"), d, "run 20")));
+	require_consistent(r, 100);
+}
+
+TEST_CASE("every crash image of a debit-credit recovery recovers",
+	"[tpcb-debit-credit-recovery]")
+{
+	// The writer dies in transaction 5 after its stores (kill -9
+	// semantics); the recovery is traced, each image checked twice.
+	test::TempDir d;
+	REQUIRE(sh(tbc(env("TB_CRASH"), d, "create")).code == 0);
+	REQUIRE(sh(tbc(env("TB_CRASH"), d, "run 10 --stop-at 5")).code == 0);
+	Run r = sh(pmemtest(d, tb_pools(d) + " --twice" + tb_checker() +
+		tbc(env("TB_CRASH"), d, "check")));
+	require_consistent(r, 1);
+}
+
+TEST_CASE("debit-credit with a range not declared to vista is caught",
+	"[tpcb-debit-credit-broken]")
+{
+	test::TempDir d;
+	REQUIRE(sh(tbc(env("TB_CRASH"), d, "create")).code == 0);
+	Run r = sh(pmemtest(d, tb_pools(d) + tb_checker() +
+		tbc(env("TB_CRASH_BROKEN"), d, "run 20")));
+	require_caught(r);
+}
+
+// ---- the Rio file cache (tests/pmemtest/fc_pm.c) ----
+
+namespace {
+
+// pmemtest on fc_pm (or a broken build of it), its cache in DIR/fc.  One
+// check at a time (they share the disk files); every single pending line
+// and 4 random subsets per crash point: a block write leaves up to two
+// blocks of lines pending, too many for every pair.
+Run fc_pmemtest(const test::TempDir &d, const std::string &exe)
+{
+	std::string fc = d / "fc";
+	REQUIRE(sh(exe + " setup " + fc).code == 0);
+	return sh(pmemtest(d, "--jobs 1 --k 1 --random 4 --pool " + fc +
+		"/cache.pool --check '" + exe + " check {image} " + fc +
+		"' -- " + exe + " run " + fc));
+}
+
+} // namespace
+
+TEST_CASE("every crash image of Rio file cache writes recovers whole",
+	"[fc]")
+{
+	test::TempDir d;
+	Run r = fc_pmemtest(d, env("FC_PM"));
+	require_consistent(r, 100);
+	// Every acknowledged write was durable when rio_fc_pwrite returned.
+	INFO(r.out);
+	REQUIRE(r.out.find("not durable at a durability point") ==
+		std::string::npos);
+}
+
+TEST_CASE("the file cache's broken builds are caught", "[fc-broken]")
+{
+	// nopersist: a write acknowledged before its data is flushed; order:
+	// recovery replays the older of two copies of a block.
+	for (const char *b : { "nopersist", "order" }) {
+		DYNAMIC_SECTION(b)
+		{
+			test::TempDir d;
+			Run r = fc_pmemtest(d, env("VPM_BROKEN") +
+				"/fc_pm_broken_" + b);
+			require_caught(r);
 		}
 	}
 }

@@ -21,8 +21,7 @@
  *   auto_chain    the same as one chain of automatic transactions
  *                 (vista_chain_transaction), with aborted links and a page
  *                 touched once
- *   debit_credit  accounts, tellers, branches and a history on a small
- *                 database; every balance sum equals the history's sum
+ * (Debit-credit runs as tpcbench's own code: bench/tpcb_tpcc/tb_crash.c.)
  * $VPM_STOP_AT=N ends the writer (_exit) in the middle of transaction N:
  * a process crash, leaving recovery work for a traced `check`.
  */
@@ -330,83 +329,6 @@ check_heap(struct env *e)
 	return 0;
 }
 
-/* ---- debit_credit ---- */
-
-#define BRANCHES 2
-#define TELLERS 4
-#define ACCOUNTS 16
-#define HISTORY 64
-struct bal {
-	int64_t v;
-	uint8_t pad[LINE - 8];
-};
-struct db {
-	struct bal branch[BRANCHES], teller[TELLERS], account[ACCOUNTS];
-	uint64_t nhist;
-	uint8_t pad[LINE - 8];
-	struct {
-		uint32_t account, teller, branch, pad;
-		int64_t delta;
-	} hist[HISTORY];
-};
-
-static int
-run_dc(struct env *e)
-{
-	struct db *d = (struct db *)e->b[0];
-	uint64_t rng = 42;
-
-	for (unsigned t = 1; t <= 24; t++) {
-		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-		unsigned a = (unsigned)(rng >> 33) % ACCOUNTS;
-		unsigned te = a % TELLERS, br = te % BRANCHES;
-		int64_t delta = (int64_t)((rng >> 20) % 200) - 100;
-		uint64_t h = d->nhist;
-		struct vista_range r[5] = {
-			{ &d->account[a].v, 8 }, { &d->teller[te].v, 8 },
-			{ &d->branch[br].v, 8 }, { &d->hist[h], sizeof(d->hist[h]) },
-			{ &d->nhist, 8 },
-		};
-		OK(vista_begin_transaction(e->v, 0));
-		OK(vista_set_ranges(e->v, 5, r));
-		d->account[a].v += delta;
-		d->teller[te].v += delta;
-		maybe_stop(t);
-		d->branch[br].v += delta;
-		d->hist[h].account = a;
-		d->hist[h].teller = te;
-		d->hist[h].branch = br;
-		d->hist[h].delta = delta;
-		d->nhist = h + 1;
-		OK(vista_end_transaction(e->v));
-	}
-	return 0;
-}
-
-static int
-check_dc(struct env *e)
-{
-	struct db *d = (struct db *)e->b[0];
-	int64_t sa = 0, st = 0, sb = 0, sh = 0;
-
-	if (d->nhist > HISTORY)
-		FAIL("debit_credit: history length %llu",
-			(unsigned long long)d->nhist);
-	for (int i = 0; i < ACCOUNTS; i++)
-		sa += d->account[i].v;
-	for (int i = 0; i < TELLERS; i++)
-		st += d->teller[i].v;
-	for (int i = 0; i < BRANCHES; i++)
-		sb += d->branch[i].v;
-	for (uint64_t i = 0; i < d->nhist; i++)
-		sh += d->hist[i].delta;
-	if (sa != st || st != sb || sb != sh)
-		FAIL("debit_credit: accounts %lld tellers %lld branches %lld "
-			"history %lld", (long long)sa, (long long)st,
-			(long long)sb, (long long)sh);
-	return 0;
-}
-
 /* ---- dispatch ---- */
 
 struct scenario {
@@ -430,7 +352,6 @@ static const struct scenario scenarios[] = {
 	{ "abort", 1, run_abort, check_one },
 	{ "auto", 1, run_auto, check_auto },
 	{ "auto_chain", 1, run_chain, check_auto },
-	{ "debit_credit", 1, run_dc, check_dc },
 };
 
 static const struct scenario *
@@ -472,7 +393,6 @@ CHECKER(heap)
 CHECKER(abort)
 CHECKER(auto)
 CHECKER(auto_chain)
-CHECKER(debit_credit)
 
 #ifndef VPM_MODULE
 int

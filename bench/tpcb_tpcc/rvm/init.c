@@ -268,7 +268,7 @@ create_log(const char *path, uint64_t log_size, long mode)
 		e = rvm__io->fdatasync(fd);
 	rvm__io->close(fd);
 	if (e) {
-		unlink(path);
+		rvm__io->unlink(path);
 		return rvm__err(RVM_EIO, "writing log %s: %s", path, strerror(-e));
 	}
 	return RVM_SUCCESS;

@@ -3,13 +3,14 @@
  * io.c -- the one place where the RVM baseline touches its files
  *
  * Design:
- *  1. Every open, read, write, sync, extend and close of the log and the
- *     data files goes through the table rvm__io.  The default is POSIX;
- *     the crash test installs a table that models what a power failure
- *     keeps (only what was fdatasync'd), and running RVM on the Rio file
- *     cache ("RVM-Rio") is a matter of installing a table that calls the
- *     file cache instead.
- *  2. rvm__read_full/rvm__write_full retry short transfers and EINTR, so
+ *  1. Every open, read, write, sync, extend, close and unlink of the log
+ *     and the data files goes through the table rvm__io (rvm_io.h).  The
+ *     default is POSIX; the crash test installs a table that models what
+ *     a power failure keeps (only what was fdatasync'd), and RVM-Rio
+ *     (bench/tpcb_tpcc/backend_rvm.c) one that calls the Rio file cache.
+ *  2. rvm_set_io() swaps tables only while RVM is not initialized: a
+ *     descriptor belongs to the table that opened it.
+ *  3. rvm__read_full/rvm__write_full retry short transfers and EINTR, so
  *     callers see all-or-error.
  */
 #include <errno.h>
@@ -51,7 +52,13 @@ posix_close(int fd)
 	return close(fd) ? -errno : 0;
 }
 
-const struct rvm__io_ops rvm__io_posix = {
+static int
+posix_unlink(const char *path)
+{
+	return unlink(path) ? -errno : 0;
+}
+
+const struct rvm_io_ops rvm_io_posix = {
 	.open = posix_open,
 	.pread = pread,
 	.pwrite = pwrite,
@@ -59,9 +66,24 @@ const struct rvm__io_ops rvm__io_posix = {
 	.ftruncate = posix_ftruncate,
 	.size = posix_size,
 	.close = posix_close,
+	.unlink = posix_unlink,
 };
 
-const struct rvm__io_ops *rvm__io = &rvm__io_posix;
+const struct rvm_io_ops *rvm__io = &rvm_io_posix;
+
+rvm_return_t
+rvm_set_io(const struct rvm_io_ops *ops)
+{
+	struct rvm__state *g = &rvm__g;
+	pthread_mutex_lock(&g->lock);
+	bool busy = g->initialized;
+	if (!busy)
+		rvm__io = ops != NULL ? ops : &rvm_io_posix;
+	pthread_mutex_unlock(&g->lock);
+	return busy ? rvm__err(RVM_EINIT, "rvm_set_io: RVM is initialized; "
+		"call it before rvm_initialize or after rvm_terminate") :
+		RVM_SUCCESS;
+}
 
 /* Transfer all len bytes, retrying short transfers and EINTR. */
 static int

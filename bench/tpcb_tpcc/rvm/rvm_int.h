@@ -18,22 +18,13 @@
 #include <sys/types.h>
 
 #include "rvm.h"
+#include "rvm_io.h"
 #include "rvm_layout.h"
 
 /* ---- io.c: every access to the log and data files goes through here ---- */
 
-struct rvm__io_ops {
-	int (*open)(const char *path, int flags, mode_t mode);
-	ssize_t (*pread)(int fd, void *buf, size_t len, off_t off);
-	ssize_t (*pwrite)(int fd, const void *buf, size_t len, off_t off);
-	int (*fdatasync)(int fd);
-	int (*ftruncate)(int fd, off_t len);
-	off_t (*size)(int fd); /* bytes, or -errno */
-	int (*close)(int fd);
-};
-/* The table in use (tests and the Rio file cache replace it). */
-extern const struct rvm__io_ops *rvm__io;
-extern const struct rvm__io_ops rvm__io_posix;
+/* The table in use (rvm_io.h; tests may also swap it while initialized). */
+extern const struct rvm_io_ops *rvm__io;
 
 /* Full-length transfers: 0, -errno, or -EIO for a short read/write. */
 int rvm__read_full(int fd, void *buf, size_t len, uint64_t off);
