@@ -39,7 +39,16 @@ fi
 tb() { nice -n 5 "$TB" --rvm-dir "$RVM_DIR" --rio-dir "$RIO_DIR" --quiet "$@"; }
 status=0
 
-rm -f "$OUT"/*.csv "$OUT"/*.png
+# Only what this run writes again goes (the other benchmarks' results
+# share the folder): the headline's files, and with --full all of ours.
+rm -f "$OUT"/headline.csv "$OUT"/debit-credit.summary.csv \
+	"$OUT"/order-entry.summary.csv "$OUT"/fig3.5a-*.png "$OUT"/fig3.6a-*.png
+if [ $FULL = 1 ]; then
+	rm -f "$OUT"/group.csv "$OUT"/synthetic*.csv "$OUT"/per-range.csv \
+		"$OUT"/threads.csv "$OUT"/*-group.summary.csv \
+		"$OUT"/*-per-range.summary.csv "$OUT"/*-threads2.summary.csv \
+		"$OUT"/fig3.*.png
+fi
 echo "== headline: debit-credit and order-entry, 50 MB, 5 runs of 1 s =="
 for w in debit-credit order-entry; do
 	tb --workload $w --backend all --csv "$OUT/headline.csv" \
@@ -77,7 +86,7 @@ if [ $FULL = 1 ]; then
 fi
 
 if command -v gnuplot >/dev/null; then
-	gnuplot -c bench/tpcb_tpcc/plot.gp "$OUT" && ls "$OUT"/*.png
+	gnuplot -c bench/tpcb_tpcc/plot.gp "$OUT" && ls "$OUT"/fig3.*.png
 else
 	echo "run.sh: gnuplot not installed; no figures" >&2
 fi
