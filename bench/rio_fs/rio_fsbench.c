@@ -313,12 +313,18 @@ print_row(const struct row *r, const struct row *disk)
 }
 
 static void
-usage(void)
+usage(FILE *to, int code)
 {
-	fprintf(stderr,
+	fprintf(to,
 		"usage: rio-fsbench [-n N] [-N NDISK] [-d DISKDIR] "
-		"[-t TMPFSDIR] [-q SQLITE_INSERTS]\n");
-	exit(2);
+		"[-t TMPFSDIR] [-q SQLITE_INSERTS]\n"
+		"  -n N       writes per size on tmpfs and the cache (5000)\n"
+		"  -N NDISK   writes per size on the disk (300)\n"
+		"  -d DISKDIR a directory on a disk file system (/var/tmp)\n"
+		"  -t TMPFSDIR a directory on tmpfs, for the cache pool "
+		"(/dev/shm)\n"
+		"  -q SQLITE_INSERTS  sqlite3 inserts per run (1000)\n");
+	exit(code);
 }
 
 int
@@ -340,6 +346,9 @@ main(int argc, char **argv)
 
 	if (argc == 4 && strcmp(argv[1], "--posix-child") == 0)
 		return posix_child(argv[2], atoi(argv[3]));
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
+			  strcmp(argv[1], "-h") == 0))
+		usage(stdout, 0);
 	while ((opt = getopt(argc, argv, "n:N:d:t:q:")) != -1) {
 		switch (opt) {
 		case 'n': n = atoi(optarg); break;
@@ -347,11 +356,16 @@ main(int argc, char **argv)
 		case 'd': diskdir = optarg; break;
 		case 't': tmpfsdir = optarg; break;
 		case 'q': nsql = atoi(optarg); break;
-		default: usage();
+		default: usage(stderr, 2);
 		}
 	}
-	if (n < 10 || ndisk < 10 || realpath(diskdir, ddir) == NULL)
-		usage();
+	if (n < 10 || ndisk < 10 || optind != argc)
+		usage(stderr, 2);
+	if (realpath(diskdir, ddir) == NULL) {
+		fprintf(stderr, "rio-fsbench: %s: %s\n", diskdir,
+			strerror(errno));
+		return 1;
+	}
 	diskdir = ddir;
 	memset(rows, 0, sizeof(rows));
 	printf("rio-fsbench: write + fsync latency in microseconds (random "
