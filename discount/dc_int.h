@@ -255,7 +255,8 @@ extern union dc__vol_pages dc__volp;
 #define dc__vol (dc__volp.v)
 
 /* err.c */
-int dc__err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Set the stack's thread-local message (rio_seterr); returns rc. */
+#define dc__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
 void dc__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dc__refuse(const char *what);
 

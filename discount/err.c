@@ -45,18 +45,6 @@ dc_errormsg(void)
 	return rio_errormsg();
 }
 
-int
-dc__err(int rc, const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	return rio_seterr(rc, "%s", buf);
-}
-
 void
 dc__say(const char *fmt, ...)
 {

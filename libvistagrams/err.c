@@ -56,18 +56,6 @@ vg_errormsg(void)
 	return rio_errormsg();
 }
 
-int
-vg__err(int rc, const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return rio_seterr(rc, "%s", msg);
-}
-
 /* "<context>: <strerror(errno)>", returns -errno. */
 int
 vg__errno(const char *fmt, ...)

@@ -33,7 +33,8 @@ extern "C" {
 #define VG__UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* err.c */
-int vg__err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Set the stack's thread-local message (rio_seterr); returns rc. */
+#define vg__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
 int vg__errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Put the endpoint in its error state (sticky) and return VG_EFATAL. */
 int vg__fatal(vg_endpoint *ep, int cause, const char *fmt, ...)
