@@ -45,24 +45,13 @@ vista__log_seed(uint64_t salt, unsigned lane)
 	return salt ^ ((uint64_t)lane << 48) ^ 0x9e3779b97f4a7c15ull;
 }
 
-static inline uint64_t
-mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 /* The seal of a sealed record at byte offset pos of the record area.  w2
  * and w3 are the header's words at offsets 16 and 24, passed in registers
  * (reading them back right after storing them piecewise would stall). */
 static inline uint64_t
 seal_of(uint64_t seed, uint64_t pos, uint64_t gen, uint64_t w2, uint64_t w3)
 {
-	return mix64(gen ^ seed ^ (pos << 8) ^ (w2 * 0x9e3779b97f4a7c15ull) ^
+	return rio_mix64(gen ^ seed ^ (pos << 8) ^ (w2 * 0x9e3779b97f4a7c15ull) ^
 		(w3 * 0xc2b2ae3d27d4eb4full));
 }
 

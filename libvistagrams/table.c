@@ -35,27 +35,16 @@
 
 #include "vg_int.h"
 
-uint64_t
-vg__mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t
 resp_hash(uint64_t node, uint64_t inc, uint64_t seq)
 {
-	return vg__mix64(seq ^ vg__mix64(node ^ (inc << 1)));
+	return rio_mix64(seq ^ rio_mix64(node ^ (inc << 1)));
 }
 
 int32_t
 vg__req_find(const vg_endpoint *ep, uint64_t seq, int32_t *ins)
 {
-	uint32_t mask = ep->req_mask, i = (uint32_t)vg__mix64(seq) & mask;
+	uint32_t mask = ep->req_mask, i = (uint32_t)rio_mix64(seq) & mask;
 	int32_t first = -1;
 
 	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
@@ -111,7 +100,7 @@ vg__resp_find(const vg_endpoint *ep, uint64_t node, uint64_t inc,
 int32_t
 vg__peer_find(const vg_endpoint *ep, uint64_t node, int32_t *ins)
 {
-	uint32_t mask = ep->peer_mask, i = (uint32_t)vg__mix64(node) & mask;
+	uint32_t mask = ep->peer_mask, i = (uint32_t)rio_mix64(node) & mask;
 
 	if (ins)
 		*ins = -1;
@@ -134,7 +123,7 @@ req_home(const vg_endpoint *ep, const void *slot)
 {
 	const struct vg_req_slot *s = slot;
 
-	return (uint32_t)vg__mix64(s->seq) & ep->req_mask;
+	return (uint32_t)rio_mix64(s->seq) & ep->req_mask;
 }
 
 static uint32_t

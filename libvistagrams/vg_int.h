@@ -318,7 +318,6 @@ int vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr);
  * table.c
  * ------------------------------------------------------------------------ */
 
-uint64_t vg__mix64(uint64_t x);
 /* Find key; *ins (if not NULL) gets the first FREE or DELETED slot on the
  * way, for an insertion (-1 if none). */
 int32_t vg__req_find(const vg_endpoint *ep, uint64_t seq, int32_t *ins);

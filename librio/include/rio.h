@@ -399,6 +399,19 @@ RIO_EXPORT const char *rio_flush_instruction(void);
 /* 64-bit checksum used by every persistent format of the stack (XXH3). */
 RIO_EXPORT uint64_t rio_checksum(const void *buf, size_t len, uint64_t seed);
 
+/* A fast bijective mix of 64 bits (MurmurHash3's finalizer): for hash
+ * table slots and cheap seals of a few words, not a checksum of data. */
+static inline uint64_t
+rio_mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
 /* ------------------------------------------------------------------------
  * Protection against wild stores
  *

@@ -18,7 +18,7 @@ static std::string check_runs(vg_endpoint *ep,
 {
 	std::vector<bool> needed(ep->req_mask + 1);
 	for (auto [seq, slot] : live) {
-		uint32_t i = (uint32_t)vg__mix64(seq) & ep->req_mask;
+		uint32_t i = (uint32_t)rio_mix64(seq) & ep->req_mask;
 		for (; i != (uint32_t)slot; i = (i + 1) & ep->req_mask) {
 			if (vg_slot_state(ep->req[i].word) == VG_SLOT_FREE)
 				return "key " + std::to_string(seq) +
