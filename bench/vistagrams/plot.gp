@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # plot.gp -- thesis Figure 4.6 from vg-bench's CSV (smallest median per
-# size and system):  gnuplot -e "csv='IN'; png='OUT'" plot.gp
+# size and system):  gnuplot -e "csv='IN'; png='OUT'; domain='D'" plot.gp
 set terminal pngcairo size 900,560 font ",11"
 set output png
 set datafile separator ","
-set title "Request/response cycle on the loopback (provisional: loaded machine)"
+set title "Request/response cycle on the loopback (Vistagrams in the ".domain." domain)"
 set xlabel "message size (bytes)"
 set ylabel "microseconds per cycle"
 set logscale x 2
@@ -14,4 +14,5 @@ best(sys) = sprintf("< awk -F, '$3==\"%s\" { k=$2; if (!(k in m) || $4 < m[k]) m
 plot best("udp") using 1:2 with linespoints title "raw UDP echo", \
      best("baseline") using 1:2 with linespoints title "baseline (volatile, same protocol)", \
      best("vistagrams") using 1:2 with linespoints title "Vistagrams (recoverable)", \
+     best("vistagrams-1tx") using 1:2 with linespoints title "Vistagrams, pipelined client", \
      best("zeromq") using 1:2 with linespoints title "ZeroMQ REQ/REP (TCP)"
