@@ -60,7 +60,9 @@
  * of the commit of generation gen (redo: segment durable, no commit
  * record; committed: record durable, log not flushed; apply: half way
  * through the flush of the log), and DC_TEST_REDO_MAX sets the log size
- * that makes a commit flush (1: every commit).  Read once per
+ * that makes a commit flush (1: every commit), DC_TEST_MUNDO_MAX the
+ * undo log's size past which an append fails as on a full file system
+ * (seg.c).  Read once per
  * incarnation, into untracked memory: the environment is process memory,
  * and a recovered process has the checkpoint's. */
 void
@@ -72,6 +74,8 @@ dc__crashpoint_init(void)
 	e = getenv("DC_TEST_REDO_MAX");
 	if (e)
 		dc__vol.redo_max = strtoull(e, NULL, 10);
+	e = getenv("DC_TEST_MUNDO_MAX");
+	dc__vol.mu_cap = e ? strtoull(e, NULL, 10) : 0;
 }
 
 void
@@ -168,9 +172,9 @@ ctl_flags(void)
 static int
 open_logs(const char *dir, int extra)
 {
-	int fds[4];
-	const char *names[4] = { "shadow", "redo", "ndlog", "fundo" };
-	for (int i = 0; i < 4; i++) {
+	int fds[5];
+	const char *names[5] = { "shadow", "redo", "ndlog", "fundo", "mundo" };
+	for (int i = 0; i < 5; i++) {
 		fds[i] = open_own(dir, names[i], extra);
 		if (fds[i] < 0) {
 			int rc = fds[i];
@@ -183,7 +187,9 @@ open_logs(const char *dir, int extra)
 	dc__vol.redo_fd = fds[1];
 	dc__vol.ndlog_fd = fds[2];
 	dc__vol.fundo_fd = fds[3];
-	return 0;
+	dc__vol.mundo_fd = fds[4];
+	dc__mu_restart();
+	return dc__seg_identify();
 }
 
 static int
@@ -391,6 +397,88 @@ add_present(unsigned *n, uint64_t a, uint64_t b)
 	return scan_range(n, a, b, false);
 }
 
+/* UNDO: may region r be moved into the segment (seg.c)?  Tracked,
+ * readable, not moved yet, and not what the kernel writes on its own
+ * (track.c: the stack, the page of glibc's rseq area). */
+static bool
+movable(const struct dc__region *r)
+{
+	uint64_t rp = dc__track_rseq_page();
+	return dc__track_undo() && (r->kind & DC__R_TRACKED) &&
+		!(r->kind & (DC__R_SEG | DC__R_STACK)) &&
+		(r->prot & PROT_READ) && !(rp >= r->start && rp < r->end);
+}
+
+/* UNDO: the page of glibc's rseq area becomes a region of its own, so the
+ * rest of its mapping (which the kernel may have merged with the
+ * program's own anonymous memory) can be moved. */
+static int
+split_rseq(struct dc__region *nw, unsigned *nn)
+{
+	uint64_t p = dc__track_rseq_page();
+	if (!p || !dc__track_undo())
+		return 0;
+	for (unsigned j = 0; j < *nn; j++) {
+		struct dc__region r = nw[j];
+		if (p < r.start || p >= r.end || !(r.kind & DC__R_TRACKED) ||
+		    (r.kind & (DC__R_SEG | DC__R_STACK)))
+			continue;
+		uint64_t cut[4] = { r.start, p, p + DC__PAGE, r.end };
+		unsigned k = 0;
+		struct dc__region piece[3];
+		for (unsigned c = 0; c < 3; c++) {
+			if (cut[c] >= cut[c + 1])
+				continue;
+			piece[k] = r;
+			piece[k].start = cut[c];
+			piece[k].end = cut[c + 1];
+			if (r.ino)
+				piece[k].off = r.off + (cut[c] - r.start);
+			k++;
+		}
+		if (*nn + k - 1 > DC__MAX_REGIONS)
+			return dc__err(DC_ELIMIT, "more than %u mappings",
+				DC__MAX_REGIONS);
+		memmove(&nw[j + k], &nw[j + 1],
+			(*nn - j - 1) * sizeof(*nw));
+		memcpy(&nw[j], piece, k * sizeof(*nw));
+		*nn += k - 1;
+		return 0;
+	}
+	return 0;
+}
+
+static bool
+overlaps_old_tracked(const struct dc__region *old, unsigned nold,
+	uint64_t a, uint64_t b)
+{
+	for (unsigned i = 0; i < nold; i++)
+		if ((old[i].kind & DC__R_TRACKED) && old[i].start < b &&
+		    old[i].end > a)
+			return true;
+	return false;
+}
+
+/* A punch of [a, b), minus the moved regions of nw (UNDO: the segment
+ * there is the memory itself). */
+static int
+add_punch(unsigned *n, const struct dc__region *nw, unsigned nn, uint64_t a,
+	uint64_t b)
+{
+	for (unsigned j = 0; j < nn && a < b; j++) {
+		if (!(nw[j].kind & DC__R_SEG) || nw[j].end <= a)
+			continue;
+		if (nw[j].start >= b)
+			break;
+		int rc;
+		if (nw[j].start > a &&
+		    (rc = add_ent(n, a, nw[j].start - a, DC_REDO_PUNCH)))
+			return rc;
+		a = nw[j].end;
+	}
+	return a < b ? add_ent(n, a, b - a, DC_REDO_PUNCH) : 0;
+}
+
 static int
 fold_maps(unsigned *n)
 {
@@ -402,12 +490,28 @@ fold_maps(unsigned *n)
 		return rc;
 	dc__track_refold(nw, nn);
 	dc__maps_classify(nw, nn);
+	if ((rc = split_rseq(nw, &nn)))
+		return rc;
+
+	/* UNDO: move new private memory into the segment, the redo log
+	 * applied first (seg.c invariant 4) */
+	bool flushed = false;
+	for (unsigned j = 0; j < nn; j++) {
+		struct dc__region *r = &nw[j];
+		if (!movable(r))
+			continue;
+		if (!flushed && (rc = dc__redo_flush_pending()))
+			return rc;
+		flushed = true;
+		if ((rc = dc__seg_convert(r, overlaps_old_tracked(old, nold,
+			     r->start, r->end))))
+			return rc;
+	}
 
 	/* punch: every changed range, and old tracked memory that is gone */
 	for (unsigned i = 0; i < dc__st.nchg && !all; i++)
-		if ((rc = add_ent(n, dc__st.chg[i].a,
-			     dc__st.chg[i].b - dc__st.chg[i].a,
-			     DC_REDO_PUNCH)))
+		if ((rc = add_punch(n, nw, nn, dc__st.chg[i].a,
+			     dc__st.chg[i].b)))
 			return rc;
 	for (unsigned i = 0; i < nold; i++) {
 		if (!(old[i].kind & DC__R_TRACKED))
@@ -427,16 +531,17 @@ fold_maps(unsigned *n)
 		    (rc = add_ent(n, a, old[i].end - a, DC_REDO_PUNCH)))
 			return rc;
 	}
-	/* new tracked memory: register, copy what is present, protect */
+	/* new tracked private memory: register, copy what is present,
+	 * protect */
 	for (unsigned j = 0; j < nn; j++) {
 		struct dc__region *r = &nw[j];
-		if (r->kind & DC__R_SHARED && r->prot & PROT_WRITE) {
+		if ((r->kind & DC__R_SHARED) && (r->prot & PROT_WRITE)) {
 			dc__refuse("a shared writable mapping");
 			return dc__err(DC_EUNSUPPORTED, "shared writable "
 				"mapping %#lx-%#lx %s", (unsigned long)r->start,
 				(unsigned long)r->end, r->path);
 		}
-		if (!(r->kind & DC__R_TRACKED))
+		if (!(r->kind & DC__R_TRACKED) || (r->kind & DC__R_SEG))
 			continue;
 		bool fresh = all ||
 			!inside_old_tracked(old, nold, r->start, r->end);
@@ -463,10 +568,11 @@ fold_maps(unsigned *n)
 		if ((rc = dc__track_protect(r->start, r->end)))
 			return rc;
 	}
+	unsigned most = nn > nold ? nn : nold;
+	dc__track_will_write((uint64_t)(uintptr_t)&dc__st.nreg,
+		(uint64_t)(uintptr_t)&dc__st.reg[most]);
 	memcpy(old, nw, nn * sizeof(*nw));
 	dc__st.nreg = nn;
-	dc__track_wrote((uint64_t)(uintptr_t)&dc__st.nreg,
-		(uint64_t)(uintptr_t)&dc__st.reg[nn]);
 	dc__track_pin();
 	return 0;
 }
@@ -556,8 +662,10 @@ take_written(unsigned *n, bool folded)
 			i++;
 		for (unsigned j = i; j < nreg && reg[j].start < b && rc == 0;
 		     j++) {
+			/* UNDO: moved memory is the segment itself */
 			if (!(reg[j].kind & DC__R_TRACKED) ||
-			    !(reg[j].prot & PROT_READ))
+			    !(reg[j].prot & PROT_READ) ||
+			    (dc__track_undo() && (reg[j].kind & DC__R_SEG)))
 				continue;
 			uint64_t lo = a > reg[j].start ? a : reg[j].start;
 			uint64_t hi = b < reg[j].end ? b : reg[j].end;
@@ -631,10 +739,17 @@ commit_body(void)
 			pages += (dc__vol.ents[i].len + DC__PAGE - 1) / DC__PAGE;
 	c->pages = pages;
 	c->checksum = rio_checksum(c, 248, DC_COMMIT_SEED);
+	/* UNDO on a disk file system: the segment (the memory written this
+	 * interval, the regions moved in) must be durable before the record
+	 * that makes it the checkpoint; on tmpfs its writes are. */
+	if (dc__track_undo() && !dc__vol.dir_is_mem &&
+	    (rc = dc__sync_fd(dc__vol.shadow_fd)))
+		return rc;
 	/* Commit point: once this record is durable, generation gen is the
 	 * checkpoint a crash returns to. */
 	rio_persist(dc__vol.ctl, c, sizeof(*c));
 	dc__vol.committed = gen;
+	dc__mu_restart(); /* with committed: seg.c invariant 2 */
 	dc__crashpoint("committed", gen);
 
 	if ((rc = dc__redo_committed(gen, n, &seg)))
@@ -751,7 +866,7 @@ static void
 remove_dir_files(const char *dir)
 {
 	static const char *const names[] = { "ctl", "shadow", "redo", "ndlog",
-		"fundo" };
+		"fundo", "mundo" };
 	char p[PATH_MAX];
 	/* ctl first: without it the directory holds no checkpoint, so a
 	 * crash half way leaves nothing that could be recovered wrongly. */
@@ -771,7 +886,8 @@ write_stats(const char *path)
 		"visible_events=%lu\nnd_events=%lu\nlogged_events=%lu\n"
 		"replayed_events=%lu\nsyscalls=%lu\ninput_bytes=%lu\n"
 		"recoveries=%lu\nredo_bytes_max=%lu\nredo_bytes_total=%lu\n"
-		"cooled=%lu\nwarmed=%lu\nredo_flushes=%lu\nwp_faults=%lu\n",
+		"cooled=%lu\nwarmed=%lu\nredo_flushes=%lu\nwp_faults=%lu\n"
+		"undo_bytes=%lu\nseg_pages=%lu\n",
 		(unsigned long)s->checkpoints, (unsigned long)s->pages_copied,
 		(unsigned long)s->visible_events, (unsigned long)s->nd_events,
 		(unsigned long)s->logged_events,
@@ -780,7 +896,8 @@ write_stats(const char *path)
 		(unsigned long)s->redo_bytes_max,
 		(unsigned long)s->redo_bytes_total, (unsigned long)s->cooled,
 		(unsigned long)s->warmed, (unsigned long)s->redo_flushes,
-		(unsigned long)s->wp_faults);
+		(unsigned long)s->wp_faults, (unsigned long)s->undo_bytes,
+		(unsigned long)s->seg_pages);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;

@@ -10,6 +10,9 @@
  *           (header, entries, pages) per generation
  *   ndlog   logged results of input calls of the interval in progress
  *   fundo   before-images of file changes of the interval in progress
+ *   mundo   before-images of the persistent segment's bytes changed in
+ *           the interval in progress (tracking "undo": the tracked memory
+ *           is the shadow, mapped shared at the same addresses)
  *
  * All integers little-endian (x86-64 only); checksums rio_checksum().
  */
@@ -119,7 +122,7 @@ struct dc_redo_ent {
 };
 RIO_STATIC_ASSERT(sizeof(struct dc_redo_ent) == 24, "redo entry size");
 
-/* ndlog and fundo: a sequence of entries, each header + payload padded to
+/* ndlog, fundo and mundo: a sequence of entries, each header + payload padded to
  * 8 bytes.  An entry belongs to the interval after committed generation
  * gen-1; entries of one interval start at offset 0 with seq 0. */
 struct dc_log_ent {
@@ -148,6 +151,12 @@ enum {
 	DC_FU_SIZE = 2,   /* a = old size; payload: path NUL */
 	DC_FU_CREATE = 3, /* payload: path NUL (file did not exist) */
 	DC_FU_RENAME = 4, /* payload: from NUL to NUL (undo: rename to->from) */
+};
+/* mundo types: a = address, b = offset of the previous entry (-1: none);
+ * undone newest first */
+enum {
+	DC_MU_BYTES = 1,  /* payload: the old bytes at [a, a + len) */
+	DC_MU_ZERO = 2,   /* c = length: [a, a + c) was a hole (zero) */
 };
 
 #endif /* DC_CKPT_LAYOUT_H */

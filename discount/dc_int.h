@@ -80,6 +80,9 @@ enum {
 	DC__R_STACK = 1 << 4,
 	DC__R_SPECIAL = 1 << 5, /* [vdso], [vvar], [vsyscall] */
 	DC__R_SHARED = 1 << 6,
+	DC__R_SEG = 1 << 7,     /* tracked memory moved into the persistent
+	                         * segment: the shadow mapped shared at its own
+	                         * offsets (UNDO, seg.c) */
 };
 struct dc__region {
 	uint64_t start, end;
@@ -178,6 +181,8 @@ struct dc__vols {
 	char dir[PATH_MAX];
 	char stats_path[PATH_MAX]; /* DC_STATS: counters written at exit */
 	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;
+	int mundo_fd;
+	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;
 	char *ctlb;             /* user area of the ctl pool */
@@ -187,6 +192,8 @@ struct dc__vols {
 	uint64_t replay_off, replay_end, replay_seq;
 	bool replaying;
 	uint64_t fu_off, fu_seq;       /* fundo append cursor */
+	uint64_t mu_off, mu_seq;       /* mundo append cursor (seg.c) */
+	int64_t mu_prev;               /* offset of its last entry, or -1 */
 	timer_t timer;
 	bool timer_on;
 	int in_commit;
@@ -208,6 +215,7 @@ struct dc__vols {
 	unsigned ncold;
 	uint64_t cold_lo, cold_hi;   /* bounds of the cold regions */
 	bool cold[DC__MAX_REGIONS];
+	bool keep[DC__MAX_REGIONS];  /* scratch of dc__track_refold */
 	bool pinned[DC__MAX_REGIONS];
 	uint16_t idle[DC__MAX_REGIONS];
 	/* write-protect tracking (track.c, DC_TRACK_WP): the ranges libdc
@@ -218,7 +226,7 @@ struct dc__vols {
 	uint64_t prog_sp;       /* the program's stack pointer while a handler
 	                         * of libdc runs (sud.c), else 0 */
 	unsigned nwp, ndirty;
-	struct dc__wpr { uint64_t a, b; uint32_t prot; bool open; }
+	struct dc__wpr { uint64_t a, b; uint32_t prot; bool open, seg; }
 		wp[DC__WP_RANGES];
 	struct dc__span { uint64_t a, b; }
 		dirty[DC__WP_DIRTY + DC__WP_RANGES + DC__MAX_REGIONS + 8];
@@ -230,12 +238,16 @@ struct dc__vols {
 	unsigned nfresh;
 #ifdef DC_TEST_CRASHPOINTS
 	char crash_at[32];      /* DC_CRASH_AT of this incarnation */
+	uint64_t mu_cap;        /* DC_TEST_MUNDO_MAX (seg.c) */
 #endif
 	char buf[65536] __attribute__((aligned(64)));
 	/* scratch, untracked: input replay and logging (sud.c), the undo
 	 * (fundo.c), log checksums (log.c) */
 	char io[1 << 20] __attribute__((aligned(64)));
 	char logtmp[65536] __attribute__((aligned(64)));
+	/* scratch of the undo log's appends (seg.c): they run in the
+	 * SIGSEGV handler too, which may interrupt users of the others */
+	char mu_buf[65536] __attribute__((aligned(64)));
 	/* recovery runs on it, and every commit body: never tracked, so a
 	 * commit writes no tracked byte between its scan and its apply */
 	char stack[256 * 1024] __attribute__((aligned(16)));
@@ -270,14 +282,17 @@ int dc__track_open(void);
 int dc__track_register(uint64_t a, uint64_t b);
 int dc__track_protect(uint64_t a, uint64_t b);
 bool dc__track_wp(void);
+bool dc__track_undo(void);
+void dc__track_cut(uint64_t a, uint64_t b);
+void dc__track_will_write(uint64_t a, uint64_t b);
 void dc__track_suspend(void);
-void dc__track_wrote(uint64_t a, uint64_t b);
 unsigned dc__track_take(void);
 int dc__track_arm(bool whole);
-void dc__track_release(uint64_t a, uint64_t b);
+void dc__track_release(uint64_t a, uint64_t b, bool log);
 long dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
 	struct page_region *vec, size_t vlen, uint64_t *walk_end);
 void dc__track_pin(void);
+uint64_t dc__track_rseq_page(void);
 unsigned dc__track_warm_range(uint64_t a, uint64_t b);
 unsigned dc__track_warm_all(void);
 bool dc__track_fault(uint64_t addr, bool write);
@@ -291,6 +306,21 @@ int dc__shadow_write(const void *src, uint64_t len, uint64_t a);
 int dc__shadow_punch(uint64_t a, uint64_t len);
 int dc__shadow_read(void *dst, uint64_t len, uint64_t a);
 long dc__shadow_copy_in(uint64_t a, uint64_t b);
+int64_t dc__shadow_off(uint64_t a);
+long dc__shadow_map(uint64_t a, uint64_t b, int prot);
+long dc__shadow_extents(uint64_t a, uint64_t b,
+	long (*fn)(void *arg, uint64_t a, uint64_t b), void *arg);
+
+/* seg.c */
+int dc__seg_identify(void);
+bool dc__seg_is(const struct dc__region *r);
+int dc__seg_convert(struct dc__region *r, bool log_old);
+bool dc__seg_any(uint64_t a, uint64_t b);
+int dc__seg_privatize(uint64_t a, uint64_t b, bool zero);
+int dc__mu_log_mem(uint64_t a, uint64_t b);
+int dc__mu_log_shadow(uint64_t a, uint64_t b);
+void dc__mu_restart(void);
+int dc__mu_undo(void);
 
 /* redo.c */
 struct dc_redo_seg {
@@ -300,6 +330,7 @@ struct dc_redo_seg {
 int dc__pwrite_all(int fd, const void *buf, uint64_t len, uint64_t off);
 int dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out);
 int dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg);
+int dc__redo_flush_pending(void);
 struct dc_commit;
 int dc__redo_recover(const struct dc_commit *cm);
 

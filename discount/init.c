@@ -53,24 +53,24 @@ dc_protocol_name(enum dc_protocol p)
 	return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "?";
 }
 
-static const char *const trackers[] = { "uffd", "uffd", "wp" };
+static const char *const trackers[] = { "uffd", "uffd", "wp", "undo" };
 
 int
 dc_tracking_parse(const char *name, enum dc_tracking *out)
 {
-	for (int i = DC_TRACK_UFFD; i <= DC_TRACK_WP; i++)
+	for (int i = DC_TRACK_UFFD; i <= DC_TRACK_UNDO; i++)
 		if (name && !strcasecmp(name, trackers[i])) {
 			*out = (enum dc_tracking)i;
 			return 0;
 		}
-	return dc__err(-EINVAL, "unknown dirty tracking '%s' (uffd, wp)",
+	return dc__err(-EINVAL, "unknown dirty tracking '%s' (uffd, wp, undo)",
 		name ? name : "");
 }
 
 const char *
 dc_tracking_name(enum dc_tracking t)
 {
-	return (unsigned)t <= DC_TRACK_WP ? trackers[t] : "?";
+	return (unsigned)t <= DC_TRACK_UNDO ? trackers[t] : "?";
 }
 
 static uint64_t
@@ -173,7 +173,7 @@ dc_init(const struct dc_opts *opts)
 	if (o.protocol == DC_PERIODIC && o.interval_ms == 0)
 		return dc__err(-EINVAL, "dc_init: the periodic protocol needs "
 			"an interval");
-	if ((unsigned)o.tracking > DC_TRACK_WP)
+	if ((unsigned)o.tracking > DC_TRACK_UNDO)
 		return dc__err(-EINVAL, "dc_init: dirty tracking %d",
 			(int)o.tracking);
 	const char *tr = getenv("DC_TRACKING");
@@ -193,6 +193,7 @@ dc_init(const struct dc_opts *opts)
 	dc__vol.tracking = (int)o.tracking;
 	dc__vol.shadow_fd = dc__vol.redo_fd = dc__vol.ndlog_fd = -1;
 	dc__vol.fundo_fd = dc__vol.uffd = dc__vol.pagemap_fd = -1;
+	dc__vol.mundo_fd = -1;
 	dc__vol.dirfd = -1;
 	memset(dc__vol.fd_touched, 1, sizeof(dc__vol.fd_touched));
 	dc__vol.redo_max = DC_REDO_MAX;

@@ -175,6 +175,10 @@ dc__maps_classify(struct dc__region *r, unsigned n)
 			x->kind |= DC__R_SPECIAL | DC__R_FIXED;
 			continue;
 		}
+		if (dc__seg_is(x)) { /* moved into the segment (seg.c) */
+			x->kind = DC__R_TRACKED | DC__R_SEG;
+			continue;
+		}
 		if (x->kind & DC__R_SHARED) {
 			x->kind |= DC__R_FIXED;
 			continue;

@@ -6,7 +6,10 @@
  * address-space randomisation off, so the executable, libraries, vDSO,
  * stack top and brk base are where they were).
  *
- *   1. verify and apply the redo segments the shadow does not have yet;
+ *   1. verify and apply the redo segments the shadow does not have yet,
+ *      and undo the segment's changes of the interval after the
+ *      checkpoint (tracking "undo": seg.c) -- both only bring the image
+ *      to the committed generation;
  *   2. read the checkpoint's dc__st from the shadow (it is at the same
  *      address in this process) and CHECK, changing nothing: executable,
  *      loaded objects (address, name, build-id), vDSO address, read-only
@@ -15,13 +18,15 @@
  *   4. on the recovery stack (inside dc__vol), rebuild the address space
  *      with raw system calls only: brk, unmap what the checkpoint did not
  *      have, map what is missing, MADV_DONTNEED every tracked region and
- *      copy the shadow's data extents into it;
+ *      copy the shadow's data extents into it (tracking "undo": map the
+ *      segment shared over each moved region instead);
  *   5. dc__st is now the checkpoint's: re-establish the kernel state,
  *      write-protect all tracked memory (it equals the shadow), and jump to
  *      the saved registers.
  *
  * Invariants:
- *  1. Nothing is changed before every check of step 2 has passed.
+ *  1. Nothing is changed before every check of step 2 has passed, but
+ *     the image's files being brought to the committed generation.
  *  2. Steps 1, 3 and 4 are idempotent: a crash during recovery is
  *     recovered by running the program again.
  *  3. Step 4 calls no libc function that keeps state: libc's memory is
@@ -153,7 +158,7 @@ map_region(const struct dc__region *c, int prot)
 {
 	long fd = -1;
 	int flags = MAP_PRIVATE | MAP_FIXED;
-	if (c->kind & DC__R_ANON || c->path[0] != '/') {
+	if (c->kind & (DC__R_ANON | DC__R_SEG) || c->path[0] != '/') {
 		flags |= MAP_ANONYMOUS | MAP_NORESERVE;
 	} else {
 		fd = SYS(SYS_openat, AT_FDCWD, c->path, O_RDONLY | O_CLOEXEC,
@@ -198,7 +203,18 @@ rebuild_memory(void)
 				map_region(c, (int)c->prot);
 			continue;
 		}
-		if (c->kind & DC__R_STACK) {
+		if ((c->kind & DC__R_SEG) && dc__track_undo()) {
+			/* UNDO: the segment, rolled back, is the memory */
+			if ((r = dc__shadow_map(c->start, c->end,
+				     (int)c->prot)) < 0)
+				die("map the segment", r);
+			continue;
+		}
+		if (c->kind & DC__R_SEG) {
+			/* moved memory, recovered by another tracking: a
+			 * private copy of the segment */
+			map_region(c, (int)c->prot | PROT_READ | PROT_WRITE);
+		} else if (c->kind & DC__R_STACK) {
 			/* grow the stack down to the checkpoint's extent: a
 			 * user-mode touch below the stack expands it */
 			volatile char *lo = (volatile char *)(uintptr_t)c->start;
@@ -311,6 +327,10 @@ dc__recover(void)
 		return dc__err(DC_ENOCKPT, "no committed checkpoint");
 	int rc = dc__redo_recover(cm);
 	if (rc)
+		return rc;
+	/* the segment's changes of the interval after the checkpoint (UNDO,
+	 * seg.c): it holds dc__st too */
+	if ((rc = dc__mu_undo()))
 		return rc;
 	/* the checkpoint's own dc__st, read from where it lives */
 	if ((rc = dc__shadow_read(&dc__vol.old, sizeof(dc__vol.old),

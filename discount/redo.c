@@ -427,6 +427,16 @@ dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg)
 	return flush(gen, n);
 }
 
+/* UNDO, before a region is moved into the segment (seg.c invariant 4):
+ * the pending segments applied, the log empty. */
+int
+dc__redo_flush_pending(void)
+{
+	if (dc__vol.redo_pending == 0)
+		return 0;
+	return flush(dc__vol.committed, 0);
+}
+
 /* Recovery: verify and apply what the last process left pending
  * (invariants 3 and 4). */
 int

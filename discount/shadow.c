@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -216,4 +217,72 @@ long
 dc__shadow_copy_in(uint64_t a, uint64_t b)
 {
 	return each_piece(a, b - a, false, copy_piece, NULL);
+}
+
+/* File offset of the byte at a, or -1 when its window has no slot. */
+int64_t
+dc__shadow_off(uint64_t a)
+{
+	int64_t w = window_off(a);
+	return w < 0 ? -1 : w + (int64_t)(a & (SLOT_SIZE - 1));
+}
+
+static long
+map_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
+{
+	long prot = (long)(uintptr_t)c->p;
+	long r = SYS(SYS_mmap, a, k, prot, MAP_SHARED | MAP_FIXED,
+		dc__vol.shadow_fd, off);
+	return r < 0 ? r : 0;
+}
+
+/*
+ * Map [a, b) of the image at a, shared (UNDO: the memory IS the image
+ * from here on; seg.c).  Windows get their slots first.  Raw calls only:
+ * recovery maps with it (invariant 2).  Returns 0 or -errno.
+ */
+long
+dc__shadow_map(uint64_t a, uint64_t b, int prot)
+{
+	struct piece c = { (char *)(uintptr_t)(long)prot, a };
+	return each_piece(a, b - a, true, map_piece, &c);
+}
+
+struct extents {
+	long (*fn)(void *arg, uint64_t a, uint64_t b);
+	void *arg;
+};
+
+static long
+extent_piece(struct piece *c, uint64_t a, uint64_t k, int64_t lo)
+{
+	const struct extents *x = (const void *)c->p;
+	int sfd = dc__vol.shadow_fd;
+	uint64_t hi = (uint64_t)lo + k;
+	long off = lo < 0 ? -ENXIO : SYS(SYS_lseek, sfd, lo, SEEK_DATA, 0, 0, 0);
+	while (off >= 0 && (uint64_t)off < hi) {
+		long hole = SYS(SYS_lseek, sfd, off, SEEK_HOLE, 0, 0, 0);
+		if (hole < 0 || (uint64_t)hole > hi)
+			hole = (long)hi;
+		long rc = x->fn(x->arg, a + ((uint64_t)off - (uint64_t)lo),
+			a + ((uint64_t)hole - (uint64_t)lo));
+		if (rc || (uint64_t)hole >= hi)
+			return rc;
+		off = SYS(SYS_lseek, sfd, hole, SEEK_DATA, 0, 0, 0);
+	}
+	return off < 0 && off != -ENXIO ? off : 0;
+}
+
+/*
+ * Call fn(arg, ea, eb) for each stored extent of [a, b), by address, in
+ * order (a hole is zero).  Raw calls only: the SIGSEGV handler uses it
+ * (seg.c).  Returns 0, fn's first non-zero return, or -errno.
+ */
+long
+dc__shadow_extents(uint64_t a, uint64_t b,
+	long (*fn)(void *arg, uint64_t a, uint64_t b), void *arg)
+{
+	struct extents x = { fn, arg };
+	return each_piece(a, b - a, false, extent_piece,
+		&(struct piece){ (char *)&x, a });
 }

@@ -567,7 +567,42 @@ map_changed(uint64_t a, uint64_t len)
 static void
 warm_span(long a, long len)
 {
-	dc__track_release((uint64_t)a, (uint64_t)a + (uint64_t)len);
+	dc__track_release((uint64_t)a, (uint64_t)a + (uint64_t)len, true);
+}
+
+/*
+ * UNDO (seg.c): a call that would change moved memory's bytes behind the
+ * undo log -- mremap (the mapping keeps its file offsets wherever it
+ * goes), madvise(MADV_DONTNEED, MADV_FREE, MADV_REMOVE) (a shared page
+ * keeps its bytes) -- first gets private memory there: a copy, or zeros
+ * (what the advice gives private memory).  0 or -errno for the program.
+ */
+static long
+privatize(long a, long len, bool zero)
+{
+	uint64_t lo = (uint64_t)a;
+	uint64_t hi = ((uint64_t)a + (uint64_t)len + DC__PAGE - 1) &
+		~(DC__PAGE - 1);
+	/* an unaligned start fails in the kernel (EINVAL), changing nothing */
+	if (!dc__track_undo() || len <= 0 || (lo & (DC__PAGE - 1)) ||
+	    !dc__seg_any(lo, hi))
+		return 0;
+	dc__track_release(lo, hi, false);
+	int rc = dc__seg_privatize(lo, hi, zero);
+	if (rc) {
+		dc__say("%s", rio_errormsg());
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* UNDO: an unmapped or replaced range only leaves the protected ranges
+ * (its bytes cannot change any more; a failed call changed nothing). */
+static void
+cut_span(long a, long len)
+{
+	if (len > 0)
+		dc__track_cut((uint64_t)a, (uint64_t)a + (uint64_t)len);
 }
 
 static long
@@ -657,21 +692,28 @@ dc__dispatch(long nr, long *a, void *ucv)
 		    ((a[3] & MAP_ANONYMOUS) || (a[2] & PROT_WRITE)))
 			return refuse("a shared writable mapping (mmap "
 				"MAP_SHARED)", -EACCES);
-		if (a[3] & MAP_FIXED)
+		if ((a[3] & MAP_FIXED) && !dc__track_undo())
 			warm_span(a[0], a[1]);
 		r = pass(nr, a);
+		if ((a[3] & MAP_FIXED) && r >= 0 && dc__track_undo())
+			cut_span(a[0], a[1]);
 		if (r >= 0)
 			map_changed((uint64_t)r, (uint64_t)a[1]);
 		if ((a[3] & MAP_FIXED) && r >= 0)
 			map_changed((uint64_t)a[0], (uint64_t)a[1]);
 		return r;
 	case SYS_munmap:
-		warm_span(a[0], a[1]);
+		if (!dc__track_undo())
+			warm_span(a[0], a[1]);
 		r = pass(nr, a);
+		if (r == 0 && dc__track_undo())
+			cut_span(a[0], a[1]);
 		if (r == 0)
 			map_changed((uint64_t)a[0], (uint64_t)a[1]);
 		return r;
 	case SYS_mremap:
+		if ((r = privatize(a[0], a[1], false)) < 0)
+			return r;
 		warm_span(a[0], a[1]);
 		if (a[3] & MREMAP_FIXED)
 			warm_span(a[4], a[2]);
@@ -683,11 +725,14 @@ dc__dispatch(long nr, long *a, void *ucv)
 		return r;
 	case SYS_brk: {
 		uint64_t old = (uint64_t)dc__sys6(SYS_brk, 0, 0, 0, 0, 0, 0);
-		warm_span((long)old - 1, 2); /* the heap */
+		if (!dc__track_undo())
+			warm_span((long)old - 1, 2); /* the heap */
 		r = pass(nr, a);
 		if ((uint64_t)r != old) {
 			uint64_t lo = old < (uint64_t)r ? old : (uint64_t)r;
 			uint64_t hi = old < (uint64_t)r ? (uint64_t)r : old;
+			if (dc__track_undo() && (uint64_t)r < old)
+				cut_span((long)lo, (long)(hi - lo));
 			map_changed(lo, hi - lo);
 		}
 		return r;
@@ -699,6 +744,10 @@ dc__dispatch(long nr, long *a, void *ucv)
 			dc__st.maps_changed = true;
 		return r;
 	case SYS_madvise:
+		if ((a[2] == MADV_DONTNEED || a[2] == MADV_FREE ||
+		     a[2] == MADV_REMOVE) &&
+		    (r = privatize(a[0], a[1], true)) < 0)
+			return r;
 		warm_span(a[0], a[1]);
 		r = pass(nr, a);
 		if (r == 0 && (a[2] == MADV_DONTNEED || a[2] == MADV_FREE ||

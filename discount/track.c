@@ -83,7 +83,7 @@
  *  6. WP: every page of a protected range that is writable is recorded,
  *     or its range is open (copied whole).  While the ranges are
  *     suspended for a fold (dc__track_suspend .. dc__track_arm(true)) only
- *     libdc runs, and it records what it writes (dc__track_wrote).  A
+ *     libdc runs, and it records what it writes (dc__track_will_write).  A
  *     range a mapping change touches is cut out of the protected ranges
  *     (a fault there is the program's) and the next checkpoint folds.
  */
@@ -100,10 +100,18 @@
 
 #include "dc_int.h"
 
+/* WP and UNDO share the write-protect machinery */
 bool
 dc__track_wp(void)
 {
-	return dc__vol.tracking == DC_TRACK_WP;
+	return dc__vol.tracking == DC_TRACK_WP ||
+		dc__vol.tracking == DC_TRACK_UNDO;
+}
+
+bool
+dc__track_undo(void)
+{
+	return dc__vol.tracking == DC_TRACK_UNDO;
 }
 
 /* raw call: runs in the SIGSEGV and SIGSYS handlers too */
@@ -235,16 +243,30 @@ contains(const struct dc__region *r, uint64_t a)
 	return a >= r->start && a < r->end;
 }
 
-/* Which regions may never cool (state machine above). */
+/* The page of glibc's rseq area, which the kernel writes on its own
+ * (on preemption), or 0 when rseq is not registered. */
+uint64_t
+dc__track_rseq_page(void)
+{
+	if (&__rseq_size == NULL || __rseq_size == 0 ||
+	    &__rseq_offset == NULL)
+		return 0;
+	return (dc__st.ctx.fsbase + (uint64_t)__rseq_offset) &
+		~(DC__PAGE - 1);
+}
+
+/* Which regions may never cool (state machine above).  Moved memory
+ * (UNDO) never is: its protection is what makes the undo log complete,
+ * and the rseq page is never moved (ckpt.c). */
 void
 dc__track_pin(void)
 {
-	uint64_t tls = dc__st.ctx.fsbase;
-	bool rseq = &__rseq_size != NULL && __rseq_size > 0;
+	uint64_t tls = dc__st.ctx.fsbase, rp = dc__track_rseq_page();
 	for (unsigned i = 0; i < dc__st.nreg; i++) {
 		const struct dc__region *r = &dc__st.reg[i];
 		dc__vol.pinned[i] = (r->kind & DC__R_STACK) ||
-			(rseq && contains(r, tls));
+			(rp && !(r->kind & DC__R_SEG) &&
+			 (contains(r, tls) || contains(r, rp)));
 		dc__vol.idle[i] = 0;
 	}
 }
@@ -447,10 +469,10 @@ dc__track_note(unsigned i, bool written)
 void
 dc__track_refold(struct dc__region *nw, unsigned nn)
 {
-	static bool keep[DC__MAX_REGIONS];
+	bool *keep = dc__vol.keep;
 	if (dc__vol.ncold == 0)
 		return;
-	memset(keep, 0, sizeof(keep));
+	memset(keep, 0, sizeof(dc__vol.keep));
 	unsigned j = 0;
 	for (unsigned i = 0; i < dc__st.nreg; i++) {
 		if (!dc__vol.cold[i])
@@ -546,14 +568,60 @@ compact(void)
 	dc__vol.ndirty = k;
 }
 
+/*
+ * UNDO: the before-image of [a, b) of moved range k must be in the undo
+ * log before the range becomes writable (seg.c invariant 1): a few pages
+ * from memory, a long range from the segment file (its holes cost
+ * nothing).  A log that cannot take it (the directory's file system is
+ * full) stops the process: the last checkpoint is intact, and running
+ * the program again resumes from it.
+ */
+#define LOG_FROM_MEM (64u * 1024u)
+
+/* Raw calls and the stack only: no tracked byte may be written here (seg.c
+ * invariant 5). */
+__attribute__((noreturn)) static void
+log_failed(int rc)
+{
+	static const char a[] = "dc: the undo log cannot take a before-image "
+		"(errno ";
+	static const char b[] = "; ENOSPC: the checkpoint directory's file "
+		"system is full); stopping: the last checkpoint is intact and "
+		"running the program again resumes from it\n";
+	/* not strerror: gettext saves and restores errno, a TLS write */
+	char num[12], *e = num + sizeof(num);
+	unsigned u = rc < 0 ? (unsigned)-rc : (unsigned)rc;
+	do
+		*--e = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	struct iovec v[3] = { { (void *)a, sizeof(a) - 1 },
+		{ e, (size_t)(num + sizeof(num) - e) },
+		{ (void *)b, sizeof(b) - 1 } };
+	dc__sys6(SYS_writev, 2, (long)v, 3, 0, 0, 0);
+	dc__sys6(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+	__builtin_unreachable();
+}
+
+static void
+log_before(unsigned k, uint64_t a, uint64_t b)
+{
+	if (!dc__vol.wp[k].seg)
+		return;
+	int rc = b - a <= LOG_FROM_MEM ? dc__mu_log_mem(a, b) :
+		dc__mu_log_shadow(a, b);
+	if (rc)
+		log_failed(rc);
+}
+
 /* Range k writable whole until the next checkpoint, which copies its
- * present pages (invariant 6). */
+ * present pages (invariant 6; UNDO, a moved range: logged whole first). */
 static bool
 wp_open(unsigned k)
 {
 	struct dc__wpr *w = &dc__vol.wp[k];
 	if (w->open)
 		return true;
+	log_before(k, w->a, w->b);
 	if (mprot(w->a, w->b, w->prot) != 0)
 		return false;
 	w->open = true;
@@ -573,9 +641,10 @@ wp_open_all(void)
 
 /* [a, b) of range k written: writable and recorded, or the range opened
  * when the record is full or the mprotect would need a VMA more than
- * vm.max_map_count allows. */
+ * vm.max_map_count allows.  UNDO: logged first, unless the caller is
+ * about to replace the range (log false). */
 static bool
-wp_unprotect(unsigned k, uint64_t a, uint64_t b)
+wp_unprotect(unsigned k, uint64_t a, uint64_t b, bool log)
 {
 	if (dc__vol.wp[k].open)
 		return true;
@@ -584,6 +653,8 @@ wp_unprotect(unsigned k, uint64_t a, uint64_t b)
 		compact();
 		room = dc__vol.ndirty < DC__WP_DIRTY * 3 / 4;
 	}
+	if (room && log)
+		log_before(k, a, b);
 	if (room && mprot(a, b, dc__vol.wp[k].prot) == 0) {
 		push(a, b);
 		return true;
@@ -617,7 +688,7 @@ wp_warm(uint64_t a, uint64_t b)
 		uint64_t lo = a > w->a ? a : w->a, hi = b < w->b ? b : w->b;
 		if (w->open || recent(lo, hi))
 			continue;
-		if (wp_unprotect(k, lo, hi))
+		if (wp_unprotect(k, lo, hi, true))
 			n++;
 	}
 	return n;
@@ -632,7 +703,7 @@ wp_fault(uint64_t addr, bool write)
 		return false; /* not a page libdc protected: the program's */
 	dc__st.stats.wp_faults++;
 	uint64_t a = PAGE_DOWN(addr);
-	return wp_unprotect(k, a, a + DC__PAGE);
+	return wp_unprotect(k, a, a + DC__PAGE, true);
 }
 
 /*
@@ -642,10 +713,11 @@ wp_fault(uint64_t addr, bool write)
  * protection.  WP: [a, b) gets the program's protection back, is recorded
  * as written (the call may fail and leave it as it was) and is cut out of
  * the protected ranges, and the next checkpoint folds the maps
- * (invariant 6).
+ * (invariant 6).  UNDO: moved memory is logged first unless log is false
+ * (the caller replaces it before the program runs again: seg.c).
  */
 void
-dc__track_release(uint64_t a, uint64_t b)
+dc__track_release(uint64_t a, uint64_t b, bool log)
 {
 	if (!dc__track_wp()) {
 		dc__track_warm_range(a, b);
@@ -658,7 +730,7 @@ dc__track_release(uint64_t a, uint64_t b)
 		struct dc__wpr *w = &dc__vol.wp[k];
 		uint64_t lo = a > w->a ? a : w->a, hi = b < w->b ? b : w->b;
 		dc__st.maps_changed = true;
-		if (!wp_unprotect(k, lo, hi) || w->open) {
+		if (!wp_unprotect(k, lo, hi, log) || w->open) {
 			k++; /* writable whole; the fold rebuilds it */
 		} else if (lo == w->a && hi == w->b) {
 			memmove(w, w + 1, (dc__vol.nwp - k - 1) * sizeof(*w));
@@ -680,6 +752,62 @@ dc__track_release(uint64_t a, uint64_t b)
 			k++;
 		}
 	}
+}
+
+/*
+ * UNDO: [a, b) was unmapped or replaced (munmap, mmap MAP_FIXED, brk,
+ * seg.c's private copies): its protection went with it, so it is only
+ * cut out of the protected ranges, and the next checkpoint folds.  A
+ * range that would need one slot too many is opened (logged) instead.
+ */
+void
+dc__track_cut(uint64_t a, uint64_t b)
+{
+	a = PAGE_DOWN(a);
+	b = PAGE_UP(b);
+	dc__st.maps_changed = true;
+	unsigned k = wp_first(a);
+	while (k < dc__vol.nwp && dc__vol.wp[k].a < b) {
+		struct dc__wpr *w = &dc__vol.wp[k];
+		uint64_t lo = a > w->a ? a : w->a, hi = b < w->b ? b : w->b;
+		if (lo == w->a && hi == w->b) {
+			memmove(w, w + 1, (dc__vol.nwp - k - 1) * sizeof(*w));
+			dc__vol.nwp--;
+		} else if (lo == w->a) {
+			w->a = hi;
+			k++;
+		} else if (hi == w->b) {
+			w->b = lo;
+			k++;
+		} else if (dc__vol.nwp < DC__WP_RANGES) {
+			memmove(w + 1, w, (dc__vol.nwp - k) * sizeof(*w));
+			dc__vol.nwp++;
+			w->b = lo;
+			w[1].a = hi;
+			k += 2;
+		} else {
+			wp_open(k);
+			k++;
+		}
+	}
+}
+
+/*
+ * libdc is about to write [a, b) of tracked memory itself while the
+ * ranges are suspended (the region table, in a fold): WP records it;
+ * UNDO logs the before-image first if it is moved memory.
+ */
+void
+dc__track_will_write(uint64_t a, uint64_t b)
+{
+	a = PAGE_DOWN(a);
+	b = PAGE_UP(b);
+	int rc;
+	if (dc__track_undo() && dc__seg_any(a, b) &&
+	    (rc = dc__mu_log_mem(a, b)))
+		log_failed(rc);
+	if (dc__track_wp())
+		push(a, b);
 }
 
 /*
@@ -708,12 +836,6 @@ dc__track_suspend(void)
 	dc__vol.nwp = 0;
 }
 
-void
-dc__track_wrote(uint64_t a, uint64_t b)
-{
-	if (dc__track_wp())
-		push(PAGE_DOWN(a), PAGE_UP(b));
-}
 
 /* WP: the part of pinned region r the kernel may write, never protected:
  * of the TLS block, the page of glibc's rseq area; the rest whole. */
@@ -722,13 +844,10 @@ pin_span(const struct dc__region *r, uint64_t *a, uint64_t *b)
 {
 	*a = r->start;
 	*b = r->end;
-	if (!(r->kind & DC__R_STACK) && &__rseq_offset != NULL) {
-		uint64_t p = PAGE_DOWN(dc__st.ctx.fsbase +
-			(uint64_t)__rseq_offset);
-		if (contains(r, p)) {
-			*a = p;
-			*b = p + DC__PAGE;
-		}
+	uint64_t p = dc__track_rseq_page();
+	if (!(r->kind & DC__R_STACK) && p && contains(r, p)) {
+		*a = p;
+		*b = p + DC__PAGE;
 	}
 }
 
@@ -774,15 +893,16 @@ dc__track_take(void)
 }
 
 static void
-add_range(unsigned *n, uint64_t a, uint64_t b, uint32_t prot)
+add_range(unsigned *n, uint64_t a, uint64_t b, uint32_t prot, bool seg)
 {
 	struct dc__wpr *w = &dc__vol.wp[*n - (*n > 0)];
 	if (a >= b)
 		return;
-	if (*n > 0 && w->b == a && w->prot == prot)
+	if (*n > 0 && w->b == a && w->prot == prot && w->seg == seg)
 		w->b = b;
 	else if (*n < DC__WP_RANGES)
-		dc__vol.wp[(*n)++] = (struct dc__wpr){ a, b, prot, false };
+		dc__vol.wp[(*n)++] = (struct dc__wpr){ a, b, prot, false,
+			seg };
 }
 
 /* The protected ranges, new from the region list: every tracked writable
@@ -798,10 +918,11 @@ rebuild(void)
 		if (!(r->kind & DC__R_TRACKED) || !(r->prot & PROT_WRITE))
 			continue;
 		uint64_t a = r->end, b = r->end;
+		bool seg = dc__track_undo() && (r->kind & DC__R_SEG);
 		if (dc__vol.pinned[i])
 			pin_span(r, &a, &b);
-		add_range(&n, r->start, a, r->prot);
-		add_range(&n, b, r->end, r->prot);
+		add_range(&n, r->start, a, r->prot, seg);
+		add_range(&n, b, r->end, r->prot, seg);
 	}
 	dc__vol.nwp = n;
 }

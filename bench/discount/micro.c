@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * micro.c -- thesis Figure 5.2: overhead per checkpoint vs bytes touched,
- *            for both dirty-tracking mechanisms side by side
+ *            for every dirty-tracking mechanism side by side
  *
  *   dc-bench-micro [--quick] [--dir D] [--csv FILE]
  *
  * A loop touches N bytes (one store per 4 KiB page of a 1 MiB buffer) and
  * takes a checkpoint (dc_checkpoint, manual protocol).  Each mechanism
- * (uffd: userfaultfd write protection + PAGEMAP_SCAN; wp: mprotect +
- * SIGSEGV) runs in a child process of its own, forked before dc_init from
+ * (uffd: userfaultfd write protection + PAGEMAP_SCAN, pages copied into
+ * the redo log; wp: mprotect + SIGSEGV, pages copied into the redo log;
+ * undo: the memory moved into the persistent segment, mprotect + SIGSEGV,
+ * before-images into the undo log) runs in a child process of its own,
+ * forked before dc_init from
  * the same measured baseline.  For each N and mechanism it reports
  *   ckpt      the dc_checkpoint call alone (timed with the TSC: under libdc
  *             a clock read is itself an intercepted system call);
@@ -195,36 +198,53 @@ main(int argc, char **argv)
 		measure(sizes[s], quick ? 200 : 2000, false, &base[s], &w, NULL);
 	}
 
-	static const enum dc_tracking trs[] = { DC_TRACK_UFFD, DC_TRACK_WP };
-	static struct column col[2];
-	for (int t = 0; t < 2; t++)
+	static const enum dc_tracking trs[] = { DC_TRACK_UFFD, DC_TRACK_WP,
+		DC_TRACK_UNDO };
+	enum { NT = sizeof(trs) / sizeof(trs[0]) };
+	static struct column col[NT];
+	for (int t = 0; t < NT; t++)
 		if (child(trs[t], dir, quick, base, &col[t]) != 0) {
 			fprintf(stderr, "dc-bench-micro: the %s run failed\n",
 				dc_tracking_name(trs[t]));
 			return 1;
 		}
 	FILE *f = csv ? fopen(csv, "w") : NULL;
-	if (f)
-		fprintf(f, "bytes_touched,uffd_ckpt_us,uffd_overhead_us,"
-			   "uffd_us_per_page,uffd_wall_us,wp_ckpt_us,"
-			   "wp_overhead_us,wp_us_per_page,wp_wall_us\n");
-	printf("%10s | %-38s | %-38s\n", "", "uffd (userfaultfd WP + scan)",
-		"wp (mprotect + SIGSEGV)");
-	printf("%10s | %8s %10s %8s %8s | %8s %10s %8s %8s\n", "bytes",
-		"ckpt", "overhead", "per page", "wall", "ckpt", "overhead",
-		"per page", "wall");
+	static const char *const heads[NT] = {
+		"uffd (userfaultfd WP + scan, redo)",
+		"wp (mprotect + SIGSEGV, redo)",
+		"undo (segment + SIGSEGV, undo log)" };
+	if (f) {
+		fprintf(f, "bytes_touched");
+		for (int t = 0; t < NT; t++)
+			fprintf(f, ",%s_ckpt_us,%s_overhead_us,%s_us_per_page,"
+				   "%s_wall_us", dc_tracking_name(trs[t]),
+				dc_tracking_name(trs[t]), dc_tracking_name(trs[t]),
+				dc_tracking_name(trs[t]));
+		fprintf(f, "\n");
+	}
+	printf("%10s", "");
+	for (int t = 0; t < NT; t++)
+		printf(" | %-38s", heads[t]);
+	printf("\n%10s", "bytes");
+	for (int t = 0; t < NT; t++)
+		printf(" | %8s %10s %8s %8s", "ckpt", "overhead", "per page",
+			"wall");
+	printf("\n");
 	for (size_t s = 0; s < ns; s++) {
 		printf("%10zu", sizes[s]);
-		for (int t = 0; t < 2; t++)
+		if (f)
+			fprintf(f, "%zu", sizes[s]);
+		for (int t = 0; t < NT; t++) {
 			printf(" | %8.2f %10.2f %8.2f %8.2f", col[t].call[s],
 				col[t].over[s], col[t].pp[s], col[t].wall[s]);
+			if (f)
+				fprintf(f, ",%.3f,%.3f,%.3f,%.3f", col[t].call[s],
+					col[t].over[s], col[t].pp[s],
+					col[t].wall[s]);
+		}
 		printf("\n");
 		if (f)
-			fprintf(f, "%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,"
-				   "%.3f\n", sizes[s], col[0].call[s],
-				col[0].over[s], col[0].pp[s], col[0].wall[s],
-				col[1].call[s], col[1].over[s], col[1].pp[s],
-				col[1].wall[s]);
+			fprintf(f, "\n");
 	}
 	printf("(us: ckpt = the dc_checkpoint call, wall-clock; overhead and "
 	       "per page = CPU time)\n");
@@ -247,17 +267,20 @@ main(int argc, char **argv)
 	double wp = t / rounds / 256;
 	printf("write-protect mechanism alone (mprotect + SIGSEGV + mprotect, "
 	       "no copy): %.2f us per page\n", wp);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < NT; i++) {
 		const struct dc_stats *st = &col[i].st;
 		printf("%s: checkpoints %lu, pages copied %lu, largest redo "
 		       "segment %lu bytes, redo flushes %lu, regions cooled %lu "
-		       "/ warmed %lu, write faults %lu\n",
+		       "/ warmed %lu, write faults %lu, undo logged %lu bytes, "
+		       "pages moved into the segment %lu\n",
 			dc_tracking_name(trs[i]), (unsigned long)st->checkpoints,
 			(unsigned long)st->pages_copied,
 			(unsigned long)st->redo_bytes_max,
 			(unsigned long)st->redo_flushes,
 			(unsigned long)st->cooled, (unsigned long)st->warmed,
-			(unsigned long)st->wp_faults);
+			(unsigned long)st->wp_faults,
+			(unsigned long)st->undo_bytes,
+			(unsigned long)st->seg_pages);
 	}
 	if (f) {
 		fprintf(f, "# wp_mechanism_us_per_page,%.3f\n", wp);

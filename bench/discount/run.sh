@@ -6,15 +6,17 @@
 #   bench/discount/run.sh [--quick] [BUILD_DIR]
 #
 # 1. micro: overhead per checkpoint vs bytes touched, minimum checkpoint
-#    (Figure 5.2): dc-bench-micro (libdc, both dirty-tracking mechanisms
-#    side by side: userfaultfd write protection + PAGEMAP_SCAN, and
-#    mprotect + SIGSEGV) and dc-bench-wp (write protection with an undo
-#    log instead: libvista's automatic ranges)
+#    (Figure 5.2): dc-bench-micro (libdc, every dirty-tracking mechanism
+#    side by side: userfaultfd write protection + PAGEMAP_SCAN and a redo
+#    log, mprotect + SIGSEGV and a redo log, and the thesis' design --
+#    the memory moved into a persistent segment, mprotect + SIGSEGV and
+#    an undo log) and dc-bench-wp (the same mechanism on libvista's
+#    automatic ranges)
 # 2. interval sweep: cjpeg and gzip under dc-run --protocol periodic,
 #    relative run time and redo (undo-log) bytes per checkpoint vs the
 #    checkpoint interval, 1 ms .. 10 s (Figures 5.3/5.4)
-# 3. tracking: gzip -9 with a checkpoint every 1 and 10 ms under both
-#    dirty-tracking mechanisms (dc-run --tracking uffd|wp)
+# 3. tracking: gzip -9 with a checkpoint every 1 and 10 ms under every
+#    dirty-tracking mechanism (dc-run --tracking uffd|wp|undo)
 # 4. protocols: bc, lua5.4 and ed fed a script at typing speed under every
 #    protocol: checkpoints taken and run-time ratio (Figures 6.3-6.5)
 # Tables on stdout; CSV and PNG (gnuplot) under bench/results/.  Run times
@@ -52,7 +54,7 @@ PY
 stat() { sed -n "s/^$2=//p" "$1"; }
 ratio() { python3 -c "print('%.3f' % ($1 / $2))"; }
 
-echo "== micro (Figure 5.2): us per checkpoint, uffd and wp tracking"
+echo "== micro (Figure 5.2): us per checkpoint, uffd, wp and undo tracking"
 $N "$B/bench/discount/dc-bench-micro" $(q && echo --quick) \
 	--dir "$W/micro" --csv "$R/discount_micro.csv"
 echo
@@ -130,7 +132,7 @@ printf "%9s %8s %8s %8s %7s %11s %8s %9s\n" interval tracking cpu_s wall_s \
 cmd=(gzip -9 -c "$W/in.txt")
 read -r bw bc < <(median $N "${cmd[@]}")
 for iv in 1 10; do
-	for tr in uffd wp; do
+	for tr in uffd wp undo; do
 		read -r w c < <(median $N "$DCRUN" --dir "$W/ck" \
 			--protocol periodic --interval "$iv" --tracking "$tr" \
 			--stats "$W/stats" -- "${cmd[@]}")
@@ -204,6 +206,8 @@ plot "$R/discount_micro.csv" every ::1 using (\$1 > 0 ? \$1 : 1024):3 \
 	with linespoints lw 2 pt 7 title "libdc --tracking uffd (uffd-wp + scan, redo): overhead (call + faults)", \
      "" every ::1 using (\$1 > 0 ? \$1 : 1024):7 \
 	with linespoints lw 2 pt 5 title "libdc --tracking wp (mprotect + SIGSEGV, redo): overhead (call + faults)", \
+     "" every ::1 using (\$1 > 0 ? \$1 : 1024):11 \
+	with linespoints lw 2 pt 13 title "libdc --tracking undo (segment + SIGSEGV, undo log): overhead (call + faults)", \
      "$R/discount_wp.csv" every ::1 using (\$1 > 0 ? \$1 : 1024):3 \
 	with linespoints lw 2 pt 9 dt 2 title "write protect + undo (libvista TX\\\\_AUTO): overhead"
 

@@ -11,7 +11,7 @@
  *
  * Two ways to use it:
  *   - unmodified programs: `dc-run [--dir D] [--protocol P] [--interval MS]
- *     [--tracking uffd|wp] -- program args...` preloads libdc.so, which starts from a
+ *     [--tracking uffd|wp|undo] -- program args...` preloads libdc.so, which starts from a
  *     constructor;
  *   - linked: `dc_init(&opts)` as the first line of main, dc_checkpoint()
  *     wherever the program wants one.
@@ -84,8 +84,13 @@ enum dc_tracking {
 	                       * PAGEMAP_SCAN at each checkpoint */
 	DC_TRACK_WP = 2,      /* mprotect; the first write to a page faults
 	                       * (SIGSEGV) and is recorded */
+	DC_TRACK_UNDO = 3,    /* the memory is moved into a persistent
+	                       * segment (the shadow file, mapped shared at
+	                       * the same addresses); the first write to a
+	                       * page faults and copies its before-image
+	                       * into an undo log */
 };
-/* "uffd", "wp" (case-insensitive).  Returns 0 or -EINVAL. */
+/* "uffd", "wp", "undo" (case-insensitive).  Returns 0 or -EINVAL. */
 DC_EXPORT int dc_tracking_parse(const char *name, enum dc_tracking *out);
 DC_EXPORT const char *dc_tracking_name(enum dc_tracking t);
 
@@ -106,7 +111,7 @@ struct dc_opts {
 	/* Print what happens (init, recovery, refusals) on stderr. */
 	bool verbose;
 	/* Dirty-tracking mechanism of this run (a recovered run may use
-	 * the other one: the checkpoint files are the same). */
+	 * another one: the checkpoint files are the same). */
 	enum dc_tracking tracking;
 };
 
@@ -151,7 +156,10 @@ struct dc_stats {
 	uint64_t warmed;          /* cold regions made hot again (WP:
 	                           * ranges made writable whole) */
 	uint64_t redo_flushes;    /* redo log applied to the shadow image */
-	uint64_t wp_faults;       /* first writes caught (DC_TRACK_WP) */
+	uint64_t wp_faults;       /* first writes caught (DC_TRACK_WP, _UNDO) */
+	uint64_t undo_bytes;      /* before-images logged (DC_TRACK_UNDO) */
+	uint64_t seg_pages;       /* pages moved into the persistent segment
+	                           * (DC_TRACK_UNDO) */
 };
 DC_EXPORT int dc_stats(struct dc_stats *out);
 

@@ -3,7 +3,7 @@
  * dc-run.c -- run an unmodified program under Discount Checking
  *
  *   dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]
- *          [--tracking uffd|wp] [--verbose] -- prog args
+ *          [--tracking uffd|wp|undo] [--verbose] -- prog args
  *   dc-run --status [--dir D] -- prog args     (what a crash would resume)
  *   dc-run --discard [--dir D] -- prog args    (forget a checkpoint)
  *
@@ -28,7 +28,8 @@
 
 static const char help[] =
 	"usage: dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]\n"
-	"              [--tracking uffd|wp] [--verbose] -- program [args...]\n"
+	"              [--tracking uffd|wp|undo] [--verbose] -- program "
+	"[args...]\n"
 	"       dc-run --status|--discard [--dir D] -- program [args...]\n"
 	"\n"
 	"Runs an unmodified, dynamically linked program under Discount\n"
@@ -58,9 +59,13 @@ static const char help[] =
 	"  --interval MS  also commit every MS milliseconds\n"
 	"  --tracking T   how written pages are found (default uffd):\n"
 	"                 uffd  userfaultfd write protection, async mode,\n"
-	"                       scanned at each checkpoint\n"
+	"                       scanned at each checkpoint; written pages\n"
+	"                       copied into a redo log\n"
 	"                 wp    mprotect; the first write to a page faults\n"
-	"                       and is recorded (the thesis' design)\n"
+	"                       and is recorded; copied into the redo log\n"
+	"                 undo  the memory is moved into a persistent\n"
+	"                       segment; the first write to a page faults\n"
+	"                       and logs its before-image (the thesis' design)\n"
 	"  --stats F      write the run's counters to F when it ends\n"
 	"  --verbose      say what is recovered\n"
 	"  --status       print what a crash would resume, run nothing\n"

@@ -2,7 +2,7 @@
 /*
  * cold_prog.c -- a linked program that writes into cold regions (regions
  *                libdc made read-only because they were idle) or, with
- *                DC_TRACKING=wp, write-protected pages, from user mode
+ *                DC_TRACKING=wp or undo, write-protected pages, from user mode
  *                and through the kernel (unit_test.cpp, [cold])
  *
  *   dc-test-cold DIR INPUTFILE
@@ -91,7 +91,7 @@ main(int argc, char **argv)
 	R[8192] = 'c';
 	dc_stats(&s1);
 	const char *tr = getenv("DC_TRACKING");
-	bool wp = tr && !strcmp(tr, "wp");
+	bool wp = tr && (!strcmp(tr, "wp") || !strcmp(tr, "undo"));
 	if (wp && s1.wp_faults != s0.wp_faults + 1)
 		return 3;
 	dc_checkpoint();

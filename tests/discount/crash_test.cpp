@@ -6,8 +6,12 @@
 // against a failure-free run on the input the surviving execution
 // consumed, and the files it wrote.  Broken variant (DC_BROKEN build of
 // libdc, CBNDVS without the commit before a visible event): the same
-// checker must catch it.  One share of the kills runs with write-protect
-// dirty tracking (dc-run --tracking wp) instead of the default.
+// checker must catch it.  Shares of the kills run with write-protect dirty
+// tracking (dc-run --tracking wp) and with the memory in the persistent
+// segment and an undo log (--tracking undo) instead of the default; a
+// broken build of the latter that logs no before-image must be caught.
+#include <cstring>
+
 #include "harness.hpp"
 
 using dctest::Outcome;
@@ -15,7 +19,7 @@ using dctest::Outcome;
 static const char *const protos[] = { "cpvs", "cand", "cbndvs", "cand-log",
 	"cbndvs-log" };
 
-// Each leg (a protocol, and cbndvs with write-protect tracking) gets its
+// Each leg (a protocol, and cbndvs with the other trackings) gets its
 // share of the kills; a program that finishes before its share is used up
 // (ed reads its script quickly) is run again from the start, in a fresh
 // directory.
@@ -28,6 +32,8 @@ static void run_all(const dctest::Prog &p, int kills_total)
 	for (const char *pr : protos)
 		legs.push_back({ pr, nullptr });
 	legs.push_back({ "cbndvs", "wp" });
+	legs.push_back({ "cbndvs", "undo" });
+	legs.push_back({ "cand-log", "undo" });
 	test::Rng rng(test::seed());
 	int per = kills_total / (int)legs.size() + 1, kills = 0;
 	for (const Leg &l : legs) {
@@ -43,9 +49,16 @@ static void run_all(const dctest::Prog &p, int kills_total)
 			REQUIRE(o.equivalent);
 			REQUIRE(o.files_equal);
 			// write-protect tracking was in use: writes faulted
+			// (undo: and were logged, the memory was moved)
 			if (l.tracking)
 				REQUIRE(dctest::stat_of(o.stats,
 						"wp_faults") > 0);
+			if (l.tracking && !strcmp(l.tracking, "undo")) {
+				REQUIRE(dctest::stat_of(o.stats,
+						"undo_bytes") > 0);
+				REQUIRE(dctest::stat_of(o.stats,
+						"seg_pages") > 0);
+			}
 			mine += o.kills;
 		}
 		kills += mine;
@@ -84,6 +97,27 @@ TEST_CASE("a protocol that skips the commit before a visible event is "
 	for (; runs < 6 && caught == 0; runs++) {
 		Outcome o = dctest::crash_run(dctest::bc_prog(), "cbndvs", 10,
 			rng, lib);
+		if (!o.equivalent || !o.files_equal) {
+			caught++;
+			WARN("broken variant caught: " << o.why);
+		}
+	}
+	REQUIRE(caught > 0);
+}
+
+TEST_CASE("memory in the segment without before-images is caught",
+	"[crash][broken-undo]")
+{
+	// the broken build writes no undo entry: a kill after the program
+	// changed memory since its last checkpoint leaves the change in the
+	// segment, and the recovered run diverges
+	test::Rng rng(test::seed());
+	std::string lib = dctest::env_or("DC_BROKEN_UNDO_LIB", "");
+	REQUIRE(!lib.empty());
+	int caught = 0, runs = 0;
+	for (; runs < 6 && caught == 0; runs++) {
+		Outcome o = dctest::crash_run(dctest::bc_prog(), "cbndvs", 10,
+			rng, lib, 4, "/dev/shm", "undo");
 		if (!o.equivalent || !o.files_equal) {
 			caught++;
 			WARN("broken variant caught: " << o.why);

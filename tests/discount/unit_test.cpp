@@ -40,10 +40,10 @@ static std::string counter(const std::string &dir, int n, int kill_ms)
 TEST_CASE("linked example continues from its last checkpoint after "
 	  "SIGKILL", "[linked]")
 {
-	// both dirty-tracking mechanisms; recovered runs keep tracking
+	// every dirty-tracking mechanism; recovered runs keep tracking
 	test::TempDir d;
 	std::string dir = d / "ck";
-	const char *tr = GENERATE("uffd", "wp");
+	const char *tr = GENERATE("uffd", "wp", "undo");
 	INFO("tracking " << tr);
 	dctest::Tracking use(tr);
 	std::string a = counter(dir, 40, 300);
@@ -201,7 +201,7 @@ TEST_CASE("writes into cold regions or write-protected pages, by the "
 	std::string big(6000, 'q');
 	REQUIRE(setxattr(in.c_str(), "user.big", big.data(), big.size(), 0) ==
 		0);
-	const char *tr = GENERATE("uffd", "wp");
+	const char *tr = GENERATE("uffd", "wp", "undo");
 	INFO("tracking " << tr);
 	dctest::Tracking use(tr);
 	std::string out;
@@ -219,4 +219,52 @@ TEST_CASE("writes into cold regions or write-protected pages, by the "
 		}
 	}
 	REQUIRE(out == "resumed b b c d b d q q\n");
+}
+
+TEST_CASE("mremap, madvise, mprotect and munmap of checkpointed memory "
+	  "roll back with it", "[seg]")
+{
+	// every tracking; with "undo" the memory is the persistent segment,
+	// and each of these calls would change it behind the undo log
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	const int stage = GENERATE(1, 2);
+	INFO("tracking " << tr << ", killed at stage " << stage);
+	dctest::Tracking use(tr);
+	test::TempDir d;
+	std::string prog = dctest::env_or("DC_TEST_SEG", "dc-test-seg");
+	int st;
+	std::string out = dctest::run_capture({ prog, d / "ck",
+		std::to_string(stage) }, &st);
+	INFO(out);
+	REQUIRE(WIFSIGNALED(st));
+	REQUIRE(WTERMSIG(st) == SIGKILL);
+	out = dctest::run_capture({ prog, d / "ck", std::to_string(stage) },
+		&st);
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out == "resumed " + std::to_string(stage) + " ok\n");
+}
+
+TEST_CASE("a full undo log stops the process, and the checkpoint is "
+	  "intact", "[seg]")
+{
+	dctest::Tracking use("undo");
+	test::TempDir d;
+	std::string prog = dctest::env_or("DC_TEST_SEG", "dc-test-seg");
+	int st;
+	// the test build of libdc: the log "fills up" at 1 MiB
+	setenv("DC_TEST_MUNDO_MAX", "1048576", 1);
+	std::string out = dctest::run_capture({ prog, d / "ck", "3" }, &st);
+	unsetenv("DC_TEST_MUNDO_MAX");
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 70);
+	REQUIRE(out.find("undo log cannot take a before-image") !=
+		std::string::npos);
+	out = dctest::run_capture({ prog, d / "ck", "3" }, &st);
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out == "resumed 1 ok\n");
 }
