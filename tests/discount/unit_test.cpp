@@ -167,7 +167,10 @@ TEST_CASE("recovery undoes the file changes of the lost interval",
 	// created, overwritten, extended, truncated, unlinked, renamed and
 	// O_TRUNC'ed files are all as at the checkpoint, after a crash in the
 	// interval or inside the commit; with the redo log kept (default) or
-	// flushed into the shadow at every commit (redo_max 1)
+	// flushed into the shadow at every commit (redo_max 1); with the
+	// default tracking and with the memory in the persistent segment
+	const char *tr = GENERATE("uffd", "undo");
+	dctest::Tracking use(tr);
 	const char *points[] = { "", "redo:2", "committed:2", "apply:2" };
 	for (const char *base : { "/dev/shm", "/var/tmp" })
 	for (const char *redo_max : { "", "1" })
@@ -183,7 +186,8 @@ TEST_CASE("recovery undoes the file changes of the lost interval",
 		std::string out = files_until_done(d / "ck", work, at,
 			redo_max, &runs);
 		INFO("DC_CRASH_AT=" << at << " redo_max=" << redo_max
-				    << " runs=" << runs << " in " << base);
+				    << " runs=" << runs << " in " << base
+				    << " tracking " << tr);
 		REQUIRE(out == files_at_checkpoint);
 		// the hidden names of delayed deletions are gone too
 		for (auto &n : test::list_dir(work))
