@@ -194,6 +194,9 @@ struct dc__vols {
 	uint64_t fu_off, fu_seq;       /* fundo append cursor */
 	uint64_t mu_off, mu_seq;       /* mundo append cursor (seg.c) */
 	int64_t mu_prev;               /* offset of its last entry, or -1 */
+	char *mu_map;                  /* the log's first mu_map_len bytes,
+	                                * mapped (tmpfs only; seg.c) */
+	uint64_t mu_map_len;
 	timer_t timer;
 	bool timer_on;
 	int in_commit;
@@ -317,6 +320,7 @@ bool dc__seg_is(const struct dc__region *r);
 int dc__seg_convert(struct dc__region *r, bool log_old);
 bool dc__seg_any(uint64_t a, uint64_t b);
 int dc__seg_privatize(uint64_t a, uint64_t b, bool zero);
+int dc__mu_map(void);
 int dc__mu_log_mem(uint64_t a, uint64_t b);
 int dc__mu_log_shadow(uint64_t a, uint64_t b);
 void dc__mu_restart(void);

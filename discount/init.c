@@ -234,7 +234,7 @@ dc_init(const struct dc_opts *opts)
 	dc__st.ctl_fd0 = dc__ctl_fd();
 	dc__st.vdso = getauxval(AT_SYSINFO_EHDR);
 	if ((rc = dc__objs_read(dc__st.obj, DC__MAX_OBJ, &dc__st.nobj)) ||
-	    (rc = dc__track_open()))
+	    (rc = dc__track_open()) || (rc = dc__mu_map()))
 		goto fail;
 	dc__k_init();
 	if ((rc = dc__vdso_patch()) || (rc = dc__sud_start()))

@@ -10,7 +10,8 @@
  *     checks or re-creates them.  SHARED mappings are FIXED when read-only;
  *     a writable shared mapping cannot be checkpointed (refused).
  *  2. libdc's own memory -- the dc__vol block, the ctl pool mapping, the
- *     first page of dc__st and the alternate signal stack -- is cut out of
+ *     undo log's window, the first page of dc__st and the alternate
+ *     signal stack -- is cut out of
  *     every region: never tracked.  (The last two are copied by every
  *     checkpoint and restored by recovery explicitly: ckpt.c.)
  *  3. Objects are identified by load address and ELF build-id
@@ -28,11 +29,12 @@
 
 #include "dc_int.h"
 
-#define NOWN 4
+#define NOWN 5
 
 /* libdc's own memory, sorted by address (invariant 2): the dc__vol block,
- * the ctl pool mapping, and what every checkpoint copies explicitly (the
- * first page of dc__st, the alternate signal stack; ckpt.c). */
+ * the ctl pool mapping, the undo log's window (seg.c), and what every
+ * checkpoint copies explicitly (the first page of dc__st, the alternate
+ * signal stack; ckpt.c). */
 static unsigned
 own_ranges(uint64_t r[NOWN][2])
 {
@@ -43,6 +45,11 @@ own_ranges(uint64_t r[NOWN][2])
 	if (dc__vol.ctlb != NULL) {
 		r[n][0] = (uint64_t)(uintptr_t)dc__vol.ctlb - RIO_POOL_HDR_SIZE;
 		r[n][1] = (uint64_t)(uintptr_t)dc__vol.ctlb + DC_CTL_SIZE;
+		n++;
+	}
+	if (dc__vol.mu_map != NULL) {
+		r[n][0] = (uint64_t)(uintptr_t)dc__vol.mu_map;
+		r[n][1] = r[n][0] + dc__vol.mu_map_len;
 		n++;
 	}
 	r[n][0] = (uint64_t)(uintptr_t)&dc__st;

@@ -259,6 +259,8 @@ restore_and_resume(void)
 	/* the first run's handle is valid again: same mapping, same fd */
 	dc__vol.ctl = dc__st.ctl0;
 	int rc = dc__k_restore(dc__st.ctl_fd0);
+	if (rc == 0)
+		rc = dc__mu_map();
 	for (unsigned i = 0; rc == 0 && i < dc__st.nreg; i++) {
 		const struct dc__region *c = &dc__st.reg[i];
 		if (!(c->kind & DC__R_TRACKED))

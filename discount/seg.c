@@ -48,7 +48,9 @@
  *  4. The segment and the redo log never cover the same bytes while
  *     both are live: redo entries are of private memory only, and the
  *     redo log is flushed into the shadow before a region is moved.
- *  5. The append path uses raw system calls and this file's own scratch
+ *  5. The append path uses raw system calls (or stores into the log's
+ *     mapped window: tmpfs, where a store is as durable as a write) and
+ *     this file's own scratch
  *     (dc__vol.mu_buf), and writes no tracked memory (not even the error
  *     message, which is thread-local: the TLS block is moved memory too):
  *     it runs in the SIGSEGV handler, which may interrupt libdc itself,
@@ -73,7 +75,8 @@
 		(long)(f))
 #define MU_CHUNK 65536ull /* payload bytes per entry: one checksum chunk
                            * of dc__log_read */
-#define MU_SHRINK (16ull << 20) /* give back a log grown past this */
+#define MU_WINDOW (16ull << 20) /* mapped part of the log (tmpfs) */
+#define MU_SHRINK MU_WINDOW      /* give back what grew past it */
 
 /* The shadow's identity as /proc/self/maps shows it (dev "maj:min"). */
 int
@@ -132,12 +135,23 @@ mu_append(int type, uint64_t a, int64_t c, const void *data, uint64_t len)
 	 * payload as one chunk (len <= MU_CHUNK, a multiple of 8: no pad) */
 	uint64_t cs = rio_checksum(&h, sizeof(h), DC_LOG_SEED);
 	h.csum = len ? rio_checksum(data, len, cs) : cs;
-	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)data, len } };
 	long want = (long)(sizeof(h) + len);
 #ifdef DC_TEST_CRASHPOINTS
 	if (dc__vol.mu_cap && dc__vol.mu_off + (uint64_t)want > dc__vol.mu_cap)
 		return -ENOSPC; /* DC_TEST_MUNDO_MAX */
 #endif
+	if (dc__vol.mu_map && dc__vol.mu_off + (uint64_t)want <=
+	    dc__vol.mu_map_len) {
+		/* tmpfs: stores into the file's pages are what a write would
+		 * make them (a kill leaves them; a torn entry fails its
+		 * checksum, and what it guards was not written yet) */
+		char *p = dc__vol.mu_map + dc__vol.mu_off;
+		memcpy(p, &h, sizeof(h));
+		if (len)
+			memcpy(p + sizeof(h), data, len);
+		goto appended;
+	}
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)data, len } };
 	long k = SYS(SYS_pwritev, dc__vol.mundo_fd, iov, len ? 2 : 1,
 		dc__vol.mu_off, 0, 0);
 	if (k != want)
@@ -147,6 +161,7 @@ mu_append(int type, uint64_t a, int64_t c, const void *data, uint64_t len)
 	if (!dc__vol.dir_is_mem &&
 	    (k = SYS(SYS_fdatasync, dc__vol.mundo_fd, 0, 0, 0, 0, 0)) < 0)
 		return (int)k;
+appended:
 	dc__vol.mu_prev = (int64_t)dc__vol.mu_off;
 	dc__vol.mu_off += (uint64_t)want;
 	dc__vol.mu_seq++;
@@ -208,13 +223,43 @@ dc__mu_log_shadow(uint64_t a, uint64_t b)
 	return mu_append(DC_MU_ZERO, a, (int64_t)(b - a), NULL, 0);
 }
 
+/*
+ * UNDO on tmpfs: map the log's first MU_WINDOW bytes, so an append is two
+ * stores instead of a system call.  Where the kernel chooses, after
+ * recovery has rebuilt the address space (a fixed place could be a
+ * mapping of the checkpoint); cut out of tracking (maps.c).  Appends past
+ * the window are written.
+ */
+int
+dc__mu_map(void)
+{
+	if (!dc__track_undo() || !dc__vol.dir_is_mem || dc__vol.mu_map)
+		return 0;
+	struct stat st;
+	if (fstat(dc__vol.mundo_fd, &st) != 0)
+		return dc__err(-errno, "fstat mundo: %s", strerror(errno));
+	if ((uint64_t)st.st_size < MU_WINDOW &&
+	    ftruncate(dc__vol.mundo_fd, (off_t)MU_WINDOW) != 0)
+		return dc__err(-errno, "mundo: %s", strerror(errno));
+	void *p = mmap(NULL, MU_WINDOW, PROT_READ | PROT_WRITE, MAP_SHARED,
+		dc__vol.mundo_fd, 0);
+	if (p == MAP_FAILED)
+		return dc__err(-errno, "map mundo: %s", strerror(errno));
+	dc__vol.mu_map = p;
+	dc__vol.mu_map_len = MU_WINDOW;
+	return 0;
+}
+
 /* A new interval: the log starts over (invariant 2).  Called where
  * dc__vol.committed advances. */
 void
 dc__mu_restart(void)
 {
+	/* what grew past the window is given back; the window stays (it
+	 * is mapped) */
 	if (dc__vol.mu_off > MU_SHRINK && dc__vol.mundo_fd >= 0)
-		SYS(SYS_ftruncate, dc__vol.mundo_fd, 0, 0, 0, 0, 0);
+		SYS(SYS_ftruncate, dc__vol.mundo_fd,
+			dc__vol.mu_map ? dc__vol.mu_map_len : 0, 0, 0, 0, 0);
 	dc__vol.mu_off = dc__vol.mu_seq = 0;
 	dc__vol.mu_prev = -1;
 }
