@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -405,8 +406,86 @@ movable(const struct dc__region *r)
 {
 	uint64_t rp = dc__track_rseq_page();
 	return dc__track_undo() && (r->kind & DC__R_TRACKED) &&
-		!(r->kind & (DC__R_SEG | DC__R_STACK)) &&
-		(r->prot & PROT_READ) && !(rp >= r->start && rp < r->end);
+		!(r->kind & DC__R_SEG) && (r->prot & PROT_READ) &&
+		!(rp >= r->start && rp < r->end) &&
+		!(dc__st.stack_keep_lo && r->start == dc__st.stack_keep_lo);
+}
+
+/*
+ * UNDO: the top of the stack -- from the page of the argument strings up:
+ * argv, the environment, the auxiliary vector's strings -- stays private
+ * anonymous memory of its own, tracked as any (WP): the kernel reads
+ * /proc/PID/cmdline and environ from anonymous memory only, so moved,
+ * they would read empty (ps, pgrep).  It is split off the stack here;
+ * the maps show it as "[stack]" from then on, which mark_stack undoes.
+ */
+static int
+split_stack_args(struct dc__region *nw, unsigned *nn)
+{
+	if (!dc__track_undo())
+		return 0;
+	if (dc__st.stack_keep_lo == 0) {
+		uint64_t a = dc__arg_start();
+		if (a == 0)
+			return 0;
+		dc__st.stack_keep_lo = a & ~(DC__PAGE - 1);
+	}
+	uint64_t p = dc__st.stack_keep_lo;
+	for (unsigned j = 0; j < *nn; j++) {
+		struct dc__region r = nw[j];
+		if (!(r.kind & DC__R_STACK) || (r.kind & DC__R_SEG) ||
+		    p <= r.start || p >= r.end)
+			continue;
+		if (*nn + 1 > DC__MAX_REGIONS)
+			return dc__err(DC_ELIMIT, "more than %u mappings",
+				DC__MAX_REGIONS);
+		memmove(&nw[j + 1], &nw[j], (*nn - j) * sizeof(*nw));
+		nw[j].end = p;
+		nw[j + 1].start = p;
+		(*nn)++;
+		return 0;
+	}
+	return 0;
+}
+
+/* UNDO: the moved stack cannot grow down (the segment is no growing
+ * mapping), so it is moved with room below: its soft limit (at most
+ * 64 MiB; 8 MiB when unlimited), less a 1 MiB gap above the next
+ * mapping below.  The room is a hole of the segment: free until used. */
+#define STACK_ROOM_MAX (64ull << 20)
+#define STACK_ROOM_DEFAULT (8ull << 20)
+#define STACK_GAP (1ull << 20)
+
+static uint64_t
+stack_room_lo(const struct dc__region *nw, unsigned j)
+{
+	const struct dc__region *r = &nw[j];
+	struct rlimit rl;
+	uint64_t room = STACK_ROOM_DEFAULT;
+	if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+		room = rl.rlim_cur < STACK_ROOM_MAX ? rl.rlim_cur :
+			STACK_ROOM_MAX;
+	uint64_t lo = r->end > room ? (r->end - room) & ~(DC__PAGE - 1) : 0;
+	if (j > 0 && nw[j - 1].end + STACK_GAP > lo)
+		lo = nw[j - 1].end + STACK_GAP;
+	return lo < r->start ? lo : r->start;
+}
+
+/* UNDO: a moved region inside the moved stack's range is the stack (the
+ * maps show it as the shadow file, no longer "[stack]"). */
+static void
+mark_stack(struct dc__region *nw, unsigned nn)
+{
+	for (unsigned j = 0; j < nn; j++) {
+		if ((nw[j].kind & DC__R_SEG) &&
+		    nw[j].start >= dc__st.seg_stack_lo &&
+		    nw[j].end <= dc__st.seg_stack_hi)
+			nw[j].kind |= DC__R_STACK;
+		if (dc__st.stack_keep_lo &&
+		    nw[j].start == dc__st.stack_keep_lo &&
+		    !(nw[j].kind & DC__R_SEG))
+			nw[j].kind &= ~(uint32_t)DC__R_STACK; /* the top */
+	}
 }
 
 /* UNDO: the page of glibc's rseq area becomes a region of its own, so the
@@ -490,8 +569,9 @@ fold_maps(unsigned *n)
 		return rc;
 	dc__track_refold(nw, nn);
 	dc__maps_classify(nw, nn);
-	if ((rc = split_rseq(nw, &nn)))
+	if ((rc = split_rseq(nw, &nn)) || (rc = split_stack_args(nw, &nn)))
 		return rc;
+	mark_stack(nw, nn);
 
 	/* UNDO: move new private memory into the segment, the redo log
 	 * applied first (seg.c invariant 4) */
@@ -503,9 +583,15 @@ fold_maps(unsigned *n)
 		if (!flushed && (rc = dc__redo_flush_pending()))
 			return rc;
 		flushed = true;
+		bool stack = r->kind & DC__R_STACK;
+		uint64_t lo = stack ? stack_room_lo(nw, j) : r->start;
 		if ((rc = dc__seg_convert(r, overlaps_old_tracked(old, nold,
-			     r->start, r->end))))
+			     lo, r->end), lo)))
 			return rc;
+		if (stack) {
+			dc__st.seg_stack_lo = r->start;
+			dc__st.seg_stack_hi = r->end;
+		}
 	}
 
 	/* punch: every changed range, and old tracked memory that is gone */
@@ -769,6 +855,7 @@ commit_body(void)
 	if (seg.len > dc__st.stats.redo_bytes_max)
 		dc__st.stats.redo_bytes_max = seg.len;
 	dc__k_after_commit();
+	dc__track_stack_interval();
 	return 0;
 }
 

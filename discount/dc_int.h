@@ -146,6 +146,8 @@ struct dc__st {
 	unsigned nchg;
 	unsigned npend;
 	uint64_t brk_end;
+	uint64_t seg_stack_lo, seg_stack_hi; /* the main stack, moved (UNDO) */
+	uint64_t stack_keep_lo;  /* ... but for its top, from here (UNDO) */
 	struct dc_stats stats;
 	void (*on_recover)(void *);
 	void (*pre_checkpoint)(void *);
@@ -229,6 +231,8 @@ struct dc__vols {
 	uint64_t prog_sp;       /* the program's stack pointer while a handler
 	                         * of libdc runs (sud.c), else 0 */
 	unsigned nwp, ndirty;
+	uint64_t stack_prot_lo; /* UNDO: the moved stack is protected from
+	                         * here up (the live part), not below */
 	struct dc__wpr { uint64_t a, b; uint32_t prot; bool open, seg; }
 		wp[DC__WP_RANGES];
 	struct dc__span { uint64_t a, b; }
@@ -279,6 +283,7 @@ void dc__refuse(const char *what);
 int dc__maps_read(struct dc__region *out, unsigned max, unsigned *n);
 void dc__maps_classify(struct dc__region *r, unsigned n);
 int dc__objs_read(struct dc__obj *out, unsigned max, unsigned *n);
+uint64_t dc__arg_start(void);
 
 /* track.c */
 int dc__track_open(void);
@@ -296,6 +301,7 @@ long dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
 	struct page_region *vec, size_t vlen, uint64_t *walk_end);
 void dc__track_pin(void);
 uint64_t dc__track_rseq_page(void);
+void dc__track_stack_interval(void);
 unsigned dc__track_warm_range(uint64_t a, uint64_t b);
 unsigned dc__track_warm_all(void);
 bool dc__track_fault(uint64_t addr, bool write);
@@ -317,7 +323,7 @@ long dc__shadow_extents(uint64_t a, uint64_t b,
 /* seg.c */
 int dc__seg_identify(void);
 bool dc__seg_is(const struct dc__region *r);
-int dc__seg_convert(struct dc__region *r, bool log_old);
+int dc__seg_convert(struct dc__region *r, bool log_old, uint64_t map_lo);
 bool dc__seg_any(uint64_t a, uint64_t b);
 int dc__seg_privatize(uint64_t a, uint64_t b, bool zero);
 int dc__mu_map(void);

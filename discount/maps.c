@@ -260,3 +260,26 @@ dc__objs_read(struct dc__obj *out, unsigned max, unsigned *n)
 		return dc__err(DC_ELIMIT, "more than %u loaded objects", max);
 	return 0;
 }
+
+/* Where the kernel put the argument strings (/proc/self/stat field 48,
+ * arg_start), or 0. */
+uint64_t
+dc__arg_start(void)
+{
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	char *buf = dc__vol.buf;
+	ssize_t n = read(fd, buf, sizeof(dc__vol.buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')'); /* the name may hold spaces */
+	if (p == NULL)
+		return 0;
+	/* fields from 3 on follow the name; arg_start is field 48 */
+	for (int field = 2; field < 48 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}

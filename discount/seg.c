@@ -16,11 +16,16 @@
  * After a crash, recovery rolls the segment back by applying the entries
  * of the interval newest first, then maps it again.
  *
- * Memory that cannot be moved stays private and is tracked as in WP mode
- * (its written pages copied into the redo log at the checkpoint): the
- * pinned regions (the stack, which the thesis also copied eagerly at each
- * checkpoint, and the TLS block while glibc's rseq area is registered),
- * memory that is not readable, and libdc's own cut-out memory.
+ * The main stack is moved too, with room below it to grow into (a shared
+ * mapping does not grow down; ckpt.c), and protected above the program's
+ * stack pointer only, its two lowest live pages logged at once at each
+ * checkpoint (track.c dc__track_stack_interval).  Memory that is not
+ * moved stays private and is tracked as in WP mode (its written pages
+ * copied into the redo log at the checkpoint): the top of the stack from
+ * the argument strings up (the kernel reads /proc/PID/cmdline from
+ * anonymous memory only), the page of glibc's rseq area (the kernel
+ * writes it on its own), memory that is not readable, and libdc's own
+ * cut-out memory.
  *
  * A region is moved at the checkpoint that first sees it (ckpt.c
  * fold_maps): its bytes are written into the segment (the segment's old
@@ -319,24 +324,29 @@ dc__mu_undo(void)
 
 /*
  * Move region r (tracked, readable, private or the shadow at the wrong
- * offsets) into the segment.  log_old: the committed image has memory
- * somewhere in r, so the segment's bytes there are logged first.  The
- * segment's range becomes exactly the memory -- a hole, then the present
- * pages of anonymous memory, or every page of a file's -- and is mapped
- * over it.  r is rewritten as what /proc/self/maps will show.  Runs in
- * the checkpoint, on a stack outside tracked memory, with the region
- * writable (dc__track_suspend): nothing changes r's bytes meanwhile.
+ * offsets) into the segment, mapped over [map_lo, r->end) (map_lo <
+ * r->start: the stack, given room to grow below into unmapped space).
+ * log_old: the committed image has memory somewhere there, so the
+ * segment's bytes are logged first.  The segment's range becomes exactly
+ * the memory -- a hole, then the present pages of anonymous memory, or
+ * every page of a file's -- and is mapped over it.  r is rewritten as
+ * what /proc/self/maps will show.  Runs in the checkpoint, on a stack
+ * outside tracked memory (a temporary one, for the stack itself), with
+ * the region writable (dc__track_suspend): nothing changes r's bytes
+ * meanwhile.
  */
 int
-dc__seg_convert(struct dc__region *r, bool log_old)
+dc__seg_convert(struct dc__region *r, bool log_old, uint64_t map_lo)
 {
 	uint64_t a = r->start, b = r->end, pages = 0;
 	int rc;
-	if (log_old && (rc = dc__mu_log_shadow(a, b)))
+	if (map_lo > a)
+		map_lo = a;
+	if (log_old && (rc = dc__mu_log_shadow(map_lo, b)))
 		return dc__err(rc, "undo log: the segment's bytes at "
 			"%#lx-%#lx: %s", (unsigned long)a, (unsigned long)b,
 			strerror(-rc));
-	if ((rc = dc__shadow_punch(a, b - a)))
+	if ((rc = dc__shadow_punch(map_lo, b - map_lo)))
 		return rc;
 	if ((r->kind & DC__R_ANON) && !(r->kind & DC__R_SHARED)) {
 		for (uint64_t lo = a; lo < b;) {
@@ -364,11 +374,13 @@ dc__seg_convert(struct dc__region *r, bool log_old)
 			return rc;
 		pages = (b - a) / DC__PAGE;
 	}
-	long m = dc__shadow_map(a, b, (int)r->prot);
+	long m = dc__shadow_map(map_lo, b, (int)r->prot);
 	if (m < 0)
 		return dc__err((int)m, "map the segment over %#lx-%#lx: %s",
-			(unsigned long)a, (unsigned long)b, strerror((int)-m));
-	r->kind = DC__R_TRACKED | DC__R_SEG;
+			(unsigned long)map_lo, (unsigned long)b,
+			strerror((int)-m));
+	r->start = a = map_lo;
+	r->kind = DC__R_TRACKED | DC__R_SEG | (r->kind & DC__R_STACK);
 	r->dev = dc__vol.shadow_dev;
 	r->ino = dc__vol.shadow_ino;
 	r->off = (uint64_t)dc__shadow_off(a);

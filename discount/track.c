@@ -15,7 +15,7 @@
  * makes a never-touched page count as protected, so untouched
  * reservations cost nothing.
  *
- * WP (the thesis' design).  At each checkpoint every tracked writable
+ * WP (the thesis' mechanism).  At each checkpoint every tracked writable
  * region but the pinned ones (below) is made read-only with mprotect, in
  * ranges (dc__vol.wp: one per region, or per run of neighbours with the
  * same protection).  The first write to a page faults (SIGSEGV on libdc's
@@ -31,6 +31,11 @@
  * kernel writes on its own are never protected (the whole stack, the
  * rseq page of the TLS block); every checkpoint copies their present
  * pages (of the stack, only the live part above the stack pointer).
+ *
+ * UNDO (the thesis' design: seg.c) is WP over memory moved into the
+ * persistent segment: a protected range of moved memory (dc__wpr.seg) has
+ * its before-image logged before it becomes writable (log_before), and
+ * the checkpoint copies none of it.
  *
  * A scan (UFFD) costs per VMA it walks (about 0.3-0.5 us each here),
  * whether or not anything was written, and a process has dozens of
@@ -264,9 +269,9 @@ dc__track_pin(void)
 	uint64_t tls = dc__st.ctx.fsbase, rp = dc__track_rseq_page();
 	for (unsigned i = 0; i < dc__st.nreg; i++) {
 		const struct dc__region *r = &dc__st.reg[i];
-		dc__vol.pinned[i] = (r->kind & DC__R_STACK) ||
-			(rp && !(r->kind & DC__R_SEG) &&
-			 (contains(r, tls) || contains(r, rp)));
+		dc__vol.pinned[i] = !(r->kind & DC__R_SEG) &&
+			((r->kind & DC__R_STACK) ||
+			 (rp && (contains(r, tls) || contains(r, rp))));
 		dc__vol.idle[i] = 0;
 	}
 }
@@ -921,7 +926,12 @@ rebuild(void)
 		bool seg = dc__track_undo() && (r->kind & DC__R_SEG);
 		if (dc__vol.pinned[i])
 			pin_span(r, &a, &b);
-		add_range(&n, r->start, a, r->prot, seg);
+		uint64_t lo = r->start;
+		if (seg && (r->kind & DC__R_STACK) &&
+		    dc__vol.stack_prot_lo > lo) /* the dead part below */
+			lo = dc__vol.stack_prot_lo < a ? dc__vol.stack_prot_lo :
+				a;
+		add_range(&n, lo, a, r->prot, seg);
 		add_range(&n, b, r->end, r->prot, seg);
 	}
 	dc__vol.nwp = n;
@@ -968,4 +978,85 @@ dc__track_arm(bool whole)
 	}
 	dc__vol.ndirty = 0;
 	return 0;
+}
+
+/*
+ * UNDO, the moved stack, once a new interval has begun (after the commit
+ * record; thesis 5.3: "not write-protecting the portion of the stack that
+ * is unused at the time of the checkpoint").  Below the program's stack
+ * pointer (less the red zone) the stack is dead: a crash resumes with the
+ * pointer above it, so it is neither protected nor logged.  The two pages
+ * from there up -- the frames the program returns into first -- are
+ * logged now and left writable, which costs a copy instead of a fault at
+ * every checkpoint.  Above them the stack stays protected.  When the
+ * program's stack pointer is not in the stack (a stack of its own), the
+ * whole stack is protected.
+ */
+#define STACK_EAGER (2 * DC__PAGE)
+
+void
+dc__track_stack_interval(void)
+{
+	if (!dc__track_undo())
+		return;
+	const struct dc__region *r = NULL;
+	for (unsigned i = 0; i < dc__st.nreg && r == NULL; i++)
+		if ((dc__st.reg[i].kind & (DC__R_SEG | DC__R_STACK)) ==
+		    (DC__R_SEG | DC__R_STACK))
+			r = &dc__st.reg[i];
+	if (r == NULL)
+		return;
+	/* the stack's protected range, [cur, r->end), if any (none: all of
+	 * it was below the boundary) */
+	unsigned k = wp_first(r->end - 1);
+	bool have = k < dc__vol.nwp && dc__vol.wp[k].a < r->end;
+	if (have && (dc__vol.wp[k].b != r->end || !dc__vol.wp[k].seg ||
+		     dc__vol.wp[k].open))
+		return; /* opened whole (logged whole), or not ours */
+	if (!have && dc__vol.nwp >= DC__WP_RANGES)
+		return; /* no room to protect it again: stays writable and
+			 * is logged whole below */
+	uint64_t cur = have ? dc__vol.wp[k].a : r->end;
+	uint32_t prot = r->prot;
+	uint64_t sp = dc__st.ctx.rsp;
+	if (!contains(r, sp))
+		sp = dc__vol.prog_sp;
+	uint64_t lo = r->start, hi = r->start;
+	if (contains(r, sp) && sp - r->start >= 128) {
+		lo = PAGE_DOWN(sp - 128);
+		hi = lo + STACK_EAGER < r->end ? lo + STACK_EAGER : r->end;
+	}
+	if (hi > lo) {
+		int rc = dc__mu_log_mem(lo, hi);
+		if (rc)
+			log_failed(rc);
+	}
+	/* [cur, hi) becomes writable (dead, or logged just now); [hi, cur)
+	 * is live again: protected */
+	if (hi < cur &&
+	    mprot(hi, cur, prot & ~(uint32_t)PROT_WRITE) != 0) {
+		/* cannot protect it (vm.max_map_count): log it whole */
+		int rc = dc__mu_log_mem(hi, cur);
+		if (rc)
+			log_failed(rc);
+		hi = cur;
+	}
+	if (hi > cur)
+		mprot(cur, hi, prot);
+	dc__vol.stack_prot_lo = hi;
+	if (hi >= r->end) {
+		if (have) {
+			memmove(&dc__vol.wp[k], &dc__vol.wp[k + 1],
+				(dc__vol.nwp - k - 1) * sizeof(dc__vol.wp[0]));
+			dc__vol.nwp--;
+		}
+	} else if (have) {
+		dc__vol.wp[k].a = hi;
+	} else {
+		memmove(&dc__vol.wp[k + 1], &dc__vol.wp[k],
+			(dc__vol.nwp - k) * sizeof(dc__vol.wp[0]));
+		dc__vol.nwp++;
+		dc__vol.wp[k] = (struct dc__wpr){ hi, r->end, prot, false,
+			true };
+	}
 }
