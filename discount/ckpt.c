@@ -414,10 +414,13 @@ movable(const struct dc__region *r)
 /*
  * UNDO: the top of the stack -- from the page of the argument strings up:
  * argv, the environment, the auxiliary vector's strings -- stays private
- * anonymous memory of its own, tracked as any (WP): the kernel reads
- * /proc/PID/cmdline and environ from anonymous memory only, so moved,
- * they would read empty (ps, pgrep).  It is split off the stack here;
- * the maps show it as "[stack]" from then on, which mark_stack undoes.
+ * anonymous memory of its own: the kernel reads /proc/PID/cmdline and
+ * environ from anonymous memory only, so moved, they would read empty
+ * (ps, pgrep).  It is split off the stack here and stays "[stack]":
+ * pinned, as the whole stack is with the other trackings (never
+ * protected; its live part copied by every checkpoint, track.c).  A
+ * program whose frames are all there (a shallow one) has nothing moved
+ * but the room below.
  */
 static int
 split_stack_args(struct dc__region *nw, unsigned *nn)
@@ -472,7 +475,8 @@ stack_room_lo(const struct dc__region *nw, unsigned j)
 }
 
 /* UNDO: a moved region inside the moved stack's range is the stack (the
- * maps show it as the shadow file, no longer "[stack]"). */
+ * maps show it as the shadow file, no longer "[stack]"), for
+ * dc__track_stack_interval. */
 static void
 mark_stack(struct dc__region *nw, unsigned nn)
 {
@@ -481,10 +485,6 @@ mark_stack(struct dc__region *nw, unsigned nn)
 		    nw[j].start >= dc__st.seg_stack_lo &&
 		    nw[j].end <= dc__st.seg_stack_hi)
 			nw[j].kind |= DC__R_STACK;
-		if (dc__st.stack_keep_lo &&
-		    nw[j].start == dc__st.stack_keep_lo &&
-		    !(nw[j].kind & DC__R_SEG))
-			nw[j].kind &= ~(uint32_t)DC__R_STACK; /* the top */
 	}
 }
 

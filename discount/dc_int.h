@@ -231,6 +231,9 @@ struct dc__vols {
 	uint64_t prog_sp;       /* the program's stack pointer while a handler
 	                         * of libdc runs (sud.c), else 0 */
 	unsigned nwp, ndirty;
+	uint64_t fa_next;       /* WP: where a sequential writer's next
+	                         * fault would be (track.c wp_fault) */
+	unsigned fa_pages;      /* ... and the pages its last one opened */
 	uint64_t stack_prot_lo; /* UNDO: the moved stack is protected from
 	                         * here up (the live part), not below */
 	struct dc__wpr { uint64_t a, b; uint32_t prot; bool open, seg; }

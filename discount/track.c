@@ -699,6 +699,11 @@ wp_warm(uint64_t a, uint64_t b)
 	return n;
 }
 
+/* Pages a sequential writer's fault opens at most.  Each page opened
+ * and not written costs its copy (WP: at the checkpoint; UNDO: its
+ * before-image now), about a tenth of the fault it saves. */
+#define FAULT_AROUND 16
+
 static bool
 wp_fault(uint64_t addr, bool write)
 {
@@ -707,8 +712,20 @@ wp_fault(uint64_t addr, bool write)
 	    dc__vol.wp[k].open)
 		return false; /* not a page libdc protected: the program's */
 	dc__st.stats.wp_faults++;
-	uint64_t a = PAGE_DOWN(addr);
-	return wp_unprotect(k, a, a + DC__PAGE, true);
+	uint64_t a = PAGE_DOWN(addr), b = a + DC__PAGE;
+	/* fault-around for sequential writers, as readahead: a fault on the
+	 * page right after the last window opens twice as many pages (up to
+	 * FAULT_AROUND), any other one page */
+	unsigned n = 1;
+	if (a == dc__vol.fa_next && dc__vol.fa_pages > 0)
+		n = 2 * dc__vol.fa_pages < FAULT_AROUND ?
+			2 * dc__vol.fa_pages : FAULT_AROUND;
+	if (n > 1)
+		b = a + n * DC__PAGE < dc__vol.wp[k].b ? a + n * DC__PAGE :
+			dc__vol.wp[k].b;
+	dc__vol.fa_next = b;
+	dc__vol.fa_pages = (unsigned)((b - a) / DC__PAGE);
+	return wp_unprotect(k, a, b, true);
 }
 
 /*
