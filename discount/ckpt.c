@@ -411,6 +411,36 @@ movable(const struct dc__region *r)
 		!(dc__st.stack_keep_lo && r->start == dc__st.stack_keep_lo);
 }
 
+/* Split region j of nw at [p, p + len) (inside it): up to three regions
+ * in its place, a file mapping's offsets following. */
+static int
+split_at(struct dc__region *nw, unsigned *nn, unsigned j, uint64_t p,
+	uint64_t len)
+{
+	const struct dc__region r = nw[j];
+	uint64_t cut[4] = { r.start, p, p + len < r.end ? p + len : r.end,
+		r.end };
+	struct dc__region piece[3];
+	unsigned k = 0;
+	for (unsigned c = 0; c < 3; c++) {
+		if (cut[c] >= cut[c + 1])
+			continue;
+		piece[k] = r;
+		piece[k].start = cut[c];
+		piece[k].end = cut[c + 1];
+		if (r.ino)
+			piece[k].off = r.off + (cut[c] - r.start);
+		k++;
+	}
+	if (*nn + k - 1 > DC__MAX_REGIONS)
+		return dc__err(DC_ELIMIT, "more than %u mappings",
+			DC__MAX_REGIONS);
+	memmove(&nw[j + k], &nw[j + 1], (*nn - j - 1) * sizeof(*nw));
+	memcpy(&nw[j], piece, k * sizeof(*nw));
+	*nn += k - 1;
+	return 0;
+}
+
 /*
  * UNDO: the top of the stack -- from the page of the argument strings up:
  * argv, the environment, the auxiliary vector's strings -- stays private
@@ -435,18 +465,10 @@ split_stack_args(struct dc__region *nw, unsigned *nn)
 	}
 	uint64_t p = dc__st.stack_keep_lo;
 	for (unsigned j = 0; j < *nn; j++) {
-		struct dc__region r = nw[j];
-		if (!(r.kind & DC__R_STACK) || (r.kind & DC__R_SEG) ||
-		    p <= r.start || p >= r.end)
-			continue;
-		if (*nn + 1 > DC__MAX_REGIONS)
-			return dc__err(DC_ELIMIT, "more than %u mappings",
-				DC__MAX_REGIONS);
-		memmove(&nw[j + 1], &nw[j], (*nn - j) * sizeof(*nw));
-		nw[j].end = p;
-		nw[j + 1].start = p;
-		(*nn)++;
-		return 0;
+		const struct dc__region *r = &nw[j];
+		if ((r->kind & DC__R_STACK) && !(r->kind & DC__R_SEG) &&
+		    p > r->start && p < r->end)
+			return split_at(nw, nn, j, p, r->end - p);
 	}
 	return 0;
 }
@@ -498,31 +520,11 @@ split_rseq(struct dc__region *nw, unsigned *nn)
 	if (!p || !dc__track_undo())
 		return 0;
 	for (unsigned j = 0; j < *nn; j++) {
-		struct dc__region r = nw[j];
-		if (p < r.start || p >= r.end || !(r.kind & DC__R_TRACKED) ||
-		    (r.kind & (DC__R_SEG | DC__R_STACK)))
-			continue;
-		uint64_t cut[4] = { r.start, p, p + DC__PAGE, r.end };
-		unsigned k = 0;
-		struct dc__region piece[3];
-		for (unsigned c = 0; c < 3; c++) {
-			if (cut[c] >= cut[c + 1])
-				continue;
-			piece[k] = r;
-			piece[k].start = cut[c];
-			piece[k].end = cut[c + 1];
-			if (r.ino)
-				piece[k].off = r.off + (cut[c] - r.start);
-			k++;
-		}
-		if (*nn + k - 1 > DC__MAX_REGIONS)
-			return dc__err(DC_ELIMIT, "more than %u mappings",
-				DC__MAX_REGIONS);
-		memmove(&nw[j + k], &nw[j + 1],
-			(*nn - j - 1) * sizeof(*nw));
-		memcpy(&nw[j], piece, k * sizeof(*nw));
-		*nn += k - 1;
-		return 0;
+		const struct dc__region *r = &nw[j];
+		if (p >= r->start && p < r->end &&
+		    (r->kind & DC__R_TRACKED) &&
+		    !(r->kind & (DC__R_SEG | DC__R_STACK)))
+			return split_at(nw, nn, j, p, DC__PAGE);
 	}
 	return 0;
 }

@@ -729,30 +729,21 @@ wp_fault(uint64_t addr, bool write)
 }
 
 /*
- * A mapping change over [a, b) (munmap, mprotect, mremap, mmap MAP_FIXED,
- * brk, madvise) is about to happen.  UFFD: the cold regions there are
- * made hot, so the kernel and /proc/self/maps see the program's
- * protection.  WP: [a, b) gets the program's protection back, is recorded
- * as written (the call may fail and leave it as it was) and is cut out of
- * the protected ranges, and the next checkpoint folds the maps
- * (invariant 6).  UNDO: moved memory is logged first unless log is false
- * (the caller replaces it before the program runs again: seg.c).
+ * Cut [a, b) (page aligned) out of the protected ranges; the next
+ * checkpoint folds.  give_back: the range first gets the program's
+ * protection (wp_unprotect, logged unless !log); a range that stays
+ * writable whole is left in place (the fold rebuilds it).  A cut that
+ * would need one slot too many opens the range instead.
  */
-void
-dc__track_release(uint64_t a, uint64_t b, bool log)
+static void
+cut_out(uint64_t a, uint64_t b, bool give_back, bool log)
 {
-	if (!dc__track_wp()) {
-		dc__track_warm_range(a, b);
-		return;
-	}
-	a = PAGE_DOWN(a);
-	b = PAGE_UP(b);
 	unsigned k = wp_first(a);
 	while (k < dc__vol.nwp && dc__vol.wp[k].a < b) {
 		struct dc__wpr *w = &dc__vol.wp[k];
 		uint64_t lo = a > w->a ? a : w->a, hi = b < w->b ? b : w->b;
 		dc__st.maps_changed = true;
-		if (!wp_unprotect(k, lo, hi, log) || w->open) {
+		if (give_back && (!wp_unprotect(k, lo, hi, log) || w->open)) {
 			k++; /* writable whole; the fold rebuilds it */
 		} else if (lo == w->a && hi == w->b) {
 			memmove(w, w + 1, (dc__vol.nwp - k - 1) * sizeof(*w));
@@ -777,6 +768,26 @@ dc__track_release(uint64_t a, uint64_t b, bool log)
 }
 
 /*
+ * A mapping change over [a, b) (munmap, mprotect, mremap, mmap MAP_FIXED,
+ * brk, madvise) is about to happen.  UFFD: the cold regions there are
+ * made hot, so the kernel and /proc/self/maps see the program's
+ * protection.  WP: [a, b) gets the program's protection back, is recorded
+ * as written (the call may fail and leave it as it was) and is cut out of
+ * the protected ranges, and the next checkpoint folds the maps
+ * (invariant 6).  UNDO: moved memory is logged first unless log is false
+ * (the caller replaces it before the program runs again: seg.c).
+ */
+void
+dc__track_release(uint64_t a, uint64_t b, bool log)
+{
+	if (!dc__track_wp()) {
+		dc__track_warm_range(a, b);
+		return;
+	}
+	cut_out(PAGE_DOWN(a), PAGE_UP(b), true, log);
+}
+
+/*
  * UNDO: [a, b) was unmapped or replaced (munmap, mmap MAP_FIXED, brk,
  * seg.c's private copies): its protection went with it, so it is only
  * cut out of the protected ranges, and the next checkpoint folds.  A
@@ -785,33 +796,7 @@ dc__track_release(uint64_t a, uint64_t b, bool log)
 void
 dc__track_cut(uint64_t a, uint64_t b)
 {
-	a = PAGE_DOWN(a);
-	b = PAGE_UP(b);
-	dc__st.maps_changed = true;
-	unsigned k = wp_first(a);
-	while (k < dc__vol.nwp && dc__vol.wp[k].a < b) {
-		struct dc__wpr *w = &dc__vol.wp[k];
-		uint64_t lo = a > w->a ? a : w->a, hi = b < w->b ? b : w->b;
-		if (lo == w->a && hi == w->b) {
-			memmove(w, w + 1, (dc__vol.nwp - k - 1) * sizeof(*w));
-			dc__vol.nwp--;
-		} else if (lo == w->a) {
-			w->a = hi;
-			k++;
-		} else if (hi == w->b) {
-			w->b = lo;
-			k++;
-		} else if (dc__vol.nwp < DC__WP_RANGES) {
-			memmove(w + 1, w, (dc__vol.nwp - k) * sizeof(*w));
-			dc__vol.nwp++;
-			w->b = lo;
-			w[1].a = hi;
-			k += 2;
-		} else {
-			wp_open(k);
-			k++;
-		}
-	}
+	cut_out(PAGE_DOWN(a), PAGE_UP(b), false, false);
 }
 
 /*
