@@ -30,13 +30,18 @@
  * Discount Checking.
  */
 #include <x86intrin.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,15 +90,121 @@ measure(size_t bytes, int iters, bool ckpt, double *cpu, double *wall,
 		*call = (double)in / tsc_per_us / iters;
 }
 
-static char *wp_buf;
+static int mech_uffd = -1;
 
+/* the mechanism's handler: give the page its write permission back
+ * (mprotect, or with userfaultfd, clear its write-protect bit) */
 static void
 segv(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
 	char *p = (char *)((uintptr_t)si->si_addr & ~4095ul);
-	mprotect(p, 4096, PROT_READ | PROT_WRITE);
+	if (mech_uffd < 0) {
+		mprotect(p, 4096, PROT_READ | PROT_WRITE);
+		return;
+	}
+	struct uffdio_writeprotect w = { .range = { (uintptr_t)p, 4096 } };
+	ioctl(mech_uffd, UFFDIO_WRITEPROTECT, &w);
+}
+
+/* protect (or unprotect) [p, p + n) the mechanism's way */
+static void
+mech_protect(char *p, size_t n, bool on)
+{
+	if (mech_uffd < 0) {
+		mprotect(p, n, on ? PROT_READ : PROT_READ | PROT_WRITE);
+		return;
+	}
+	struct uffdio_writeprotect w = { .range = { (uintptr_t)p, n },
+		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0 };
+	ioctl(mech_uffd, UFFDIO_WRITEPROTECT, &w);
+}
+
+/*
+ * The write-protect mechanism alone, without libdc and without a copy:
+ * CPU us per page for a store into a protected page, the fault, the
+ * unprotect in the handler, and its share of protecting it again.
+ * stride 1: pages in a row; 2: every other page (each fault splits a
+ * mapping in three, each protect merges it back).
+ */
+static double
+mechanism(char *mem, size_t len, size_t stride, int rounds)
+{
+	double t = 0;
+	size_t pages = 0;
+	for (int it = 0; it < rounds; it++) {
+		mech_protect(mem, len, true);
+		double t0 = bench_now_us(CLOCK_PROCESS_CPUTIME_ID);
+		for (size_t p = 0; p < len; p += stride * 4096) {
+			mem[p]++;
+			pages++;
+		}
+		mech_protect(mem, len, true);
+		t += bench_now_us(CLOCK_PROCESS_CPUTIME_ID) - t0;
+		mech_protect(mem, len, false);
+	}
+	return t / (double)pages;
+}
+
+/* The mechanism on private anonymous memory (the process's own, as with
+ * `wp`), on a shared tmpfs mapping (the segment of `undo`), and there with
+ * userfaultfd write protection reporting SIGBUS instead. */
+static double
+mechanisms(const char *dir, bool quick)
+{
+	const size_t len = 256 * 4096;
+	int rounds = quick ? 4 : 20;
+	struct sigaction sa = { .sa_sigaction = segv, .sa_flags = SA_SIGINFO };
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	char *anon = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(anon, 0, len);
+	double a1 = mechanism(anon, len, 1, rounds);
+	double a2 = mechanism(anon, len, 2, rounds);
+	char path[4096];
+	snprintf(path, sizeof(path), "%s.mechanism", dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	char *shm = fd < 0 || ftruncate(fd, (off_t)len) != 0 ? MAP_FAILED :
+		mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		unlink(path);
+	if (shm == MAP_FAILED) {
+		printf("write-protect mechanism alone: private anonymous "
+		       "memory %.2f us per page in a row, %.2f alone\n", a1,
+			a2);
+		return a1;
+	}
+	memset(shm, 0, len);
+	double s2 = mechanism(shm, len, 2, rounds);
+	double u2 = -1;
+	int u = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	struct uffdio_api api = { .api = UFFD_API,
+		.features = UFFD_FEATURE_SIGBUS |
+			UFFD_FEATURE_WP_HUGETLBFS_SHMEM };
+	struct uffdio_register r = { .range = { (uintptr_t)shm, len },
+		.mode = UFFDIO_REGISTER_MODE_WP };
+	if (u >= 0 && ioctl(u, UFFDIO_API, &api) == 0 &&
+	    ioctl(u, UFFDIO_REGISTER, &r) == 0) {
+		mech_uffd = u;
+		u2 = mechanism(shm, len, 2, rounds);
+		mech_uffd = -1;
+	}
+	printf("write-protect mechanism alone (store, fault, unprotect, "
+	       "protect again; no copy), us per page:\n"
+	       "  private anonymous memory, mprotect + SIGSEGV: %.2f in a "
+	       "row, %.2f alone\n"
+	       "  shared tmpfs mapping, mprotect + SIGSEGV: %.2f alone\n",
+		a1, a2, s2);
+	if (u2 >= 0)
+		printf("  shared tmpfs mapping, userfaultfd-wp + SIGBUS: "
+		       "%.2f alone\n", u2);
+	if (u >= 0)
+		close(u);
+	munmap(shm, len);
+	close(fd);
+	return a1;
 }
 
 /* One mechanism's row per size: call, overhead, per page, wall (us). */
@@ -248,25 +359,7 @@ main(int argc, char **argv)
 	}
 	printf("(us: ckpt = the dc_checkpoint call, wall-clock; overhead and "
 	       "per page = CPU time)\n");
-	/* the thesis' mechanism: mprotect + SIGSEGV + mprotect per page */
-	size_t wp_len = 256 * 4096;
-	wp_buf = mmap(NULL, wp_len, PROT_READ | PROT_WRITE,
-		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	memset(wp_buf, 0, wp_len);
-	struct sigaction sa = { .sa_sigaction = segv, .sa_flags = SA_SIGINFO };
-	sigaction(SIGSEGV, &sa, NULL);
-	double t = 0;
-	int rounds = quick ? 4 : 20;
-	for (int it = 0; it < rounds; it++) {
-		mprotect(wp_buf, wp_len, PROT_READ);
-		double t0 = bench_now_us(CLOCK_PROCESS_CPUTIME_ID);
-		for (size_t p = 0; p < wp_len; p += 4096)
-			wp_buf[p]++;
-		t += bench_now_us(CLOCK_PROCESS_CPUTIME_ID) - t0;
-	}
-	double wp = t / rounds / 256;
-	printf("write-protect mechanism alone (mprotect + SIGSEGV + mprotect, "
-	       "no copy): %.2f us per page\n", wp);
+	double wp = mechanisms(dir, quick);
 	for (int i = 0; i < NT; i++) {
 		const struct dc_stats *st = &col[i].st;
 		printf("%s: checkpoints %lu, pages copied %lu, largest redo "
