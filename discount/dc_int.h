@@ -411,6 +411,9 @@ int dc__log_write(int fd, uint64_t *off, uint64_t *seq, uint64_t gen,
 int dc__log_read(int fd, uint64_t off, uint64_t gen, uint64_t seq,
 	const uint64_t *inc, struct dc_log_ent *e, void *payload,
 	uint64_t max);
+int dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
+	int (*apply)(const struct dc_log_ent *e, const char *payload),
+	const char *what, uint64_t *n);
 
 static inline uint64_t dc__now_ns(int clk)
 {

@@ -148,32 +148,20 @@ undo_one(const struct dc_log_ent *e, const char *pl)
 }
 
 /* Recovery: undo the interval's file changes, newest first. */
+static int
+fu_apply(const struct dc_log_ent *e, const char *pl)
+{
+	if ((uint64_t)e->c > e->len)
+		return dc__err(DC_ECORRUPT, "fundo entry: paths longer than "
+			"the entry");
+	return undo_one(e, pl);
+}
+
 int
 dc__fu_undo(void)
 {
-	uint64_t gen = dc__vol.committed + 1, inc = dc__vol.incarnation;
-	uint64_t off = 0, seq = 0, last = UINT64_MAX, n = 0;
-	struct dc_log_ent e;
-	char *pl = dc__vol.io;
-
-	while (dc__log_read(dc__vol.fundo_fd, off, gen, seq, &inc, &e, NULL,
-		       0) == 0) {
-		last = off;
-		off += sizeof(e) + ((e.len + 7) & ~7ull);
-		seq++;
-	}
-	n = seq;
-	for (uint64_t at = last; n > 0 && at != UINT64_MAX; n--) {
-		if (dc__log_read(dc__vol.fundo_fd, at, gen, n - 1, &inc, &e, pl,
-			    sizeof(dc__vol.io)) != 0 ||
-		    e.len > sizeof(dc__vol.io) || (uint64_t)e.c > e.len)
-			return dc__err(DC_ECORRUPT, "fundo entry %lu at %lu "
-				"unreadable", (unsigned long)(n - 1),
-				(unsigned long)at);
-		int rc = undo_one(&e, pl);
-		if (rc)
-			return rc;
-		at = e.b < 0 ? UINT64_MAX : (uint64_t)e.b;
-	}
-	return 0;
+	uint64_t n;
+	return dc__log_undo(dc__vol.fundo_fd, dc__vol.committed + 1,
+		dc__vol.incarnation, sizeof(dc__vol.io), fu_apply, "fundo",
+		&n);
 }

@@ -105,3 +105,43 @@ dc__log_read(int fd, uint64_t off, uint64_t gen, uint64_t seq,
 	}
 	return c == e->csum ? 0 : DC_ENOCKPT;
 }
+
+/*
+ * Undo a log of before-images (fundo, mundo): the entries of (gen, inc)
+ * from offset 0 in order, then applied newest first by following each
+ * entry's `b` (the offset of the previous one, -1 for the first).  Each
+ * payload is read into dc__vol.io; an entry longer than max is corrupt.
+ * Returns the number of entries applied through *n, 0 or an error.
+ */
+int
+dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
+	int (*apply)(const struct dc_log_ent *e, const char *payload),
+	const char *what, uint64_t *n)
+{
+	uint64_t off = 0, seq = 0, last = UINT64_MAX;
+	struct dc_log_ent e;
+	char *pl = dc__vol.io;
+
+	while (dc__log_read(fd, off, gen, seq, &inc, &e, NULL, 0) == 0) {
+		last = off;
+		off += sizeof(e) + ((e.len + 7) & ~7ull);
+		seq++;
+	}
+	uint64_t k = seq, at = last;
+	for (; k > 0 && at != UINT64_MAX; k--) {
+		if (dc__log_read(fd, at, gen, k - 1, &inc, &e, pl,
+			    sizeof(dc__vol.io)) != 0 || e.len > max)
+			return dc__err(DC_ECORRUPT, "%s entry %lu at %lu "
+				"unreadable", what, (unsigned long)(k - 1),
+				(unsigned long)at);
+		int rc = apply(&e, pl);
+		if (rc)
+			return rc;
+		at = e.b < 0 ? UINT64_MAX : (uint64_t)e.b;
+	}
+	if (k != 0)
+		return dc__err(DC_ECORRUPT, "%s: chain broken at entry %lu",
+			what, (unsigned long)(k - 1));
+	*n = seq;
+	return 0;
+}

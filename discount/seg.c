@@ -274,46 +274,27 @@ dc__mu_restart(void)
  * entries of the interval after it, of the incarnation that crashed,
  * newest first (invariant 3).
  */
+static int
+mu_apply(const struct dc_log_ent *e, const char *pl)
+{
+	if (e->type == DC_MU_BYTES)
+		return dc__shadow_write(pl, e->len, (uint64_t)e->a);
+	if (e->type == DC_MU_ZERO && e->c >= 0)
+		return dc__shadow_punch((uint64_t)e->a, (uint64_t)e->c);
+	return dc__err(DC_ECORRUPT, "undo log: entry type %u", e->type);
+}
+
 int
 dc__mu_undo(void)
 {
-	uint64_t gen = dc__vol.committed + 1, inc = dc__vol.incarnation;
-	uint64_t off = 0, seq = 0, last = UINT64_MAX;
-	struct dc_log_ent e;
-	char *pl = dc__vol.io;
-
-	while (dc__log_read(dc__vol.mundo_fd, off, gen, seq, &inc, &e, NULL,
-		       0) == 0) {
-		last = off;
-		off += sizeof(e) + ((e.len + 7) & ~7ull);
-		seq++;
-	}
-	uint64_t n = seq, at = last;
-	for (; n > 0 && at != UINT64_MAX; n--) {
-		if (dc__log_read(dc__vol.mundo_fd, at, gen, n - 1, &inc, &e,
-			    pl, sizeof(dc__vol.io)) != 0 ||
-		    e.len > MU_CHUNK)
-			return dc__err(DC_ECORRUPT, "undo log entry %lu at %lu "
-				"unreadable", (unsigned long)(n - 1),
-				(unsigned long)at);
-		int rc;
-		if (e.type == DC_MU_BYTES)
-			rc = dc__shadow_write(pl, e.len, (uint64_t)e.a);
-		else if (e.type == DC_MU_ZERO && e.c >= 0)
-			rc = dc__shadow_punch((uint64_t)e.a, (uint64_t)e.c);
-		else
-			rc = dc__err(DC_ECORRUPT, "undo log: entry type %u",
-				e.type);
-		if (rc)
-			return rc;
-		at = e.b < 0 ? UINT64_MAX : (uint64_t)e.b;
-	}
-	if (n != 0)
-		return dc__err(DC_ECORRUPT, "undo log: chain broken at entry "
-			"%lu", (unsigned long)(n - 1));
-	if (seq > 0 && dc__st.verbose)
+	uint64_t n;
+	int rc = dc__log_undo(dc__vol.mundo_fd, dc__vol.committed + 1,
+		dc__vol.incarnation, MU_CHUNK, mu_apply, "undo log", &n);
+	if (rc)
+		return rc;
+	if (n > 0 && dc__st.verbose)
 		dc__say("undid %lu segment changes of the interval after "
-			"generation %lu", (unsigned long)seq,
+			"generation %lu", (unsigned long)n,
 			(unsigned long)dc__vol.committed);
 	/* The rolled-back segment is durable before the incarnation that
 	 * makes these entries stale (recover.c). */
