@@ -498,7 +498,7 @@ stack_room_lo(const struct dc__region *nw, unsigned j)
 
 /* UNDO: a moved region inside the moved stack's range is the stack (the
  * maps show it as the shadow file, no longer "[stack]"), for
- * dc__track_stack_interval. */
+ * dc__track_interval. */
 static void
 mark_stack(struct dc__region *nw, unsigned nn)
 {
@@ -838,6 +838,7 @@ commit_body(void)
 	rio_persist(dc__vol.ctl, c, sizeof(*c));
 	dc__vol.committed = gen;
 	dc__mu_restart(); /* with committed: seg.c invariant 2 */
+	dc__track_interval();
 	dc__crashpoint("committed", gen);
 
 	if ((rc = dc__redo_committed(gen, n, &seg)))
@@ -857,7 +858,6 @@ commit_body(void)
 	if (seg.len > dc__st.stats.redo_bytes_max)
 		dc__st.stats.redo_bytes_max = seg.len;
 	dc__k_after_commit();
-	dc__track_stack_interval();
 	return 0;
 }
 

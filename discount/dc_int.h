@@ -304,7 +304,7 @@ long dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
 	struct page_region *vec, size_t vlen, uint64_t *walk_end);
 void dc__track_pin(void);
 uint64_t dc__track_rseq_page(void);
-void dc__track_stack_interval(void);
+void dc__track_interval(void);
 unsigned dc__track_warm_range(uint64_t a, uint64_t b);
 unsigned dc__track_warm_all(void);
 bool dc__track_fault(uint64_t addr, bool write);

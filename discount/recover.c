@@ -273,7 +273,7 @@ restore_and_resume(void)
 	if (rc == 0)
 		rc = dc__track_arm(true); /* WP: every region protected */
 	if (rc == 0)
-		dc__track_stack_interval(); /* UNDO: the moved stack's dead part */
+		dc__track_interval(); /* UNDO: the moved stack's dead part */
 	if (rc == 0)
 		rc = dc__timer_start();
 	if (rc) {

@@ -19,7 +19,7 @@
  * The main stack is moved too, with room below it to grow into (a shared
  * mapping does not grow down; ckpt.c), and protected above the program's
  * stack pointer only, its two lowest live pages logged at once at each
- * checkpoint (track.c dc__track_stack_interval).  Memory that is not
+ * checkpoint (track.c dc__track_interval).  Memory that is not
  * moved stays private and is tracked as in WP mode (its written pages
  * copied into the redo log at the checkpoint): the top of the stack from
  * the argument strings up (the kernel reads /proc/PID/cmdline from

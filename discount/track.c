@@ -996,11 +996,9 @@ dc__track_arm(bool whole)
  */
 #define STACK_EAGER (2 * DC__PAGE)
 
-void
-dc__track_stack_interval(void)
+static void
+stack_interval(void)
 {
-	if (!dc__track_undo())
-		return;
 	const struct dc__region *r = NULL;
 	for (unsigned i = 0; i < dc__st.nreg && r == NULL; i++)
 		if ((dc__st.reg[i].kind & (DC__R_SEG | DC__R_STACK)) ==
@@ -1015,9 +1013,9 @@ dc__track_stack_interval(void)
 	if (have && (dc__vol.wp[k].b != r->end || !dc__vol.wp[k].seg ||
 		     dc__vol.wp[k].open))
 		return; /* opened whole (logged whole), or not ours */
-	if (!have && dc__vol.nwp >= DC__WP_RANGES)
-		return; /* no room to protect it again: stays writable and
-			 * is logged whole below */
+	/* no slot to protect it again: it stays writable, and its live part
+	 * is logged whole */
+	bool whole = !have && dc__vol.nwp >= DC__WP_RANGES;
 	uint64_t cur = have ? dc__vol.wp[k].a : r->end;
 	uint32_t prot = r->prot;
 	uint64_t sp = dc__st.ctx.rsp;
@@ -1026,7 +1024,10 @@ dc__track_stack_interval(void)
 	uint64_t lo = r->start, hi = r->start;
 	if (contains(r, sp) && sp - r->start >= 128) {
 		lo = PAGE_DOWN(sp - 128);
-		hi = lo + STACK_EAGER < r->end ? lo + STACK_EAGER : r->end;
+		hi = lo + STACK_EAGER < r->end && !whole ? lo + STACK_EAGER :
+			r->end;
+	} else if (whole) {
+		hi = r->end;
 	}
 	if (hi > lo) {
 		int rc = dc__mu_log_mem(lo, hi);
@@ -1061,4 +1062,26 @@ dc__track_stack_interval(void)
 		dc__vol.wp[k] = (struct dc__wpr){ hi, r->end, prot, false,
 			true };
 	}
+}
+
+/*
+ * UNDO, at the start of every interval (after the commit record, before
+ * anything writes tracked memory; and after a recovery): a moved range
+ * that is open -- writable whole because the checkpoint could not protect
+ * it again (vm.max_map_count) -- has its before-image logged whole for
+ * the new interval, as wp_open does within one; then the moved stack's
+ * boundary (stack_interval).
+ */
+void
+dc__track_interval(void)
+{
+	if (!dc__track_undo())
+		return;
+	for (unsigned k = 0; k < dc__vol.nwp; k++) {
+		const struct dc__wpr *w = &dc__vol.wp[k];
+		int rc;
+		if (w->seg && w->open && (rc = dc__mu_log_shadow(w->a, w->b)))
+			log_failed(rc);
+	}
+	stack_interval();
 }
