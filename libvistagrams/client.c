@@ -15,14 +15,15 @@
  *   outstanding --timer, no response yet--> sent again to the retransmit
  *          port; rto doubles up to rto_max
  *   outstanding --response datagram--> response held (reqv.resp)
- *   held --vista_receive_response (tx: header declared; reqv.consumed)-->
+ *   held --vista_receive_response (tx: state word declared;
+ *          reqv.consumed)-->
  *          --abort--> held again, delivered again
  *          --commit: slot DELETED or FREE just before the commit point
  *          (vg__client_precommit_taken), then gone; the sequence number
  *          goes to the destination's ack queue
  * The slot keeps its request until the commit, so a request sent by the
  * same transaction never reuses it (and its volatile state) too early.
- * Forgetting the request needs no deferred operation: the header is
+ * Forgetting the request needs no deferred operation: its state word is
  * declared in the same persist barrier as the program's own ranges, and
  * Vista's undo log makes the deletion atomic with them.
  *
@@ -223,7 +224,8 @@ queue_ack(vg_endpoint *ep, int32_t di, uint64_t seq)
 void
 vg__client_precommit_taken(vg_endpoint *ep, uint32_t slot)
 {
-	/* The header was declared when the response was taken. */
+	/* The state word was declared when the response was taken: this
+	 * store is the only change the transaction makes to the slot. */
 	ep->reqv[slot].sweep = vg__req_delete_tx(ep, slot);
 }
 
@@ -515,10 +517,14 @@ take_response_tx(vg_endpoint *ep, uint64_t *seq, void *buf, size_t cap,
 			cap);
 	if ((rc = vg__undo_push(ep, VG__U_RESP_TAKEN, (uint32_t)slot)) != 0)
 		return rc;
-	/* The request is forgotten in this transaction: its header is
-	 * declared, so an abort brings it back with its response. */
+	/* The request is forgotten in this transaction: its state word is
+	 * declared, so an abort brings it back with its response.  The word
+	 * is all the transaction changes in the slot (the deletion just
+	 * before the commit point, vg__client_precommit_taken; the key stays
+	 * in a deleted slot), so its 8 bytes are the whole before-image: a
+	 * record of one cache line, where the 64-byte header took two. */
 	struct vg_req_slot *rs = &ep->req[slot];
-	if ((rc = vg__declare(ep, rs, sizeof(*rs), false)) != 0) {
+	if ((rc = vg__declare(ep, &rs->word, sizeof(rs->word), false)) != 0) {
 		ep->tx.nundo--;
 		return rc;
 	}
