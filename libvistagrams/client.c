@@ -224,7 +224,7 @@ queue_ack(vg_endpoint *ep, int32_t di, uint64_t seq)
 void
 vg__client_precommit_taken(vg_endpoint *ep, uint32_t slot)
 {
-	/* The state word was declared when the response was taken: this
+	/* The state word is declared (vg__declare, precommit_ep): this
 	 * store is the only change the transaction makes to the slot. */
 	ep->reqv[slot].sweep = vg__req_delete_tx(ep, slot);
 }
@@ -515,20 +515,18 @@ take_response_tx(vg_endpoint *ep, uint64_t *seq, void *buf, size_t cap,
 			"bytes, the buffer %zu",
 			(unsigned long long)ep->req[slot].seq, w->payload_len,
 			cap);
-	if ((rc = vg__undo_push(ep, VG__U_RESP_TAKEN, (uint32_t)slot)) != 0)
-		return rc;
 	/* The request is forgotten in this transaction: its state word is
 	 * declared, so an abort brings it back with its response.  The word
 	 * is all the transaction changes in the slot (the deletion just
 	 * before the commit point, vg__client_precommit_taken; the key stays
 	 * in a deleted slot), so its 8 bytes are the whole before-image: a
-	 * record of one cache line, where the 64-byte header took two. */
-	struct vg_req_slot *rs = &ep->req[slot];
-	if ((rc = vg__declare(ep, &rs->word, sizeof(rs->word), false)) != 0) {
-		ep->tx.nundo--;
+	 * record of one cache line, where the 64-byte header took two.  And
+	 * as nothing is stored to it before the commit point, it is declared
+	 * with the next declaration of the transaction (a request it sends)
+	 * or at the commit: in a barrier paid anyway, or in one of its own. */
+	if ((rc = vg__undo_push(ep, VG__U_RESP_TAKEN, (uint32_t)slot)) != 0)
 		return rc;
-	}
-	uint64_t s = rs->seq;
+	uint64_t s = ep->req[slot].seq;
 	if (w->payload_len)
 		memcpy(buf, w->payload, w->payload_len);
 	rv->consumed = true;

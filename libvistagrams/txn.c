@@ -74,24 +74,41 @@ vg__undo_push(vg_endpoint *ep, enum vg__undo_kind kind, uint32_t slot)
 int
 vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr)
 {
-	struct vista_range r[2];
-	size_t n = 0;
-	int rc;
+	struct vg__eptx *t = &ep->tx;
+	struct vista_range stack[8], *r = stack;
+	size_t n = 0, ntaken = 0;
+	int rc = 0;
 
 	if (vg__volatile(ep))
 		return 0;
+	for (uint32_t i = t->undo_declared; i < t->nundo; i++)
+		ntaken += t->undo[i].kind == VG__U_RESP_TAKEN;
+	if (2 + ntaken > sizeof(stack) / sizeof(stack[0]) &&
+	    (r = malloc((2 + ntaken) * sizeof(*r))) == NULL)
+		return vg__err(-ENOMEM, "declaring %zu ranges", 2 + ntaken);
 	if (a && alen)
 		r[n++] = (struct vista_range){ a, alen };
-	if (with_txhdr && !ep->tx.txhdr_declared)
+	if (with_txhdr && !t->txhdr_declared)
 		r[n++] = (struct vista_range){ ep->txh, sizeof(*ep->txh) };
-	if (n == 0)
-		return 0;
-	rc = n == 1 ? vista_set_range(ep->v, r[0].addr, r[0].len)
-		    : vista_set_ranges(ep->v, n, r);
+	/* The requests taken since the last declaration: their state
+	 * words change only at the commit point, so their before-images can
+	 * wait for a barrier this call or the commit pays anyway. */
+	for (uint32_t i = t->undo_declared; i < t->nundo; i++)
+		if (t->undo[i].kind == VG__U_RESP_TAKEN)
+			r[n++] = (struct vista_range){
+				&ep->req[t->undo[i].slot].word,
+				sizeof(ep->req[0].word) };
+	if (n == 1)
+		rc = vista_set_range(ep->v, r[0].addr, r[0].len);
+	else if (n > 1)
+		rc = vista_set_ranges(ep->v, n, r);
+	if (r != stack)
+		free(r);
 	if (rc)
 		return rc;
 	if (with_txhdr)
-		ep->tx.txhdr_declared = true;
+		t->txhdr_declared = true;
+	t->undo_declared = t->nundo;
 	return 0;
 }
 
@@ -108,6 +125,7 @@ join(vg_endpoint *ep, bool implicit)
 	t->txhdr_declared = false;
 	t->raw_dirty = false;
 	t->nundo = 0;
+	t->undo_declared = 0;
 	t->taken_head = t->taken_tail = NULL;
 	if (!vg__volatile(ep)) {
 		t->next = ctx.eps;
@@ -126,13 +144,19 @@ leave(vg_endpoint *ep)
 	ep->tx.next = NULL;
 }
 
-/* Just before the commit point: the changes left for last. */
-static void
+/* Just before the commit point: the changes left for last, declared
+ * first if no later call of the transaction declared them already. */
+static int
 precommit_ep(vg_endpoint *ep)
 {
+	int rc = vg__declare(ep, NULL, 0, false);
+
+	if (rc)
+		return rc;
 	for (uint32_t i = 0; i < ep->tx.nundo; i++)
 		if (ep->tx.undo[i].kind == VG__U_RESP_TAKEN)
 			vg__client_precommit_taken(ep, ep->tx.undo[i].slot);
+	return 0;
 }
 
 /* After the commit point: replay the log, settle the volatile state. */
@@ -273,8 +297,17 @@ vg_commit(vista *v)
 	 * has declared at least one range, so Vista's commit does drain.
 	 * One persist barrier per commit saved.
 	 */
-	for (vg_endpoint *ep = ctx.eps; ep; ep = ep->tx.next)
-		precommit_ep(ep);
+	for (vg_endpoint *ep = ctx.eps; ep; ep = ep->tx.next) {
+		rc = precommit_ep(ep);
+		if (rc == VISTA_ENOTX)
+			return ended_behind_our_back("vg_commit");
+		if (rc) {
+			/* Nothing is lost: the transaction is rolled back and
+			 * the responses it took are delivered again. */
+			(void)vg_abort(v);
+			return rc;
+		}
+	}
 	VG__CRASH_POINT("commit:before");
 	rc = vista_end_transaction(v);
 	if (rc == VISTA_ENOTX)
@@ -372,7 +405,7 @@ vg__call_end(vg_endpoint *ep, int rc)
 		/* X4: a call that fails has changed nothing persistent (the
 		 * calls check before they store); undo the volatile side. */
 		if (rc == 0) {
-			precommit_ep(ep);
+			(void)precommit_ep(ep); /* declares nothing */
 			commit_ep(ep);
 		} else {
 			abort_ep(ep);

@@ -178,6 +178,8 @@ struct vg__eptx {
 	bool raw_dirty;      /* raw stores flushed, not drained yet */
 	struct vg__undo *undo;
 	uint32_t nundo, undo_cap;
+	uint32_t undo_declared; /* the requests taken by undo[0..this) have
+				   their state words declared */
 	struct vg__pkt *taken_head, *taken_tail; /* requests received */
 	vg_endpoint *next;   /* next endpoint of the transaction */
 };
@@ -309,8 +311,10 @@ vg__raw_store64(vg_endpoint *ep, uint64_t *word, uint64_t value)
 
 /*
  * Declare ranges in the open Vista transaction (before storing to them).
- * The txhdr is added to the batch the first time in a transaction, so each
- * call costs at most one persist barrier.  Volatile endpoints: nothing.
+ * The txhdr is added to the batch the first time in a transaction, and so
+ * are the state words of the requests whose responses were taken since
+ * the last declaration (stored only at the commit point), so each call
+ * costs at most one persist barrier.  Volatile endpoints: nothing.
  */
 int vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr);
 

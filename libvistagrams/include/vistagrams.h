@@ -239,7 +239,9 @@ VG_EXPORT int vg_begin(vista *v, unsigned flags);
  * Returns 0, VG_ENOTX, or the error of vista_end_transaction (the
  * endpoints of the transaction are then in their error state).  An
  * endpoint in its error state makes the commit fail with VG_EFATAL after
- * aborting the transaction.
+ * aborting the transaction.  An error of vista_set_range declaring the
+ * requests whose responses the transaction received (done here if no
+ * later call of the transaction did it) also aborts it, and is returned.
  */
 VG_EXPORT int vg_commit(vista *v);
 

@@ -12,7 +12,9 @@
  *   client tx 1: pending = (i, seq); send request i             (commit)
  *   server tx:   receive; count++; answer count                 (commit)
  *   client tx 2: receive the answer v; rec[i] = v; done = i      (commit)
- * with an aborted send and an aborted receive in between.  Because the
+ * with an aborted send and an aborted receive in between; in odd cycles
+ * client tx 2 also sends request i + 1 (a pipelined client), whose cycle
+ * then has no tx 1.  Because the
  * three transactions follow each other, every crash state satisfies:
  *   - both endpoints open (the tables verify: checksums, states, op log);
  *   - done <= count <= done + 1, and count == done unless a request is
@@ -132,20 +134,23 @@ run(const char *dir)
 	struct server_data *sd = s.data;
 	OK(vg_endpoint_address(s.ep, &to, &tolen));
 
+	bool sent = false; /* request i went with the receive of i - 1 */
 	for (uint64_t i = 1; i <= CYCLES; i++) {
 		uint64_t seq;
-		/* An aborted send: nothing may come of it. */
-		OK(vg_begin(v, 0));
-		OK(vista_send_request(c.ep, (struct sockaddr *)&to, tolen,
-			"x", 1, &seq));
-		OK(vg_abort(v));
+		if (!sent) {
+			/* An aborted send: nothing may come of it. */
+			OK(vg_begin(v, 0));
+			OK(vista_send_request(c.ep, (struct sockaddr *)&to,
+				tolen, "x", 1, &seq));
+			OK(vg_abort(v));
 
-		OK(vg_begin(v, 0));
-		OK(vista_set_range(v, cd, sizeof(*cd)));
-		OK(vista_send_request(c.ep, (struct sockaddr *)&to, tolen, &i,
-			sizeof(i), &cd->seq));
-		cd->pending = i;
-		OK(vg_commit(v));
+			OK(vg_begin(v, 0));
+			OK(vista_set_range(v, cd, sizeof(*cd)));
+			OK(vista_send_request(c.ep, (struct sockaddr *)&to,
+				tolen, &i, sizeof(i), &cd->seq));
+			cd->pending = i;
+			OK(vg_commit(v));
+		}
 
 		OK(vg_begin(v, 0));
 		OK(vista_receive_request(s.ep, &id, buf, sizeof(buf), &len,
@@ -172,6 +177,15 @@ run(const char *dir)
 		cd->rec[i] = val;
 		cd->done = i;
 		cd->pending = 0;
+		/* Odd cycles pipeline: the next request leaves in the
+		 * transaction that receives this answer. */
+		sent = i % 2 == 1 && i < CYCLES;
+		if (sent) {
+			uint64_t next = i + 1;
+			OK(vista_send_request(c.ep, (struct sockaddr *)&to,
+				tolen, &next, sizeof(next), &cd->seq));
+			cd->pending = next;
+		}
 		OK(vg_commit(v));
 	}
 	OK(vg_endpoint_close(c.ep));
