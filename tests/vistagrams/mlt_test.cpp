@@ -332,3 +332,49 @@ TEST_CASE("one transaction receives a response and sends the next request",
 	VG_REQUIRE_RC(vista_receive_response(c, &any, buf, sizeof(buf), &n, 0),
 		VG_ENOREQ);
 }
+
+TEST_CASE("a commit that cannot log the requests it took aborts, and the "
+	  "responses come again", "[mlt][errors]")
+{
+	World w;
+	vg_endpoint *c = w.open(w.segment(0), opts(1));
+	vg_endpoint *s = w.open(w.segment(1), opts(2));
+	vista_segment *app = w.segment(2);
+	char *base = (char *)vista_segment_base(app);
+	char buf[64];
+	size_t n = 0;
+
+	uint64_t seq = send(w.v, c, s, "full");
+	serve_one(w.v, s, upper);
+
+	VG_REQUIRE_OK(vg_begin(w.v, 0));
+	// Fill the lane: 4 KiB ranges 8 KiB apart, then 8-byte ones in the
+	// gaps, until not even the smallest record fits.
+	int rc = 0;
+	size_t off = 0;
+	while ((rc = vista_set_range(w.v, base + off, 4096)) == 0)
+		off += 8192;
+	REQUIRE(rc == VISTA_ELOGFULL);
+	for (size_t gap = 4096; (rc = vista_set_range(w.v, base + gap, 8)) == 0;
+		gap += 64)
+		REQUIRE(gap < off);
+	REQUIRE(rc == VISTA_ELOGFULL);
+	memset(base, 0x5a, 4096); // a store the abort must undo
+
+	// Taking the response declares nothing yet; the commit must.
+	uint64_t q = seq;
+	VG_REQUIRE_OK(vista_receive_response(c, &q, buf, sizeof(buf), &n, 2000));
+	REQUIRE(std::string(buf, n) == "FULL");
+	VG_REQUIRE_RC(vg_commit(w.v), VISTA_ELOGFULL);
+	REQUIRE(std::string(vg_errormsg()).find("full") != std::string::npos);
+
+	// Aborted: the program's store is undone, the response is delivered
+	// again, once.
+	REQUIRE(base[0] == 0);
+	REQUIRE(receive(w.v, c, seq) == "FULL");
+	VG_REQUIRE_RC(vista_receive_response(c, &q, buf, sizeof(buf), &n, 0),
+		VG_ENOREQ);
+	REQUIRE(stats(c).responses_delivered == 1);
+	w.close(c);
+	w.close(s);
+}
