@@ -846,7 +846,7 @@ main(int argc, char **argv)
 	int nsizes = 0, n = 10000, block = 25, quick = 0, opt;
 	const char *csv = NULL, *domains = "cacheline,byte";
 	const char *systems = "udp,baseline,vistagrams,vistagrams-1tx,zeromq";
-	pid_t pid[NKIND + MAX_DOM] = { 0 };
+	pid_t pid[NKIND + MAX_DOM] = { 0 }, vg_pid[MAX_DOM] = { 0 };
 	char lbl[64];
 
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
@@ -926,7 +926,7 @@ main(int argc, char **argv)
 		usleep(1000);
 #endif
 	for (int d = 0; d < ndom; d++)
-		pid[nproc++] = spawn(K_VG, d);
+		pid[nproc++] = vg_pid[d] = spawn(K_VG, d);
 	while (sh->port_udp == 0 || sh->port_base == 0)
 		usleep(1000);
 	for (int d = 0; d < ndom; d++)
@@ -1070,7 +1070,7 @@ main(int argc, char **argv)
 		waitpid(pid[p], NULL, 0);
 	}
 	for (int d = 0; d < ndom; d++)
-		remove_node(pid[nproc - ndom + d], "server", dom_name[d]);
+		remove_node(vg_pid[d], "server", dom_name[d]);
 	for (int k = 0; k < nsys; k++) {
 		free(r.t[k]);
 		free(r.bmed[k]);
