@@ -182,11 +182,16 @@ dc__shadow_read(void *dst, uint64_t len, uint64_t a)
 	return (int)each_piece(a, len, false, read_piece, &c);
 }
 
-/* The stored extents of a piece, into memory at their addresses. */
+/*
+ * The stored (non-hole) extents of the piece [a, a + k) at file offset lo,
+ * in address order: fn(arg, start, end, file offset of start) for each,
+ * stopping at the first that fails.  Raw calls only (invariant 2).
+ */
+typedef long (*extent_fn)(void *arg, uint64_t a, uint64_t b, int64_t off);
+
 static long
-copy_piece(struct piece *c, uint64_t a, uint64_t k, int64_t lo)
+each_extent(uint64_t a, uint64_t k, int64_t lo, extent_fn fn, void *arg)
 {
-	(void)c;
 	int sfd = dc__vol.shadow_fd;
 	uint64_t hi = (uint64_t)lo + k;
 	long off = lo < 0 ? -ENXIO : SYS(SYS_lseek, sfd, lo, SEEK_DATA, 0, 0, 0);
@@ -194,18 +199,36 @@ copy_piece(struct piece *c, uint64_t a, uint64_t k, int64_t lo)
 		long hole = SYS(SYS_lseek, sfd, off, SEEK_HOLE, 0, 0, 0);
 		if (hole < 0 || (uint64_t)hole > hi)
 			hole = (long)hi;
-		for (long o = off; o < hole;) {
-			long r = SYS(SYS_pread64, sfd, a + ((uint64_t)o -
-				(uint64_t)lo), hole - o, o, 0, 0);
-			if (r <= 0)
-				return r < 0 ? r : -EIO;
-			o += r;
-		}
-		if ((uint64_t)hole >= hi)
-			return 0;
+		long rc = fn(arg, a + ((uint64_t)off - (uint64_t)lo),
+			a + ((uint64_t)hole - (uint64_t)lo), off);
+		if (rc || (uint64_t)hole >= hi)
+			return rc;
 		off = SYS(SYS_lseek, sfd, hole, SEEK_DATA, 0, 0, 0);
 	}
 	return off < 0 && off != -ENXIO ? off : 0;
+}
+
+/* One stored extent, read into memory at its addresses. */
+static long
+copy_extent(void *arg, uint64_t a, uint64_t b, int64_t off)
+{
+	(void)arg;
+	for (uint64_t o = 0; o < b - a;) {
+		long r = SYS(SYS_pread64, dc__vol.shadow_fd, a + o, b - a - o,
+			off + (int64_t)o, 0, 0);
+		if (r <= 0)
+			return r < 0 ? r : -EIO;
+		o += (uint64_t)r;
+	}
+	return 0;
+}
+
+/* The stored extents of a piece, into memory at their addresses. */
+static long
+copy_piece(struct piece *c, uint64_t a, uint64_t k, int64_t lo)
+{
+	(void)c;
+	return each_extent(a, k, lo, copy_extent, NULL);
 }
 
 /*
@@ -253,24 +276,20 @@ struct extents {
 	void *arg;
 };
 
+/* extent_fn over struct extents: the caller's callback, without the
+ * file offset. */
+static long
+extent_call(void *arg, uint64_t a, uint64_t b, int64_t off)
+{
+	const struct extents *x = arg;
+	(void)off;
+	return x->fn(x->arg, a, b);
+}
+
 static long
 extent_piece(struct piece *c, uint64_t a, uint64_t k, int64_t lo)
 {
-	const struct extents *x = (const void *)c->p;
-	int sfd = dc__vol.shadow_fd;
-	uint64_t hi = (uint64_t)lo + k;
-	long off = lo < 0 ? -ENXIO : SYS(SYS_lseek, sfd, lo, SEEK_DATA, 0, 0, 0);
-	while (off >= 0 && (uint64_t)off < hi) {
-		long hole = SYS(SYS_lseek, sfd, off, SEEK_HOLE, 0, 0, 0);
-		if (hole < 0 || (uint64_t)hole > hi)
-			hole = (long)hi;
-		long rc = x->fn(x->arg, a + ((uint64_t)off - (uint64_t)lo),
-			a + ((uint64_t)hole - (uint64_t)lo));
-		if (rc || (uint64_t)hole >= hi)
-			return rc;
-		off = SYS(SYS_lseek, sfd, hole, SEEK_DATA, 0, 0, 0);
-	}
-	return off < 0 && off != -ENXIO ? off : 0;
+	return each_extent(a, k, lo, extent_call, c->p);
 }
 
 /*
