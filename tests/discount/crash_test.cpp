@@ -11,6 +11,7 @@
 // segment and an undo log (--tracking undo) instead of the default; a
 // broken build of the latter that logs no before-image must be caught.
 #include <cstring>
+#include <functional>
 
 #include "harness.hpp"
 
@@ -87,16 +88,14 @@ TEST_CASE("ed survives SIGKILL under every protocol", "[crash][ed]")
 	run_all(dctest::ed_prog(), total_kills());
 }
 
-TEST_CASE("a protocol that skips the commit before a visible event is "
-	  "caught", "[crash][broken]")
+// A broken build must be caught: up to 6 kill runs, until one recovers
+// to a state that differs from a clean run.
+static void require_caught(const std::function<Outcome(test::Rng &)> &run)
 {
 	test::Rng rng(test::seed());
-	std::string lib = dctest::env_or("DC_BROKEN_LIB", "");
-	REQUIRE(!lib.empty());
-	int caught = 0, runs = 0;
-	for (; runs < 6 && caught == 0; runs++) {
-		Outcome o = dctest::crash_run(dctest::bc_prog(), "cbndvs", 10,
-			rng, lib);
+	int caught = 0;
+	for (int runs = 0; runs < 6 && caught == 0; runs++) {
+		Outcome o = run(rng);
 		if (!o.equivalent || !o.files_equal) {
 			caught++;
 			WARN("broken variant caught: " << o.why);
@@ -105,25 +104,29 @@ TEST_CASE("a protocol that skips the commit before a visible event is "
 	REQUIRE(caught > 0);
 }
 
+TEST_CASE("a protocol that skips the commit before a visible event is "
+	  "caught", "[crash][broken]")
+{
+	std::string lib = dctest::env_or("DC_BROKEN_LIB", "");
+	REQUIRE(!lib.empty());
+	require_caught([&](test::Rng &rng) {
+		return dctest::crash_run(dctest::bc_prog(), "cbndvs", 10, rng,
+			lib);
+	});
+}
+
 TEST_CASE("memory in the segment without before-images is caught",
 	"[crash][broken-undo]")
 {
 	// the broken build writes no undo entry: a kill after the program
 	// changed memory since its last checkpoint leaves the change in the
 	// segment, and the recovered run diverges
-	test::Rng rng(test::seed());
 	std::string lib = dctest::env_or("DC_BROKEN_UNDO_LIB", "");
 	REQUIRE(!lib.empty());
-	int caught = 0, runs = 0;
-	for (; runs < 6 && caught == 0; runs++) {
-		Outcome o = dctest::crash_run(dctest::bc_prog(), "cbndvs", 10,
-			rng, lib, 4, "/dev/shm", "undo");
-		if (!o.equivalent || !o.files_equal) {
-			caught++;
-			WARN("broken variant caught: " << o.why);
-		}
-	}
-	REQUIRE(caught > 0);
+	require_caught([&](test::Rng &rng) {
+		return dctest::crash_run(dctest::bc_prog(), "cbndvs", 10, rng,
+			lib, 4, "/dev/shm", "undo");
+	});
 }
 
 TEST_CASE("bc survives SIGKILL with the redo log flushed at every commit",
