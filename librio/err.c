@@ -23,10 +23,18 @@ rio_errormsg(void)
 	return msg;
 }
 
+/*
+ * Format into a scratch buffer first: callers often wrap the previous
+ * message ("...: %s", rio_errormsg()), and vsnprintf into the buffer it
+ * reads from is undefined behaviour (it garbles the text on glibc).
+ */
 static void
 vset(const char *fmt, va_list ap)
 {
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	char line[RIO__MSG_MAX];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	memcpy(msg, line, sizeof(msg));
 }
 
 int

@@ -282,3 +282,17 @@ TEST_CASE("error codes have names, texts and messages", "[pool][errors]")
 	REQUIRE(rio_seterr(-EIO, "context %d", 7) == -EIO);
 	REQUIRE(std::string(rio_errormsg()) == "context 7");
 }
+
+TEST_CASE("a message may wrap the previous one", "[pool][errors]")
+{
+	/* The libraries above librio add context to a lower layer's
+	 * message by passing rio_errormsg() back in as an argument. */
+	rio_seterr(RIO_ELAYOUT, "layout \"%s\" expected", "vista-log");
+	REQUIRE(rio_seterr(-EINVAL, "%s is not a vista log: %s", "/x/log",
+			rio_errormsg()) == -EINVAL);
+	REQUIRE(std::string(rio_errormsg()) ==
+		"/x/log is not a vista log: layout \"vista-log\" expected");
+	rio_seterr(-EIO, "inner");
+	rio_seterr(-EIO, "%s; %s", rio_errormsg(), rio_errormsg());
+	REQUIRE(std::string(rio_errormsg()) == "inner; inner");
+}
