@@ -463,6 +463,24 @@ load_candidates(int fd, const char *image, struct candidate c[2], int *n)
 	return 0;
 }
 
+/*
+ * Superblock k is blank: zeroed by a sync that retracted it (I2), or never
+ * written.  Anything else is a copy the image claims to have, so if it
+ * does not verify it is torn or corrupt.
+ */
+static bool
+super_is_blank(int fd, unsigned k)
+{
+	uint64_t blk[RIO_IMG_BLOCK / sizeof(uint64_t)];
+
+	if (rio__pread_all(fd, blk, sizeof(blk), (off_t)k * RIO_IMG_BLOCK))
+		return true; /* short file: the slot was never written */
+	for (size_t i = 0; i < sizeof(blk) / sizeof(blk[0]); i++)
+		if (blk[i] != 0)
+			return false;
+	return true;
+}
+
 int
 rio_image_check(const char *image, struct rio_image_info *info)
 {
@@ -485,6 +503,9 @@ rio_image_check(const char *image, struct rio_image_info *info)
 		if (best < 0)
 			best = i;
 	}
+	for (unsigned k = 0; rc == 0 && k < 2; k++)
+		if (!super_is_blank(fd, k))
+			info->present_slots++;
 	if (rc == 0 && best < 0)
 		rc = rio__err(RIO_EIMAGE, "%s: no valid copy in the image",
 			image);

@@ -21,7 +21,11 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "rio_int.h"
 
@@ -32,6 +36,93 @@ static struct sigaction previous[NSIGS];
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static int install_rc;
 static int dying; /* first thread to take the fatal path */
+
+/* ---- protection keys across the handler ----
+ *
+ * The kernel runs a handler with the default PKRU, which denies every key
+ * but 0 (so a pool tagged with a key cannot even be read), and restores
+ * the PKRU saved in the signal frame when the handler returns.  The
+ * handler therefore first takes the rights of the code it interrupted (a
+ * fault hook reads and writes pools as that code could), and before it
+ * returns from a resolved fault it stores the rights it leaves into the
+ * frame, so a window a hook opened stays open for the retried store.
+ * The saved PKRU is state component 9 of the frame's XSAVE area, which
+ * the kernel writes in the standard (non-compacted) format, at the offset
+ * CPUID leaf 0xD sub-leaf 9 gives.
+ */
+#define XSAVE_SW_OFF 464        /* struct _fpx_sw_bytes in the fxsave area */
+#define XSAVE_MAGIC1 0x46505853u /* FP_XSTATE_MAGIC1: an XSAVE area follows */
+#define XSAVE_HDR_OFF 512       /* xstate_bv */
+#define XFEATURE_PKRU 9
+
+static unsigned pkru_off; /* 0: no PKRU in XSAVE (or not x86-64) */
+
+static void
+pkru_probe(void)
+{
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+
+	if (__get_cpuid_count(0xd, 0, &a, &b, &c, &d) &&
+	    (a & (1u << XFEATURE_PKRU)) &&
+	    __get_cpuid_count(0xd, XFEATURE_PKRU, &a, &b, &c, &d) && a >= 4)
+		pkru_off = b;
+#endif
+}
+
+/* The interrupted context's PKRU in the frame, or NULL (no pkeys). */
+static uint32_t *
+frame_pkru(void *ucp)
+{
+#if defined(__x86_64__)
+	ucontext_t *uc = ucp;
+	char *fp;
+	uint32_t magic1;
+	uint64_t xfeatures, *bv;
+
+	if (pkru_off == 0 || uc == NULL || uc->uc_mcontext.fpregs == NULL)
+		return NULL;
+	fp = (char *)uc->uc_mcontext.fpregs;
+	memcpy(&magic1, fp + XSAVE_SW_OFF, sizeof(magic1));
+	memcpy(&xfeatures, fp + XSAVE_SW_OFF + 8, sizeof(xfeatures));
+	if (magic1 != XSAVE_MAGIC1 || !(xfeatures & (1u << XFEATURE_PKRU)))
+		return NULL;
+	bv = (uint64_t *)(void *)(fp + XSAVE_HDR_OFF);
+	if (!(*bv & (1u << XFEATURE_PKRU))) {
+		/* The component is in its init state, PKRU 0 (all
+		 * allowed): make that explicit so it can be read and
+		 * written like a saved value. */
+		*(uint32_t *)(void *)(fp + pkru_off) = 0;
+		*bv |= 1u << XFEATURE_PKRU;
+	}
+	return (uint32_t *)(void *)(fp + pkru_off);
+#else
+	(void)ucp;
+	return NULL;
+#endif
+}
+
+#if defined(__x86_64__)
+static inline uint32_t
+rdpkru(void)
+{
+	uint32_t eax, edx;
+
+	__asm__ volatile(".byte 0x0f,0x01,0xee" /* rdpkru */
+			 : "=a"(eax), "=d"(edx) : "c"(0));
+	return eax;
+}
+
+static inline void
+wrpkru(uint32_t v)
+{
+	__asm__ volatile(".byte 0x0f,0x01,0xef" /* wrpkru */
+			 : : "a"(v), "c"(0), "d"(0) : "memory");
+}
+#else
+static inline uint32_t rdpkru(void) { return 0; }
+static inline void wrpkru(uint32_t v) { (void)v; }
+#endif
 
 static int
 sig_index(int sig)
@@ -201,12 +292,17 @@ handler(int sig, siginfo_t *si, void *uc)
 {
 	int saved_errno = errno;
 	bool wild = false;
+	uint32_t *pkru = frame_pkru(uc);
 
+	if (pkru != NULL)
+		wrpkru(*pkru); /* the interrupted code's rights */
 	if (sig == SIGSEGV) {
 		struct sbuf s = { .n = 0 };
 		rio_pool *p;
 
 		if (rio__fault_hooks_run(si->si_addr)) {
+			if (pkru != NULL)
+				*pkru = rdpkru(); /* windows the hook opened */
 			errno = saved_errno;
 			return; /* resolved: retry the store */
 		}
@@ -228,6 +324,7 @@ install(void)
 {
 	struct sigaction sa;
 
+	pkru_probe();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = handler;
 	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;

@@ -433,7 +433,12 @@ RIO_EXPORT int rio_unprotect(rio_pool *pool);
  * not protected the calls only count.
  */
 RIO_EXPORT int rio_write_begin(rio_pool *pool, void *addr, size_t len);
-/* Close a window; RIO_EWINDOW if no window covers the range. */
+/*
+ * Close a window; RIO_EWINDOW if no window covers the range.  Under
+ * protection keys a window opens the whole pool to the calling thread and
+ * only the count of open windows is kept, so RIO_EWINDOW then means "no
+ * window open on this thread" and the range itself is not checked.
+ */
 RIO_EXPORT int rio_write_end(rio_pool *pool, void *addr, size_t len);
 RIO_EXPORT bool rio_pool_protected(const rio_pool *pool);
 RIO_EXPORT bool rio_pkeys_available(void);
@@ -476,8 +481,15 @@ struct rio_image_info {
 	uint8_t pool_uuid[16];
 	int slot;            /* 0 or 1 */
 	int valid_slots;     /* how many slots verified */
+	int present_slots;   /* slots whose superblock is not blank; any of
+	                        them beyond valid_slots is torn or corrupt */
 };
-/* Verify an image file and describe its newest valid copy. */
+/*
+ * Verify an image file and describe its newest valid copy.  Returns 0 when
+ * at least one copy verifies (a restore would use it: check
+ * present_slots > valid_slots for a bad copy beside it), RIO_EIMAGE when
+ * none does, -errno when the file cannot be read.
+ */
 RIO_EXPORT int rio_image_check(const char *image_path,
 	struct rio_image_info *info);
 

@@ -6,6 +6,7 @@
  * Exit codes: 0 success, 1 the operation failed (or found damage),
  * 2 usage error.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -20,6 +21,7 @@
 #include "rio.h"
 
 #define EXIT_USAGE 2
+#define EXIT_DAMAGED 3 /* check: usable, but a copy of the image is bad */
 
 static void
 usage(FILE *f)
@@ -35,6 +37,8 @@ usage(FILE *f)
 		"                           create a pool (SIZE accepts K/M/G; -S keeps\n"
 		"                           a safe-sync image PATH.img)\n"
 		"  check PATH               validate a pool header and its image\n"
+		"                           (exit 1: unusable; 3: a bad image copy,\n"
+		"                           a restore would use an older one)\n"
 		"  dump [-o OFF] [-n LEN] PATH\n"
 		"                           print the header and a hex dump of the\n"
 		"                           user area (OFF/LEN relative to it)\n"
@@ -52,25 +56,34 @@ fail(const char *what, int rc)
 	return 1;
 }
 
+/*
+ * A size: decimal, 0x hex or 0 octal, with an optional k/M/G/T suffix
+ * (powers of 1024).  A sign, blanks, trailing text, or a value that does
+ * not fit in size_t once scaled is an error, never a wrapped value.
+ */
 static int
 parse_size(const char *s, size_t *out)
 {
 	char *end;
 	unsigned long long v;
+	unsigned shift = 0;
 
+	if (!isdigit((unsigned char)*s)) /* strtoull would take "-1", " 1" */
+		return -1;
 	errno = 0;
 	v = strtoull(s, &end, 0);
 	if (errno || end == s)
 		return -1;
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
 	default: break;
 	}
-	if (*end != '\0')
+	if (*end != '\0' || v > (SIZE_MAX >> shift))
 		return -1;
-	*out = (size_t)v;
+	*out = (size_t)(v << shift);
 	return 0;
 }
 
@@ -288,6 +301,13 @@ cmd_check(int argc, char **argv)
 		if (rc) {
 			fail(img, rc);
 			bad = 1;
+		} else if (info.present_slots > info.valid_slots) {
+			printf("image      DAMAGED: %d of 2 copies torn or "
+			       "corrupt; a restore would use generation %"
+			       PRIu64 " in slot %d\n",
+				info.present_slots - info.valid_slots,
+				info.generation, info.slot);
+			bad = EXIT_DAMAGED;
 		} else {
 			printf("image      ok: generation %" PRIu64
 			       " in slot %d, %d of 2 copies valid\n",
