@@ -2,8 +2,7 @@
 /*
  * isa_probe.c -- librio's inline persistence primitives, compiled as C
  * with the project's flags (as libvista and every other caller compiles
- * them), behind calls that isa_test.cpp single-steps; and the switch of
- * the trap flag that makes the CPU stop after every instruction.
+ * them), behind calls that isa_test.cpp single-steps (isa_step.hpp).
  */
 #include "rio.h"
 
@@ -16,8 +15,6 @@ PROBE void isa_memcpy_nodrain(const rio_pool *p, void *d, const void *s,
 	size_t n);
 PROBE void isa_memcpy_persist(const rio_pool *p, void *d, const void *s,
 	size_t n);
-PROBE void isa_step_on(void);
-PROBE void isa_step_off(void);
 
 void
 isa_flush(const rio_pool *p, const void *a, size_t n)
@@ -47,23 +44,4 @@ void
 isa_memcpy_persist(const rio_pool *p, void *d, const void *s, size_t n)
 {
 	rio_memcpy_persist(p, d, s, n);
-}
-
-/*
- * EFLAGS.TF: from the instruction after the popfq on, the CPU raises a
- * debug trap (SIGTRAP) after each instruction.  Own functions, not inline
- * asm in a caller, so that pushfq cannot clobber a caller's red zone.
- */
-void
-isa_step_on(void)
-{
-	__asm__ volatile("pushfq\n\torq $0x100, (%%rsp)\n\tpopfq"
-		::: "memory", "cc");
-}
-
-void
-isa_step_off(void)
-{
-	__asm__ volatile("pushfq\n\tandq $~0x100, (%%rsp)\n\tpopfq"
-		::: "memory", "cc");
 }
