@@ -445,7 +445,7 @@ chain_next(struct vista_lane *l)
 	return 0;
 }
 
-/* Commit with frees, open pages, a tracer, or the page domain; chain:
+/* Commit with frees, open pages, or the page domain; chain:
  * then begin the next transaction (vista_chain_transaction). */
 static int
 commit_slow(struct vista_lane *l, bool chain)
