@@ -164,9 +164,12 @@ struct Judge {
 	}
 };
 
-const size_t offsets[] = { 0, 1, 8, 31, 32, 56, 63, 64 + 17 };
-const size_t lengths[] = { 0, 1, 7, 8, 9, 56, 63, 64, 65, 127, 128, 129,
-	191, 255, 256, 257, 319, 320, 1000, 4096 };
+// Line-aligned, 8-aligned and odd starts, the first and last byte of a
+// line; lengths within a line, a line and either side of one, two lines,
+// either side of the non-temporal threshold, and long.
+const size_t offsets[] = { 0, 1, 8, 32, 56, 63, 64 + 17 };
+const size_t lengths[] = { 0, 1, 7, 8, 56, 63, 64, 65, 127, 128, 129, 255,
+	256, 257, 320, 1000 };
 
 } // namespace
 
