@@ -236,8 +236,10 @@ mark_done(struct vista_lane *l, unsigned idx)
 			__atomic_store_n(&h->done[w],
 				w == idx / 64 ? 1ull << (idx % 64) : 0,
 				__ATOMIC_RELAXED);
+#ifndef VISTA_BROKEN_DONE_ORDER
 		vista__flush(l, l->v->log, h->done, sizeof(h->done));
 		vista__drain(l);
+#endif
 		__atomic_store_n(&h->done_gen, l->gen, __ATOMIC_RELAXED);
 	} else {
 		__atomic_store_n(&h->done[idx / 64],

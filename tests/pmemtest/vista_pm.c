@@ -17,6 +17,10 @@
  *                 the heap's own check passes
  *   abort         garbage stored under set ranges, then aborted, between
  *                 committed updates; a == b
+ *   abort_persisted  the same, the garbage made durable before the abort
+ *                 (rio_persist: what an eviction of the lines can do at
+ *                 any time, which pmemtest models at fences only); the
+ *                 restored images must be durable before the truncation
  *   auto          VISTA_TX_AUTO: no set_range, stores on two pages; a == b
  *   auto_chain    the same as one chain of automatic transactions
  *                 (vista_chain_transaction), with aborted links and a page
@@ -32,6 +36,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rio.h>
 #include <vista.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -98,7 +103,7 @@ struct pair {
 };
 
 static int
-run_pair(struct env *e, bool with_abort, bool automatic)
+run_pair(struct env *e, bool with_abort, bool automatic, bool durable_garbage)
 {
 	struct pair *p = (struct pair *)e->b[0];
 	uint64_t *b2 = (uint64_t *)(e->b[0] + 8192); /* another page */
@@ -109,6 +114,9 @@ run_pair(struct env *e, bool with_abort, bool automatic)
 			OK(vista_set_range(e->v, p, sizeof(*p)));
 			p->a = 0xdead;
 			p->b = 0xbeef;
+			if (durable_garbage)
+				rio_persist(vista_segment_pool(e->s[0]), p,
+					sizeof(*p));
 			OK(vista_abort_transaction(e->v));
 		}
 		OK(vista_begin_transaction(e->v, automatic ? VISTA_TX_AUTO : 0));
@@ -338,9 +346,14 @@ struct scenario {
 	int (*check)(struct env *e);
 };
 
-static int run_one(struct env *e) { return run_pair(e, false, false); }
-static int run_abort(struct env *e) { return run_pair(e, true, false); }
-static int run_auto(struct env *e) { return run_pair(e, false, true); }
+static int run_one(struct env *e) { return run_pair(e, false, false, false); }
+static int run_abort(struct env *e) { return run_pair(e, true, false, false); }
+static int
+run_abort_persisted(struct env *e)
+{
+	return run_pair(e, true, false, true);
+}
+static int run_auto(struct env *e) { return run_pair(e, false, true, false); }
 static int check_one(struct env *e) { return check_pair(e, false); }
 static int check_auto(struct env *e) { return check_pair(e, true); }
 
@@ -350,6 +363,7 @@ static const struct scenario scenarios[] = {
 	{ "multi_segment", 2, run_multi, check_multi },
 	{ "heap", 1, run_heap, check_heap },
 	{ "abort", 1, run_abort, check_one },
+	{ "abort_persisted", 1, run_abort_persisted, check_one },
 	{ "auto", 1, run_auto, check_auto },
 	{ "auto_chain", 1, run_chain, check_auto },
 };
@@ -391,6 +405,7 @@ CHECKER(many_ranges)
 CHECKER(multi_segment)
 CHECKER(heap)
 CHECKER(abort)
+CHECKER(abort_persisted)
 CHECKER(auto)
 CHECKER(auto_chain)
 

@@ -24,10 +24,14 @@
 //   [recovery]  power cuts while recovering from a power cut.
 //   [partial]   after a cut, a run maps A alone, recovers it and commits
 //               new work to it; a later run maps B: A's new work must stay.
+//   [done]      power cuts at every fence of a partial recovery whose lane
+//               header still holds an older transaction's done bits, each
+//               pending line torn: the header must never pair this
+//               transaction's generation with the old bits.
 //
 // Broken builds (meson: vista_crash_broken_*) link a libvista made with
-// -DVISTA_BROKEN_COMMIT_ORDER, _NO_LOG_PERSIST or _PARTIAL_REDO: the test
-// that must catch them passes only if it does.
+// -DVISTA_BROKEN_COMMIT_ORDER, _NO_LOG_PERSIST, _PARTIAL_REDO or
+// _DONE_ORDER: the test that must catch them passes only if it does.
 #include <poll.h>
 
 #include <sstream>
@@ -420,13 +424,16 @@ struct Outcome {
 };
 
 // Which broken build this test program was made for, if any.
-enum Broken { NONE, COMMIT_ORDER, NO_LOG_PERSIST, PARTIAL_REDO };
+enum Broken { NONE, COMMIT_ORDER, NO_LOG_PERSIST, PARTIAL_REDO,
+	DONE_ORDER };
 #if defined(VISTA_BROKEN_COMMIT_ORDER)
 const Broken broken = COMMIT_ORDER;
 #elif defined(VISTA_BROKEN_NO_LOG_PERSIST)
 const Broken broken = NO_LOG_PERSIST;
 #elif defined(VISTA_BROKEN_PARTIAL_REDO)
 const Broken broken = PARTIAL_REDO;
+#elif defined(VISTA_BROKEN_DONE_ORDER)
+const Broken broken = DONE_ORDER;
 #else
 const Broken broken = NONE;
 #endif
@@ -579,5 +586,97 @@ TEST_CASE("partial recovery: A alone, new work on A, then B",
 		if (!c.judge(it, why, catches))
 			break;
 	}
+	c.verdict(catches);
+}
+
+// A transfer of amt from A's counter 0 to B's, left open: the process
+// dies with the transaction's stores in the pools (kill semantics).
+static void interrupted_transfer(const Files &f, unsigned flags, int64_t amt)
+{
+	auto r = test::run_child([&] {
+		Inst in;
+		if (open_inst(f, flags, in) ||
+		    vista_begin_transaction(in.v, 0) ||
+		    vista_set_range(in.v, &in.root[0]->counter[0], 8) ||
+		    vista_set_range(in.v, &in.root[1]->counter[0], 8))
+			_exit(30);
+		in.root[0]->counter[0] -= amt;
+		in.root[1]->counter[0] += amt;
+		_exit(0);
+	});
+	INFO(r.err);
+	REQUIRE((r.exited && r.code == 0));
+}
+
+// Map one segment alone (recovering its part), then close.
+static void recover_alone(const Files &f, unsigned flags, bool a)
+{
+	Inst in;
+	VREQUIRE_OK(open_inst(f, flags, in, a, !a));
+	VREQUIRE_OK(vista_fini(in.v));
+}
+
+static void copy_files(const std::vector<std::string> &from,
+	const std::vector<std::string> &to)
+{
+	for (size_t i = 0; i < from.size(); i++) {
+		test::write_file(to[i], test::read_file(from[i]));
+		unlink((to[i] + ".shadow").c_str());
+	}
+}
+
+TEST_CASE("partial recovery's done bits under power cuts at every fence",
+	"[crash][done]")
+{
+	// 1. A transaction on A and B dies; 2. B is recovered alone: the lane
+	// header says done = {B} for that generation; 3. A alone: the lane
+	// is truncated, done[] keeps {B} (of an older generation now);
+	// 4. another transaction on A and B dies in the same lane.
+	// 5. A is recovered alone and the power fails at each of its fences
+	// in turn, every pending line torn: done[] = {A} must be durable
+	// before done_gen names the new generation, or the header can say
+	// "B done" for it and B's before-image is never applied.
+	// 6. Everything is recovered: the money must add up.
+	bool catches = broken == DONE_ORDER;
+	Campaign c(RIO_FORCE_CACHELINE, 40);
+	interrupted_transfer(c.f, c.flags, 10);
+	recover_alone(c.f, c.flags, false);
+	recover_alone(c.f, c.flags, true);
+	interrupted_transfer(c.f, c.flags, 7);
+	std::vector<std::string> snap = { c.f.dir / "log.snap",
+		c.f.dir / "a.snap", c.f.dir / "b.snap" };
+	copy_files(c.f.all(), snap);
+	// The fences of step 5, counted in a run that loses no power.
+	auto dry = test::run_child([&] {
+		pc::install(0, 1);
+		Inst in;
+		int rc = open_inst(c.f, c.flags, in, true, false);
+		_exit(rc ? 255 : (int)std::min<uint64_t>(pc::st().drains, 250));
+	});
+	INFO(dry.err);
+	REQUIRE(dry.exited);
+	REQUIRE(dry.code >= 2);
+	REQUIRE(dry.code < 250);
+	bool go = true;
+	for (int cut_at = 1; cut_at <= dry.code && go; cut_at++)
+		for (int it = 0; it < c.n && go; it++) {
+			copy_files(snap, c.f.all());
+			uint64_t seed = c.rng.next();
+			auto r = test::run_child([&] {
+				pc::install((uint64_t)cut_at, seed, true);
+				Inst in;
+				int rc = open_inst(c.f, c.flags, in, true, false);
+				_exit(rc ? 30 : 0);
+			});
+			INFO(r.err);
+			REQUIRE(r.signal == SIGKILL);
+			pc::adopt(c.f.all());
+			c.o.kills++;
+			std::string why = check(c.f, c.flags, 0);
+			if (!why.empty())
+				why = "power cut at fence " +
+					std::to_string(cut_at) + ": " + why;
+			go = c.judge(it, why, catches);
+		}
 	c.verdict(catches);
 }

@@ -51,6 +51,7 @@ struct State {
 	size_t npend = 0;
 	uint64_t drains = 0, cut_at = 0;
 	uint64_t rng = 1;
+	bool tear_all = false; // every pending line torn at the cut
 	uint64_t next()
 	{
 		uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
@@ -105,7 +106,7 @@ inline void apply_pending()
 	for (size_t i = 0; i < s.npend; i++) {
 		uint64_t r = s.next() % 4; // 1/4 lost, 1/2 whole, 1/4 torn
 		persist_line(s.sh[s.pend[i].shadow], s.pend[i].off,
-			r == 0 ? 0 : r == 3 ? 2 : 1);
+			s.tear_all || r == 3 ? 2 : r == 0 ? 0 : 1);
 	}
 	for (int k = 0; k < s.nsh; k++) {
 		Shadow &h = s.sh[k];
@@ -196,7 +197,9 @@ inline void on_unmapping(const rio_pool *p, void *, size_t)
 }
 
 // Install in a child: the power fails at drain number cut_at (0: never).
-inline void install(uint64_t cut_at, uint64_t seed)
+// tear_all: every line pending then keeps a random subset of its 8-byte
+// words (the cases that tell one word of a line from another, every time).
+inline void install(uint64_t cut_at, uint64_t seed, bool tear_all = false)
 {
 	// A discarded range changes nothing here: its lines may be evicted
 	// or not, like any other dirty line.
@@ -205,6 +208,7 @@ inline void install(uint64_t cut_at, uint64_t seed)
 	State &s = st();
 	s.cut_at = cut_at;
 	s.rng = seed;
+	s.tear_all = tear_all;
 	rio_trace_set(&ops);
 }
 
