@@ -22,10 +22,11 @@
  *   L4. Every record carries check = rio_checksum of everything after
  *       its tag (header words, descriptors, before-images), in every
  *       domain, and its tag is stored last, only once the rest of the
- *       record is durable: byte domain, by program order; a record of one
- *       line, because a line persists whole; a longer record, after a fence
- *       (the one fence a record costs beyond L2, and only in the cacheline
- *       and page domains).  So a present tag means a complete record: a
+ *       record is durable: byte domain, by program order; cacheline and
+ *       page domains, after a fence (the one fence a record costs beyond
+ *       L2: only aligned 8-byte stores are failure-atomic, so not even a
+ *       one-line record may count on its line persisting whole).  So a
+ *       present tag means a complete record: a
  *       record whose tag is present but whose check fails is corrupt, and
  *       recovery refuses it (recover.c C2) instead of taking it for torn.
  *   L5. A record line this process wrote is durable with its content
@@ -189,14 +190,10 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 		 * below it. */
 		__asm__ volatile("" ::: "memory");
 		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);
-	} else if (len <= VISTA_REC_ALIGN) {
-		/* One line: it persists whole, tag and all. */
-		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);
-		plan_flush(l, &f);
 	} else {
-		/* Several lines, which persist in any order: the rest of
-		 * the record is durable before the tag says it is
-		 * complete... */
+		/* Lines persist in any order, and so do the 8-byte words of
+		 * a line: the rest of the record is durable before the tag
+		 * says it is complete... */
 		plan_flush(l, &f);
 		vista__drain(l);
 		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);

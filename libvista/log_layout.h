@@ -18,8 +18,8 @@
  * lane always form a prefix of its record area.
  *
  * Torn or corrupt.  A record's tag is stored last, once the rest of the
- * record is durable (byte domain: program order; one-line records: the
- * line persists whole; longer records: a fence first), so a record whose
+ * record is durable (byte domain: program order; cacheline and page
+ * domains: a fence first), so a record whose
  * tag is present is complete: if anything in it fails its check, it is
  * corrupt (VISTA_ECORRUPT), never skipped as torn.  A tag within
  * VISTA_TAG_SLACK bits of the expected one counts as present (flipped);
@@ -99,15 +99,17 @@ struct vista_segent {
  * says the records of segment-table entry i have been rolled back already
  * and must never be applied again.
  *
- * Both parts carry a check, and each update stores its check FIRST (the
- * check is the commit point), then the words it covers:
+ * Both parts carry a check, and the check decides:
  *   gen_check  = vista_lane_gen_check(seed, gen);
  *   done_check = vista_lane_done_check(seed, done_gen, done[]).
- * A reader accepts a matching check, or a check that matches the one
- * update that can be in flight (gen + 1; done[] plus one bit, or done_gen
- * = gen with one bit), and completes it; anything else is VISTA_ECORRUPT.
- * One flipped bit therefore never turns a pending transaction into a
- * committed one: it either yields the state before the flip or an error.
+ * A truncation stores gen_check and gen in one line with one fence, so a
+ * crash may leave either new: the reader takes the generation within one
+ * of gen whose check is stored (gen - 1, gen or gen + 1).  mark_done stores
+ * done_check and fences before it stores the words it covers: a reader
+ * finding the check of done[] plus one bit, or of {gen, one bit}, completes
+ * that update.  Anything else is VISTA_ECORRUPT.  One flipped bit therefore
+ * never turns a pending transaction into a committed one: it yields the
+ * state before the flip, or an error.
  */
 struct vista_lane_hdr {
 	uint64_t gen;      /* 0   current generation, >= 1 */

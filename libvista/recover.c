@@ -38,9 +38,9 @@
  *       undoes the same heap operations whatever was done before, so a
  *       crash during recovery is recovered by running it again.
  *   C4. A segment's rollback is durable before the lane header says the
- *       segment is done; done_check is stored before the words it covers
- *       (log_layout.h), so a torn update reads as the update done, and the
- *       lane is truncated only when every segment is done.
+ *       segment is done; done_check is durable before the words it covers
+ *       change (log_layout.h), so a torn update reads as the update done,
+ *       and the lane is truncated only when every segment is done.
  *   C5. vista_map validates everything the rollback of a segment will use
  *       before it stores anything: every descriptor lies in the arena or
  *       the heap header, every heap object fits the heap, every page map
@@ -95,7 +95,10 @@ read_lane_hdr(vista *v, struct vista_lane *l, struct lane_scan *s)
 	if (h.gen_check == vista_lane_gen_check(l->seed, h.gen)) {
 		s->gen = h.gen;
 	} else if (h.gen_check == vista_lane_gen_check(l->seed, h.gen + 1)) {
-		s->gen = h.gen + 1; /* a truncation stopped half way */
+		s->gen = h.gen + 1; /* a truncation cut short: its check */
+		s->fix_gen = true;
+	} else if (h.gen_check == vista_lane_gen_check(l->seed, h.gen - 1)) {
+		s->gen = h.gen - 1; /* the same, its gen: not committed */
 		s->fix_gen = true;
 	} else {
 		return vista__err(VISTA_ECORRUPT,
@@ -142,6 +145,8 @@ fix_lane_hdr(struct vista_lane *l, const struct lane_scan *s)
 	struct vista_lane_hdr *h = l->hdr;
 
 	if (s->fix_gen) {
+		__atomic_store_n(&h->gen_check,
+			vista_lane_gen_check(l->seed, s->gen), __ATOMIC_RELAXED);
 		__atomic_store_n(&h->gen, s->gen, __ATOMIC_RELAXED);
 		l->gen = s->gen;
 	}
@@ -355,6 +360,10 @@ mark_done(struct vista_lane *l, unsigned idx)
 		__atomic_store_n(&h->done_check,
 			vista_lane_done_check(l->seed, l->gen, d),
 			__ATOMIC_RELAXED);
+		/* The check is durable before the words change, so that a
+		 * crash among their stores reads as this update (C4). */
+		vista__flush(l, l->v->log, h, sizeof(*h));
+		vista__drain(l);
 		for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
 			__atomic_store_n(&h->done[w], d[w], __ATOMIC_RELAXED);
 		__atomic_store_n(&h->done_gen, l->gen, __ATOMIC_RELAXED);
@@ -365,6 +374,9 @@ mark_done(struct vista_lane *l, unsigned idx)
 		__atomic_store_n(&h->done_check,
 			vista_lane_done_check(l->seed, l->gen, d),
 			__ATOMIC_RELAXED);
+		/* As above: the check first. */
+		vista__flush(l, l->v->log, h, sizeof(*h));
+		vista__drain(l);
 		__atomic_store_n(&h->done[idx / 64], d[idx / 64],
 			__ATOMIC_RELAXED);
 	}

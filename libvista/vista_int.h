@@ -387,12 +387,11 @@ uint64_t vista__log_seed(uint64_t salt, unsigned lane);
 VISTA__INLINE void
 vista__log_truncate(struct vista_lane *l)
 {
-	/* The check of gen + 1 is the commit point: a reader that finds it
-	 * beside gen completes the move (log_layout.h)... */
+	/* gen + 1 and its check, in one line: a crash that keeps one of
+	 * the two is read as the generation the stored check names
+	 * (log_layout.h)... */
 	__atomic_store_n(&l->hdr->gen_check,
 		vista_lane_gen_check(l->seed, l->gen + 1), __ATOMIC_RELAXED);
-	/* ...then gen itself (same line: the byte domain keeps this order,
-	 * the others write the line back whole). */
 	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
 	/* Once durable the whole transaction is discarded: nothing after
 	 * this may assume the old records are still live, and the next
