@@ -349,3 +349,42 @@ TEST_CASE("a failed vista_map(VISTA_CREATE) leaves no file", "[corrupt]")
 		VISTA_CREATE, &s));
 	VREQUIRE_OK(vista_fini(v));
 }
+
+TEST_CASE("a valid record whose descriptor points into the heap metadata is "
+	  "refused before the rollback writes anything",
+	"[corrupt]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	setup(e);
+	std::string f = test::read_file(e.log);
+	off_t lh = lane0(e.log), r1 = lh + 64 + 64; // record 1
+	struct vista_log_hdr lhdr;
+	struct vista_lane_hdr h;
+	struct vista_rec r;
+	struct vista_rdesc d;
+	memcpy(&lhdr, f.data() + RIO_POOL_HDR_SIZE, sizeof(lhdr));
+	memcpy(&h, f.data() + lh, sizeof(h));
+	memcpy(&r, f.data() + r1, sizeof(r));
+	memcpy(&d, f.data() + r1 + sizeof(r), sizeof(d));
+	REQUIRE(r.len == 56);
+	struct vista_seg_hdr sh;
+	std::string s = test::read_file(e.seg("a"));
+	memcpy(&sh, s.data() + RIO_POOL_HDR_SIZE, sizeof(sh));
+	// Aim the image at page map entry 1, and checksum the record again
+	// as the library would: it is a complete, valid record.
+	d.off = sh.heap_off + VISTA_HEAP_HDR_SIZE + 8;
+	test::patch_file(e.log, r1 + sizeof(r), &d, sizeof(d));
+	f = test::read_file(e.log);
+	uint64_t seed = lhdr.salt ^ 0x9e3779b97f4a7c15ull; // lane 0
+	uint64_t check = rio_checksum(f.data() + r1 + 16, r.len - 16,
+		seed ^ (h.gen * 0xc2b2ae3d27d4eb4full) ^ 64);
+	test::patch_file(e.log, r1, &check, 8);
+	vista *v = e.open(); // the log itself is consistent
+	vista_segment *a = nullptr;
+	VREQUIRE_RC(vista_map(v, e.seg("a").c_str(), nullptr, 0, 0, &a),
+		VISTA_ECORRUPT);
+	REQUIRE(std::string(vista_errormsg()).find("outside") !=
+		std::string::npos);
+	REQUIRE(test::read_file(e.seg("a")) == s);
+	VREQUIRE_OK(vista_fini(v));
+}
