@@ -95,7 +95,6 @@ rec_start(struct vista_lane *l, uint64_t w2, uint64_t w3)
 	return r;
 }
 
-/* Seal or checksum the record (L4), start its write-back, advance. */
 /*
  * The lines of a record's data to flush, in address order, each once (L5),
  * flushed as soon as a run of them is complete.  Lines below `floor` hold

@@ -235,7 +235,7 @@ struct vista {
 	size_t lane_size;
 	uint64_t salt;
 	uint8_t log_uuid[16]; /* the log pool's uuid: segments bind to it */
-	bool sealed;      /* byte domain: records sealed by store order */
+	bool sealed;      /* byte domain: program order; no flush, no tag fence */
 	bool page_domain; /* msync domain: check rio_pool_error at commit */
 	unsigned seg_rio_flags; /* rio flags every segment is opened with */
 	int fatal;        /* sticky VISTA_EFATAL cause (atomic), 0 if none */
