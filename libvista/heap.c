@@ -882,7 +882,9 @@ vista_heap_check(vista_segment *seg, struct vista_heap_info *info)
 	if (seg == NULL)
 		return vista__err(-EINVAL, "vista_heap_check: NULL segment");
 	pthread_mutex_lock(&seg->heap.lock);
-	rc = walk_heap(seg, &w);
+	rc = hh_verify(seg, seg->heap.hh);
+	if (rc == 0)
+		rc = walk_heap(seg, &w);
 	pthread_mutex_unlock(&seg->heap.lock);
 	if (rc == 0 && info != NULL)
 		*info = w.info;
