@@ -345,8 +345,8 @@ walk_heap(struct vista_segment *seg, struct walk *w)
 		unsigned kind = vista_pg_kind(e), cls = vista_pg_class(e);
 		uint32_t n = vista_pg_n(e);
 
-		if (e & VISTA_PG_RESERVED_MASK)
-			return corrupt(seg, p, "reserved page map bits set");
+		if (!vista_pg_ok(e))
+			return corrupt(seg, p, "page map entry fails its check");
 		switch (kind) {
 		case VISTA_PG_FREE:
 			if (e != 0 || !run_empty(h, p))
@@ -479,6 +479,39 @@ vista__heap_obj_ok(const struct vista_segment *seg, const struct vista_robj *o)
 
 /* ---- open / close ---- */
 
+static int
+hh_verify(const struct vista_segment *seg, const struct vista_heap_hdr *hh)
+{
+	for (unsigned i = 0; i < 5; i++)
+		if (hh->reserved[i])
+			return vista__err(VISTA_ECORRUPT,
+				"heap of segment %s: reserved header words are "
+				"not zero", rio_pool_path(seg->pool));
+	if (hh->check != vista_heap_hdr_check(hh))
+		return vista__err(VISTA_ECORRUPT,
+			"heap of segment %s: the heap header (root offset %llu, "
+			"%llu bytes) fails its check", rio_pool_path(seg->pool),
+			(unsigned long long)hh->root_off,
+			(unsigned long long)hh->root_size);
+	return 0;
+}
+
+int
+vista__heap_precheck(const struct vista_segment *seg,
+	const unsigned char hhb[VISTA_HEAP_HDR_SIZE])
+{
+	const uint64_t *pm = (const uint64_t *)(const void *)(seg->base +
+		seg->hdr->heap_off + VISTA_HEAP_HDR_SIZE);
+	struct vista_heap_hdr hh;
+
+	memcpy(&hh, hhb, sizeof(hh));
+	for (uint64_t p = 0; p < seg->hdr->npages; p++)
+		if (!vista_pg_ok(ld(&pm[p])))
+			return corrupt(seg, (uint32_t)p,
+				"page map entry fails its check");
+	return hh_verify(seg, &hh);
+}
+
 int
 vista__heap_open(struct vista_segment *seg)
 {
@@ -504,7 +537,9 @@ vista__heap_open(struct vista_segment *seg)
 		h->head[c] = VISTA__NIL;
 	for (uint32_t p = 0; p < h->npages; p++)
 		h->lprev[p] = VISTA__UNLISTED;
-	rc = walk_heap(seg, &w);
+	rc = hh_verify(seg, h->hh);
+	if (rc == 0)
+		rc = walk_heap(seg, &w);
 	if (rc)
 		return rc;
 	if (h->hh->root_off) {
@@ -807,13 +842,14 @@ vista_root(vista_segment *seg, size_t size, void **root)
 	if (rc == 0)
 		rc = open_block(l, seg, p, size);
 	if (rc == 0)
-		rc = vista__declare(l, seg, h->hh, 2 * sizeof(uint64_t), true);
+		rc = vista__declare(l, seg, h->hh, sizeof(*h->hh), true);
 	if (rc == 0) {
 		/* Inside the transaction: an abort or a crash frees the
-		 * block and puts the root back to none. */
+		 * block and puts the root and its check back. */
 		memset(p, 0, size);
 		h->hh->root_off = (uint64_t)((char *)p - seg->base);
 		h->hh->root_size = size;
+		h->hh->check = vista_heap_hdr_check(h->hh);
 		VISTA__STAT_ADD(l, heap_allocs, 1);
 	}
 	pthread_mutex_unlock(&h->lock);
@@ -846,7 +882,9 @@ vista_heap_check(vista_segment *seg, struct vista_heap_info *info)
 	if (seg == NULL)
 		return vista__err(-EINVAL, "vista_heap_check: NULL segment");
 	pthread_mutex_lock(&seg->heap.lock);
-	rc = walk_heap(seg, &w);
+	rc = hh_verify(seg, seg->heap.hh);
+	if (rc == 0)
+		rc = walk_heap(seg, &w);
 	pthread_mutex_unlock(&seg->heap.lock);
 	if (rc == 0 && info != NULL)
 		*info = w.info;

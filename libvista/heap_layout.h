@@ -25,6 +25,7 @@
 #ifndef VISTA_HEAP_LAYOUT_H
 #define VISTA_HEAP_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "rio.h"
@@ -34,12 +35,46 @@
 struct vista_heap_hdr {
 	uint64_t root_off;  /* 0  root object, offset from the segment base */
 	uint64_t root_size; /* 8  bytes asked for when it was made */
-	uint64_t reserved[6]; /* 16 zero */
+	uint64_t reserved[5]; /* 16 zero */
+	uint64_t check;     /* 56 vista_heap_hdr_check(): 0 when all is 0 */
 };
 RIO_STATIC_ASSERT(sizeof(struct vista_heap_hdr) == VISTA_HEAP_HDR_SIZE,
 	"heap header is one cache line");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_heap_hdr, check) == 56,
+	"heap header check is last");
 
-/* Page map entry: kind in bits 0..7, class in 8..15, n in 32..63. */
+#define VISTA_HEAP_CSUM_SEED 0x5649535441485048ull /* "VISTAHPH" */
+
+/* Check of the heap header's first 56 bytes; an all-zero header (a new
+ * segment) has check 0. */
+static inline uint64_t
+vista_heap_hdr_check(const struct vista_heap_hdr *h)
+{
+	static const uint64_t zero[7] = { 0 };
+	return rio_checksum(h, 56, VISTA_HEAP_CSUM_SEED) ^
+		rio_checksum(zero, 56, VISTA_HEAP_CSUM_SEED);
+}
+
+/*
+ * Page map entry: kind in bits 0..7, class in 8..15, check in 16..31, n in
+ * 32..63.  The check is the CRC-16/CCITT (polynomial 0x1021, initial value
+ * 0) of the other six bytes, so a FREE entry is all zero and any one, two
+ * or three flipped bits make an entry fail (vista_pg_ok).
+ */
+static inline unsigned
+vista_pg_crc(uint64_t e)
+{
+	unsigned crc = 0;
+	for (int i = 0; i < 8; i++) {
+		if (i == 2 || i == 3)
+			continue; /* the check's own bytes */
+		crc ^= (unsigned)((e >> (8 * i)) & 0xff) << 8;
+		for (int b = 0; b < 8; b++)
+			crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff :
+					       (crc << 1) & 0xffff;
+	}
+	return crc;
+}
 #define VISTA_PG_FREE 0u
 #define VISTA_PG_RUN 1u  /* class = size class */
 #define VISTA_PG_LARGE 2u /* n = pages of the object */
@@ -48,13 +83,18 @@ RIO_STATIC_ASSERT(sizeof(struct vista_heap_hdr) == VISTA_HEAP_HDR_SIZE,
 static inline uint64_t
 vista_pg_make(unsigned kind, unsigned cls, uint32_t n)
 {
-	return (uint64_t)kind | ((uint64_t)cls << 8) | ((uint64_t)n << 32);
+	uint64_t e = (uint64_t)kind | ((uint64_t)cls << 8) | ((uint64_t)n << 32);
+	return e | ((uint64_t)vista_pg_crc(e) << 16);
 }
 static inline unsigned vista_pg_kind(uint64_t e) { return (unsigned)(e & 0xff); }
 static inline unsigned vista_pg_class(uint64_t e) { return (unsigned)((e >> 8) & 0xff); }
 static inline uint32_t vista_pg_n(uint64_t e) { return (uint32_t)(e >> 32); }
-/* Bits 16..31 must be zero. */
-#define VISTA_PG_RESERVED_MASK 0xffff0000ull
+#define VISTA_PG_CHECK_MASK 0xffff0000ull
+static inline bool
+vista_pg_ok(uint64_t e)
+{
+	return ((e & VISTA_PG_CHECK_MASK) >> 16) == vista_pg_crc(e);
+}
 
 #define VISTA_RUN_WORDS 4u /* bitmap words per page: at most 256 blocks */
 

@@ -19,10 +19,16 @@
  *   L3. Truncation is one aligned 8-byte store (hdr->gen + 1) made
  *       durable; every record of the old generation is then stale, in
  *       place, and is never replayed.
- *   L4. check is stored last.  Checksummed records (cacheline and page
- *       domains, where lines reach memory in any order) verify with
- *       rio_checksum; sealed records (byte domain, where stores persist in
- *       program order) verify with a seal over gen, position and header.
+ *   L4. Every record carries check = rio_checksum of everything after
+ *       its tag (header words, descriptors, before-images), in every
+ *       domain, and its tag is stored last, only once the rest of the
+ *       record is durable: byte domain, by program order; cacheline and
+ *       page domains, after a fence (the one fence a record costs beyond
+ *       L2: only aligned 8-byte stores are failure-atomic, so not even a
+ *       one-line record may count on its line persisting whole).  So a
+ *       present tag means a complete record: a
+ *       record whose tag is present but whose check fails is corrupt, and
+ *       recovery refuses it (recover.c C2) instead of taking it for torn.
  *   L5. A record line this process wrote is durable with its content
  *       once the record was fenced (L2), and a record is written only
  *       after every earlier one was fenced; below lane->clean the record
@@ -45,28 +51,18 @@ vista__log_seed(uint64_t salt, unsigned lane)
 	return salt ^ ((uint64_t)lane << 48) ^ 0x9e3779b97f4a7c15ull;
 }
 
-/* The seal of a sealed record at byte offset pos of the record area.  w2
- * and w3 are the header's words at offsets 16 and 24, passed in registers
- * (reading them back right after storing them piecewise would stall). */
 static inline uint64_t
-seal_of(uint64_t seed, uint64_t pos, uint64_t gen, uint64_t w2, uint64_t w3)
+csum_seed(uint64_t seed, uint64_t gen, uint64_t pos)
 {
-	return rio_mix64(gen ^ seed ^ (pos << 8) ^ (w2 * 0x9e3779b97f4a7c15ull) ^
-		(w3 * 0xc2b2ae3d27d4eb4full));
+	return seed ^ (gen * 0xc2b2ae3d27d4eb4full) ^ pos;
 }
 
 static inline uint64_t
-word_at(const void *p, size_t off)
+checksum_of(uint64_t seed, uint64_t gen, uint64_t pos,
+	const struct vista_rec *r, size_t len)
 {
-	uint64_t w;
-	memcpy(&w, (const char *)p + off, 8);
-	return w;
-}
-
-static inline uint64_t
-checksum_of(uint64_t seed, uint64_t pos, const struct vista_rec *r)
-{
-	return rio_checksum((const char *)r + 8, r->len - 8, seed ^ pos);
+	return rio_checksum((const char *)r + 16, len - 16,
+		csum_seed(seed, gen, pos));
 }
 
 static inline size_t
@@ -85,23 +81,20 @@ w2_of(size_t len, uint16_t type, uint16_t count)
 static inline uint64_t
 w3_of(const struct vista_lane *l)
 {
-	return (uint64_t)l->last |
-		((uint64_t)(l->v->sealed ? VISTA_REC_F_SEALED : 0) << 32);
+	return (uint64_t)l->last; /* flags and reserved: zero */
 }
 
-/* Fill a record header at l->cur (check comes last, in close()). */
+/* Fill a record header at l->cur (check and tag come last, L4). */
 static inline struct vista_rec *
 rec_start(struct vista_lane *l, uint64_t w2, uint64_t w3)
 {
 	struct vista_rec *r = (void *)l->cur;
 
-	memcpy((char *)r + 8, &l->gen, 8);
 	memcpy((char *)r + 16, &w2, 8);
 	memcpy((char *)r + 24, &w3, 8);
 	return r;
 }
 
-/* Seal or checksum the record (L4), start its write-back, advance. */
 /*
  * The lines of a record's data to flush, in address order, each once (L5),
  * flushed as soon as a run of them is complete.  Lines below `floor` hold
@@ -172,25 +165,41 @@ copy_image_diff(struct vista_lane *l, struct plan *f, char *dst,
 	}
 }
 
-/* Seal or checksum the record (L4) and advance; the caller flushes. */
+/*
+ * Checksum the record, then store its tag last (L4), and advance.  The
+ * lines of data above `floor` were stored and their write-back started
+ * already; [r, floor) holds the header (and descriptors) still to flush.
+ * The caller's drain completes the record (L2).
+ */
 VISTA__INLINE void
 seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
-	uint64_t w3)
+	uintptr_t floor)
 {
 	uint64_t pos = (uint64_t)((char *)r - l->rec0);
 	size_t len = (uint32_t)w2;
 	size_t stride = (len + VISTA_REC_ALIGN - 1) &
 		~(size_t)(VISTA_REC_ALIGN - 1);
+	uint64_t tag = vista_rec_tag(l->seed, l->gen, pos);
+	struct plan f = { (uintptr_t)r, floor, 0 };
 
-	if (w3 & ((uint64_t)VISTA_REC_F_SEALED << 32)) {
+	r->check = checksum_of(l->seed, l->gen, pos, r, len);
+	if (l->v->sealed) {
 		/* Byte domain: every store above reaches the persistence
-		 * domain before this one (L4); the compiler must not sink
-		 * them below it. */
+		 * domain before the tag; the compiler must not sink them
+		 * below it. */
 		__asm__ volatile("" ::: "memory");
-		__atomic_store_n(&r->check, seal_of(l->seed, pos, l->gen, w2, w3),
-			__ATOMIC_RELAXED);
+		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);
 	} else {
-		r->check = checksum_of(l->seed, pos, r);
+		/* Lines persist in any order, and so do the 8-byte words of
+		 * a line: the rest of the record is durable before the tag
+		 * says it is complete... */
+		plan_flush(l, &f);
+		vista__drain(l);
+		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);
+		/* ...and the tag's line is written back for the caller's
+		 * drain (L2). */
+		f = (struct plan){ (uintptr_t)r, (uintptr_t)r + 16, 0 };
+		plan_flush(l, &f);
 	}
 	if ((char *)r + len > l->clean) /* L5, once the caller fences */
 		l->clean = (char *)r + len;
@@ -199,62 +208,70 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 	l->nrec++;
 }
 
-/* Seal or checksum the record (L4), start its write-back, advance. */
+/* A record written in one piece: seal it, flush it whole. */
 VISTA__INLINE void
-close_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
-	uint64_t w3)
+close_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2)
 {
-	struct plan f = { (uintptr_t)r, (uintptr_t)r + (uint32_t)w2, 0 };
-
-	seal_rec(l, r, w2, w3);
-	plan_flush(l, &f);
+	seal_rec(l, r, w2, (uintptr_t)r + (uint32_t)w2);
 }
 
-bool
-vista__log_valid(uint64_t seed, uint64_t gen, const char *rec0,
-	const char *end, const char *pos)
+int
+vista__log_check(uint64_t seed, uint64_t gen, const char *rec0,
+	const char *end, const char *pos, const char **why)
 {
 	const struct vista_rec *r = (const void *)pos;
 	uint64_t off = (uint64_t)(pos - rec0);
+	uint64_t tag;
 	size_t len, need;
 
-	if ((size_t)(end - pos) < sizeof(*r) ||
-	    __atomic_load_n(&r->gen, __ATOMIC_RELAXED) != gen)
-		return false;
+	*why = NULL;
+	if ((size_t)(end - pos) < sizeof(*r))
+		return VISTA__REC_END;
+	tag = __atomic_load_n(&r->tag, __ATOMIC_RELAXED) ^
+		vista_rec_tag(seed, gen, off);
+	if ((unsigned)__builtin_popcountll(tag) > VISTA_TAG_SLACK)
+		return VISTA__REC_END; /* never written, or torn (L4) */
+	/* The tag was stored, so the record is complete (L4): whatever
+	 * fails from here on is corruption. */
+	*why = "its tag has flipped bits";
+	if (tag != 0)
+		return VISTA__REC_BAD;
 	len = r->len;
+	*why = "its header fields are invalid";
 	if (len < sizeof(*r) || len > (size_t)(end - pos) || r->reserved ||
-	    (r->flags & ~VISTA_REC_F_SEALED) || r->count == 0)
-		return false;
-	if (r->prev % VISTA_REC_ALIGN || r->prev > off)
-		return false;
-	if (r->flags & VISTA_REC_F_SEALED) {
-		if (r->check != seal_of(seed, off, r->gen, word_at(r, 16),
-				    word_at(r, 24)))
-			return false;
-	} else if (r->check != checksum_of(seed, off, r)) {
-		return false;
-	}
+	    r->flags || r->count == 0 || r->prev % VISTA_REC_ALIGN ||
+	    r->prev > off)
+		return VISTA__REC_BAD;
+	*why = "its checksum does not match its contents";
+	if (r->check != checksum_of(seed, gen, off, r, len))
+		return VISTA__REC_BAD;
 	/* The check vouches for the bytes; now their shape. */
+	*why = "its descriptors do not add up to its length";
 	switch (r->type) {
 	case VISTA_REC_RANGES: {
 		const struct vista_rdesc *d = (const void *)(pos + sizeof(*r));
 		need = sizeof(*r) + (size_t)r->count * sizeof(*d);
 		if (need > len)
-			return false;
+			return VISTA__REC_BAD;
 		for (unsigned i = 0; i < r->count; i++) {
 			if (d[i].len == 0 || d[i].reserved)
-				return false;
+				return VISTA__REC_BAD;
 			need += pad8(d[i].len);
 		}
-		return need == len;
+		break;
 	}
 	case VISTA_REC_ALLOC:
 	case VISTA_REC_FREE:
-		return len == sizeof(*r) +
-			(size_t)r->count * sizeof(struct vista_robj);
+		need = sizeof(*r) + (size_t)r->count * sizeof(struct vista_robj);
+		break;
 	default:
-		return false;
+		*why = "its type is unknown";
+		return VISTA__REC_BAD;
 	}
+	if (need != len)
+		return VISTA__REC_BAD;
+	*why = NULL;
+	return VISTA__REC_OK;
 }
 
 VISTA__COLD static int
@@ -305,7 +322,7 @@ vista__log_one(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
 	memcpy((char *)(r + 1) + 8, &d1, 8);
 	copy_image((char *)(r + 1) + sizeof(struct vista_rdesc),
 		(const char *)lo, n);
-	close_rec(l, r, w2, w3);
+	close_rec(l, r, w2);
 	VISTA__STAT_ADD(l, bytes_logged, n);
 	return 0;
 }
@@ -364,9 +381,7 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 		}
 	}
 	plan_flush(l, &f);
-	seal_rec(l, r, w2, w3);
-	f = (struct plan){ (uintptr_t)r, f.floor, 0 };
-	plan_flush(l, &f);
+	seal_rec(l, r, w2, f.floor);
 	VISTA__STAT_ADD(l, bytes_logged, bytes);
 	return 0;
 }
@@ -385,6 +400,6 @@ vista__log_objs(struct vista_lane *l, uint16_t type,
 	w3 = w3_of(l);
 	r = rec_start(l, w2, w3);
 	memcpy(r + 1, o, n * sizeof(*o));
-	close_rec(l, r, w2, w3);
+	close_rec(l, r, w2);
 	return 0;
 }

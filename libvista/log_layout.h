@@ -10,11 +10,20 @@
  *
  * A lane is a 64-byte lane header followed by the record area.  The lane
  * header's `gen` is the truncation word: a record belongs to the lane's
- * current transaction iff its gen equals the lane's gen and its check
- * verifies; commit and abort discard every record with ONE aligned 8-byte
- * store (gen + 1).  Records are appended at 64-byte aligned positions and
- * each is made durable before the next is written, so the valid records of
- * a lane always form a prefix of its record area.
+ * current transaction iff its tag is the tag of (lane gen, position) and
+ * its check verifies; commit and abort discard every record by moving the
+ * lane to gen + 1 (gen_check first, then gen: one cache line, one flush,
+ * one fence).  Records are appended at 64-byte aligned positions and each
+ * is made durable before the next is written, so the valid records of a
+ * lane always form a prefix of its record area.
+ *
+ * Torn or corrupt.  A record's tag is stored last, once the rest of the
+ * record is durable (byte domain: program order; cacheline and page
+ * domains: a fence first), so a record whose
+ * tag is present is complete: if anything in it fails its check, it is
+ * corrupt (VISTA_ECORRUPT), never skipped as torn.  A tag within
+ * VISTA_TAG_SLACK bits of the expected one counts as present (flipped);
+ * stale content from another generation or position is ~32 bits away.
  *
  * docs/FORMAT.md has the tables, the persist orders and what a torn write of
  * each part leaves behind.  All fields are little-endian.
@@ -31,7 +40,7 @@
 
 #define VISTA_LOG_LAYOUT "vista.log" /* rio pool layout name */
 #define VISTA_LOG_MAGIC "VISTALG"    /* 7 chars + NUL */
-#define VISTA_LOG_MAJOR 1
+#define VISTA_LOG_MAJOR 2 /* 1: seal without images, unprotected gen */
 #define VISTA_LOG_MINOR 0
 #define VISTA_LOG_HDR_SIZE 4096u
 
@@ -41,6 +50,8 @@
 
 #define VISTA_LOG_CSUM_SEED 0x5649535441484452ull    /* "VISTAHDR" */
 #define VISTA_SEGENT_CSUM_SEED 0x5649535441534547ull /* "VISTASEG" */
+#define VISTA_LANE_CSUM_SEED 0x564953544c414e45ull   /* "VISTLANE" */
+#define VISTA_TAG_SLACK 4u /* flipped bits under which a tag is present */
 
 #define VISTA_MAX_SEGMENTS 256u /* segment table entries */
 #define VISTA_SEGTAB_OFF VISTA_LOG_HDR_SIZE
@@ -87,40 +98,63 @@ struct vista_segent {
  * done[] record partial recovery: when done_gen == gen, bit i of done[]
  * says the records of segment-table entry i have been rolled back already
  * and must never be applied again.
+ *
+ * Both parts carry a check, and the check decides:
+ *   gen_check  = vista_lane_gen_check(seed, gen);
+ *   done_check = vista_lane_done_check(seed, done_gen, done[]).
+ * A truncation stores gen_check and gen in one line with one fence, so a
+ * crash may leave either new: the reader takes the generation within one
+ * of gen whose check is stored (gen - 1, gen or gen + 1).  mark_done stores
+ * done_check and fences before it stores the words it covers: a reader
+ * finding the check of done[] plus one bit, or of {gen, one bit}, completes
+ * that update.  Anything else is VISTA_ECORRUPT.  One flipped bit therefore
+ * never turns a pending transaction into a committed one: it yields the
+ * state before the flip, or an error.
  */
 struct vista_lane_hdr {
 	uint64_t gen;      /* 0   current generation, >= 1 */
 	uint64_t done_gen; /* 8   generation done[] applies to */
 	uint64_t done[VISTA_MAX_SEGMENTS / 64]; /* 16 recovered segments */
-	uint64_t reserved[2]; /* 48 zero */
+	uint64_t gen_check;  /* 48 check of gen */
+	uint64_t done_check; /* 56 check of done_gen and done[] */
 };
+
+static inline uint64_t
+vista_lane_gen_check(uint64_t seed, uint64_t gen)
+{
+	return rio_mix64(gen ^ seed ^ VISTA_LANE_CSUM_SEED) ^ 0x67656eull;
+}
+
+static inline uint64_t
+vista_lane_done_check(uint64_t seed, uint64_t done_gen, const uint64_t *done)
+{
+	uint64_t h = rio_mix64(done_gen ^ seed ^ 0x646f6e65ull);
+	for (unsigned i = 0; i < VISTA_MAX_SEGMENTS / 64; i++)
+		h = rio_mix64(h ^ done[i] ^ ((uint64_t)(i + 1) << 56));
+	return h;
+}
 
 /* Record types */
 #define VISTA_REC_RANGES 1 /* before-images: count descriptors, then data */
 #define VISTA_REC_ALLOC 2  /* heap blocks the transaction allocated */
 #define VISTA_REC_FREE 3   /* heap blocks the transaction frees at commit */
 
-/* Record flags */
-#define VISTA_REC_F_SEALED 1u /* check is a seal written last (byte domain) */
-
 /*
- * Record header.  `check` covers the rest of the record:
- *   - checksummed record: rio_checksum(bytes 8..len-1, seed(lane, pos));
- *   - sealed record (VISTA_REC_F_SEALED, byte domain only): a mix of gen,
- *     the header words and seed(lane, pos), stored last; the persistence
- *     domain keeps stores in program order, so a record whose seal is
- *     present is complete.
+ * Record header.  In every domain `check` is rio_checksum(bytes 16..len-1,
+ * seed(lane) ^ gen ^ pos): header words, descriptors and before-images.
+ * `tag` = vista_rec_tag(seed(lane), gen, pos) says the record belongs to
+ * generation gen at this position, and is stored last (see above).
  * `prev` is the stride of the previous record (0 for the first), so that
  * records can be undone newest first without a separate index.
  */
 struct vista_rec {
 	uint64_t check; /* 0  */
-	uint64_t gen;   /* 8  lane generation of the transaction */
+	uint64_t tag;   /* 8  vista_rec_tag(seed, gen, pos), stored last */
 	uint32_t len;   /* 16 bytes used, header included; stride = round 64 */
 	uint16_t type;  /* 20 VISTA_REC_* */
 	uint16_t count; /* 22 descriptors or objects */
 	uint32_t prev;  /* 24 stride of the previous record, 0 if first */
-	uint16_t flags; /* 28 VISTA_REC_F_* */
+	uint16_t flags; /* 28 zero (no flags defined) */
 	uint16_t reserved; /* 30 zero */
 };
 
@@ -135,6 +169,13 @@ struct vista_rdesc {
 	uint16_t seg;  /* 12 segment table index */
 	uint16_t reserved; /* 14 zero */
 };
+
+static inline uint64_t
+vista_rec_tag(uint64_t seed, uint64_t gen, uint64_t pos)
+{
+	return rio_mix64(rio_mix64(gen ^ seed) ^ (pos * 0x9e3779b97f4a7c15ull) ^
+		0x746167ull);
+}
 
 /* A heap object (VISTA_REC_ALLOC / VISTA_REC_FREE). */
 #define VISTA_OBJ_SMALL 1 /* block `n` of the run at `page` */
@@ -159,7 +200,9 @@ RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_segent, checksum) == 56,
 	"segment entry checksum is last");
 RIO_STATIC_ASSERT(sizeof(struct vista_lane_hdr) == 64, "lane header");
 RIO_STATIC_ASSERT(sizeof(struct vista_rec) == 32, "record header");
-RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_rec, gen) == 8, "gen");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_rec, tag) == 8, "tag");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_lane_hdr, gen_check) == 48,
+	"lane gen check");
 RIO_STATIC_ASSERT(sizeof(struct vista_rdesc) == 16, "range descriptor");
 RIO_STATIC_ASSERT(sizeof(struct vista_robj) == 16, "heap object");
 RIO_STATIC_ASSERT(VISTA_LANES_OFF % 4096 == 0, "lanes are page aligned");

@@ -25,19 +25,26 @@
  * may use it) until B is mapped.
  *
  * Invariants
- *   C1. A scan changes nothing when it finds corruption: a record that
- *       does not verify followed by one that does (impossible by L2), a
- *       broken prev chain, or a record naming an empty segment-table entry
- *       fails vista_init with VISTA_ECORRUPT before any write.
- *   C2. A torn record is ignored only as the newest record of its lane:
- *       the program stores to a range only after its record is durable,
- *       so nothing it describes was changed.
+ *   C1. A scan changes nothing when it finds corruption: a complete record
+ *       whose check fails (L4 in log.c), a record of the lane's generation
+ *       after one that is not (impossible by L2), a broken prev chain, a
+ *       record naming an empty segment-table entry, or a lane header whose
+ *       checks fail fails vista_init with VISTA_ECORRUPT before any write.
+ *   C2. Torn and corrupt are told apart by the record's tag, stored last
+ *       (L4): a record without its tag is torn -- the newest of its lane,
+ *       nothing it describes was stored yet (L2) -- and is ignored; a
+ *       record with its tag whose check fails is corrupt, and refused.
  *   C3. Rolling back is idempotent: it copies the same before-images and
  *       undoes the same heap operations whatever was done before, so a
  *       crash during recovery is recovered by running it again.
  *   C4. A segment's rollback is durable before the lane header says the
- *       segment is done, and done[] is durable before done_gen makes it
- *       count; the lane is truncated only when every segment is done.
+ *       segment is done; done_check is durable before the words it covers
+ *       change (log_layout.h), so a torn update reads as the update done,
+ *       and the lane is truncated only when every segment is done.
+ *   C5. vista_map validates everything the rollback of a segment will use
+ *       before it stores anything: every descriptor lies in the arena or
+ *       the heap header, every heap object fits the heap, every page map
+ *       entry verifies, and the heap header the rollback leaves verifies.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -51,6 +58,9 @@ struct lane_scan {
 	uint32_t last; /* stride of the newest valid record */
 	uint32_t nrec;
 	uint64_t touched[VISTA__SEGWORDS];
+	/* The lane header as read, with a torn update completed. */
+	uint64_t gen, done_gen, done[VISTA__SEGWORDS];
+	bool fix_gen, fix_done; /* a torn update to write out */
 };
 
 static inline size_t
@@ -59,18 +69,114 @@ stride_of(const struct vista_rec *r)
 	return (r->len + VISTA_REC_ALIGN - 1) & ~(size_t)(VISTA_REC_ALIGN - 1);
 }
 
+/* done[] with bit i set: does it match `check` for done_gen g? */
+static bool
+done_plus(uint64_t seed, uint64_t g, const uint64_t *done, unsigned i,
+	uint64_t check, uint64_t out[VISTA__SEGWORDS])
+{
+	memcpy(out, done, sizeof(uint64_t) * VISTA__SEGWORDS);
+	out[i / 64] |= 1ull << (i % 64);
+	return vista_lane_done_check(seed, g, out) == check;
+}
+
+/*
+ * Read the lane header through its checks (log_layout.h): a matching
+ * check, or the one update that can be torn, which is then completed (in
+ * s, written out only once every lane passed, C1).
+ */
+static int
+read_lane_hdr(vista *v, struct vista_lane *l, struct lane_scan *s)
+{
+	const char *path = rio_pool_path(v->log);
+	struct vista_lane_hdr h;
+	uint64_t d[VISTA__SEGWORDS];
+
+	memcpy(&h, l->hdr, sizeof(h));
+	if (h.gen_check == vista_lane_gen_check(l->seed, h.gen)) {
+		s->gen = h.gen;
+	} else if (h.gen_check == vista_lane_gen_check(l->seed, h.gen + 1)) {
+		s->gen = h.gen + 1; /* a truncation cut short: its check */
+		s->fix_gen = true;
+	} else if (h.gen_check == vista_lane_gen_check(l->seed, h.gen - 1)) {
+		s->gen = h.gen - 1; /* the same, its gen: not committed */
+		s->fix_gen = true;
+	} else {
+		return vista__err(VISTA_ECORRUPT,
+			"log %s: lane %u: generation %llu does not match its "
+			"check: the lane header is corrupt", path, l->idx,
+			(unsigned long long)h.gen);
+	}
+	if (s->gen == 0)
+		return vista__err(VISTA_ECORRUPT,
+			"log %s: lane %u has generation 0", path, l->idx);
+	s->done_gen = h.done_gen;
+	memcpy(s->done, h.done, sizeof(s->done));
+	if (h.done_check == vista_lane_done_check(l->seed, h.done_gen, h.done))
+		return 0;
+	/* A mark_done() stopped half way: one more segment done in the same
+	 * generation, or the first one of a new generation. */
+	memset(d, 0, sizeof(d));
+	for (unsigned i = 0; i < VISTA_MAX_SEGMENTS; i++) {
+		if (!vista__bit_test(h.done, i) &&
+		    done_plus(l->seed, h.done_gen, h.done, i, h.done_check, d)) {
+			memcpy(s->done, d, sizeof(d));
+			s->fix_done = true;
+			return 0;
+		}
+		for (int k = 0; k < 2; k++) {
+			uint64_t g = k ? s->gen : h.gen, z[VISTA__SEGWORDS] = { 0 };
+			if (done_plus(l->seed, g, z, i, h.done_check, d)) {
+				s->done_gen = g;
+				memcpy(s->done, d, sizeof(d));
+				s->fix_done = true;
+				return 0;
+			}
+		}
+	}
+	return vista__err(VISTA_ECORRUPT,
+		"log %s: lane %u: the recovered-segment mask does not match "
+		"its check: the lane header is corrupt", path, l->idx);
+}
+
+/* Write out what read_lane_hdr() completed (C4 order: check first). */
+static void
+fix_lane_hdr(struct vista_lane *l, const struct lane_scan *s)
+{
+	struct vista_lane_hdr *h = l->hdr;
+
+	if (s->fix_gen) {
+		__atomic_store_n(&h->gen_check,
+			vista_lane_gen_check(l->seed, s->gen), __ATOMIC_RELAXED);
+		__atomic_store_n(&h->gen, s->gen, __ATOMIC_RELAXED);
+		l->gen = s->gen;
+	}
+	if (s->fix_done) {
+		for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
+			__atomic_store_n(&h->done[w], s->done[w],
+				__ATOMIC_RELAXED);
+		__atomic_store_n(&h->done_gen, s->done_gen, __ATOMIC_RELAXED);
+	}
+	if (s->fix_gen || s->fix_done)
+		/* Completed before anything reads or changes the lane. */
+		rio_persist(l->v->log, h, sizeof(*h));
+}
+
 static int
 scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 {
 	const char *path = rio_pool_path(v->log);
-	uint64_t gen = __atomic_load_n(&l->hdr->gen, __ATOMIC_RELAXED);
+	const char *why;
 	char *pos = l->rec0;
+	uint64_t gen;
+	int rc, st;
 
 	memset(s, 0, sizeof(*s));
-	if (gen == 0)
-		return vista__err(VISTA_ECORRUPT,
-			"log %s: lane %u has generation 0", path, l->idx);
-	while (vista__log_valid(l->seed, gen, l->rec0, l->end, pos)) {
+	rc = read_lane_hdr(v, l, s);
+	if (rc)
+		return rc;
+	gen = s->gen;
+	while ((st = vista__log_check(l->seed, gen, l->rec0, l->end, pos,
+			&why)) == VISTA__REC_OK) {
 		const struct vista_rec *r = (const void *)pos;
 
 		if (r->prev != s->last)
@@ -95,16 +201,22 @@ scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 		s->nrec++;
 		pos += s->last;
 	}
+	if (st == VISTA__REC_BAD)
+		return vista__err(VISTA_ECORRUPT,
+			"log %s: lane %u: the record at offset %zu is complete "
+			"but %s: the log is corrupt", path, l->idx,
+			(size_t)(pos - l->rec0), why);
 	s->end = pos;
-	/* C1/C2: the first record that does not verify must be the last
-	 * thing the lane holds of this generation. */
-	for (char *q = pos + VISTA_REC_ALIGN; q + sizeof(struct vista_rec) <= l->end;
-		q += VISTA_REC_ALIGN)
-		if (vista__log_valid(l->seed, gen, l->rec0, l->end, q))
+	/* C1/C2: the first record without its tag must be the last thing
+	 * the lane holds of this generation. */
+	for (char *q = pos + VISTA_REC_ALIGN;
+		q + sizeof(struct vista_rec) <= l->end; q += VISTA_REC_ALIGN)
+		if (vista__log_check(l->seed, gen, l->rec0, l->end, q, &why) !=
+		    VISTA__REC_END)
 			return vista__err(VISTA_ECORRUPT,
 				"log %s: lane %u: the record at offset %zu is "
-				"invalid but a record of the same transaction "
-				"at %zu is valid: the log is corrupt", path,
+				"missing but a record of the same transaction "
+				"at %zu is there: the log is corrupt", path,
 				l->idx, (size_t)(pos - l->rec0),
 				(size_t)(q - l->rec0));
 	return 0;
@@ -120,6 +232,11 @@ vista__recover_scan(vista *v)
 		return vista__err(-ENOMEM, "out of memory");
 	for (unsigned i = 0; i < v->nlanes && rc == 0; i++)
 		rc = scan_lane(v, &v->lanes[i], &s[i]);
+	/* C1: every lane passed; only now complete torn header updates. */
+	for (unsigned i = 0; i < v->nlanes && rc == 0; i++) {
+		v->lanes[i].gen = s[i].gen;
+		fix_lane_hdr(&v->lanes[i], &s[i]);
+	}
 	for (unsigned i = 0; i < v->nlanes && rc == 0; i++) {
 		struct vista_lane *l = &v->lanes[i];
 		bool any = false;
@@ -128,9 +245,9 @@ vista__recover_scan(vista *v)
 			continue;
 		memcpy(l->pend_segs, s[i].touched, sizeof(l->pend_segs));
 #ifndef VISTA_BROKEN_PARTIAL_REDO
-		if (l->hdr->done_gen == l->gen)
+		if (s[i].done_gen == l->gen)
 			for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
-				l->pend_segs[w] &= ~l->hdr->done[w];
+				l->pend_segs[w] &= ~s[i].done[w];
 #endif
 		for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
 			any |= l->pend_segs[w] != 0;
@@ -187,11 +304,16 @@ check_lane_for(const struct vista_lane *l, const struct vista_segment *seg)
 					&((const struct vista_rdesc *)(r + 1))[i];
 				if (d->seg != seg->idx)
 					continue;
-				/* Only metadata and arena are ever logged,
-				 * never the headers. */
-				ok = d->off >= h->heap_off &&
-					d->off <= h->map_size &&
-					d->len <= h->map_size - d->off;
+				/* Only the heap header (the root) and the
+				 * arena are ever logged physically (C5). */
+				ok = (d->off >= h->user_off &&
+					d->off <= h->user_off + h->user_size &&
+					d->len <= h->user_off + h->user_size -
+						d->off) ||
+				     (d->off >= h->heap_off &&
+					d->off < h->heap_off + VISTA_HEAP_HDR_SIZE &&
+					d->len <= h->heap_off +
+						VISTA_HEAP_HDR_SIZE - d->off);
 			} else {
 				const struct vista_robj *o =
 					&((const struct vista_robj *)(r + 1))[i];
@@ -230,20 +352,34 @@ mark_done(struct vista_lane *l, unsigned idx)
 		return;
 	}
 	if (h->done_gen != l->gen) {
-		/* done[] of an older generation: start it afresh, durably,
-		 * before done_gen says it describes this transaction. */
-		for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
-			__atomic_store_n(&h->done[w],
-				w == idx / 64 ? 1ull << (idx % 64) : 0,
-				__ATOMIC_RELAXED);
+		/* done[] of an older generation: start afresh, with this
+		 * segment alone.  The check first: it is the commit point
+		 * (C4), then the words it covers, in one line. */
+		uint64_t d[VISTA__SEGWORDS] = { 0 };
+		d[idx / 64] = 1ull << (idx % 64);
+		__atomic_store_n(&h->done_check,
+			vista_lane_done_check(l->seed, l->gen, d),
+			__ATOMIC_RELAXED);
+		/* The check is durable before the words change, so that a
+		 * crash among their stores reads as this update (C4). */
 #ifndef VISTA_BROKEN_DONE_ORDER
-		vista__flush(l, l->v->log, h->done, sizeof(h->done));
+		vista__flush(l, l->v->log, h, sizeof(*h));
 		vista__drain(l);
 #endif
+		for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
+			__atomic_store_n(&h->done[w], d[w], __ATOMIC_RELAXED);
 		__atomic_store_n(&h->done_gen, l->gen, __ATOMIC_RELAXED);
 	} else {
-		__atomic_store_n(&h->done[idx / 64],
-			h->done[idx / 64] | (1ull << (idx % 64)),
+		uint64_t d[VISTA__SEGWORDS];
+		memcpy(d, h->done, sizeof(d));
+		d[idx / 64] |= 1ull << (idx % 64);
+		__atomic_store_n(&h->done_check,
+			vista_lane_done_check(l->seed, l->gen, d),
+			__ATOMIC_RELAXED);
+		/* As above: the check first. */
+		vista__flush(l, l->v->log, h, sizeof(*h));
+		vista__drain(l);
+		__atomic_store_n(&h->done[idx / 64], d[idx / 64],
 			__ATOMIC_RELAXED);
 	}
 	/* Before the segment can be used (and changed) again. */
@@ -251,15 +387,59 @@ mark_done(struct vista_lane *l, unsigned idx)
 	vista__drain(l);
 }
 
+/*
+ * What the rollback will leave in the heap header: the images that cover
+ * it applied in the order vista__undo() applies them (C5).
+ */
+static void
+hh_after_undo(const struct vista_lane *l, const struct vista_segment *seg,
+	unsigned char hh[VISTA_HEAP_HDR_SIZE])
+{
+	uint64_t lo = seg->hdr->heap_off, hi = lo + VISTA_HEAP_HDR_SIZE;
+
+	if (l->last == 0)
+		return;
+	for (const char *pos = l->cur - l->last;;) {
+		const struct vista_rec *r = (const void *)pos;
+		if (r->type == VISTA_REC_RANGES) {
+			const struct vista_rdesc *d = (const void *)(r + 1);
+			const char *data = pos + r->len;
+			for (int i = r->count - 1; i >= 0; i--) {
+				uint64_t a, b;
+				data -= (d[i].len + 7) & ~7u;
+				if (d[i].seg != seg->idx)
+					continue;
+				a = d[i].off > lo ? d[i].off : lo;
+				b = d[i].off + d[i].len < hi ?
+					d[i].off + d[i].len : hi;
+				if (a < b)
+					memcpy(hh + (a - lo), data + (a - d[i].off),
+						b - a);
+			}
+		}
+		if (r->prev == 0)
+			break;
+		pos -= r->prev;
+	}
+}
+
 int
 vista__recover_segment(vista *v, struct vista_segment *seg)
 {
+	unsigned char hh[VISTA_HEAP_HDR_SIZE];
 	int rc = 0;
 
+	memcpy(hh, seg->base + seg->hdr->heap_off, sizeof(hh));
 	for (unsigned i = 0; i < v->nlanes && rc == 0; i++)
 		if (v->lanes[i].pending &&
-		    vista__bit_test(v->lanes[i].pend_segs, seg->idx))
+		    vista__bit_test(v->lanes[i].pend_segs, seg->idx)) {
 			rc = check_lane_for(&v->lanes[i], seg);
+			hh_after_undo(&v->lanes[i], seg, hh);
+		}
+	/* C5: the heap the rollback starts from and the header it leaves
+	 * verify, before the rollback stores anything. */
+	if (rc == 0)
+		rc = vista__heap_precheck(seg, hh);
 	if (rc)
 		return rc;
 	for (unsigned i = 0; i < v->nlanes; i++) {

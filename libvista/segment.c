@@ -20,6 +20,13 @@
  *       is complete and durable: no transaction can see it half recovered.
  *   S4. The segment header is written once, at create, magic last; a
  *       header whose magic is zero belongs to an unfinished create.
+ *   S5. A segment is bound to its log (segment_layout.h): its bind word
+ *       names the log durably before any record can name the segment, and
+ *       goes back to VISTA_SEG_CLEAN only at an unmap that leaves no record
+ *       of any lane naming it.  A segment bound to another log, or whose
+ *       log was lost, is refused before anything is written to it.
+ *   S6. A vista_map(VISTA_CREATE) that fails leaves no file behind when
+ *       it made the file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -64,11 +71,15 @@ npages_for(uint64_t pool_size)
 	return lo;
 }
 
+/* Everything but bind (S5) and the checksum itself. */
 static uint64_t
 seg_hdr_checksum(const struct vista_seg_hdr *h)
 {
-	return rio_checksum(h, offsetof(struct vista_seg_hdr, checksum),
+	size_t b = offsetof(struct vista_seg_hdr, bind) + 8;
+	uint64_t c = rio_checksum(h, offsetof(struct vista_seg_hdr, bind),
 		VISTA_SEG_CSUM_SEED);
+	return rio_checksum((const char *)h + b,
+		offsetof(struct vista_seg_hdr, checksum) - b, c);
 }
 
 static bool
@@ -104,6 +115,7 @@ seg_format(rio_pool *p)
 	tmp.user_size = np * VISTA_PAGE;
 	tmp.npages = np;
 	tmp.nclasses = VISTA_NCLASSES;
+	tmp.bind = VISTA_SEG_CLEAN; /* nothing to roll back yet */
 	tmp.checksum = seg_hdr_checksum(&tmp);
 	/* The heap metadata of a new pool is zero: every page FREE. */
 	vista__write_header(p, h, &tmp, sizeof(tmp));
@@ -429,6 +441,53 @@ seg_restore(vista *v, const char *path)
 	return rio_pool_close(p);
 }
 
+/* S5: may this log map the segment?  0, VISTA_EOTHERLOG, VISTA_ECORRUPT. */
+static int
+seg_check_bind(vista *v, const struct vista_segment *seg, bool *clean)
+{
+	uint64_t b = __atomic_load_n(&seg->hdr->bind, __ATOMIC_RELAXED);
+	uint64_t mine = vista_seg_bound(v->log_uuid);
+	const char *path = rio_pool_path(seg->pool);
+
+	*clean = b == VISTA_SEG_CLEAN;
+	if (b == mine || *clean)
+		return 0;
+	if ((unsigned)__builtin_popcountll(b ^ mine) <= VISTA_SEG_BIND_SLACK ||
+	    (unsigned)__builtin_popcountll(b ^ VISTA_SEG_CLEAN) <=
+		    VISTA_SEG_BIND_SLACK)
+		return vista__err(VISTA_ECORRUPT,
+			"segment %s: its log binding word has flipped bits",
+			path);
+	return vista__err(VISTA_EOTHERLOG,
+		"segment %s was not unmapped cleanly under the log %s: it "
+		"belongs to another log, or its log was lost or replaced; "
+		"only that log can roll back what its last run left "
+		"unfinished", path, rio_pool_path(v->log));
+}
+
+/* S5: set the bind word, durably. */
+static void
+seg_set_bind(const struct vista_segment *seg, uint64_t b)
+{
+	__atomic_store_n(&seg->hdr->bind, b, __ATOMIC_RELAXED);
+	rio_persist(seg->pool, &seg->hdr->bind, sizeof(b));
+}
+
+/* Does a lane of v hold records naming seg?  (then it is not clean) */
+static bool
+seg_named(vista *v, const struct vista_segment *seg)
+{
+	if (__atomic_load_n(&v->fatal, __ATOMIC_RELAXED))
+		return true; /* what the log holds is not known */
+	for (unsigned i = 0; i < v->nlanes; i++) {
+		const struct vista_lane *l = &v->lanes[i];
+		if ((l->nrec > 0 && vista__bit_test(l->touched, seg->idx)) ||
+		    (l->pending && vista__bit_test(l->pend_segs, seg->idx)))
+			return true;
+	}
+	return false;
+}
+
 static void
 seg_free(struct vista_segment *seg)
 {
@@ -439,13 +498,24 @@ seg_free(struct vista_segment *seg)
 	free(seg);
 }
 
+/* S6: remove what a failed create made (the file, its safe-sync image). */
+static void
+seg_unlink(const char *path)
+{
+	char img[4096];
+
+	(void)unlink(path);
+	if ((size_t)snprintf(img, sizeof(img), "%s.img", path) < sizeof(img))
+		(void)unlink(img);
+}
+
 static int
 map_locked(vista *v, const char *path, void *addr, size_t size,
 	unsigned flags, struct vista_segment **out)
 {
 	struct rio_pool_opts po = { .addr = addr, .layout = VISTA_SEG_LAYOUT };
 	struct vista_segment *seg;
-	bool fresh = false;
+	bool fresh = false, clean = false, made = false;
 	struct stat st;
 	int rc;
 
@@ -484,11 +554,14 @@ map_locked(vista *v, const char *path, void *addr, size_t size,
 		}
 		rc = rio_pool_create_opts(path, vista_segment_footprint(size),
 			v->seg_rio_flags, &po, &seg->pool);
-		if (rc == -EEXIST && !(flags & VISTA_EXCL))
+		if (rc == -EEXIST && !(flags & VISTA_EXCL)) {
 			rc = 0; /* made meanwhile: open it below */
-		else if (rc)
+		} else if (rc) {
+			/* S6: whatever the failed create left is ours. */
+			made = rc != -EEXIST;
 			goto fail;
-		fresh = seg->pool != NULL;
+		}
+		fresh = made = seg->pool != NULL;
 	} else if ((flags & VISTA_CREATE) && (flags & VISTA_EXCL)) {
 		rc = vista__err(-EEXIST, "segment %s already exists", path);
 		goto fail;
@@ -543,7 +616,14 @@ map_locked(vista *v, const char *path, void *addr, size_t size,
 			goto fail;
 		}
 	}
-	rc = segtab_register(v, seg);
+	rc = seg_check_bind(v, seg, &clean);
+	if (rc == 0)
+		rc = segtab_register(v, seg);
+	if (rc == 0 && clean && seg_named(v, seg))
+		rc = vista__err(VISTA_ECORRUPT,
+			"segment %s says it was unmapped cleanly, but the log "
+			"%s holds an unfinished transaction for it: an older "
+			"copy of the segment?", path, rio_pool_path(v->log));
 	if (rc == 0)
 		rc = vista__recover_segment(v, seg);
 	if (rc == 0)
@@ -554,11 +634,17 @@ map_locked(vista *v, const char *path, void *addr, size_t size,
 		vista__heap_close(seg);
 		goto fail;
 	}
+	if (clean)
+		/* S5: bound to this log before any record can name it (it
+		 * is not published yet), after every check has passed. */
+		seg_set_bind(seg, vista_seg_bound(v->log_uuid));
 	map_publish(v, seg);
 	*out = seg;
 	return 0;
 fail:
 	seg_free(seg);
+	if (made)
+		seg_unlink(path);
 	return rc;
 }
 
@@ -607,6 +693,9 @@ unmap_locked(vista *v, struct vista_segment *seg)
 	int rc;
 
 	map_remove(v, seg);
+	if (!seg_named(v, seg))
+		/* S5: nothing of any lane names it: any log may map it. */
+		seg_set_bind(seg, VISTA_SEG_CLEAN);
 	vista__heap_close(seg);
 	rc = rio_pool_close(seg->pool);
 	seg->pool = NULL;

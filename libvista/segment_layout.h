@@ -15,6 +15,15 @@
  * cannot reach it.  The header is written and made durable once, when the
  * segment is created; a segment whose header is all zero is one whose
  * creation did not finish (vista_map with VISTA_CREATE completes it).
+ *
+ * The one word that changes afterwards is `bind`, outside the header
+ * checksum: VISTA_SEG_CLEAN when the segment was unmapped with no
+ * transaction unfinished (it may then be mapped with any log), or
+ * vista_seg_bound(log uuid) from the moment a log maps it: only that log
+ * can hold what is needed to roll it back, so another log (or a new one
+ * made where it was lost) refuses to map it (VISTA_EOTHERLOG).  Both
+ * values are far apart in bits; a word within VISTA_SEG_BIND_SLACK bits of
+ * one of them is a flipped one (VISTA_ECORRUPT).
  */
 #ifndef VISTA_SEGMENT_LAYOUT_H
 #define VISTA_SEGMENT_LAYOUT_H
@@ -25,7 +34,7 @@
 
 #define VISTA_SEG_LAYOUT "vista.segment" /* rio pool layout name */
 #define VISTA_SEG_MAGIC "VISTASG"        /* 7 chars + NUL */
-#define VISTA_SEG_MAJOR 1
+#define VISTA_SEG_MAJOR 2 /* 1: no bind word, no heap checks */
 #define VISTA_SEG_MINOR 0
 #define VISTA_SEG_HDR_SIZE 4096u
 #define VISTA_PAGE 4096u
@@ -35,6 +44,16 @@
 #define VISTA_SEG_RO_COMPAT_KNOWN 0u
 
 #define VISTA_SEG_CSUM_SEED 0x5649535441534844ull /* "VISTASHD" */
+#define VISTA_SEG_BIND_SEED 0x5649535441424e44ull /* "VISTABND" */
+#define VISTA_SEG_CLEAN 0x3c9d1e5a7b2f4c86ull    /* bind: no log needed */
+#define VISTA_SEG_BIND_SLACK 4u
+
+/* bind while mapped by (or crashed under) the log whose pool uuid is u. */
+static inline uint64_t
+vista_seg_bound(const uint8_t u[16])
+{
+	return rio_checksum(u, 16, VISTA_SEG_BIND_SEED);
+}
 
 struct vista_seg_hdr {
 	char magic[8];       /* 0    "VISTASG\0" */
@@ -54,8 +73,9 @@ struct vista_seg_hdr {
 	uint64_t npages;     /* 80   arena pages */
 	uint32_t nclasses;   /* 88   size classes of the heap format */
 	uint32_t reserved0;  /* 92   zero */
-	uint8_t reserved[VISTA_SEG_HDR_SIZE - 96 - 8]; /* 96 zero */
-	uint64_t checksum;   /* 4088 rio_checksum(bytes 0..4087) */
+	uint64_t bind;       /* 96   VISTA_SEG_CLEAN or vista_seg_bound() */
+	uint8_t reserved[VISTA_SEG_HDR_SIZE - 104 - 8]; /* 104 zero */
+	uint64_t checksum;   /* 4088 rio_checksum(bytes 0..4087 but bind) */
 };
 
 RIO_STATIC_ASSERT(sizeof(struct vista_seg_hdr) == VISTA_SEG_HDR_SIZE,
@@ -64,6 +84,8 @@ RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_seg_hdr, base) == 32,
 	"base");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_seg_hdr, npages) == 80,
 	"npages");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_seg_hdr, bind) == 96,
+	"bind");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_seg_hdr, checksum) == 4088,
 	"segment header checksum is last");
 

@@ -327,6 +327,7 @@ log_format(vista *v, unsigned nlanes)
 	struct vista_log_hdr *h = rio_pool_base(v->log), tmp;
 	size_t user = rio_pool_size(v->log);
 	size_t lane_size;
+	uint64_t salt;
 
 	if (nlanes == 0)
 		nlanes = VISTA__DEFAULT_LANES;
@@ -342,12 +343,17 @@ log_format(vista *v, unsigned nlanes)
 			"least %u bytes",
 			rio_pool_path(v->log), user, nlanes,
 			VISTA_MIN_LANE_SIZE);
+	if (getrandom(&salt, sizeof(salt), 0) != sizeof(salt))
+		salt = (uint64_t)(uintptr_t)&tmp ^ 0x5bd1e9955bd1e995ull;
 	memset((char *)h + VISTA_SEGTAB_OFF, 0, VISTA_LANES_OFF - VISTA_SEGTAB_OFF);
 	for (unsigned i = 0; i < nlanes; i++) {
 		struct vista_lane_hdr *lh = (void *)((char *)h + VISTA_LANES_OFF +
 			(size_t)i * lane_size);
+		uint64_t seed = vista__log_seed(salt, i);
 		memset(lh, 0, sizeof(*lh));
 		lh->gen = 1;
+		lh->gen_check = vista_lane_gen_check(seed, 1);
+		lh->done_check = vista_lane_done_check(seed, 0, lh->done);
 		/* Lane headers and the empty table: durable at the header's
 		 * first drain, before the magic makes the log valid. */
 		rio_flush(v->log, lh, sizeof(*lh));
@@ -364,8 +370,7 @@ log_format(vista *v, unsigned nlanes)
 	tmp.lanes_off = VISTA_LANES_OFF;
 	tmp.segtab_off = VISTA_SEGTAB_OFF;
 	tmp.segtab_len = VISTA_MAX_SEGMENTS;
-	if (getrandom(&tmp.salt, sizeof(tmp.salt), 0) != sizeof(tmp.salt))
-		tmp.salt = (uint64_t)(uintptr_t)&tmp ^ 0x5bd1e9955bd1e995ull;
+	tmp.salt = salt;
 	tmp.checksum = log_hdr_checksum(&tmp);
 	/* Its first drain also makes the lanes and the table durable. */
 	vista__write_header(v->log, h, &tmp, sizeof(tmp));
@@ -543,6 +548,7 @@ vista_init(const struct vista_opts *o, vista **out)
 	v->nlanes = v->lhdr->nlanes;
 	v->lane_size = v->lhdr->lane_size;
 	v->salt = v->lhdr->salt;
+	rio_pool_uuid(v->log, v->log_uuid);
 	v->sealed = rio_pool_domain(v->log) == RIO_DOMAIN_BYTE;
 	v->page_domain = rio_pool_domain(v->log) == RIO_DOMAIN_PAGE;
 	v->seg_rio_flags = (o->rio_flags & ~(RIO_PROTECT | RIO_FORCE_BYTE |

@@ -234,7 +234,8 @@ struct vista {
 	unsigned nlanes;
 	size_t lane_size;
 	uint64_t salt;
-	bool sealed;      /* byte domain: records sealed by store order */
+	uint8_t log_uuid[16]; /* the log pool's uuid: segments bind to it */
+	bool sealed;      /* byte domain: program order; no flush, no tag fence */
 	bool page_domain; /* msync domain: check rio_pool_error at commit */
 	unsigned seg_rio_flags; /* rio flags every segment is opened with */
 	int fatal;        /* sticky VISTA_EFATAL cause (atomic), 0 if none */
@@ -373,20 +374,30 @@ vista__log_room(const struct vista_lane *l, size_t len)
 		return NULL;
 	return l->cur;
 }
-/* Validate the record at pos of a lane for generation gen. */
-bool vista__log_valid(uint64_t seed, uint64_t gen, const char *rec0,
-	const char *end, const char *pos);
+/*
+ * Judge the record at pos of a lane for generation gen (L4 in log.c):
+ * VISTA__REC_OK, VISTA__REC_END (no record of gen there: never written or
+ * torn), or VISTA__REC_BAD (complete but corrupt; *why says how).
+ */
+enum { VISTA__REC_OK, VISTA__REC_END, VISTA__REC_BAD };
+int vista__log_check(uint64_t seed, uint64_t gen, const char *rec0,
+	const char *end, const char *pos, const char **why);
 uint64_t vista__log_seed(uint64_t salt, unsigned lane);
 /* Truncate: hdr->gen = gen + 1, made durable (L3 in log.c). */
 VISTA__INLINE void
 vista__log_truncate(struct vista_lane *l)
 {
-	/* One 8-byte store discards the whole transaction... */
+	/* gen + 1 and its check, in one line: a crash that keeps one of
+	 * the two is read as the generation the stored check names
+	 * (log_layout.h)... */
+	__atomic_store_n(&l->hdr->gen_check,
+		vista_lane_gen_check(l->seed, l->gen + 1), __ATOMIC_RELAXED);
 	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
-	/* ...once durable: nothing after this may assume the old records
-	 * are still live, and the next transaction's records (gen + 1) must
-	 * not become valid before the old ones are dead. */
-	vista__flush(l, l->v->log, &l->hdr->gen, sizeof(l->hdr->gen));
+	/* Once durable the whole transaction is discarded: nothing after
+	 * this may assume the old records are still live, and the next
+	 * transaction's records (gen + 1) must not become valid before the
+	 * old ones are dead. */
+	vista__flush(l, l->v->log, l->hdr, sizeof(*l->hdr));
 	vista__drain(l);
 	l->gen++;
 }
@@ -452,6 +463,10 @@ void vista__heap_commit_frees(struct vista_lane *l);
  * Until then no other transaction can reuse a block whose state is not
  * durable yet. */
 void vista__heap_after(struct vista_lane *l, bool committed);
+/* Before recovery stores anything: every page map entry verifies, and so
+ * does hh, the heap header recovery will leave.  0 or VISTA_ECORRUPT. */
+int vista__heap_precheck(const struct vista_segment *seg,
+	const unsigned char hh[VISTA_HEAP_HDR_SIZE]);
 /* Is o a well-formed object of seg's heap?  (recovery) */
 bool vista__heap_obj_ok(const struct vista_segment *seg,
 	const struct vista_robj *o);

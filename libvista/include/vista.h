@@ -49,7 +49,10 @@ extern "C" {
 	XX(VISTA_ENOLANE, -31011, "every log lane is in use")                \
 	XX(VISTA_EPENDING, -31012,                                           \
 		"the log holds an unrecovered transaction for a segment not "  \
-		"mapped yet")
+		"mapped yet")                                                  \
+	XX(VISTA_EOTHERLOG, -31013,                                          \
+		"the segment was not unmapped cleanly and belongs to another " \
+		"log")
 
 #define VISTA__ERRNO_ENUM(name, value, msg) name = (value),
 enum vista_errno { VISTA_ERRNO_MAP(VISTA__ERRNO_ENUM) };

@@ -3,6 +3,7 @@
 // addresses, and every bad input (which must change nothing)
 #include "vista_test.hpp"
 
+#include "heap_layout.h"
 #include "log_layout.h"
 #include "segment_layout.h"
 
@@ -15,8 +16,12 @@ template <typename F> static void edit_seg(const std::string &path, F fn)
 	std::string f = test::read_file(path);
 	memcpy(&h, f.data() + RIO_POOL_HDR_SIZE, sizeof(h));
 	fn(h);
-	h.checksum = rio_checksum(&h, offsetof(struct vista_seg_hdr, checksum),
-		VISTA_SEG_CSUM_SEED);
+	// Everything but the bind word and the checksum.
+	size_t b = offsetof(struct vista_seg_hdr, bind) + 8;
+	h.checksum = rio_checksum((const char *)&h + b,
+		offsetof(struct vista_seg_hdr, checksum) - b,
+		rio_checksum(&h, offsetof(struct vista_seg_hdr, bind),
+			VISTA_SEG_CSUM_SEED));
 	test::patch_file(path, RIO_POOL_HDR_SIZE, &h, sizeof(h));
 }
 
@@ -110,7 +115,7 @@ TEST_CASE("vista_init rejects bad options and bad logs, changing nothing",
 	}
 	SECTION("newer major version")
 	{
-		edit_log(e.log, [](vista_log_hdr &h) { h.major = 2; });
+		edit_log(e.log, [](vista_log_hdr &h) { h.major = 3; });
 		std::string before = test::read_file(e.log);
 		e.open(VISTA_ELAYOUT);
 		REQUIRE(test::read_file(e.log) == before);
@@ -260,7 +265,8 @@ TEST_CASE("bad segments are refused and left as they were", "[map]")
 	}
 	SECTION("corrupt heap metadata")
 	{
-		uint64_t cont = 3; // a continuation page with no head
+		// A continuation page with no head (its entry checks).
+		uint64_t cont = vista_pg_make(VISTA_PG_CONT, 0, 1);
 		test::patch_file(a, 8192 + 64 + 8 * 5, &cont, 8);
 		map_fails(v, a, VISTA_ECORRUPT);
 	}

@@ -33,7 +33,28 @@
 		REQUIRE(std::string(vista_errormsg()).size() > 0);         \
 	} while (0)
 
+// In a child process, a failing call prints its message and exits 10.
+#define CHILD_OK(expr)                                                   \
+	do {                                                             \
+		if ((expr) != 0) {                                       \
+			fprintf(stderr, "%s: %s\n", #expr, vista_errormsg()); \
+			_exit(10);                                       \
+		}                                                        \
+	} while (0)
+
 namespace vt {
+
+// A child that runs body() and dies without committing or closing.
+inline void crash_in_child(const std::function<void()> &body)
+{
+	auto r = test::run_child([&] {
+		body();
+		_exit(0);
+	});
+	INFO(r.err);
+	REQUIRE(r.exited);
+	REQUIRE(r.code == 0);
+}
 
 // Fixed addresses for test segments: far from where the kernel puts
 // libraries and anonymous mappings.  Each slot has 4 GiB of room.
@@ -52,15 +73,22 @@ struct Env {
 
 	explicit Env(unsigned flags = 0) : log(dir / "log"), rio_flags(flags) {}
 
-	vista *open(int want = 0)
+	// vista_init on this log, whatever it returns.
+	int init(vista **v) const
 	{
 		struct vista_opts o = {};
 		o.log_path = log.c_str();
 		o.log_size = log_size;
 		o.lanes = lanes;
 		o.rio_flags = rio_flags;
+		*v = nullptr;
+		return vista_init(&o, v);
+	}
+
+	vista *open(int want = 0)
+	{
 		vista *v = nullptr;
-		int rc = vista_init(&o, &v);
+		int rc = init(&v);
 		INFO("vista_init -> " << vista_err_name(rc) << ": "
 				      << vista_errormsg());
 		REQUIRE(rc == want);
