@@ -169,6 +169,7 @@ static bool forked;
 static char *dir;      /* RIO_FS_DIR, canonical */
 static size_t dir_len;
 static char *pool_path;
+static struct rio_fc_opts cfg; /* from the environment (config_numbers) */
 static unsigned long meta_dirty; /* directory changes the disk must sync */
 static unsigned long open_files;
 static __thread int depth;      /* S3 */
@@ -336,26 +337,58 @@ ofd_new(int kind, rio_fc_file *h, const char *path, int flags)
 		memcpy(&real.fn, &p_, sizeof(p_));                \
 	} while (0)
 
-static unsigned long long
-parse_size(const char *s)
+/*
+ * A size from the environment: decimal digits, then an optional K, M, G or
+ * T (binary multiples).  Anything else -- empty, a sign, other characters,
+ * zero, a value that does not fit in 64 bits -- is refused (false), so
+ * that a typo never silently becomes the default.
+ */
+static bool
+parse_size(const char *s, unsigned long long *out)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
+	unsigned long long v = 0;
+	unsigned shift = 0;
+	const char *p = s;
 
-	switch (*end) {
-	case 'g': case 'G':
-		v <<= 10;
-		/* fall through */
-	case 'm': case 'M':
-		v <<= 10;
-		/* fall through */
-	case 'k': case 'K':
-		v <<= 10;
-		break;
-	default:
-		break;
+	if (*p < '0' || *p > '9')
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (ULLONG_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
 	}
-	return v;
+	switch (*p) {
+	case 't': case 'T': shift = 40; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'k': case 'K': shift = 10; p++; break;
+	default: break;
+	}
+	if (*p != '\0' || v == 0 || v > (ULLONG_MAX >> shift))
+		return false;
+	*out = v << shift;
+	return true;
+}
+
+/* A count from the environment (RIO_FS_WRITEBACK_MS, ...): decimal digits
+ * below `max`, nothing else. */
+static bool
+parse_count(const char *s, unsigned max, unsigned *out)
+{
+	unsigned long long v = 0;
+
+	if (*s == '\0')
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (unsigned)(*s - '0');
+		if (v > max)
+			return false;
+	}
+	*out = (unsigned)v;
+	return true;
 }
 
 static bool
@@ -434,6 +467,46 @@ shim_init(void)
 	rio__fcsys.lstat = real.lstat;
 	rio__fcsys.unlink = real.unlink;
 	rio__fcsys.rename = real.rename;
+	rio__fcsys.lseek = real.lseek;
+}
+
+/* The numbers of the configuration (at load time): a bad one is an
+ * error, said once, and the cache is not opened (files below the
+ * directory fail with EIO) rather than run with a default. */
+static void
+config_numbers(void)
+{
+	const char *e;
+	unsigned long long size;
+
+	if ((e = getenv("RIO_FS_POOL_SIZE")) != NULL) {
+		if (!parse_size(e, &size) || size > SIZE_MAX) {
+			say("librio-fs: RIO_FS_POOL_SIZE=%s: not a size (a "
+			    "positive number of bytes below 2^64, with an "
+			    "optional K, M, G or T suffix); the file cache is "
+			    "not opened and files below %s will fail", e, dir);
+			cache_failed = true;
+			return;
+		}
+		cfg.pool_size = (size_t)size;
+	}
+	if ((e = getenv("RIO_FS_SAFE_SYNC")) != NULL && atoi(e))
+		cfg.pool_flags |= RIO_SAFE_SYNC;
+	if ((e = getenv("RIO_FS_WRITEBACK_MS")) != NULL &&
+	    !parse_count(e, 3600000u, &cfg.writeback_ms)) {
+		say("librio-fs: RIO_FS_WRITEBACK_MS=%s: not a number of "
+		    "milliseconds (0 to 3600000); the file cache is not "
+		    "opened and files below %s will fail", e, dir);
+		cache_failed = true;
+		return;
+	}
+	if ((e = getenv("RIO_FS_DIRTY_PCT")) != NULL &&
+	    !parse_count(e, 100u, &cfg.dirty_max_pct)) {
+		say("librio-fs: RIO_FS_DIRTY_PCT=%s: not a percentage (0 to "
+		    "100); the file cache is not opened and files below %s "
+		    "will fail", e, dir);
+		cache_failed = true;
+	}
 }
 
 /* The configuration, from the environment: at load time. */
@@ -470,6 +543,8 @@ shim_config(void)
 			cache_failed = true;
 		}
 	}
+	if (!cache_failed)
+		config_numbers();
 	p = getenv("RIO_FS_RELEASE");
 	release_idle = p != NULL && strcmp(p, "idle") == 0;
 	pthread_atfork(NULL, NULL, child_after_fork);
@@ -492,7 +567,6 @@ get_cache(const char *what, const char *path)
 {
 	struct rio_fc_opts o = { 0 };
 	rio_fc_cache *c;
-	const char *e;
 	int rc;
 
 	pthread_rwlock_rdlock(&cache_lock);
@@ -501,15 +575,8 @@ get_cache(const char *what, const char *path)
 	pthread_rwlock_unlock(&cache_lock);
 	pthread_rwlock_wrlock(&cache_lock);
 	if (cache == NULL && !cache_failed) {
+		o = cfg;
 		o.flags = RIO_FC_CREATE;
-		if ((e = getenv("RIO_FS_POOL_SIZE")) != NULL)
-			o.pool_size = parse_size(e);
-		if ((e = getenv("RIO_FS_SAFE_SYNC")) != NULL && atoi(e))
-			o.pool_flags |= RIO_SAFE_SYNC;
-		if ((e = getenv("RIO_FS_WRITEBACK_MS")) != NULL)
-			o.writeback_ms = (unsigned)atoi(e);
-		if ((e = getenv("RIO_FS_DIRTY_PCT")) != NULL)
-			o.dirty_max_pct = (unsigned)atoi(e);
 		depth++;
 		rc = rio_fc_cache_open(pool_path, dir, &o, &c);
 		depth--;

@@ -121,3 +121,65 @@ TEST_CASE("a misconfigured shim fails loudly", "[fs-shim]")
 	REQUIRE(WEXITSTATUS(st) == 0);
 	REQUIRE(test::read_file(e.tmp / "out") == "one\ntwo\n");
 }
+
+TEST_CASE("the safe-save pattern, many times: a temporary file renamed over "
+	  "the target, in the same directory or across, the target open",
+	"[fs-shim]")
+{
+	// With write-back passes every millisecond, so that the write-back
+	// thread is settling the files that rename drops, again and again.
+	Env e;
+	pid_t pid = fct::spawn({ getenv("FC_SAVE_LOOP"), e.dir, "5000" },
+		{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+			"RIO_FS_POOL=" + e.pool, "RIO_FS_POOL_SIZE=2M",
+			"RIO_FS_WRITEBACK_MS=1" },
+		e.tmp / "out", e.tmp / "err");
+	int st = fct::wait_status(pid);
+	INFO("stderr: " << test::read_file(e.tmp / "err"));
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(test::read_file(e.tmp / "out") == "5000 saves\n");
+	REQUIRE(test::read_file(e.file("target")).size() == 5000 * 7919 % 9000 + 1);
+	REQUIRE(!test::exists(e.file("target.tmp")));
+	REQUIRE(!test::exists(e.file("sub/target.tmp")));
+}
+
+TEST_CASE("a bad number in the environment is an error, not a default",
+	"[fs-shim]")
+{
+	Env e;
+	for (const char *bad : { "RIO_FS_POOL_SIZE=garbage",
+		     "RIO_FS_POOL_SIZE=64Q", "RIO_FS_POOL_SIZE=",
+		     "RIO_FS_POOL_SIZE=-1M", "RIO_FS_POOL_SIZE=0",
+		     "RIO_FS_POOL_SIZE=99999999999999999999",
+		     "RIO_FS_POOL_SIZE=16777216T", "RIO_FS_WRITEBACK_MS=soon",
+		     "RIO_FS_DIRTY_PCT=150" }) {
+		INFO(bad);
+		pid_t pid = fct::spawn({ "/bin/sh", "-c",
+					 "echo x > " + e.file("p") },
+			{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+				"RIO_FS_POOL=" + e.pool, bad },
+			e.tmp / "out", e.tmp / "err");
+		int st = fct::wait_status(pid);
+		std::string err = test::read_file(e.tmp / "err");
+		INFO(err);
+		// The program fails cleanly, says why, and nothing is made.
+		REQUIRE(WIFEXITED(st));
+		REQUIRE(WEXITSTATUS(st) != 0);
+		std::string var = std::string(bad).substr(0,
+			std::string(bad).find('=') + 1);
+		REQUIRE(err.find("librio-fs: " + std::string(bad) + ": not a") !=
+			std::string::npos);
+		REQUIRE(!test::exists(e.pool));
+		REQUIRE(!test::exists(e.file("p")));
+	}
+	// A good size with a suffix still works.
+	pid_t pid = fct::spawn({ "/bin/sh", "-c", "echo x > " + e.file("p") },
+		{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+			"RIO_FS_POOL=" + e.pool, "RIO_FS_POOL_SIZE=1m" },
+		e.tmp / "out", e.tmp / "err");
+	REQUIRE(WEXITSTATUS(fct::wait_status(pid)) == 0);
+	struct stat st;
+	REQUIRE(stat(e.pool.c_str(), &st) == 0);
+	REQUIRE(st.st_size == 1 << 20);
+}
