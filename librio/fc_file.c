@@ -36,6 +36,12 @@
  *       name is missing.
  *   F6. Only the first handle (0 -> 1) checks the identity, under the
  *       file's wb_lock, so write-back never runs during the check.
+ *   F7. Times set on a cached file (utimensat, futimens through the shim)
+ *       are set on a written-back disk copy, under the file's wb_lock and
+ *       exclusive lock, and the identity is recorded after: a later
+ *       write-back happens only for later writes (which move st_mtime on
+ *       any file system), and the next open does not take the new mtime
+ *       for a change behind the cache.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -1064,6 +1070,75 @@ rio_fc_forget(rio_fc_cache *c, const char *path)
 		pthread_mutex_unlock(&f->wb_lock);
 		flush_and_forget(c, f, false);
 	}
+	return rc;
+}
+
+/* F7, with a claim on f held (R1). */
+static int
+set_times(rio_fc_cache *c, struct fc_file *f, int (*apply)(void *), void *arg)
+{
+	struct stat st;
+	bool written;
+	int rc;
+
+	for (int attempt = 0;; attempt++) {
+		rc = rio__fc_wb_file(c, f);
+		if (rc)
+			return rc;
+		pthread_mutex_lock(&f->wb_lock);
+		pthread_rwlock_wrlock(&f->lock);
+		pthread_mutex_lock(&c->lock);
+		written = f->conflict || !(rio__fc_wb_needed(f) ||
+						  f->dirty.n > 0);
+		pthread_mutex_unlock(&c->lock);
+		if (written)
+			break;
+		/* Written to meanwhile through another handle: again. */
+		pthread_rwlock_unlock(&f->lock);
+		pthread_mutex_unlock(&f->wb_lock);
+		if (attempt >= 100)
+			return rio__err(-EBUSY, "set the times of %s: the file "
+						"is being written", f->abs);
+	}
+	rc = apply(arg) == 0 ? 0 : -errno;
+	if (rc == 0 && !f->conflict &&
+	    (f->fd >= 0 ? rio__fcsys.fstat(f->fd, &st) :
+			  rio__fcsys.stat(f->abs, &st)) == 0 &&
+	    (uint64_t)st.st_ino == f->fst.ino)
+		rio__fc_fst_write(c, f, f->size, f->disk_limit, &st);
+	pthread_rwlock_unlock(&f->lock);
+	pthread_mutex_unlock(&f->wb_lock);
+	return rc;
+}
+
+int
+rio__fc_set_times(rio_fc_file *h, int (*apply)(void *), void *arg)
+{
+	int rc = rio__fc_check(h->c);
+
+	return rc ? rc : set_times(h->c, h->f, apply, arg);
+}
+
+int
+rio__fc_set_times_path(rio_fc_cache *c, const char *path,
+	int (*apply)(void *), void *arg)
+{
+	struct fc_file *f;
+	int rc = lookup_locked(c, path, &f);
+
+	if (rc == -ENOENT || (rc == 0 && (f->busy || f->conflict))) {
+		if (rc == 0)
+			pthread_mutex_unlock(&c->lock);
+		return apply(arg) == 0 ? 0 : -errno; /* the disk's alone */
+	}
+	if (rc)
+		return rc;
+	rio__fc_file_get(f); /* R1 */
+	pthread_mutex_unlock(&c->lock);
+	rc = set_times(c, f, apply, arg);
+	pthread_mutex_lock(&c->lock);
+	rio__fc_file_put(c, f);
+	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
 

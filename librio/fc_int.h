@@ -332,6 +332,15 @@ bool rio__fc_file_put(rio_fc_cache *c, struct fc_file *f);
  * the kernel refuses past that size).  A handle of f is held. */
 int rio__fc_size_limit(rio_fc_cache *c, struct fc_file *f, uint64_t end,
 	const char *what);
+/* Set the disk file's times with apply(arg) (0, or -1 and errno: the
+ * shim's utimensat/futimens) so that they last: f is written back first
+ * and its locks held across apply, so no write-back of older data follows
+ * and moves st_mtime; the new identity is recorded as the cache's own
+ * (F7).  By handle, or by path (a path the cache holds nothing for: apply
+ * alone).  0, -errno of apply, or a write-back error (times not set). */
+int rio__fc_set_times(rio_fc_file *h, int (*apply)(void *), void *arg);
+int rio__fc_set_times_path(rio_fc_cache *c, const char *path,
+	int (*apply)(void *), void *arg);
 /* Open the disk file of f if it is not (for write-back, recovery). */
 int rio__fc_file_fd(rio_fc_cache *c, struct fc_file *f, bool create);
 /* Write f's next file-state record: size, disk_limit, identity. */
