@@ -906,6 +906,34 @@ flush_and_forget(rio_fc_cache *c, struct fc_file *f, bool write_back)
 	return 0;
 }
 
+/* Write f back and return with f->wb_lock and f->lock (exclusive) held
+ * and nothing of f unwritten (a file in conflict: as it is).  A claim on
+ * f is held (R1). */
+static int
+write_back_and_lock(rio_fc_cache *c, struct fc_file *f, const char *what)
+{
+	for (int attempt = 0;; attempt++) {
+		bool written;
+		int rc = rio__fc_wb_file(c, f);
+		if (rc)
+			return rc;
+		pthread_mutex_lock(&f->wb_lock);
+		pthread_rwlock_wrlock(&f->lock);
+		pthread_mutex_lock(&c->lock);
+		written = f->conflict ||
+			!(rio__fc_wb_needed(f) || f->dirty.n > 0);
+		pthread_mutex_unlock(&c->lock);
+		if (written)
+			return 0;
+		/* Written to meanwhile through an open handle: again. */
+		pthread_rwlock_unlock(&f->lock);
+		pthread_mutex_unlock(&f->wb_lock);
+		if (attempt >= 100)
+			return rio__err(-EBUSY, "%s %s: the file is being "
+						"written", what, f->abs);
+	}
+}
+
 /*
  * Rename `from` over the cached file f (claimed): write f back, then,
  * with f's locks held so that nothing is written to it meanwhile, rename
@@ -920,27 +948,11 @@ static int
 replace_target(rio_fc_cache *c, struct fc_file *f, const char *from)
 {
 	struct rio_fc_frec *r = &c->frecs[f->slot];
-	bool written;
 	int rc;
 
-	for (int attempt = 0;; attempt++) {
-		rc = rio__fc_wb_file(c, f);
-		if (rc)
-			return rc;
-		pthread_mutex_lock(&f->wb_lock);
-		pthread_rwlock_wrlock(&f->lock);
-		pthread_mutex_lock(&c->lock);
-		written = rio__fc_wb_needed(f) || f->dirty.n > 0;
-		pthread_mutex_unlock(&c->lock);
-		if (!written)
-			break;
-		/* Written to meanwhile through an open handle: again. */
-		pthread_rwlock_unlock(&f->lock);
-		pthread_mutex_unlock(&f->wb_lock);
-		if (attempt >= 100)
-			return rio__err(-EBUSY, "rename over %s: the file is "
-						"being written", f->abs);
-	}
+	rc = write_back_and_lock(c, f, "rename over");
+	if (rc)
+		return rc;
 	if (rio__fcsys.rename(from, f->abs) != 0) {
 		rc = rio__errno("rename %s to %s", from, f->abs);
 		pthread_rwlock_unlock(&f->lock);
@@ -1078,28 +1090,11 @@ static int
 set_times(rio_fc_cache *c, struct fc_file *f, int (*apply)(void *), void *arg)
 {
 	struct stat st;
-	bool written;
 	int rc;
 
-	for (int attempt = 0;; attempt++) {
-		rc = rio__fc_wb_file(c, f);
-		if (rc)
-			return rc;
-		pthread_mutex_lock(&f->wb_lock);
-		pthread_rwlock_wrlock(&f->lock);
-		pthread_mutex_lock(&c->lock);
-		written = f->conflict || !(rio__fc_wb_needed(f) ||
-						  f->dirty.n > 0);
-		pthread_mutex_unlock(&c->lock);
-		if (written)
-			break;
-		/* Written to meanwhile through another handle: again. */
-		pthread_rwlock_unlock(&f->lock);
-		pthread_mutex_unlock(&f->wb_lock);
-		if (attempt >= 100)
-			return rio__err(-EBUSY, "set the times of %s: the file "
-						"is being written", f->abs);
-	}
+	rc = write_back_and_lock(c, f, "set the times of");
+	if (rc)
+		return rc;
 	rc = apply(arg) == 0 ? 0 : -errno;
 	if (rc == 0 && !f->conflict &&
 	    (f->fd >= 0 ? rio__fcsys.fstat(f->fd, &st) :
