@@ -331,3 +331,48 @@ TEST_CASE("a failing file at recovery: the cache opens, the others are "
 	REQUIRE_OK(rio_fc_cache_close(c));
 	REQUIRE(test::read_file(e.file("r")) == "replay me");
 }
+
+TEST_CASE("riotool fc lists the files not written back and the failing "
+	  "write-backs", "[fc-recover]")
+{
+	const char *riotool = getenv("RIOTOOL");
+	REQUIRE(riotool != nullptr);
+	Env e;
+	test::ChildResult r = test::run_child([&] {
+		rio_fc_cache *c = child_cache(e);
+		cput(copen(c, e.file("r")), 0, "replay me");
+		cput(copen(c, e.file("ok")), 0, "other file");
+		fail_errno = ENOSPC;
+		fail_name = "/r";
+		rio__fcsys.pwrite = failing_pwrite_of;
+		if (rio_fc_sync_all(c) != -ENOSPC)
+			_exit(108);
+		raise(SIGKILL);
+	});
+	REQUIRE(r.signal == SIGKILL);
+	std::string out = e.tmp / "report";
+	REQUIRE(system((std::string(riotool) + " fc " + e.pool + " > " + out)
+			.c_str()) == 0);
+	std::string rep = test::read_file(out);
+	INFO(rep);
+	REQUIRE(rep.find("not closed cleanly") != std::string::npos);
+	REQUIRE(rep.find("file        r: live, size 9, 1 blocks not written "
+			 "back; write-back incomplete") != std::string::npos);
+	REQUIRE(rep.find("file        ok: live, size 10, 0 blocks not written "
+			 "back\n") != std::string::npos);
+	REQUIRE(rep.find("summary     1 files with blocks not written back, 1 "
+			 "with a write-back incomplete") != std::string::npos);
+	// Recovered (the disk works again): nothing left to report.
+	rio_fc_cache *c = reopen(e);
+	REQUIRE_OK(rio_fc_cache_close(c));
+	REQUIRE(system((std::string(riotool) + " fc " + e.pool + " > " + out)
+			.c_str()) == 0);
+	rep = test::read_file(out);
+	REQUIRE(rep.find("closed cleanly") != std::string::npos);
+	REQUIRE(rep.find("summary     0 files with blocks not written back, 0 "
+			 "with a write-back incomplete") != std::string::npos);
+	REQUIRE(test::read_file(e.file("r")) == "replay me");
+	// Not a file cache: an error.
+	REQUIRE(system((std::string(riotool) + " fc " + e.file("r") +
+		" 2> /dev/null").c_str()) != 0);
+}
