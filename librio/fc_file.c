@@ -330,10 +330,12 @@ rio__fc_file_release_record(rio_fc_cache *c, struct fc_file *f)
 		rio__fc_file_hash_del(c, f);
 	c->files[f->slot] = NULL;
 	c->nfiles_used--;
+#ifndef RIO_BROKEN_FC_LIFETIME
 	if (f->refs > 0)
 		f->released = true;
 	else
-		rio__fc_file_free(f);
+#endif
+		rio__fc_file_free(f); /* broken: whatever holds it */
 }
 
 /* Drop every block of f: f->lock held exclusively, c->lock held. */

@@ -627,7 +627,8 @@ write_stats(void)
 		   "read_hits %llu\nread_misses %llu\nfsyncs %llu\n"
 		   "writebacks %llu\nwriteback_blocks %llu\nevictions %llu\n"
 		   "waits %llu\nrecovered_blocks %llu\nrecovered_files %llu\n"
-		   "conflicts %llu\nrecovered %d\nfiles %llu\n",
+		   "conflicts %llu\nrecovered %d\nfiles %llu\n"
+		   "writeback_errors %llu\n",
 		(unsigned long long)s.writes, (unsigned long long)s.block_writes,
 		(unsigned long long)s.reads, (unsigned long long)s.read_hits,
 		(unsigned long long)s.read_misses, (unsigned long long)s.fsyncs,
@@ -637,7 +638,8 @@ write_stats(void)
 		(unsigned long long)s.recovered_blocks,
 		(unsigned long long)s.recovered_files,
 		(unsigned long long)s.conflicts, (int)s.recovered,
-		(unsigned long long)s.files);
+		(unsigned long long)s.files,
+		(unsigned long long)s.writeback_errors);
 	fclose(f);
 }
 

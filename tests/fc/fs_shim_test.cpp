@@ -252,6 +252,8 @@ TEST_CASE("times set by tar -x and cp -p last: after write-back, after a "
 	REQUIRE(test::read_file(e.tmp / "out") == "smallmore\n" +
 			test::read_file(src + "/a") + test::read_file(src + "/c"));
 	REQUIRE(read_stats(e.tmp / "stats")["conflicts"] == 0);
+	REQUIRE(read_stats(e.tmp / "stats").count("writeback_errors") == 1);
+	REQUIRE(read_stats(e.tmp / "stats")["writeback_errors"] == 0);
 	REQUIRE(read_stats(e.tmp / "stats")["recovered"] == 1);
 	REQUIRE(mtime_of(e.file("a")) == T1);
 	REQUIRE(mtime_of(e.file("c")) == T2);
