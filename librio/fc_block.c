@@ -361,6 +361,9 @@ rio_fc_pwrite(rio_fc_file *h, const void *buf, size_t n, uint64_t off)
 			"file the cache keeps (%llu bytes)", f->abs, n,
 			(unsigned long long)off,
 			(unsigned long long)FC_MAX_BYTES);
+	rc = rio__fc_size_limit(c, f, off + n, "write");
+	if (rc)
+		return rc;
 	FC_STAT_ADD(c, writes, 1);
 	while (n > 0) {
 		uint32_t res[FC_RESERVE_CHUNK], used = 0;
@@ -487,6 +490,9 @@ rio__fc_truncate(rio_fc_cache *c, struct fc_file *f, uint64_t size)
 		return rio__err(-EFBIG, "truncate %s to %llu: larger than the "
 					"largest file the cache keeps", f->abs,
 			(unsigned long long)size);
+	if (size > f->size && (rc = rio__fc_size_limit(c, f, size,
+				       "truncate")) != 0)
+		return rc;
 	if (tail && (rc = rio__fc_reserve(c, 1, true, &res)) != 0)
 		return rc;
 	pthread_rwlock_wrlock(&f->lock);

@@ -36,6 +36,12 @@
  *       name is missing.
  *   F6. Only the first handle (0 -> 1) checks the identity, under the
  *       file's wb_lock, so write-back never runs during the check.
+ *   F7. Times set on a cached file (utimensat, futimens through the shim)
+ *       are set on a written-back disk copy, under the file's wb_lock and
+ *       exclusive lock, and the identity is recorded after: a later
+ *       write-back happens only for later writes (which move st_mtime on
+ *       any file system), and the next open does not take the new mtime
+ *       for a change behind the cache.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -242,8 +249,75 @@ rio__fc_file_fd(rio_fc_cache *c, struct fc_file *f, bool create)
 	return 0;
 }
 
+void
+rio__fc_file_get(struct fc_file *f)
+{
+	f->refs++;
+}
+
+bool
+rio__fc_file_put(rio_fc_cache *c, struct fc_file *f)
+{
+	if (--f->refs > 0)
+		return false;
+	pthread_cond_broadcast(&c->space_cond); /* claim() waits for this */
+	if (!f->released)
+		return false;
+	rio__fc_file_free(f);
+	return true;
+}
+
+int
+rio__fc_size_limit(rio_fc_cache *c, struct fc_file *f, uint64_t end,
+	const char *what)
+{
+	struct rlimit rl;
+	int fd, rc = 0;
+
+	(void)c;
+	if (end <= __atomic_load_n(&f->size_ok, __ATOMIC_RELAXED))
+		return 0;
+	/* The kernel's write checks, at the call rather than at write-back
+	 * (where an error could no longer be returned to anyone): first the
+	 * process's file size limit (the kernel also raises SIGXFSZ; the
+	 * cache only fails the call)... */
+	if (getrlimit(RLIMIT_FSIZE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    end > (uint64_t)rl.rlim_cur)
+		return rio__err(-EFBIG, "%s %s: %llu bytes exceed the file "
+					"size limit (RLIMIT_FSIZE %llu)", what,
+			f->abs, (unsigned long long)end,
+			(unsigned long long)rl.rlim_cur);
+	/* ...then the file system's largest file: lseek(2) past it fails
+	 * with EINVAL (it checks the same s_maxbytes -- per inode on ext4 --
+	 * as write(2)), and costs no change to the file. */
+	pthread_rwlock_rdlock(&f->lock);
+	fd = f->fd;
+	if (fd < 0)
+		fd = rio__fcsys.open(f->abs, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		off_t at = rio__fcsys.lseek(fd, (off_t)end, SEEK_SET);
+		if (at < 0 && errno == EINVAL)
+			rc = rio__err(-EFBIG, "%s %s: %llu bytes exceed the "
+						"largest file its file system "
+						"keeps", what, f->abs,
+				(unsigned long long)end);
+		if (fd != f->fd)
+			rio__fcsys.close(fd);
+	}
+	pthread_rwlock_unlock(&f->lock);
+	if (rc == 0) {
+		uint64_t ok = __atomic_load_n(&f->size_ok, __ATOMIC_RELAXED);
+		while (ok < end && !__atomic_compare_exchange_n(&f->size_ok,
+				&ok, end, false, __ATOMIC_RELAXED,
+				__ATOMIC_RELAXED))
+			;
+	}
+	return rc;
+}
+
 /* Release the record of an idle file whose blocks are all durably FREE
- * (F2).  c->lock held. */
+ * (F2).  c->lock held.  R3: a struct still referenced outlives its
+ * record until the last rio__fc_file_put(). */
 void
 rio__fc_file_release_record(rio_fc_cache *c, struct fc_file *f)
 {
@@ -256,7 +330,12 @@ rio__fc_file_release_record(rio_fc_cache *c, struct fc_file *f)
 		rio__fc_file_hash_del(c, f);
 	c->files[f->slot] = NULL;
 	c->nfiles_used--;
-	rio__fc_file_free(f);
+#ifndef RIO_BROKEN_FC_LIFETIME
+	if (f->refs > 0)
+		f->released = true;
+	else
+#endif
+		rio__fc_file_free(f); /* broken: whatever holds it */
 }
 
 /* Drop every block of f: f->lock held exclusively, c->lock held. */
@@ -277,13 +356,15 @@ rio__fc_file_drop(rio_fc_cache *c, struct fc_file *f, bool unlinked)
 	drop_all_blocks(c, f);
 	f->size = 0;
 	if (unlinked) {
-		/* Settled (fsync of the directory, then FREE) by write-back. */
+		/* Settled (fsync of the directory, then FREE) by write-back,
+		 * which may do so as soon as the reference goes (R1). */
 		if (f->fd >= 0) {
 			rio__fcsys.close(f->fd);
 			f->fd = -1;
 		}
-		pthread_mutex_unlock(&c->lock);
 		pthread_rwlock_unlock(&f->lock);
+		rio__fc_file_put(c, f);
+		pthread_mutex_unlock(&c->lock);
 		return;
 	}
 	pthread_rwlock_unlock(&f->lock); /* nobody else can hold it: idle */
@@ -681,8 +762,10 @@ rio_fc_close(rio_fc_file *h)
 	pthread_mutex_lock(&c->lock);
 	handle_unlink(c, h);
 	if (f != NULL && --f->handles == 0) {
-		if (f->unlinked)
+		if (f->unlinked) {
 			drop = true;
+			rio__fc_file_get(f); /* R1: dropped by file_drop */
+		}
 		else if (f->dirty.n > 0 || rio__fc_wb_needed(f))
 			/* Write-back "at close": handed to the thread's next
 			 * pass, not started at once -- a file closed and
@@ -710,6 +793,39 @@ claim(rio_fc_cache *c, struct fc_file *f, bool need_idle, const char *what)
 	return 0;
 }
 
+/*
+ * The name of busy f is gone on disk and its record says UNLINKED: out of
+ * the path hash, no longer busy, and dropped now if no handle has it (the
+ * last close does otherwise).  f->wb_lock held; released here.  The record
+ * is settled (directory fsynced, slot freed) by the next write-back pass:
+ * not at once, so that a program removing a file per transaction (a
+ * journal) does not pay a sync for each.
+ */
+static void
+finish_removal(rio_fc_cache *c, struct fc_file *f)
+{
+	bool drop;
+
+	pthread_mutex_lock(&c->lock);
+	rio__fc_file_hash_del(c, f);
+	f->unlinked = true;
+	f->busy = false;
+	f->wb_wanted = false;
+	drop = f->handles == 0;
+	/* R1: no longer busy, and not yet dropped: settling (which frees an
+	 * unlinked record with no handle) must wait for us. */
+	rio__fc_file_get(f);
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_unlock(&f->wb_lock);
+	if (drop) {
+		rio__fc_file_drop(c, f, true);
+	} else {
+		pthread_mutex_lock(&c->lock);
+		rio__fc_file_put(c, f);
+		pthread_mutex_unlock(&c->lock);
+	}
+}
+
 int
 rio_fc_unlink(rio_fc_cache *c, const char *path)
 {
@@ -717,7 +833,6 @@ rio_fc_unlink(rio_fc_cache *c, const char *path)
 	struct rio_fc_frec *r;
 	struct fc_file *f;
 	struct stat st;
-	bool drop;
 	int rc;
 
 	rc = rio__fc_check(c);
@@ -764,19 +879,7 @@ rio_fc_unlink(rio_fc_cache *c, const char *path)
 		pthread_mutex_unlock(&f->wb_lock);
 		goto out;
 	}
-	pthread_mutex_lock(&c->lock);
-	rio__fc_file_hash_del(c, f);
-	f->unlinked = true;
-	f->busy = false;
-	f->wb_wanted = false;
-	drop = f->handles == 0;
-	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_unlock(&f->wb_lock);
-	/* The record is settled (directory fsynced, slot freed) by the
-	 * next write-back pass: not at once, so that a program removing a
-	 * file per transaction (a journal) does not pay a sync for each. */
-	if (drop)
-		rio__fc_file_drop(c, f, true);
+	finish_removal(c, f);
 out:
 	free(rel);
 	free(abs);
@@ -802,6 +905,68 @@ flush_and_forget(rio_fc_cache *c, struct fc_file *f, bool write_back)
 			return rc;
 	}
 	rio__fc_file_drop(c, f, false);
+	return 0;
+}
+
+/* Write f back and return with f->wb_lock and f->lock (exclusive) held
+ * and nothing of f unwritten (a file in conflict: as it is).  A claim on
+ * f is held (R1). */
+static int
+write_back_and_lock(rio_fc_cache *c, struct fc_file *f, const char *what)
+{
+	for (int attempt = 0;; attempt++) {
+		bool written;
+		int rc = rio__fc_wb_file(c, f);
+		if (rc)
+			return rc;
+		pthread_mutex_lock(&f->wb_lock);
+		pthread_rwlock_wrlock(&f->lock);
+		pthread_mutex_lock(&c->lock);
+		written = f->conflict ||
+			!(rio__fc_wb_needed(f) || f->dirty.n > 0);
+		pthread_mutex_unlock(&c->lock);
+		if (written)
+			return 0;
+		/* Written to meanwhile through an open handle: again. */
+		pthread_rwlock_unlock(&f->lock);
+		pthread_mutex_unlock(&f->wb_lock);
+		if (attempt >= 100)
+			return rio__err(-EBUSY, "%s %s: the file is being "
+						"written", what, f->abs);
+	}
+}
+
+/*
+ * Rename `from` over the cached file f (claimed): write f back, then,
+ * with f's locks held so that nothing is written to it meanwhile, rename
+ * on disk and turn f's record UNLINKED.  Handles of f keep the old file,
+ * as descriptors of a replaced file do; the last close drops it.  A
+ * crash before the disk rename leaves f complete under its name; after
+ * it, a LIVE record whose name reaches another inode and that holds
+ * nothing unwritten, which recovery and the next open drop (F3), and
+ * recovery never removes the new file (F4 checks the inode).
+ */
+static int
+replace_target(rio_fc_cache *c, struct fc_file *f, const char *from)
+{
+	struct rio_fc_frec *r = &c->frecs[f->slot];
+	int rc;
+
+	rc = write_back_and_lock(c, f, "rename over");
+	if (rc)
+		return rc;
+	if (rio__fcsys.rename(from, f->abs) != 0) {
+		rc = rio__errno("rename %s to %s", from, f->abs);
+		pthread_rwlock_unlock(&f->lock);
+		pthread_mutex_unlock(&f->wb_lock);
+		return rc;
+	}
+	fc_store8(&r->state, RIO_FC_F_UNLINKED);
+	/* The name reaches the new file: the old one's record is a removed
+	 * file's, durably, before its writers go on (F4). */
+	rio_persist(c->pool, &r->state, sizeof(r->state));
+	pthread_rwlock_unlock(&f->lock);
+	finish_removal(c, f);
 	return 0;
 }
 
@@ -841,7 +1006,10 @@ rio_fc_rename(rio_fc_cache *c, const char *from, const char *to)
 		if (rel[k] == NULL)
 			continue;
 		f[k] = rio__fc_file_find(c, rel[k]);
-		if (f[k] != NULL && (rc = claim(c, f[k], true, "rename")) != 0)
+		/* The target may be open (its handles keep the old file, as
+		 * on disk); the source may not. */
+		if (f[k] != NULL &&
+		    (rc = claim(c, f[k], k == 0, "rename")) != 0)
 			f[k] = NULL;
 	}
 	if (rc && f[0] != NULL)
@@ -849,13 +1017,15 @@ rio_fc_rename(rio_fc_cache *c, const char *from, const char *to)
 	pthread_mutex_unlock(&c->lock);
 	if (rc)
 		goto out;
-	/* Both files on disk, complete and synced, and out of the cache:
-	 * a crash at any point leaves the rename done or not done, with all
+	/* Both files on disk, complete and synced, and out of the cache (an
+	 * open target: its record removed once the name is gone): a crash
+	 * at any point leaves the rename done or not done, with all
 	 * acknowledged data in whichever file. */
 	for (int k = 0; k < 2; k++) {
 		if (f[k] == NULL)
 			continue;
-		rc = flush_and_forget(c, f[k], true);
+		rc = k == 1 ? replace_target(c, f[1], abs[0] ? abs[0] : from) :
+			      flush_and_forget(c, f[k], true);
 		if (rc) {
 			pthread_mutex_lock(&c->lock);
 			for (int j = k; j < 2; j++)
@@ -864,6 +1034,8 @@ rio_fc_rename(rio_fc_cache *c, const char *from, const char *to)
 			pthread_mutex_unlock(&c->lock);
 			goto out;
 		}
+		if (k == 1)
+			goto out; /* replace_target renamed */
 	}
 	if (rio__fcsys.rename(abs[0] ? abs[0] : from, abs[1] ? abs[1] : to))
 		rc = rio__errno("rename %s to %s", from, to);
@@ -912,6 +1084,58 @@ rio_fc_forget(rio_fc_cache *c, const char *path)
 		pthread_mutex_unlock(&f->wb_lock);
 		flush_and_forget(c, f, false);
 	}
+	return rc;
+}
+
+/* F7, with a claim on f held (R1). */
+static int
+set_times(rio_fc_cache *c, struct fc_file *f, int (*apply)(void *), void *arg)
+{
+	struct stat st;
+	int rc;
+
+	rc = write_back_and_lock(c, f, "set the times of");
+	if (rc)
+		return rc;
+	rc = apply(arg) == 0 ? 0 : -errno;
+	if (rc == 0 && !f->conflict &&
+	    (f->fd >= 0 ? rio__fcsys.fstat(f->fd, &st) :
+			  rio__fcsys.stat(f->abs, &st)) == 0 &&
+	    (uint64_t)st.st_ino == f->fst.ino)
+		rio__fc_fst_write(c, f, f->size, f->disk_limit, &st);
+	pthread_rwlock_unlock(&f->lock);
+	pthread_mutex_unlock(&f->wb_lock);
+	return rc;
+}
+
+int
+rio__fc_set_times(rio_fc_file *h, int (*apply)(void *), void *arg)
+{
+	int rc = rio__fc_check(h->c);
+
+	return rc ? rc : set_times(h->c, h->f, apply, arg);
+}
+
+int
+rio__fc_set_times_path(rio_fc_cache *c, const char *path,
+	int (*apply)(void *), void *arg)
+{
+	struct fc_file *f;
+	int rc = lookup_locked(c, path, &f);
+
+	if (rc == -ENOENT || (rc == 0 && (f->busy || f->conflict))) {
+		if (rc == 0)
+			pthread_mutex_unlock(&c->lock);
+		return apply(arg) == 0 ? 0 : -errno; /* the disk's alone */
+	}
+	if (rc)
+		return rc;
+	rio__fc_file_get(f); /* R1 */
+	pthread_mutex_unlock(&c->lock);
+	rc = set_times(c, f, apply, arg);
+	pthread_mutex_lock(&c->lock);
+	rio__fc_file_put(c, f);
+	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
 

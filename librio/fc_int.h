@@ -27,6 +27,19 @@
  * An RCU read-side section (index lookup) never waits for a lock, so
  * synchronize_rcu() may be called with c->lock held.
  *
+ * Lifetime of a struct fc_file (the volatile side of a file record)
+ *   R1. Whoever uses f after dropping c->lock holds a claim on it, taken
+ *       under c->lock: a handle (f->handles), a reference (f->refs:
+ *       write-back passes, directory settling, the drop of a removed
+ *       file), or f->busy (rename, unlink, forget: one owner at a time).
+ *   R2. No reference is taken on a busy file, and claim() (busy) waits
+ *       until the references are gone: the owner of a busy file is alone
+ *       with it and may free it.
+ *   R3. Anyone else frees f only with no handle and no reference
+ *       (rio__fc_file_release_record).  If references remain anyway, the
+ *       record is freed on media at once but the struct lives on
+ *       (f->released) until the last rio__fc_file_put().
+ *
  * Block states (fc_blk.state) and their transitions
  *   FREE      --reserve-->          RESERVED  (fc_alloc.c)
  *   RESERVED  --commit write-->     DIRTY     (fc_block.c)
@@ -59,6 +72,7 @@ extern "C" {
 #define FC_MIN_BLOCKS 32u
 #define FC_RESERVE_CHUNK 16u /* blocks reserved at a time by a writer */
 #define FC_EVICT_BATCH 32u
+#define FC_WB_RETRY_MAX_MS 10000u /* back-off of a failing write-back */
 
 enum fc_bstate {
 	FC_B_FREE = 0,
@@ -115,6 +129,8 @@ struct fc_file {
 	/* under f->lock */
 	uint64_t size;
 	uint64_t disk_limit;    /* disk bytes below this are file content */
+	uint64_t size_ok;       /* the disk file may grow to this (atomic;
+				   rio__fc_size_limit) */
 	uint64_t wb_low;        /* lowest size since the write-back snapshot */
 	struct rio_fc_fstate fst; /* current file-state record */
 	int fst_slot;           /* where it is in the record */
@@ -132,7 +148,11 @@ struct fc_file {
 	bool conflict;          /* changed on disk behind the cache */
 	bool unlinked;          /* record is UNLINKED, awaiting a dir fsync */
 	bool busy;              /* being dropped or renamed */
-	int wb_error;
+	bool released;          /* record freed; struct freed by the last
+				   rio__fc_file_put (R3) */
+	int wb_error;           /* last write-back's error, 0 if it worked */
+	uint32_t wb_failures;   /* consecutive failed write-backs */
+	uint64_t wb_retry_ns;   /* no new attempt before (back-off) */
 };
 
 /* A handle (rio_fc_open). */
@@ -162,6 +182,7 @@ struct rio__fc_sysops {
 	int (*lstat)(const char *path, struct stat *st);
 	int (*unlink)(const char *path);
 	int (*rename)(const char *from, const char *to);
+	off_t (*lseek)(int fd, off_t off, int whence); /* size limit probe */
 };
 extern struct rio__fc_sysops rio__fcsys;
 
@@ -302,6 +323,24 @@ void rio__fc_file_hash_del(rio_fc_cache *c, struct fc_file *f);
 struct fc_file *rio__fc_file_new(rio_fc_cache *c, uint32_t slot,
 	const char *rel);
 void rio__fc_file_free(struct fc_file *f);
+/* R1: take / drop a reference (c->lock held); the last put wakes
+ * claim() and frees a released file (then returns true). */
+void rio__fc_file_get(struct fc_file *f);
+bool rio__fc_file_put(rio_fc_cache *c, struct fc_file *f);
+/* -EFBIG if f cannot grow to `end` bytes on disk: past RLIMIT_FSIZE, or
+ * past the largest file its file system keeps (probed with lseek, which
+ * the kernel refuses past that size).  A handle of f is held. */
+int rio__fc_size_limit(rio_fc_cache *c, struct fc_file *f, uint64_t end,
+	const char *what);
+/* Set the disk file's times with apply(arg) (0, or -1 and errno: the
+ * shim's utimensat/futimens) so that they last: f is written back first
+ * and its locks held across apply, so no write-back of older data follows
+ * and moves st_mtime; the new identity is recorded as the cache's own
+ * (F7).  By handle, or by path (a path the cache holds nothing for: apply
+ * alone).  0, -errno of apply, or a write-back error (times not set). */
+int rio__fc_set_times(rio_fc_file *h, int (*apply)(void *), void *arg);
+int rio__fc_set_times_path(rio_fc_cache *c, const char *path,
+	int (*apply)(void *), void *arg);
 /* Open the disk file of f if it is not (for write-back, recovery). */
 int rio__fc_file_fd(rio_fc_cache *c, struct fc_file *f, bool create);
 /* Write f's next file-state record: size, disk_limit, identity. */
@@ -311,8 +350,9 @@ int rio__fc_fst_pick(const struct rio_fc_frec *r, struct rio_fc_fstate *out);
 bool rio__fc_fst_matches(const struct rio_fc_fstate *fs, const struct stat *st);
 void rio__fc_frec_set_flags(rio_fc_cache *c, struct fc_file *f, uint64_t set,
 	uint64_t clear);
-/* Drop every block of f and its record (f must be idle).  unlinked:
- * leave the record UNLINKED instead of FREE. */
+/* Drop every block of f and its record (f must be idle, and busy: R2).
+ * unlinked: leave the record UNLINKED instead of FREE; the caller then
+ * holds a reference (R1), which this drops. */
 void rio__fc_file_drop(rio_fc_cache *c, struct fc_file *f, bool unlinked);
 void rio__fc_file_release_record(rio_fc_cache *c, struct fc_file *f);
 uint64_t rio__fc_frec_checksum(const struct rio_fc_frec *r);

@@ -22,8 +22,12 @@
  *      newest file-state record and the record does not say WB_ACTIVE (our
  *      own write-back was interrupted), or the pool came from its image
  *      (an image may be older than the disk).  Such a file is a conflict:
- *      its blocks are kept, and opening it fails until rio_fc_forget();
- *   5. after a crash, drops every clean block (the cache starts cold);
+ *      its blocks are kept, and opening it fails until rio_fc_forget().
+ *      A file whose write-back fails (a full disk, EIO) keeps its blocks
+ *      and is retried by the write-back thread (W4): one file never keeps
+ *      the cache from opening, nor the other files from recovery;
+ *   5. after a crash, drops every clean block (the cache starts cold) of
+ *      the files written back;
  *   6. fsyncs the directories of UNLINKED and NEW records (settle).
  * Invariants
  *   R1. Nothing is written before every record and descriptor has been
@@ -252,6 +256,9 @@ finish_unlink(rio_fc_cache *c, struct fc_file *f)
 	    rio__fcsys.unlink(f->abs) != 0)
 		rio__notice("file cache: could not finish removing %s: %s",
 			f->abs, strerror(errno));
+	pthread_mutex_lock(&c->lock);
+	rio__fc_file_get(f); /* R1: dropped by file_drop */
+	pthread_mutex_unlock(&c->lock);
 	rio__fc_file_drop(c, f, true);
 }
 
@@ -294,8 +301,15 @@ replay(rio_fc_cache *c, struct fc_file *f)
 		return 0;
 	}
 	rc = rio__fc_wb_file(c, f);
-	if (rc)
-		return rc;
+	if (rc) {
+		/* W4: this file's blocks stay in the cache, retried by the
+		 * write-back thread; the others are recovered all the same
+		 * and the cache opens. */
+		rio__notice("file cache: recovery could not write %s back "
+			    "(%s); its %llu blocks stay in the cache",
+			f->abs, rio_errormsg(), (unsigned long long)n);
+		return 0;
+	}
 	FC_STAT_ADD(c, recovered_blocks, n);
 	FC_STAT_ADD(c, recovered_files, 1);
 	return 0;
@@ -332,8 +346,9 @@ rio__fc_recover(rio_fc_cache *c)
 	if (crashed) {
 		for (uint32_t s = 0; s < c->nfiles; s++) {
 			struct fc_file *f = c->files[s];
-			if (f == NULL || f->conflict || f->unlinked)
-				continue;
+			if (f == NULL || f->conflict || f->unlinked ||
+			    f->wb_error)
+				continue; /* their blocks are their data */
 			pthread_rwlock_wrlock(&f->lock);
 			pthread_mutex_lock(&c->lock);
 			rio__fc_drop_blocks(c, f, 0);

@@ -33,4 +33,5 @@ struct rio__fc_sysops rio__fcsys = {
 	.lstat = lstat,
 	.unlink = unlink,
 	.rename = rename,
+	.lseek = lseek,
 };

@@ -33,13 +33,27 @@
  *   W3. One write-back of a file at a time (f->wb_lock); writers are held
  *       off only while the blocks are copied to the kernel (f->lock
  *       shared), not during fdatasync.
+ *   W4. A failing file fails alone: its blocks stay DIRTY (durable in the
+ *       pool), its disk copy's identity is recorded as the cache's own
+ *       (failed_identity), the disk space the attempt took past the old
+ *       end is given back, the failure is said once on stderr and counted
+ *       (stats.writeback_errors), and the thread's passes retry it with a
+ *       back-off (writeback_ms doubled per failure, at most
+ *       FC_WB_RETRY_MAX_MS; rio_fc_sync_all tries at once).  Other files
+ *       are written back, read and written as before; only a writer that
+ *       needs room the failing file's blocks hold sees its error.
  *
  * The background thread runs a pass every quarter of writeback_ms: it
  * writes back the files dirty for longer than writeback_ms, the files
  * whose last handle closed, and every dirty file when writers wait for
  * space or more than half the dirty limit is used.  Each pass ends by
  * settling directories: one fsync of the directory of every record that
- * is UNLINKED (then freed) or NEW (then no longer new).
+ * is UNLINKED (then freed) or NEW (then no longer new).  Settling takes a
+ * reference on each file it fsyncs for and skips busy ones (R1, R2).
+ *
+ * Deliberately broken build (lifetime test only): RIO_BROKEN_FC_LIFETIME
+ * lets settling take busy files and frees a released record whatever
+ * holds it (fc_file.c); tests/fc/fc_lifetime_test.cpp must catch it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -137,15 +151,67 @@ write_disk(rio_fc_cache *c, struct fc_file *f, int fd, struct snap *s,
 		rc = pwrite_all(fd, fc_data(c, s[i].b),
 			size - off < FC_BS ? (size_t)(size - off) : FC_BS, off,
 			f->abs);
-		if (rc)
+		if (rc) {
+			/* W4: give back the space this attempt took (bytes
+			 * past limit are not content, B1; they are still
+			 * dirty here), so that a full disk does not stay
+			 * full for the other files. */
+			(void)rio__fcsys.ftruncate(fd, (off_t)limit);
 			return rc;
+		}
 	}
-	if (rio__fcsys.ftruncate(fd, (off_t)size) != 0)
-		return rio__errno("truncate %s to %llu", f->abs,
+	if (rio__fcsys.ftruncate(fd, (off_t)size) != 0) {
+		int rc = rio__errno("truncate %s to %llu", f->abs,
 			(unsigned long long)size);
+		(void)rio__fcsys.ftruncate(fd, (off_t)limit);
+		return rc;
+	}
 	f->wb_low = size;
 	*ns = n;
 	return 0;
+}
+
+/*
+ * A write-back of f failed part way (W4): the disk copy may hold some of
+ * the new blocks.  Every block is still DIRTY and is rewritten in full
+ * next time, so the disk copy's new identity is recorded as the cache's
+ * own: the file must not look changed behind the cache (a conflict would
+ * keep its data from the disk for good).  WB_ACTIVE stays set, so that
+ * recovery redoes the write-back too.  f->lock held (shared or not).
+ */
+static void
+failed_identity(rio_fc_cache *c, struct fc_file *f, int fd)
+{
+	struct stat st;
+
+	if (rio__fcsys.fstat(fd, &st) == 0 &&
+	    !rio__fc_fst_matches(&f->fst, &st))
+		rio__fc_fst_write(c, f, f->size, f->disk_limit, &st);
+}
+
+/* W4: count the failure, say it once, and back off before the next
+ * attempt of a pass that is not pressed for space. */
+static void
+wb_failed(rio_fc_cache *c, struct fc_file *f, int rc)
+{
+	uint64_t wait_ms;
+
+	FC_STAT_ADD(c, writeback_errors, 1);
+	pthread_mutex_lock(&c->lock);
+	if (f->wb_error == 0)
+		rio__notice("file cache: write-back of %s failed: %s; its %llu "
+			    "dirty blocks stay in the cache (durable) and are "
+			    "retried, and the other files are not held up",
+			f->abs, rio_errormsg(),
+			(unsigned long long)f->dirty.n);
+	f->wb_error = rc;
+	f->wb_failures++;
+	wait_ms = (uint64_t)(c->wb_ms ? c->wb_ms : 1)
+		<< (f->wb_failures < 8 ? f->wb_failures : 8);
+	if (wait_ms > FC_WB_RETRY_MAX_MS)
+		wait_ms = FC_WB_RETRY_MAX_MS;
+	f->wb_retry_ns = rio__fc_now_ns() + wait_ms * 1000000ull;
+	pthread_mutex_unlock(&c->lock);
 }
 
 int
@@ -185,13 +251,17 @@ rio__fc_wb_file(rio_fc_cache *c, struct fc_file *f)
 	/* Step 1: announce, durably, before the disk copy changes. */
 	rio__fc_frec_set_flags(c, f, RIO_FC_FF_WB_ACTIVE, 0);
 	rc = write_disk(c, f, wfd, s, &n);
+	if (rc) {
+		failed_identity(c, f, wfd);
+		goto out_locked;
+	}
 	pthread_rwlock_unlock(&f->lock);
-	if (rc)
-		goto out;
 	/* Step 3, without the file lock: writers go on meanwhile. */
 	if (rio__fcsys.fdatasync(wfd) != 0) {
 		rc = rio__errno("fdatasync %s", f->abs);
-		goto out;
+		pthread_rwlock_rdlock(&f->lock);
+		failed_identity(c, f, wfd);
+		goto out_locked;
 	}
 	if (rio__fcsys.fstat(wfd, &st) != 0) {
 		rc = rio__errno("fstat %s", f->abs);
@@ -220,17 +290,22 @@ rio__fc_wb_file(rio_fc_cache *c, struct fc_file *f)
 	/* The CLEAN states are durable before WB_ACTIVE goes (step 6). */
 	rio_drain(c->pool);
 	rio__fc_frec_set_flags(c, f, 0, RIO_FC_FF_WB_ACTIVE);
+	pthread_mutex_lock(&c->lock);
+	if (f->wb_error)
+		rio__notice("file cache: %s written back after %u failed "
+			    "attempts", f->abs, f->wb_failures);
 	f->wb_error = 0;
+	f->wb_failures = 0;
+	f->wb_retry_ns = 0;
+	pthread_mutex_unlock(&c->lock);
 	FC_STAT_ADD(c, writebacks, 1);
 	FC_STAT_ADD(c, writeback_blocks, n);
 	(void)cleaned;
 out_locked:
 	pthread_rwlock_unlock(&f->lock);
 out:
-	if (rc) {
-		f->wb_error = rc;
-		FC_STAT_ADD(c, writeback_errors, 1);
-	}
+	if (rc)
+		wb_failed(c, f, rc);
 	if (wfd >= 0 && wfd != f->fd)
 		rio__fcsys.close(wfd);
 	pthread_mutex_unlock(&f->wb_lock);
@@ -281,7 +356,9 @@ rio__fc_wb_pass(rio_fc_cache *c, bool all)
 			continue;
 		if (!pressure && !f->wb_wanted && now - f->first_dirty_ns < age)
 			continue;
-		f->refs++;
+		if (!all && f->wb_error && now < f->wb_retry_ns)
+			continue; /* W4: failing; retried after a while */
+		rio__fc_file_get(f); /* R1, R2 */
 		v[n++] = f;
 	}
 	pthread_mutex_unlock(&c->lock);
@@ -291,11 +368,10 @@ rio__fc_wb_pass(rio_fc_cache *c, bool all)
 		if (rc && first == 0)
 			first = rc;
 		pthread_mutex_lock(&c->lock);
-		v[i]->refs--;
-		if (rc == 0) {
+		if (rc == 0)
 			v[i]->wb_wanted = false;
+		if (!rio__fc_file_put(c, v[i]) && rc == 0)
 			close_idle(v[i]);
-		}
 		pthread_cond_broadcast(&c->space_cond);
 		pthread_mutex_unlock(&c->lock);
 	}
@@ -328,8 +404,15 @@ to_settle(rio_fc_cache *c, uint32_t s)
 {
 	struct fc_file *f = c->files[s];
 
-	if (f == NULL)
+	/* R2: a busy file belongs to its rename, unlink or forget, which
+	 * may free it; it settles its directory itself. */
+#ifndef RIO_BROKEN_FC_LIFETIME
+	if (f == NULL || f->busy)
 		return false;
+#else
+	if (f == NULL)
+		return false; /* broken: busy files are taken too */
+#endif
 	if (f->unlinked)
 		return f->handles == 0 && f->ncached == 0;
 	return fc_load8(&c->frecs[s].flags) & RIO_FC_FF_NEW;
@@ -358,7 +441,7 @@ rio__fc_settle_dirs(rio_fc_cache *c)
 	n = 0;
 	for (uint32_t s = 0; s < c->nfiles; s++) {
 		if (to_settle(c, s)) {
-			c->files[s]->refs++;
+			rio__fc_file_get(c->files[s]); /* R1 */
 			v[n++] = c->files[s];
 		}
 	}
@@ -377,15 +460,18 @@ rio__fc_settle_dirs(rio_fc_cache *c)
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < n; i++) {
 		struct fc_file *f = v[i];
-		f->refs--;
-		if (rc)
-			continue;
-		if (f->unlinked) {
-			if (f->handles == 0 && f->ncached == 0 && f->refs == 0)
+		if (rc == 0 && !f->released) {
+			if (!f->unlinked) {
+				rio__fc_frec_set_flags(c, f, 0, RIO_FC_FF_NEW);
+			} else if (f->handles == 0 && f->ncached == 0 &&
+				   f->refs == 1) {
+				/* Ours is the last reference (R3). */
+				f->refs = 0;
 				rio__fc_file_release_record(c, f);
-		} else {
-			rio__fc_frec_set_flags(c, f, 0, RIO_FC_FF_NEW);
+				continue;
+			}
 		}
+		rio__fc_file_put(c, f);
 	}
 	pthread_cond_broadcast(&c->space_cond);
 	pthread_mutex_unlock(&c->lock);

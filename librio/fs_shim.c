@@ -52,9 +52,11 @@
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "fc_int.h"
 
@@ -128,6 +130,8 @@ static struct {
 	int (*linkat)(int, const char *, int, const char *, int);
 	int (*mkdir)(const char *, mode_t);
 	int (*rmdir)(const char *);
+	int (*utimensat)(int, const char *, const struct timespec *, int);
+	int (*futimens)(int, const struct timespec *);
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
 	ssize_t (*copy_file_range)(int, off_t *, int, off_t *, size_t,
 		unsigned);
@@ -169,6 +173,7 @@ static bool forked;
 static char *dir;      /* RIO_FS_DIR, canonical */
 static size_t dir_len;
 static char *pool_path;
+static struct rio_fc_opts cfg; /* from the environment (config_numbers) */
 static unsigned long meta_dirty; /* directory changes the disk must sync */
 static unsigned long open_files;
 static __thread int depth;      /* S3 */
@@ -336,26 +341,58 @@ ofd_new(int kind, rio_fc_file *h, const char *path, int flags)
 		memcpy(&real.fn, &p_, sizeof(p_));                \
 	} while (0)
 
-static unsigned long long
-parse_size(const char *s)
+/*
+ * A size from the environment: decimal digits, then an optional K, M, G or
+ * T (binary multiples).  Anything else -- empty, a sign, other characters,
+ * zero, a value that does not fit in 64 bits -- is refused (false), so
+ * that a typo never silently becomes the default.
+ */
+static bool
+parse_size(const char *s, unsigned long long *out)
 {
-	char *end;
-	unsigned long long v = strtoull(s, &end, 0);
+	unsigned long long v = 0;
+	unsigned shift = 0;
+	const char *p = s;
 
-	switch (*end) {
-	case 'g': case 'G':
-		v <<= 10;
-		/* fall through */
-	case 'm': case 'M':
-		v <<= 10;
-		/* fall through */
-	case 'k': case 'K':
-		v <<= 10;
-		break;
-	default:
-		break;
+	if (*p < '0' || *p > '9')
+		return false;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (ULLONG_MAX - d) / 10)
+			return false;
+		v = v * 10 + d;
 	}
-	return v;
+	switch (*p) {
+	case 't': case 'T': shift = 40; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'k': case 'K': shift = 10; p++; break;
+	default: break;
+	}
+	if (*p != '\0' || v == 0 || v > (ULLONG_MAX >> shift))
+		return false;
+	*out = v << shift;
+	return true;
+}
+
+/* A count from the environment (RIO_FS_WRITEBACK_MS, ...): decimal digits
+ * below `max`, nothing else. */
+static bool
+parse_count(const char *s, unsigned max, unsigned *out)
+{
+	unsigned long long v = 0;
+
+	if (*s == '\0')
+		return false;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return false;
+		v = v * 10 + (unsigned)(*s - '0');
+		if (v > max)
+			return false;
+	}
+	*out = (unsigned)v;
+	return true;
 }
 
 static bool
@@ -417,6 +454,7 @@ shim_init(void)
 	LOAD(unlink); LOAD(unlinkat); LOAD(remove); LOAD(rename);
 	LOAD(renameat); LOAD(renameat2); LOAD(link); LOAD(linkat);
 	LOAD(mkdir); LOAD(rmdir); LOAD(sendfile); LOAD(copy_file_range);
+	LOAD(utimensat); LOAD(futimens);
 	LOAD(splice); LOAD(fallocate); LOAD(posix_fallocate);
 	LOAD(sync_file_range); LOAD(fopen); LOAD(fdopen); LOAD(freopen);
 	LOAD(close_range);
@@ -434,6 +472,46 @@ shim_init(void)
 	rio__fcsys.lstat = real.lstat;
 	rio__fcsys.unlink = real.unlink;
 	rio__fcsys.rename = real.rename;
+	rio__fcsys.lseek = real.lseek;
+}
+
+/* The numbers of the configuration (at load time): a bad one is an
+ * error, said once, and the cache is not opened (files below the
+ * directory fail with EIO) rather than run with a default. */
+static void
+config_numbers(void)
+{
+	const char *e;
+	unsigned long long size;
+
+	if ((e = getenv("RIO_FS_POOL_SIZE")) != NULL) {
+		if (!parse_size(e, &size) || size > SIZE_MAX) {
+			say("librio-fs: RIO_FS_POOL_SIZE=%s: not a size (a "
+			    "positive number of bytes below 2^64, with an "
+			    "optional K, M, G or T suffix); the file cache is "
+			    "not opened and files below %s will fail", e, dir);
+			cache_failed = true;
+			return;
+		}
+		cfg.pool_size = (size_t)size;
+	}
+	if ((e = getenv("RIO_FS_SAFE_SYNC")) != NULL && atoi(e))
+		cfg.pool_flags |= RIO_SAFE_SYNC;
+	if ((e = getenv("RIO_FS_WRITEBACK_MS")) != NULL &&
+	    !parse_count(e, 3600000u, &cfg.writeback_ms)) {
+		say("librio-fs: RIO_FS_WRITEBACK_MS=%s: not a number of "
+		    "milliseconds (0 to 3600000); the file cache is not "
+		    "opened and files below %s will fail", e, dir);
+		cache_failed = true;
+		return;
+	}
+	if ((e = getenv("RIO_FS_DIRTY_PCT")) != NULL &&
+	    !parse_count(e, 100u, &cfg.dirty_max_pct)) {
+		say("librio-fs: RIO_FS_DIRTY_PCT=%s: not a percentage (0 to "
+		    "100); the file cache is not opened and files below %s "
+		    "will fail", e, dir);
+		cache_failed = true;
+	}
 }
 
 /* The configuration, from the environment: at load time. */
@@ -470,6 +548,8 @@ shim_config(void)
 			cache_failed = true;
 		}
 	}
+	if (!cache_failed)
+		config_numbers();
 	p = getenv("RIO_FS_RELEASE");
 	release_idle = p != NULL && strcmp(p, "idle") == 0;
 	pthread_atfork(NULL, NULL, child_after_fork);
@@ -492,7 +572,6 @@ get_cache(const char *what, const char *path)
 {
 	struct rio_fc_opts o = { 0 };
 	rio_fc_cache *c;
-	const char *e;
 	int rc;
 
 	pthread_rwlock_rdlock(&cache_lock);
@@ -501,15 +580,8 @@ get_cache(const char *what, const char *path)
 	pthread_rwlock_unlock(&cache_lock);
 	pthread_rwlock_wrlock(&cache_lock);
 	if (cache == NULL && !cache_failed) {
+		o = cfg;
 		o.flags = RIO_FC_CREATE;
-		if ((e = getenv("RIO_FS_POOL_SIZE")) != NULL)
-			o.pool_size = parse_size(e);
-		if ((e = getenv("RIO_FS_SAFE_SYNC")) != NULL && atoi(e))
-			o.pool_flags |= RIO_SAFE_SYNC;
-		if ((e = getenv("RIO_FS_WRITEBACK_MS")) != NULL)
-			o.writeback_ms = (unsigned)atoi(e);
-		if ((e = getenv("RIO_FS_DIRTY_PCT")) != NULL)
-			o.dirty_max_pct = (unsigned)atoi(e);
 		depth++;
 		rc = rio_fc_cache_open(pool_path, dir, &o, &c);
 		depth--;
@@ -555,7 +627,8 @@ write_stats(void)
 		   "read_hits %llu\nread_misses %llu\nfsyncs %llu\n"
 		   "writebacks %llu\nwriteback_blocks %llu\nevictions %llu\n"
 		   "waits %llu\nrecovered_blocks %llu\nrecovered_files %llu\n"
-		   "conflicts %llu\nrecovered %d\nfiles %llu\n",
+		   "conflicts %llu\nrecovered %d\nfiles %llu\n"
+		   "writeback_errors %llu\n",
 		(unsigned long long)s.writes, (unsigned long long)s.block_writes,
 		(unsigned long long)s.reads, (unsigned long long)s.read_hits,
 		(unsigned long long)s.read_misses, (unsigned long long)s.fsyncs,
@@ -565,7 +638,8 @@ write_stats(void)
 		(unsigned long long)s.recovered_blocks,
 		(unsigned long long)s.recovered_files,
 		(unsigned long long)s.conflicts, (int)s.recovered,
-		(unsigned long long)s.files);
+		(unsigned long long)s.files,
+		(unsigned long long)s.writeback_errors);
 	fclose(f);
 }
 
@@ -2018,6 +2092,149 @@ mkdir(const char *path, mode_t mode)
 	if (rc == 0 && ours_at(AT_FDCWD, path, full))
 		meta_changed();
 	return rc;
+}
+
+/* ---- times ---- */
+
+/* One utimensat or futimens, applied by rio__fc_set_times* once the
+ * cached file is written back (F7 in fc_file.c). */
+struct times_call {
+	int fd;                   /* futimens, or -1 */
+	const char *path;         /* utimensat: absolute */
+	const struct timespec *ts;
+	int flags;
+};
+
+static int
+apply_times(void *arg)
+{
+	const struct times_call *t = arg;
+
+	return t->fd >= 0 ? real.futimens(t->fd, t->ts) :
+			    real.utimensat(AT_FDCWD, t->path, t->ts, t->flags);
+}
+
+static int
+do_futimens(int fd, const struct timespec *ts)
+{
+	struct times_call t = { fd, NULL, ts, 0 };
+	struct ofd *o;
+	int rc;
+
+	REAL(futimens);
+	o = ofd_get(fd);
+	if (o == NULL)
+		return real.futimens(fd, ts);
+	if (unusable(o, "futimens"))
+		return -1;
+	if (o->kind != OFD_FILE) {
+		ofd_put();
+		return real.futimens(fd, ts);
+	}
+	depth++;
+	rc = rio__fc_set_times(o->h, apply_times, &t);
+	depth--;
+	ofd_put();
+	return rc ? fail(rc, "futimens", o->path) : 0;
+}
+
+static int
+do_utimensat(int dirfd, const char *path, const struct timespec *ts,
+	int flags)
+{
+	char full[PATH_MAX];
+	struct times_call t = { -1, full, ts, flags };
+	struct stat st;
+	rio_fc_cache *c;
+	int rc;
+
+	REAL(utimensat);
+	if (path == NULL) /* Linux: the file of dirfd itself */
+		return do_futimens(dirfd, ts);
+	if (!ours_at(dirfd, path, full) || real.lstat(full, &st) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return real.utimensat(dirfd, path, ts, flags);
+	c = get_cache("utimensat", full);
+	if (c == NULL)
+		return -1;
+	depth++;
+	rc = rio__fc_set_times_path(c, full, apply_times, &t);
+	depth--;
+	put_cache();
+	return rc ? fail(rc, "utimensat", full) : 0;
+}
+
+/* The older calls, as timespecs (glibc implements them with an internal
+ * utimensat that the shim would not see). */
+static const struct timespec *
+from_timevals(const struct timeval *tv, struct timespec ts[2])
+{
+	if (tv == NULL)
+		return NULL;
+	for (int i = 0; i < 2; i++) {
+		ts[i].tv_sec = tv[i].tv_sec;
+		ts[i].tv_nsec = tv[i].tv_usec * 1000;
+	}
+	return ts;
+}
+
+SHIM_EXPORT int
+utimensat(int dirfd, const char *path, const struct timespec ts[2],
+	int flags)
+{
+	return do_utimensat(dirfd, path, ts, flags);
+}
+
+SHIM_EXPORT int
+futimens(int fd, const struct timespec ts[2])
+{
+	return do_futimens(fd, ts);
+}
+
+SHIM_EXPORT int
+utimes(const char *path, const struct timeval tv[2])
+{
+	struct timespec ts[2];
+
+	return do_utimensat(AT_FDCWD, path, from_timevals(tv, ts), 0);
+}
+
+SHIM_EXPORT int
+lutimes(const char *path, const struct timeval tv[2])
+{
+	struct timespec ts[2];
+
+	return do_utimensat(AT_FDCWD, path, from_timevals(tv, ts),
+		AT_SYMLINK_NOFOLLOW);
+}
+
+SHIM_EXPORT int
+futimes(int fd, const struct timeval tv[2])
+{
+	struct timespec ts[2];
+
+	return do_futimens(fd, from_timevals(tv, ts));
+}
+
+SHIM_EXPORT int
+futimesat(int dirfd, const char *path, const struct timeval tv[2])
+{
+	struct timespec ts[2];
+
+	return do_utimensat(dirfd, path, from_timevals(tv, ts), 0);
+}
+
+SHIM_EXPORT int
+utime(const char *path, const struct utimbuf *b)
+{
+	struct timespec ts[2];
+
+	if (b == NULL)
+		return do_utimensat(AT_FDCWD, path, NULL, 0);
+	ts[0].tv_sec = b->actime;
+	ts[1].tv_sec = b->modtime;
+	ts[0].tv_nsec = ts[1].tv_nsec = 0;
+	return do_utimensat(AT_FDCWD, path, ts, 0);
 }
 
 static int

@@ -4,7 +4,9 @@
 // recovery and that no block is torn.
 //
 // Writer: a child performs the operations of fc_crash_ops.h (block-sized
-// and smaller writes, truncates, unlinks, syncs on four files), through
+// and smaller writes, truncates, unlinks, syncs, and safe saves -- a
+// temporary file, in the same directory or another one, renamed over an
+// open target -- on four files), through
 // the API (a forked child) or as a plain program under librio-fs.so
 // (fc_crash_writer), and reports each operation's number on a pipe once
 // it has returned.  The parent kills it after a random delay.
@@ -56,6 +58,10 @@ struct Model {
 			break;
 		case FCX_UNLINK:
 			s.clear();
+			break;
+		case FCX_SAVE:
+			s.assign(op.len, '\0');
+			fcx_data(seed, k, (unsigned char *)&s[0], op.len);
 			break;
 		default:
 			break;
@@ -122,14 +128,32 @@ const struct rio_trace_ops shadow_ops = {
 	if (rio_fc_cache_open(e.pool.c_str(), e.dir.c_str(), &o, &c))
 		_exit(22);
 	rio_fc_file *h[FCX_FILES] = {};
-	static unsigned char buf[FCX_BS];
+	static unsigned char buf[FCX_SAVE_MAX];
+	mkdir(e.file(FCX_SUBDIR).c_str(), 0755);
 	for (;; k++) {
 		struct fcx_op op;
 		fcx_op(seed, k, &op);
 		std::string path = e.file("f" + std::to_string(op.file));
 		rio_fc_file *&f = h[op.file];
 		int rc = 0;
-		if (op.kind == FCX_UNLINK) {
+		if (op.kind == FCX_SAVE) {
+			// Rename over the target while it is open here.
+			char tmp[PATH_MAX];
+			rio_fc_file *t = nullptr;
+			fcx_tmp_name(&op, tmp, sizeof(tmp), e.dir.c_str());
+			fcx_data(seed, k, buf, op.len);
+			rc = rio_fc_open(c, tmp, O_WRONLY | O_CREAT | O_TRUNC, &t);
+			if (rc == 0)
+				rc = rio_fc_pwrite(t, buf, op.len, 0);
+			if (rc == 0)
+				rc = rio_fc_fsync(t);
+			if (t != nullptr)
+				rio_fc_close(t);
+			if (rc == 0)
+				rc = rio_fc_rename(c, tmp, path.c_str());
+			rio_fc_close(f);
+			f = nullptr;
+		} else if (op.kind == FCX_UNLINK) {
 			rio_fc_close(f);
 			f = nullptr;
 			rc = rio_fc_unlink(c, path.c_str());

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fc_crash_writer.c -- the crash test's writer as an ordinary program:
- * plain open/pwrite/ftruncate/fsync/unlink on the cached directory, run
+ * plain open/pwrite/ftruncate/fsync/unlink/rename on the cached directory, run
  * under librio-fs.so and killed with SIGKILL at a random point.
  *
  *   fc_crash_writer DIR SEED FIRST_OP ACK_FD
@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fc_crash_ops.h"
@@ -29,9 +30,10 @@ die(const char *what, int file)
 int
 main(int argc, char **argv)
 {
-	static unsigned char buf[FCX_BS];
+	static unsigned char buf[FCX_SAVE_MAX];
 	int fds[FCX_FILES];
 	char path[FCX_FILES][PATH_MAX];
+	char tmp[PATH_MAX];
 	uint64_t seed, k;
 	int ack;
 
@@ -46,13 +48,33 @@ main(int argc, char **argv)
 		snprintf(path[i], PATH_MAX, "%s/f%d", argv[1], i);
 		fds[i] = -1;
 	}
+	snprintf(tmp, PATH_MAX, "%s/" FCX_SUBDIR, argv[1]);
+	if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+		die("mkdir", -1);
 	for (;; k++) {
 		struct fcx_op op;
 		int *fd;
 
 		fcx_op(seed, k, &op);
 		fd = &fds[op.file];
-		if (op.kind == FCX_UNLINK) {
+		if (op.kind == FCX_SAVE) {
+			/* Rename over the target while it is open here. */
+			int t;
+			fcx_tmp_name(&op, tmp, sizeof(tmp), argv[1]);
+			fcx_data(seed, k, buf, op.len);
+			t = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+			if (t < 0)
+				die("open tmp", op.file);
+			if (write(t, buf, op.len) != (ssize_t)op.len)
+				die("write tmp", op.file);
+			if (fsync(t) != 0 || close(t) != 0)
+				die("fsync tmp", op.file);
+			if (rename(tmp, path[op.file]) != 0)
+				die("rename", op.file);
+			if (*fd >= 0)
+				close(*fd);
+			*fd = -1;
+		} else if (op.kind == FCX_UNLINK) {
 			if (*fd >= 0)
 				close(*fd);
 			*fd = -1;

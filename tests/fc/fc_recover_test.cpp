@@ -272,20 +272,107 @@ TEST_CASE("a failing disk: write-back errors keep the data", "[fc-recover]")
 	REQUIRE_OK(rio_fc_cache_close(c));
 }
 
-TEST_CASE("a failing disk at recovery fails the open and keeps the data",
-	"[fc-recover]")
+// Fails only the descriptors of files whose name ends with fail_name.
+static std::string fail_name;
+static ssize_t failing_pwrite_of(int fd, const void *p, size_t n, off_t off)
+{
+	char link[64], path[4096];
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t k = readlink(link, path, sizeof(path) - 1);
+	path[k < 0 ? 0 : k] = '\0';
+	std::string s = path;
+	if (s.size() >= fail_name.size() &&
+	    s.compare(s.size() - fail_name.size(), fail_name.size(),
+		    fail_name) == 0) {
+		errno = fail_errno;
+		return -1;
+	}
+	return pwrite(fd, p, n, off);
+}
+
+TEST_CASE("a failing file at recovery: the cache opens, the others are "
+	  "recovered, its data is kept and retried", "[fc-recover]")
 {
 	Env e;
-	killed_after_write(e, "r", "replay me");
+	test::ChildResult r = test::run_child([&] {
+		rio_fc_cache *c = child_cache(e);
+		cput(copen(c, e.file("r")), 0, "replay me");
+		cput(copen(c, e.file("ok")), 0, "other file");
+		raise(SIGKILL);
+	});
+	REQUIRE(r.signal == SIGKILL);
 	SysopsGuard g;
 	fail_errno = EIO;
-	rio__fcsys.pwrite = failing_pwrite;
+	fail_name = "/r";
+	rio__fcsys.pwrite = failing_pwrite_of;
+	struct rio_fc_opts o = {};
+	o.flags = RIO_FC_NO_THREAD;
 	rio_fc_cache *c = nullptr;
-	REQUIRE_RC(rio_fc_cache_open(e.pool.c_str(), e.dir.c_str(), nullptr,
-			   &c), -EIO);
+	REQUIRE_OK(rio_fc_cache_open(e.pool.c_str(), e.dir.c_str(), &o, &c));
+	// The other file is on disk, the failing one's block still cached.
+	REQUIRE(test::read_file(e.file("ok")) == "other file");
+	REQUIRE(fct::stats(c).blocks_dirty == 1);
+	REQUIRE(fct::stats(c).writeback_errors >= 1);
+	// Both files work through the cache meanwhile.
+	rio_fc_file *f = fct::open_file(c, e.file("r"));
+	REQUIRE(get(f, 0, 100) == "replay me");
+	rio_fc_file *k = fct::open_file(c, e.file("ok"));
+	put(k, 0, "OTHER");
+	REQUIRE_RC(rio_fc_sync_all(c), -EIO);
+	REQUIRE(test::read_file(e.file("ok")) == "OTHER file");
+	// Closed with the error: the data stays in the pool for the next
+	// open, which recovers it once the disk works.
+	rio_fc_close(f);
+	rio_fc_close(k);
+	REQUIRE_RC(rio_fc_cache_close(c), -EIO);
 	rio__fcsys = g.saved;
 	c = reopen(e);
 	REQUIRE(fct::stats(c).recovered_blocks == 1);
 	REQUIRE_OK(rio_fc_cache_close(c));
 	REQUIRE(test::read_file(e.file("r")) == "replay me");
+}
+
+TEST_CASE("riotool fc lists the files not written back and the failing "
+	  "write-backs", "[fc-recover]")
+{
+	const char *riotool = getenv("RIOTOOL");
+	REQUIRE(riotool != nullptr);
+	Env e;
+	test::ChildResult r = test::run_child([&] {
+		rio_fc_cache *c = child_cache(e);
+		cput(copen(c, e.file("r")), 0, "replay me");
+		cput(copen(c, e.file("ok")), 0, "other file");
+		fail_errno = ENOSPC;
+		fail_name = "/r";
+		rio__fcsys.pwrite = failing_pwrite_of;
+		if (rio_fc_sync_all(c) != -ENOSPC)
+			_exit(108);
+		raise(SIGKILL);
+	});
+	REQUIRE(r.signal == SIGKILL);
+	std::string out = e.tmp / "report";
+	REQUIRE(system((std::string(riotool) + " fc " + e.pool + " > " + out)
+			.c_str()) == 0);
+	std::string rep = test::read_file(out);
+	INFO(rep);
+	REQUIRE(rep.find("not closed cleanly") != std::string::npos);
+	REQUIRE(rep.find("file        r: live, size 9, 1 blocks not written "
+			 "back; write-back incomplete") != std::string::npos);
+	REQUIRE(rep.find("file        ok: live, size 10, 0 blocks not written "
+			 "back\n") != std::string::npos);
+	REQUIRE(rep.find("summary     1 files with blocks not written back, 1 "
+			 "with a write-back incomplete") != std::string::npos);
+	// Recovered (the disk works again): nothing left to report.
+	rio_fc_cache *c = reopen(e);
+	REQUIRE_OK(rio_fc_cache_close(c));
+	REQUIRE(system((std::string(riotool) + " fc " + e.pool + " > " + out)
+			.c_str()) == 0);
+	rep = test::read_file(out);
+	REQUIRE(rep.find("closed cleanly") != std::string::npos);
+	REQUIRE(rep.find("summary     0 files with blocks not written back, 0 "
+			 "with a write-back incomplete") != std::string::npos);
+	REQUIRE(test::read_file(e.file("r")) == "replay me");
+	// Not a file cache: an error.
+	REQUIRE(system((std::string(riotool) + " fc " + e.file("r") +
+		" 2> /dev/null").c_str()) != 0);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -295,6 +296,30 @@ test_exec(const char *self)
 	CHECK(close(fd) == 0);
 }
 
+/* A write past RLIMIT_FSIZE fails at the call with EFBIG, as the kernel's
+ * (here without its SIGXFSZ), and the file stays as it was. */
+static void
+test_limits(void)
+{
+	struct rlimit old, rl;
+	struct stat st;
+	int fd;
+
+	CHECK(getrlimit(RLIMIT_FSIZE, &old) == 0);
+	rl = old;
+	rl.rlim_cur = 1 << 20;
+	CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0);
+	fd = open(in("lim"), O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0);
+	CHECK(pwrite(fd, "ab", 2, (1 << 20) - 1) == -1 && errno == EFBIG);
+	CHECK(ftruncate(fd, (1 << 20) + 1) == -1 && errno == EFBIG);
+	CHECK(pwrite(fd, "a", 1, (1 << 20) - 1) == 1);
+	CHECK(fstat(fd, &st) == 0 && st.st_size == 1 << 20);
+	CHECK(close(fd) == 0);
+	CHECK(setrlimit(RLIMIT_FSIZE, &old) == 0);
+	CHECK(unlink(in("lim")) == 0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -312,6 +337,7 @@ main(int argc, char **argv)
 	test_outside();
 	test_fork();
 	test_exec(argv[0]);
+	test_limits();
 	printf("%d checks passed\n", checks);
 	return 0;
 }

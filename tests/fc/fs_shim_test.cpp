@@ -121,3 +121,142 @@ TEST_CASE("a misconfigured shim fails loudly", "[fs-shim]")
 	REQUIRE(WEXITSTATUS(st) == 0);
 	REQUIRE(test::read_file(e.tmp / "out") == "one\ntwo\n");
 }
+
+TEST_CASE("the safe-save pattern, many times: a temporary file renamed over "
+	  "the target, in the same directory or across, the target open",
+	"[fs-shim]")
+{
+	// With write-back passes every millisecond, so that the write-back
+	// thread is settling the files that rename drops, again and again.
+	Env e;
+	pid_t pid = fct::spawn({ getenv("FC_SAVE_LOOP"), e.dir, "5000" },
+		{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+			"RIO_FS_POOL=" + e.pool, "RIO_FS_POOL_SIZE=2M",
+			"RIO_FS_WRITEBACK_MS=1" },
+		e.tmp / "out", e.tmp / "err");
+	int st = fct::wait_status(pid);
+	INFO("stderr: " << test::read_file(e.tmp / "err"));
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(test::read_file(e.tmp / "out") == "5000 saves\n");
+	REQUIRE(test::read_file(e.file("target")).size() == 5000 * 7919 % 9000 + 1);
+	REQUIRE(!test::exists(e.file("target.tmp")));
+	REQUIRE(!test::exists(e.file("sub/target.tmp")));
+}
+
+TEST_CASE("a bad number in the environment is an error, not a default",
+	"[fs-shim]")
+{
+	Env e;
+	for (const char *bad : { "RIO_FS_POOL_SIZE=garbage",
+		     "RIO_FS_POOL_SIZE=64Q", "RIO_FS_POOL_SIZE=",
+		     "RIO_FS_POOL_SIZE=-1M", "RIO_FS_POOL_SIZE=0",
+		     "RIO_FS_POOL_SIZE=99999999999999999999",
+		     "RIO_FS_POOL_SIZE=16777216T", "RIO_FS_WRITEBACK_MS=soon",
+		     "RIO_FS_DIRTY_PCT=150" }) {
+		INFO(bad);
+		pid_t pid = fct::spawn({ "/bin/sh", "-c",
+					 "echo x > " + e.file("p") },
+			{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+				"RIO_FS_POOL=" + e.pool, bad },
+			e.tmp / "out", e.tmp / "err");
+		int st = fct::wait_status(pid);
+		std::string err = test::read_file(e.tmp / "err");
+		INFO(err);
+		// The program fails cleanly, says why, and nothing is made.
+		REQUIRE(WIFEXITED(st));
+		REQUIRE(WEXITSTATUS(st) != 0);
+		std::string var = std::string(bad).substr(0,
+			std::string(bad).find('=') + 1);
+		REQUIRE(err.find("librio-fs: " + std::string(bad) + ": not a") !=
+			std::string::npos);
+		REQUIRE(!test::exists(e.pool));
+		REQUIRE(!test::exists(e.file("p")));
+	}
+	// A good size with a suffix still works.
+	pid_t pid = fct::spawn({ "/bin/sh", "-c", "echo x > " + e.file("p") },
+		{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+			"RIO_FS_POOL=" + e.pool, "RIO_FS_POOL_SIZE=1m" },
+		e.tmp / "out", e.tmp / "err");
+	REQUIRE(WEXITSTATUS(fct::wait_status(pid)) == 0);
+	struct stat st;
+	REQUIRE(stat(e.pool.c_str(), &st) == 0);
+	REQUIRE(st.st_size == 1 << 20);
+}
+
+static time_t mtime_of(const std::string &path)
+{
+	struct stat st;
+	REQUIRE(stat(path.c_str(), &st) == 0);
+	return st.st_mtime;
+}
+
+TEST_CASE("times set by tar -x and cp -p last: after write-back, after a "
+	  "kill -9 and a restart", "[fs-shim]")
+{
+	Env e;
+	std::string src = e.tmp / "src";
+	REQUIRE(mkdir(src.c_str(), 0755) == 0);
+	const time_t T1 = 1000000000, T2 = 1100000000;
+	test::write_file(src + "/a", fct::pattern(10000, 1));
+	test::write_file(src + "/b", "small");
+	test::write_file(src + "/c", fct::pattern(5000, 2));
+	struct timespec ts[2] = { { T1, 0 }, { T1, 0 } };
+	REQUIRE(utimensat(AT_FDCWD, (src + "/a").c_str(), ts, 0) == 0);
+	REQUIRE(utimensat(AT_FDCWD, (src + "/b").c_str(), ts, 0) == 0);
+	ts[0].tv_sec = ts[1].tv_sec = T2;
+	REQUIRE(utimensat(AT_FDCWD, (src + "/c").c_str(), ts, 0) == 0);
+	std::string tarball = e.tmp / "t.tar";
+	REQUIRE(system(("tar -C " + src + " -cf " + tarball + " a b").c_str()) ==
+		0);
+	auto shim = [&](const std::string &cmd, const char *wb_ms) {
+		pid_t pid = fct::spawn({ "/bin/sh", "-c", cmd },
+			{ "LD_PRELOAD=" + fct::preload(), "RIO_FS_DIR=" + e.dir,
+				"RIO_FS_POOL=" + e.pool,
+				std::string("RIO_FS_WRITEBACK_MS=") + wb_ms,
+				"RIO_FS_STATS=" + (e.tmp / "stats") },
+			e.tmp / "out", e.tmp / "err");
+		return fct::wait_status(pid);
+	};
+	// Extracted and copied, then written back at exit (and by a busy
+	// write-back thread): the times are those set.
+	int st = shim("tar -C " + e.dir + " -xf " + tarball + " && cp -p " +
+			src + "/c " + e.file("c") + " && mkdir " + e.file("d") +
+			" && tar -C " + e.file("d") + " -xf " + tarball,
+		"1");
+	INFO(test::read_file(e.tmp / "err"));
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(test::read_file(e.file("a")) == test::read_file(src + "/a"));
+	REQUIRE(test::read_file(e.file("c")) == test::read_file(src + "/c"));
+	REQUIRE(mtime_of(e.file("a")) == T1);
+	REQUIRE(mtime_of(e.file("b")) == T1);
+	REQUIRE(mtime_of(e.file("c")) == T2);
+	REQUIRE(mtime_of(e.file("d/a")) == T1);
+	// Killed with everything still in the cache (no write-back before
+	// the kill but the one the times need): the restart recovers, and
+	// the times stay.
+	REQUIRE(unlink(e.file("a").c_str()) == 0);
+	REQUIRE(unlink(e.file("c").c_str()) == 0);
+	st = shim("tar -C " + e.dir + " -xf " + tarball + " && cp -p " + src +
+			"/c " + e.file("c") + " && echo more >> " +
+			e.file("b") + " && kill -9 $$",
+		"600000");
+	REQUIRE(WIFSIGNALED(st));
+	REQUIRE(mtime_of(e.file("a")) == T1);
+	REQUIRE(mtime_of(e.file("c")) == T2);
+	st = shim("cat " + e.file("b") + " " + e.file("a") + " " + e.file("c"),
+		"600000");
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(test::read_file(e.tmp / "out") == "smallmore\n" +
+			test::read_file(src + "/a") + test::read_file(src + "/c"));
+	REQUIRE(read_stats(e.tmp / "stats")["conflicts"] == 0);
+	REQUIRE(read_stats(e.tmp / "stats").count("writeback_errors") == 1);
+	REQUIRE(read_stats(e.tmp / "stats")["writeback_errors"] == 0);
+	REQUIRE(read_stats(e.tmp / "stats")["recovered"] == 1);
+	REQUIRE(mtime_of(e.file("a")) == T1);
+	REQUIRE(mtime_of(e.file("c")) == T2);
+	REQUIRE(mtime_of(e.file("b")) != T1); // written after: the time moves
+	REQUIRE(test::read_file(e.file("a")) == test::read_file(src + "/a"));
+}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "rio.h"
+#include "riotool_fc.h"
 
 #define EXIT_USAGE 2
 #define EXIT_DAMAGED 3 /* check: usable, but a copy of the image is bad */
@@ -43,6 +44,9 @@ usage(FILE *f)
 		"                           print the header and a hex dump of the\n"
 		"                           user area (OFF/LEN relative to it)\n"
 		"  sync PATH                safe-sync a pool to its image now\n"
+		"  fc PATH                  a Rio file cache pool: the files with\n"
+		"                           blocks not written back, and those\n"
+		"                           whose write-back failed\n"
 		"\n"
 		"environment: RIO_DOMAIN=byte|cacheline|page forces a domain.\n");
 }
@@ -416,6 +420,12 @@ main(int argc, char **argv)
 		return cmd_dump(argc, argv);
 	if (!strcmp(argv[0], "sync"))
 		return cmd_sync(argc, argv);
+	if (!strcmp(argv[0], "fc")) {
+		int rc = riotool_fc(argc, argv);
+		if (rc < 0)
+			usage(stderr);
+		return rc < 0 ? EXIT_USAGE : rc;
+	}
 	fprintf(stderr, "riotool: unknown command '%s'\n", argv[0]);
 	usage(stderr);
 	return EXIT_USAGE;
