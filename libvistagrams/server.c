@@ -13,6 +13,8 @@
  *          SEND_RESP logged)--> --commit, replay--> response sent
  *   ANSWERED --the client acknowledges (ack below its watermark, or the
  *          watermark passes it; garbage collection)--> DELETED
+ *   ANSWERED --table full, client silent past the horizon; its expired
+ *          word raised and drained first (reclaim, R1-R3)--> DELETED
  *
  * A REQUEST datagram that names a known request:
  *   on the normal port            a network duplicate: dropped

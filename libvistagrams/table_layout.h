@@ -28,8 +28,8 @@
  *       vista_set_range first: super, txhdr, a slot's whole header when it
  *       is filled) or only outside them by single 8-byte stores that are
  *       correct to repeat (a slot's state word going to DELETED or FREE, a
- *       peer's watermark, a peer's record selector).  A transaction never
- *       declares a slot that outside stores may touch at the same time:
+ *       peer's watermark, record selector or expired word).  A transaction
+ *       never declares a slot that outside stores may touch at the same time:
  *       those only touch committed entries no open transaction uses.
  *   T2. A payload buffer and an op-log record are written raw, flushed,
  *       and drained before the commit point that makes a header or the
