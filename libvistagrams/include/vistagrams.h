@@ -173,13 +173,14 @@ struct vg_endpoint_opts {
 	uint32_t rto_max_us;    /* backoff limit, 1 s                   */
 	uint32_t ack_delay_us;  /* an acknowledgement that found no request
 				 * to ride on goes alone after this, 20 ms */
-	/* Server: when the response table is full, an answered response
-	 * whose client has sent nothing for this long (and at least this long
-	 * after the response left) is reclaimed; the client then gets
-	 * VG_EEXPIRED instead of it.  The thesis' client timeout, seen from
-	 * the server.  0 = VG_HORIZON_DEFAULT_MS, VG_HORIZON_NEVER = never. */
-	uint32_t horizon_ms;
 	struct vg_faults faults; /* all zero: a faithful network */
+	/* Server (volatile): when the response table is full, an answered
+	 * response whose client has sent nothing for this long (and at least
+	 * this long after the response left) is reclaimed; the client then
+	 * gets VG_EEXPIRED instead of it.  The thesis' client timeout, seen
+	 * from the server.  0 = VG_HORIZON_DEFAULT_MS, VG_HORIZON_NEVER =
+	 * never. */
+	uint32_t horizon_ms;
 };
 
 /*
