@@ -19,7 +19,11 @@
 #define LM_LOCKS 16
 
 enum lm_op { LM_ACQUIRE = 1, LM_RELEASE = 2 };
-enum lm_reply { LM_GRANTED = 1, LM_BUSY = 2, LM_RELEASED = 3 };
+/* LM_ERROR: the request was not a well-formed lm_msg; nothing changed. */
+enum lm_reply { LM_GRANTED = 1, LM_BUSY = 2, LM_RELEASED = 3, LM_ERROR = 4 };
+
+/* The endpoints' max_message: the largest request a server must take. */
+#define LM_MAX_MESSAGE 64
 
 struct lm_msg {
 	uint32_t op;   /* enum lm_op, or enum lm_reply in a response */
@@ -61,7 +65,7 @@ lm_open(struct lm_node *n, const char *dir, uint64_t node, uint16_t port,
 	o.node_id = node;
 	o.port = port;
 	o.flags = VG_CREATE;
-	o.max_message = 64;
+	o.max_message = LM_MAX_MESSAGE;
 	LM_CHECK(vg_table_size(&o, &tables));
 	tables = (tables + 4095) & ~(size_t)4095;
 	LM_CHECK(vista_map(n->v, seg, (void *)0x5c0000000000ull,

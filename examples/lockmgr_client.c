@@ -17,7 +17,13 @@
  *
  * Recovery is just starting again: the status is persistent, and a client
  * that crashed in PENDING or RELEASING redoes the receive (the request was
- * committed, so its response will come, exactly once).
+ * committed, so its response will come, exactly once) -- unless it stayed
+ * away past the server's horizon while the server needed the room: then
+ * the receive says VG_EEXPIRED, the request may or may not have taken
+ * effect, and the client gives the lock up to be sure (RELEASE is
+ * idempotent: the server frees the lock only if this node holds it),
+ * without counting an acquisition for an ACQUIRE whose outcome it never
+ * learnt.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,7 +35,7 @@ enum status { FREE = 0, PENDING = 1, LOCKED = 2, RELEASING = 3 };
 
 struct client_data {
 	uint32_t status;   /* enum status */
-	uint32_t reserved;
+	uint32_t uncounted; /* RELEASING after an expired ACQUIRE */
 	uint64_t seq;      /* the request waiting for its reply */
 	uint64_t acquired; /* times the lock was held and given back */
 };
@@ -112,12 +118,30 @@ main(int argc, char **argv)
 		case PENDING:
 		case RELEASING:
 			LM_CHECK(vg_begin(n.v, 0));
-			LM_CHECK(vista_receive_response(n.ep, &seq, &r,
-				sizeof(r), &len, -1));
+			int rc = vista_receive_response(n.ep, &seq, &r,
+				sizeof(r), &len, -1);
+			if (rc == VG_EEXPIRED) {
+				/* Outcome unknown: release, in the transaction
+				 * that takes the expired request. */
+				struct lm_msg m = { LM_RELEASE, 0 };
+				fprintf(stderr, "lockmgr_client: %s\n",
+					vg_errormsg());
+				LM_CHECK(vista_set_range(n.v, d, sizeof(*d)));
+				if (d->status == PENDING)
+					d->uncounted = 1;
+				LM_CHECK(vista_send_request(n.ep,
+					(const struct sockaddr *)&to,
+					sizeof(to), &m, sizeof(m), &d->seq));
+				d->status = RELEASING;
+				LM_CHECK(vg_commit(n.v));
+				break;
+			}
+			LM_CHECK(rc);
 			LM_CHECK(vista_set_range(n.v, d, sizeof(*d)));
 			if (d->status == RELEASING) {
 				d->status = FREE;
-				d->acquired++;
+				d->acquired += d->uncounted ? 0 : 1;
+				d->uncounted = 0;
 			} else {
 				d->status = r.op == LM_GRANTED ? LOCKED : FREE;
 			}

@@ -10,6 +10,11 @@
  * retransmitted by their clients, answered ones are answered again from
  * the response table, and none is executed twice.  SIGTERM prints the
  * table's counters and exits.
+ *
+ * Any client may send anything: a request that is not a well-formed
+ * lm_msg (wrong length, unknown operation, lock out of range) gets an
+ * LM_ERROR reply, is counted and logged, and the server goes on.  Only a
+ * failure of the server's own state (Vista, the endpoint) ends it.
  */
 #include <errno.h>
 #include <signal.h>
@@ -51,20 +56,51 @@ main(int argc, char **argv)
 		ntohs(((struct sockaddr_in *)&self)->sin_port));
 	fflush(stdout);
 
+	uint64_t refused = 0;
 	while (!stop) {
 		struct lm_msg m, r;
+		/* Room for the largest request the endpoint accepts
+		 * (LM_MAX_MESSAGE), so no request is too big to take. */
+		union {
+			struct lm_msg m;
+			unsigned char b[LM_MAX_MESSAGE];
+		} in;
 		size_t len;
 		vg_reqid id;
 
 		LM_CHECK(vg_begin(n.v, 0));
-		int rc = vista_receive_request(n.ep, &id, &m, sizeof(m), &len,
-			100);
-		if (rc == -ETIMEDOUT) {
+		int rc = vista_receive_request(n.ep, &id, &in, sizeof(in),
+			&len, 100);
+		if (rc == -ETIMEDOUT || rc == VG_EFULL || rc == -EMSGSIZE) {
+			/* Nothing to take now (a full table keeps its requests
+			 * for later); a too big one cannot happen with this
+			 * buffer, and would be taken by no one: go on. */
+			if (rc != -ETIMEDOUT)
+				fprintf(stderr, "lockmgr_server: %s: %s\n",
+					vg_err_name(rc), vg_errormsg());
 			LM_CHECK(vg_abort(n.v));
 			continue;
 		}
 		LM_CHECK(rc);
-		r.lock = m.lock % LM_LOCKS;
+		if (len != sizeof(m) || (in.m.op != LM_ACQUIRE &&
+		    in.m.op != LM_RELEASE) || in.m.lock >= LM_LOCKS) {
+			/* A request this server does not understand: answer it
+			 * (the client learns, the request is finished) and
+			 * change nothing else. */
+			r.op = LM_ERROR;
+			r.lock = 0;
+			refused++;
+			fprintf(stderr, "lockmgr_server: refused request "
+				"%llu:%llu (%zu bytes), %llu refused so far\n",
+				(unsigned long long)id.node,
+				(unsigned long long)id.seq, len,
+				(unsigned long long)refused);
+			LM_CHECK(vista_send_response(n.ep, &id, &r, sizeof(r)));
+			LM_CHECK(vg_commit(n.v));
+			continue;
+		}
+		m = in.m;
+		r.lock = m.lock;
 		LM_CHECK(vista_set_range(n.v, d, sizeof(*d)));
 		uint64_t *h = &d->holder[r.lock];
 		if (m.op == LM_ACQUIRE) {
@@ -83,9 +119,9 @@ main(int argc, char **argv)
 		LM_CHECK(vista_send_response(n.ep, &id, &r, sizeof(r)));
 		LM_CHECK(vg_commit(n.v));
 	}
-	printf("grants %llu releases %llu holder %llu\n",
+	printf("grants %llu releases %llu holder %llu refused %llu\n",
 		(unsigned long long)d->grants, (unsigned long long)d->releases,
-		(unsigned long long)d->holder[0]);
+		(unsigned long long)d->holder[0], (unsigned long long)refused);
 	lm_close(&n);
 	return 0;
 }

@@ -44,8 +44,12 @@
  *       (reqv.consumed) and, once its transaction commits, never again:
  *       the slot is deleted, so a later copy finds no outstanding request
  *       and is dropped as stale.
+ *   C4. An EXPIRED response (the server reclaimed the answer, T7) is
+ *       delivered like a response, as VG_EEXPIRED with no payload: the
+ *       request is finished, its outcome unknown, and never retried.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -240,12 +244,15 @@ vg__client_commit_taken(vg_endpoint *ep, uint32_t slot)
 		vg__req_sweep(ep, slot); /* T4: the deletion is committed */
 	if (rv->outstanding)
 		dest_unlink(ep, slot);
+	if (rv->resp && (rv->resp->w.flags & VG_PKT_F_EXPIRED))
+		ep->st.expired_delivered++;
+	else
+		ep->st.responses_delivered++;
 	if (rv->resp)
 		vg__pkt_free(ep, rv->resp);
 	memset(rv, 0, sizeof(*rv));
 	rv->prev = rv->next = rv->dest = -1;
 	ep->req_live--;
-	ep->st.responses_delivered++;
 	if (di >= 0)
 		queue_ack(ep, di, seq);
 }
@@ -532,6 +539,11 @@ take_response_tx(vg_endpoint *ep, uint64_t *seq, void *buf, size_t cap,
 	rv->consumed = true;
 	ep->resp_ready--;
 	*seq = s;
+	if (w->flags & VG_PKT_F_EXPIRED) /* C4 */
+		return vg__err(VG_EEXPIRED, "request %llu: the server "
+			"reclaimed its response (this client was silent past "
+			"the server's horizon); it may or may not have taken "
+			"effect", (unsigned long long)s);
 	return 0;
 }
 
@@ -572,5 +584,13 @@ vista_receive_response(vg_endpoint *ep, uint64_t *seq, void *buf, size_t cap,
 	if ((rc = vg__call_begin(ep)) != 0)
 		return rc;
 	rc = take_response_tx(ep, seq, buf, cap, len);
-	return vg__call_end(ep, rc);
+	if (rc != VG_EEXPIRED)
+		return vg__call_end(ep, rc);
+	/* C4: an outcome, taken like a response: a call that is its own
+	 * transaction commits it. */
+	char why[256];
+	snprintf(why, sizeof(why), "%s", vg_errormsg());
+	if ((rc = vg__call_end(ep, 0)) != 0)
+		return rc;
+	return vg__err(VG_EEXPIRED, "%s", why);
 }

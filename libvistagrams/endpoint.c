@@ -45,6 +45,7 @@
 #define DEF_RTO_US 10000u
 #define DEF_RTO_MAX_US 1000000u
 #define DEF_ACK_DELAY_US 20000u
+#define DEF_HORIZON_MS VG_HORIZON_DEFAULT_MS
 #define MAX_ENTRIES (1u << 20)
 #define MAX_OPS 4096u
 #define MIN_CAP 8u
@@ -172,6 +173,7 @@ fill_defaults(const struct vg_endpoint_opts *in, struct vg_endpoint_opts *o)
 	DEF(rto_us, DEF_RTO_US);
 	DEF(rto_max_us, DEF_RTO_MAX_US);
 	DEF(ack_delay_us, DEF_ACK_DELAY_US);
+	DEF(horizon_ms, DEF_HORIZON_MS);
 #undef DEF
 	if (o->host == NULL)
 		o->host = "127.0.0.1";
@@ -234,6 +236,7 @@ super_init(struct vg_super *sb, const struct vg_endpoint_opts *o)
 	sb->major = VG_TBL_MAJOR;
 	sb->minor = VG_TBL_MINOR;
 	sb->super_size = sizeof(*sb);
+	sb->incompat = VG_TBL_FEAT_INCOMPAT_EXPIRED;
 	sb->node_id = o->node_id;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	sb->incarnation = (uint64_t)ts.tv_sec * 1000000000ull +
@@ -380,9 +383,14 @@ alloc_volatile(vg_endpoint *ep, const struct vg_endpoint_opts *o)
 	ep->pkt_size = align_up(sizeof(struct vg__pkt) + data);
 	ep->reqv = calloc((size_t)ep->req_mask + 1, sizeof(*ep->reqv));
 	ep->resp_pending = calloc((size_t)ep->resp_mask + 1, 1);
+	ep->resp_since = calloc((size_t)ep->resp_mask + 1,
+		sizeof(*ep->resp_since));
+	ep->peer_heard = calloc((size_t)ep->peer_mask + 1,
+		sizeof(*ep->peer_heard));
 	ep->pkt_mem = calloc(o->rx_buffers, ep->pkt_size);
 	ep->scratch = malloc(data);
-	if (!ep->reqv || !ep->resp_pending || !ep->pkt_mem || !ep->scratch)
+	if (!ep->reqv || !ep->resp_pending || !ep->resp_since ||
+	    !ep->peer_heard || !ep->pkt_mem || !ep->scratch)
 		return vg__err(-ENOMEM, "endpoint state (%u receive buffers of "
 			"%zu bytes)", o->rx_buffers, ep->pkt_size);
 	for (uint32_t i = o->rx_buffers; i-- > 0;)
@@ -399,6 +407,8 @@ free_endpoint(vg_endpoint *ep)
 		reg_remove(ep->area);
 	free(ep->reqv);
 	free(ep->resp_pending);
+	free(ep->resp_since);
+	free(ep->peer_heard);
 	free(ep->pkt_mem);
 	free(ep->scratch);
 	free(ep->dests);
@@ -456,6 +466,9 @@ vg_endpoint_open(vista *v, vista_segment *seg,
 	ep->rto_us = o.rto_us;
 	ep->rto_max_us = o.rto_max_us;
 	ep->ack_delay_us = o.ack_delay_us;
+	ep->horizon_ns = o.horizon_ms == VG_HORIZON_NEVER ? UINT64_MAX
+		: (uint64_t)o.horizon_ms * 1000000ull;
+	ep->inbox_max = o.rx_buffers / 2 ? o.rx_buffers / 2 : 1;
 
 	if (v == NULL) {
 		struct vg_super sb;

@@ -13,6 +13,8 @@
  *          SEND_RESP logged)--> --commit, replay--> response sent
  *   ANSWERED --the client acknowledges (ack below its watermark, or the
  *          watermark passes it; garbage collection)--> DELETED
+ *   ANSWERED --table full, client silent past the horizon; its expired
+ *          word raised and drained first (reclaim, R1-R3)--> DELETED
  *
  * A REQUEST datagram that names a known request:
  *   on the normal port            a network duplicate: dropped
@@ -38,6 +40,33 @@
  *       twice: either its entry exists, or the watermark covers it.
  *   S3. Every change made here while a transaction may be open touches
  *       only committed entries that no open transaction uses (T1).
+ *   S4. The server never stops reading its sockets because its response
+ *       table is full: vista_receive_request waits (serving the network)
+ *       until an entry can be admitted, and a new request that arrives
+ *       while there is no room is dropped (full_dropped) -- its client
+ *       retransmits it.  Queued requests hold at most half of the receive
+ *       buffers (inbox_max), so acknowledgements always find one.  A
+ *       request of a client the peer table cannot hold is dropped too
+ *       (nopeer_dropped): without a peer record its response could never
+ *       be forgotten.
+ *
+ * Reclaim (T7).  When the table is full, an answered, committed response
+ * whose client has sent nothing for the horizon (horizon_ms), counted from
+ * the later of its client's last datagram and the response's departure, is
+ * reclaimed:
+ *   R1. the client's peer word expired[sel] is raised to cover its
+ *       sequence number (one 8-byte store, flushed);
+ *   R2. drain: the expired words are durable before any deletion (one
+ *       drain per scan);
+ *   R3. the slots are deleted like acknowledged ones (responses_expired).
+ * A crash between R1 and R3 leaves a live response its expired word
+ * covers: harmless, the table answers first.  A request at or below
+ * expired[sel] that is neither in the table nor queued nor stale is
+ * answered with an EXPIRED response (expired_sent), never executed, so
+ * reclaiming keeps S2: every executed request is in the table, below the
+ * watermark, or at or below the expired word.  Scans are paced by
+ * reclaim_due, the earliest time a response can expire (a lower bound:
+ * datagrams only push expiry later).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -70,11 +99,44 @@ send_response(vg_endpoint *ep, uint32_t slot, const struct sockaddr *to,
 		vg__resp_buf(ep, slot), w.payload_len);
 }
 
+/* The EXPIRED answer to request w (T7). */
 static void
-forget(vg_endpoint *ep, uint32_t slot)
+send_expired(vg_endpoint *ep, const struct vg__wire *w,
+	const struct sockaddr *to, socklen_t tolen)
+{
+	struct vg_wire_hdr h;
+	struct vg__wire r = {
+		.type = VG_PKT_RESPONSE,
+		.flags = VG_PKT_F_EXPIRED,
+		.src_node = ep->node,
+		.src_inc = ep->inc,
+		.req_node = w->req_node,
+		.req_inc = w->req_inc,
+		.seq = w->seq,
+	};
+
+	vg__wire_seal(&h, &r, NULL, vg__wire_payload_csum(NULL, 0));
+	vg__net_send(ep, to, tolen, &h, sizeof(h), NULL, 0, NULL, 0);
+	ep->st.expired_sent++;
+}
+
+static uint64_t
+later(uint64_t t, uint64_t d)
+{
+	return t > UINT64_MAX - d ? UINT64_MAX : t + d;
+}
+
+static void
+drop_entry(vg_endpoint *ep, uint32_t slot)
 {
 	vg__resp_delete(ep, slot);
 	ep->resp_live--;
+}
+
+static void
+forget(vg_endpoint *ep, uint32_t slot)
+{
+	drop_entry(ep, slot);
 	ep->st.responses_freed++;
 }
 
@@ -86,6 +148,9 @@ vg__server_replay_send(vg_endpoint *ep, uint32_t slot)
 
 	send_response(ep, slot, (struct sockaddr *)&to, len);
 	ep->st.responses_sent++;
+	ep->resp_since[slot] = vg__now_ns();
+	if (ep->reclaim_due == UINT64_MAX)
+		ep->reclaim_due = later(ep->resp_since[slot], ep->horizon_ns);
 #ifdef VG_BROKEN_FORGET_RESPONSE
 	/* Deliberately broken (crash and fault tests): the response is not
 	 * kept for retransmission, nor the request for duplicate filtering. */
@@ -121,7 +186,7 @@ peer_insert(vg_endpoint *ep, int32_t i, uint64_t node, uint64_t inc,
 	p->sel = 0;
 	p->rec[0] = (struct vg_peer_rec){ inc, wm };
 	p->rec[1] = (struct vg_peer_rec){ 0, 0 };
-	p->reserved[0] = p->reserved[1] = 0;
+	p->expired[0] = p->expired[1] = 0;
 	vg__raw_end(ep, p, sizeof(*p));
 	vg__flush(ep, p, sizeof(*p));
 	/* The record must be durable before `node` makes the slot valid. */
@@ -129,6 +194,7 @@ peer_insert(vg_endpoint *ep, int32_t i, uint64_t node, uint64_t inc,
 	vg__raw_store64(ep, &p->node, node);
 	ep->wm_undrained = true;
 	ep->peers_used++;
+	ep->peer_heard[i] = vg__now_ns();
 	return i;
 }
 
@@ -151,18 +217,29 @@ vg__server_forget_doomed(vg_endpoint *ep)
 	ep->ndoomed = 0;
 }
 
+static void reclaim(vg_endpoint *ep, uint64_t now);
+
 uint64_t
 vg__server_timers(vg_endpoint *ep, uint64_t now)
 {
-	uint64_t due;
+	uint64_t due, next = UINT64_MAX;
 
-	if (ep->ndoomed == 0)
-		return UINT64_MAX;
-	due = ep->doomed_since + (uint64_t)ep->ack_delay_us * 1000;
-	if (now < due)
-		return due;
-	vg__server_forget_doomed(ep);
-	return UINT64_MAX;
+	if (ep->ndoomed) {
+		due = ep->doomed_since + (uint64_t)ep->ack_delay_us * 1000;
+		if (now < due)
+			next = due;
+		else
+			vg__server_forget_doomed(ep);
+	}
+	/* S4: a full table wakes the loop when a response may expire. */
+	if (ep->resp_live >= ep->sb->resp_limit &&
+	    ep->reclaim_due != UINT64_MAX) {
+		if (now && now >= ep->reclaim_due)
+			reclaim(ep, now);
+		if (ep->reclaim_due < next)
+			next = ep->reclaim_due;
+	}
+	return next;
 }
 
 /* Queue an acknowledged response below its client's watermark. */
@@ -196,47 +273,60 @@ purge_incarnation(vg_endpoint *ep, uint64_t node, uint64_t inc)
 	}
 }
 
+enum peer_verdict {
+	PEER_OK,
+	PEER_STALE, /* an older incarnation of the client */
+	PEER_NONE,  /* the peer table has no room for the client (S4) */
+};
+
 /*
- * Account for a client's datagram: its incarnation, watermark and acks.
- * Returns false if the datagram is stale (older incarnation); *wm gets the
- * watermark of the client (0 if it cannot be tracked: the peer table is
- * full; then nothing of it is ever forgotten, which is safe).
+ * Account for a client's datagram: its incarnation, watermark and acks,
+ * and when it was last heard from.  *wm gets the watermark of the client,
+ * *expired its expired word (T7); both 0 unless PEER_OK.
  */
-static bool
-peer_update(vg_endpoint *ep, const struct vg__wire *w, uint64_t *wm)
+static enum peer_verdict
+peer_update(vg_endpoint *ep, const struct vg__wire *w, uint64_t *wm,
+	uint64_t *expired)
 {
 	int32_t ins, i = vg__peer_find(ep, w->req_node, &ins);
 	struct vg_peer_slot *p;
 
-	*wm = 0;
+	*wm = *expired = 0;
 	if (i < 0) {
 		i = peer_insert(ep, ins, w->req_node, w->req_inc, w->low);
 		if (i < 0)
-			return true;
+			return PEER_NONE;
 	}
 	p = &ep->peer[i];
 	struct vg_peer_rec *r = &p->rec[p->sel];
 	if (w->req_inc < r->inc)
-		return false;
+		return PEER_STALE;
 	if (w->req_inc > r->inc) {
 		/* T6: a new incarnation of the client (its tables were
 		 * made anew): new record, drained, then one store flips. */
 		uint64_t other = p->sel ^ 1;
-		vg__raw_begin(ep, &p->rec[other], sizeof(p->rec[other]));
+		vg__raw_begin(ep, p, sizeof(*p));
 		p->rec[other] = (struct vg_peer_rec){ w->req_inc, w->low };
-		vg__raw_end(ep, &p->rec[other], sizeof(p->rec[other]));
+		p->expired[other] = 0;
+		vg__raw_end(ep, p, sizeof(*p));
 		vg__flush(ep, &p->rec[other], sizeof(p->rec[other]));
-		/* The new record before the selector that points at it. */
+		vg__flush(ep, &p->expired[other], sizeof(p->expired[other]));
+		/* The new record (and its expired word) before the selector
+		 * that points at it. */
 		vg__drain(ep);
 		vg__raw_store64(ep, &p->sel, other);
 		ep->wm_undrained = true;
+		ep->gc_dirty = true;
 		purge_incarnation(ep, w->req_node, w->req_inc);
 		r = &p->rec[p->sel];
 	} else if (w->low > r->wm) {
 		vg__raw_store64(ep, &r->wm, w->low);
 		ep->wm_undrained = true;
+		ep->gc_dirty = true;
 	}
+	ep->peer_heard[i] = vg__now_ns();
 	*wm = r->wm;
+	*expired = p->expired[p->sel];
 	for (unsigned a = 0; a < w->nacks; a++) {
 		uint64_t seq = vg__wire_ack(w, a);
 		if (seq >= *wm)
@@ -247,7 +337,7 @@ peer_update(vg_endpoint *ep, const struct vg__wire *w, uint64_t *wm)
 		    vg_slot_state(ep->resp[s].word) == VG_RESP_ANSWERED)
 			doom(ep, (uint32_t)s);
 	}
-	return true;
+	return PEER_OK;
 }
 
 /* Forget every answered response below its client's watermark (S2). */
@@ -270,6 +360,112 @@ collect(vg_endpoint *ep)
 			forget(ep, i);
 	}
 	ep->gc_countdown = GC_EVERY;
+	ep->gc_dirty = false;
+}
+
+/*
+ * Slot i may be reclaimed at *due (T7): an answered, committed response
+ * of a client whose current incarnation it belongs to (*p its peer).
+ */
+static bool
+reclaimable(vg_endpoint *ep, uint32_t i, struct vg_peer_slot **p,
+	uint64_t *due)
+{
+	const struct vg_resp_slot *s = &ep->resp[i];
+
+	if (vg_slot_state(s->word) != VG_RESP_ANSWERED || ep->resp_pending[i])
+		return false;
+	int32_t pi = vg__peer_find(ep, s->node, NULL);
+	if (pi < 0)
+		return false; /* cannot happen: S4 admits tracked clients only */
+	*p = &ep->peer[pi];
+	if ((*p)->rec[(*p)->sel].inc != s->inc)
+		return false; /* an older incarnation: collect() forgets it */
+	uint64_t t = ep->resp_since[i] > ep->peer_heard[pi]
+		? ep->resp_since[i] : ep->peer_heard[pi];
+	*due = later(t, ep->horizon_ns);
+	return true;
+}
+
+/* R1-R3: reclaim the responses whose clients stayed silent past the
+ * horizon; set reclaim_due to the earliest one that has not. */
+static void
+reclaim(vg_endpoint *ep, uint64_t now)
+{
+	uint64_t next = UINT64_MAX, due;
+	struct vg_peer_slot *p;
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i <= ep->resp_mask; i++) {
+		if (!reclaimable(ep, i, &p, &due))
+			continue;
+		if (due > now) {
+			next = due < next ? due : next;
+			continue;
+		}
+		uint64_t seq = ep->resp[i].seq;
+#ifndef VG_BROKEN_RECLAIM_UNRECORDED
+		/* R1: the expired word covers the request before its entry
+		 * goes; flushed here, drained once below. */
+		if (seq > p->expired[p->sel])
+			vg__raw_store64(ep, &p->expired[p->sel], seq);
+#else
+		/* Deliberately broken (reclaim test): the entry goes without
+		 * a record, so the request is executed again when its client
+		 * comes back. */
+		(void)seq;
+#endif
+		n++;
+	}
+	ep->reclaim_due = next;
+	if (n == 0)
+		return;
+#ifndef VG_BROKEN_RECLAIM_NO_DRAIN
+	/* R2: every expired word raised above is durable before the first
+	 * entry it covers is deleted: a crash in between must not leave a
+	 * request both out of the table and uncovered (executed twice). */
+	vg__drain(ep);
+#else
+	/* Deliberately broken (power-failure test): the deletions may
+	 * reach memory before the expired words that justify them. */
+#endif
+	/* R3 */
+	for (uint32_t i = 0; i <= ep->resp_mask; i++) {
+		if (!reclaimable(ep, i, &p, &due) || due > now)
+			continue;
+#ifndef VG_BROKEN_RECLAIM_UNRECORDED
+		if (ep->resp[i].seq > p->expired[p->sel])
+			continue; /* cannot happen: R1 covered it */
+#endif
+		drop_entry(ep, i);
+		ep->st.responses_expired++;
+	}
+}
+
+/*
+ * S4: is there room for `need` more entries?  Makes room first if it can:
+ * the acknowledged responses waiting for their batch, a collection if a
+ * watermark moved since the last one, and R1-R3 once a response may have
+ * expired.
+ */
+static bool
+room(vg_endpoint *ep, uint32_t need)
+{
+	uint32_t limit = ep->sb->resp_limit;
+
+	if (ep->resp_live + need <= limit)
+		return true;
+	vg__server_forget_doomed(ep);
+	if (ep->resp_live + need <= limit)
+		return true;
+	if (ep->gc_dirty)
+		collect(ep);
+	if (ep->resp_live + need <= limit)
+		return true;
+	uint64_t now = vg__now_ns();
+	if (now >= ep->reclaim_due)
+		reclaim(ep, now);
+	return ep->resp_live + need <= limit;
 }
 
 /* ---- datagrams in ---- */
@@ -288,10 +484,16 @@ void
 vg__server_on_request(vg_endpoint *ep, struct vg__pkt *p)
 {
 	const struct vg__wire *w = &p->w;
-	uint64_t wm;
+	uint64_t wm, expired;
 	int32_t slot;
+	enum peer_verdict pv = peer_update(ep, w, &wm, &expired);
 
-	if (!peer_update(ep, w, &wm) || w->seq < wm) {
+	if (pv == PEER_NONE) {
+		ep->st.nopeer_dropped++; /* S4 */
+		vg__pkt_free(ep, p);
+		return;
+	}
+	if (pv == PEER_STALE || w->seq < wm) {
 		ep->st.stale_dropped++;
 		vg__pkt_free(ep, p);
 		return;
@@ -317,6 +519,16 @@ vg__server_on_request(vg_endpoint *ep, struct vg__pkt *p)
 		vg__pkt_free(ep, p);
 		return;
 	}
+	if (w->seq <= expired) { /* T7: reclaimed, or given up with it */
+		send_expired(ep, w, (struct sockaddr *)&p->from, p->fromlen);
+		vg__pkt_free(ep, p);
+		return;
+	}
+	if (ep->inbox_len >= ep->inbox_max || !room(ep, ep->inbox_len + 1)) {
+		ep->st.full_dropped++; /* S4: the client retransmits */
+		vg__pkt_free(ep, p);
+		return;
+	}
 	if (p->retrans)
 		ep->st.forwarded++;
 	p->next = NULL;
@@ -331,9 +543,9 @@ vg__server_on_request(vg_endpoint *ep, struct vg__pkt *p)
 void
 vg__server_on_ack(vg_endpoint *ep, struct vg__pkt *p)
 {
-	uint64_t wm;
+	uint64_t wm, expired;
 
-	if (!peer_update(ep, &p->w, &wm))
+	if (peer_update(ep, &p->w, &wm, &expired) == PEER_STALE)
 		ep->st.stale_dropped++;
 	vg__pkt_free(ep, p);
 }
@@ -396,15 +608,27 @@ bool
 vg__server_ready(const vg_endpoint *ep)
 {
 	inbox_prune((vg_endpoint *)ep);
-	return ep->inbox_head != NULL;
+	return ep->inbox_head != NULL && room((vg_endpoint *)ep, 1); /* S4 */
 }
 
 int
 vg__server_recover(vg_endpoint *ep)
 {
+	uint64_t now = vg__now_ns();
+
 	ep->resp_live = 0;
 	ep->peers_used = 0;
 	memset(ep->resp_pending, 0, (size_t)ep->resp_mask + 1);
+	/* Silence is counted from now: the horizon starts again at open. */
+	for (uint32_t i = 0; i <= ep->resp_mask; i++)
+		ep->resp_since[i] = now;
+	for (uint32_t i = 0; i <= ep->peer_mask; i++)
+		ep->peer_heard[i] = now;
+	/* Tables made before T7 keep every response until acknowledged. */
+	if (!(ep->sb->incompat & VG_TBL_FEAT_INCOMPAT_EXPIRED))
+		ep->horizon_ns = UINT64_MAX;
+	ep->reclaim_due = later(now, ep->horizon_ns);
+	ep->gc_dirty = true;
 	for (uint32_t i = 0; i <= ep->resp_mask; i++) {
 		uint32_t st = vg_slot_state(ep->resp[i].word);
 		if (st == VG_RESP_RECEIVED || st == VG_RESP_ANSWERED)
@@ -447,9 +671,7 @@ take_request_tx(vg_endpoint *ep, vg_reqid *id, void *buf, size_t cap,
 	if (ep->resp_live >= ep->sb->resp_limit / 2 &&
 	    --ep->gc_countdown == 0)
 		collect(ep);
-	if (ep->resp_live >= ep->sb->resp_limit)
-		collect(ep);
-	if (ep->resp_live >= ep->sb->resp_limit)
+	if (!room(ep, 1))
 		return vg__err(VG_EFULL, "%u requests are unanswered or their "
 			"responses unacknowledged (max_responses)",
 			ep->resp_live);

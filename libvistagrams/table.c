@@ -27,7 +27,8 @@
  *   request   FREE -> LIVE (send_request, in a tx) -> DELETED or FREE
  *             (receive_response, in a tx) -> FREE (clean-up) or LIVE
  *   response  FREE -> RECEIVED (receive_request, in a tx) -> ANSWERED
- *             (send_response, in a tx) -> DELETED (client's ack, raw)
+ *             (send_response, in a tx) -> DELETED (client's ack, or
+ *             reclaimed after the horizon; raw)
  *   peer      FREE -> used (raw insertion: fields, drain, then node); never
  *             deleted
  */

@@ -28,8 +28,8 @@
  *       vista_set_range first: super, txhdr, a slot's whole header when it
  *       is filled) or only outside them by single 8-byte stores that are
  *       correct to repeat (a slot's state word going to DELETED or FREE, a
- *       peer's watermark, a peer's record selector).  A transaction never
- *       declares a slot that outside stores may touch at the same time:
+ *       peer's watermark, record selector or expired word).  A transaction
+ *       never declares a slot that outside stores may touch at the same time:
  *       those only touch committed entries no open transaction uses.
  *   T2. A payload buffer and an op-log record are written raw, flushed,
  *       and drained before the commit point that makes a header or the
@@ -53,6 +53,13 @@
  *       response only below the watermark, made durable first.
  *   T6. A peer's incarnation and watermark change together by writing the
  *       record not selected, draining, then flipping `sel` with one store.
+ *       `expired[k]` belongs to record k: it is zeroed with it.
+ *   T7. Reclaim (server.c R1-R3): a response is deleted without its
+ *       client's acknowledgement only if its sequence number is at or below
+ *       its peer's expired[sel], made durable first; a request at or below
+ *       it that is neither in the table nor below the watermark is answered
+ *       "expired", never executed.  expired[] only grows within an
+ *       incarnation (one 8-byte store, correct to repeat).
  */
 #ifndef VG_TABLE_LAYOUT_H
 #define VG_TABLE_LAYOUT_H
@@ -63,11 +70,15 @@
 
 #define VG_TBL_MAGIC "VGTABLE" /* 7 chars + NUL */
 #define VG_TBL_MAJOR 1
-#define VG_TBL_MINOR 0
+#define VG_TBL_MINOR 1
 #define VG_TBL_SUPER_SEED 0x5647544142535031ull /* "VGTABSP1" */
 #define VG_TBL_OP_SEED 0x564754414f504c31ull    /* "VGTAOPL1" */
 #define VG_TBL_SLOT_SEED 0x56475441534c5431ull  /* "VGTASLT1" */
-#define VG_TBL_FEAT_INCOMPAT_KNOWN 0u
+/* The peers' expired[] words are in use (T7): a reader that ignored them
+ * would execute a reclaimed request again.  Set at creation; tables
+ * without it (minor 0) are never reclaimed from. */
+#define VG_TBL_FEAT_INCOMPAT_EXPIRED (1u << 0)
+#define VG_TBL_FEAT_INCOMPAT_KNOWN VG_TBL_FEAT_INCOMPAT_EXPIRED
 #define VG_TBL_FEAT_RO_COMPAT_KNOWN 0u
 #define VG_TBL_ALIGN 64u
 
@@ -172,7 +183,8 @@ struct vg_peer_slot {
 	uint64_t node;          /* 0   0 = FREE; stored last at insertion */
 	uint64_t sel;           /* 8   0 or 1: the current record */
 	struct vg_peer_rec rec[2]; /* 16 */
-	uint64_t reserved[2];   /* 48  zero */
+	uint64_t expired[2];    /* 48  with rec[k]: its requests up to this
+				 * were reclaimed (T7); 0 = none */
 };
 
 RIO_STATIC_ASSERT(sizeof(struct vg_super) == 256, "super is 256 bytes");

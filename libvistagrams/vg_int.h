@@ -210,6 +210,7 @@ struct vg_endpoint {
 
 	struct vg__net net;
 	uint32_t rto_us, rto_max_us, ack_delay_us;
+	uint64_t horizon_ns;  /* UINT64_MAX: never reclaim */
 
 	/* packet buffers */
 	struct vg__pkt *free_pkts;
@@ -228,6 +229,13 @@ struct vg_endpoint {
 
 	/* server */
 	uint8_t *resp_pending;
+	uint64_t *resp_since; /* per response slot: when it was sent */
+	uint64_t *peer_heard; /* per peer slot: its last datagram */
+	uint64_t reclaim_due; /* no response expires before this */
+	bool gc_dirty;        /* a watermark or incarnation moved since the
+				 last collection */
+	uint32_t inbox_max;   /* requests queued at most (E3: the rest of
+				 the receive buffers stay for acks) */
 	uint32_t resp_live;
 	uint32_t peers_used;
 	bool wm_undrained;   /* a watermark store is not drained yet */

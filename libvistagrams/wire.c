@@ -78,14 +78,16 @@ fields_ok(const struct vg__wire *w)
 	switch (w->type) {
 	case VG_PKT_REQUEST:
 		return w->src_node == w->req_node && w->src_inc == w->req_inc &&
-			w->seq != 0 && w->low != 0 && w->low <= w->seq;
+			w->seq != 0 && w->low != 0 && w->low <= w->seq &&
+			!(w->flags & VG_PKT_F_EXPIRED);
 	case VG_PKT_ACK:
 		return w->src_node == w->req_node && w->src_inc == w->req_inc &&
 			w->seq == 0 && w->low != 0 && w->payload_len == 0 &&
 			w->flags == 0;
 	case VG_PKT_RESPONSE:
 		return w->seq != 0 && w->low == 0 && w->nacks == 0 &&
-			w->flags == 0;
+			(w->flags == 0 || (w->flags == VG_PKT_F_EXPIRED &&
+						  w->payload_len == 0));
 	default:
 		return false;
 	}

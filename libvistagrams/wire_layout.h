@@ -18,7 +18,9 @@
  *             `acks`: sequence numbers finished since the last datagram to
  *             this server, so the server can free their entries at once.
  *   RESPONSE  server -> client.  src = server, req = the request answered.
- *             No acks, low = 0.
+ *             No acks, low = 0.  Flag EXPIRED (no payload): the server
+ *             reclaimed the response (the client was silent past the
+ *             server's horizon); the request will never take effect again.
  *   ACK       client -> server: `low` and `acks` alone, when no request
  *             came along to carry them.  seq = 0, no payload.
  *
@@ -34,7 +36,9 @@
  *       retransmission does not hash the payload again.
  *   W4. Node ids, incarnations and sequence numbers are non-zero where they
  *       name something; a REQUEST has low <= seq; an ACK has no payload;
- *       a RESPONSE has no acks and low = 0; every ack is non-zero.
+ *       a RESPONSE has no acks and low = 0; only a RESPONSE may carry
+ *       EXPIRED, only a REQUEST RETRANS, and an EXPIRED one has no
+ *       payload; every ack is non-zero.
  */
 #ifndef VG_WIRE_LAYOUT_H
 #define VG_WIRE_LAYOUT_H
@@ -56,7 +60,8 @@ enum vg_wire_type {
 };
 
 #define VG_PKT_F_RETRANS (1u << 0) /* a REQUEST sent again */
-#define VG_PKT_F_KNOWN VG_PKT_F_RETRANS
+#define VG_PKT_F_EXPIRED (1u << 1) /* a RESPONSE: reclaimed, no payload */
+#define VG_PKT_F_KNOWN (VG_PKT_F_RETRANS | VG_PKT_F_EXPIRED)
 
 struct vg_wire_hdr {
 	uint32_t magic;       /* 0  VG_WIRE_MAGIC */

@@ -98,7 +98,10 @@ extern "C" {
 	XX(VG_EADDR, -32017, "unsupported or malformed address")              \
 	XX(VG_EVOLATILE, -32018, "volatile endpoints have no transactions")   \
 	XX(VG_EOTHERTX, -32019, "endpoint belongs to another vista instance "  \
-		"or is in use by another thread's transaction")
+		"or is in use by another thread's transaction")                \
+	XX(VG_EEXPIRED, -32020, "the server reclaimed the response after the " \
+		"client stayed silent past its horizon; the request may or "  \
+		"may not have taken effect")
 
 #define VG__ERRNO_ENUM(name, value, msg) name = (value),
 enum vg_errno { VG_ERRNO_MAP(VG__ERRNO_ENUM) };
@@ -138,6 +141,9 @@ struct vg_faults {
 	uint64_t seed;         /* 0 = 1 */
 };
 
+#define VG_HORIZON_DEFAULT_MS 60000u /* one minute */
+#define VG_HORIZON_NEVER UINT32_MAX
+
 /* Flags for vg_endpoint_opts.flags */
 #define VG_CREATE (1u << 0) /* create the tables if the segment has none */
 
@@ -156,7 +162,8 @@ struct vg_endpoint_opts {
 	 * stored values are used when the tables exist already). */
 	uint32_t max_requests;  /* outstanding requests (client), 64     */
 	uint32_t max_responses; /* unacknowledged responses (server), 256 */
-	uint32_t max_clients;   /* clients a server remembers, 256       */
+	uint32_t max_clients;   /* clients a server remembers (for ever;
+				 * requests of more are dropped), 256   */
 	uint32_t max_message;   /* payload bytes, 8192 (at most 65000)   */
 	uint32_t max_ops;       /* deferred operations per transaction, 64 */
 
@@ -167,6 +174,13 @@ struct vg_endpoint_opts {
 	uint32_t ack_delay_us;  /* an acknowledgement that found no request
 				 * to ride on goes alone after this, 20 ms */
 	struct vg_faults faults; /* all zero: a faithful network */
+	/* Server (volatile): when the response table is full, an answered
+	 * response whose client has sent nothing for this long (and at least
+	 * this long after the response left) is reclaimed; the client then
+	 * gets VG_EEXPIRED instead of it.  The thesis' client timeout, seen
+	 * from the server.  0 = VG_HORIZON_DEFAULT_MS, VG_HORIZON_NEVER =
+	 * never. */
+	uint32_t horizon_ms;
 };
 
 /*
@@ -282,7 +296,12 @@ VG_EXPORT int vista_send_request(vg_endpoint *ep, const struct sockaddr *to,
  * Returns 0, -ETIMEDOUT, -EMSGSIZE (cap too small: *len says how much is
  * needed, nothing is consumed), VG_ENOREQ (no such outstanding request),
  * VG_EUNCOMMITTED (sent by this very transaction), VG_EOPFULL, VG_EFATAL,
- * VG_EOTHERTX.
+ * VG_EOTHERTX, or VG_EEXPIRED: the server reclaimed the response because
+ * this client sent it nothing for the server's horizon_ms; the request may
+ * or may not have taken effect there, and will never take effect (again).
+ * VG_EEXPIRED takes the request like a response (*seq names it, *len is
+ * 0): it is forgotten when the transaction commits (a call outside a
+ * transaction commits its own), and reported again if it aborts.
  */
 VG_EXPORT int vista_receive_response(vg_endpoint *ep, uint64_t *seq,
 	void *buf, size_t cap, size_t *len, int timeout_ms);
@@ -292,9 +311,16 @@ VG_EXPORT int vista_receive_response(vg_endpoint *ep, uint64_t *seq,
  * *id its id.  The request is recorded in the response table in this
  * transaction: a retransmission of it is dropped from then on, and if the
  * transaction aborts the request is delivered again.
- * Returns 0, -ETIMEDOUT, -EMSGSIZE (as above), VG_EFULL (max_responses
- * requests are unanswered or unacknowledged; nothing is consumed),
- * VG_EFATAL, VG_EOTHERTX.
+ * While max_responses requests are unanswered or unacknowledged the call
+ * keeps waiting and serving the network (acknowledgements free entries;
+ * after horizon_ms, the responses of silent clients are reclaimed), and a
+ * new request that arrives then is dropped (full_dropped): its client
+ * retransmits it.  A request of a client the peer table has no room for
+ * (max_clients) is dropped as well (nopeer_dropped).
+ * Returns 0, -ETIMEDOUT (nothing deliverable in time, the table being full
+ * included), -EMSGSIZE (as above), VG_EFULL (the table is full of entries
+ * this very transaction received; nothing is consumed), VG_EFATAL,
+ * VG_EOTHERTX.
  */
 VG_EXPORT int vista_receive_request(vg_endpoint *ep, vg_reqid *id, void *buf,
 	size_t cap, size_t *len, int timeout_ms);
@@ -367,6 +393,14 @@ struct vg_stats {
 	uint64_t fault_duplicated;
 	uint64_t fault_reordered;
 	uint64_t fault_delayed;
+	/* response-table pressure (server) and its outcome (client) */
+	uint64_t full_dropped;       /* new requests dropped: table full */
+	uint64_t nopeer_dropped;     /* requests of a client beyond
+				      * max_clients, dropped */
+	uint64_t responses_expired;  /* reclaimed: client silent past the
+				      * horizon */
+	uint64_t expired_sent;       /* "response expired" answers */
+	uint64_t expired_delivered;  /* VG_EEXPIRED taken, committed */
 };
 VG_EXPORT int vg_stats(const vg_endpoint *ep, struct vg_stats *out);
 

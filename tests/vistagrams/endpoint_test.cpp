@@ -77,7 +77,7 @@ TEST_CASE("open refuses what is not valid tables and changes nothing",
 		reseal_super(sb);
 		VG_REQUIRE_RC(vg_endpoint_open(w.v, seg, &o, &ep), VG_EVERSION);
 		*sb = saved;
-		sb->incompat = 1;
+		sb->incompat = VG_TBL_FEAT_INCOMPAT_KNOWN | 1u << 7; // unknown bit
 		reseal_super(sb);
 		VG_REQUIRE_RC(vg_endpoint_open(w.v, seg, &o, &ep), VG_EFEATURE);
 		*sb = saved;

@@ -77,6 +77,6 @@ kill -TERM "$spid"; wait "$spid"
 cat "$dir/c1.out" "$dir/c2.out" "$dir/server.out"
 grep -q "node 11 acquired the lock $TIMES times" "$dir/c1.out" || rc=1
 grep -q "node 12 acquired the lock $TIMES times" "$dir/c2.out" || rc=1
-want="grants $((2 * TIMES)) releases $((2 * TIMES)) holder 0"
+want="grants $((2 * TIMES)) releases $((2 * TIMES)) holder 0 refused 0"
 grep -q "^$want\$" "$dir/server.out" || { echo "server: want '$want'"; rc=1; }
 exit $rc

@@ -14,20 +14,37 @@
  *   client tx 2: receive the answer v; rec[i] = v; done = i      (commit)
  * with an aborted send and an aborted receive in between; in odd cycles
  * client tx 2 also sends request i + 1 (a pipelined client), whose cycle
- * then has no tx 1.  Because the
+ * then has no tx 1.  The last cycle is answered while the client is
+ * away (its endpoint closed, as by a crash), and a volatile endpoint (no
+ * persistence: no fences) fills the server's response table: the server
+ * reclaims the client's response after its horizon (1 ms here), and the
+ * client, back, takes VG_EEXPIRED instead of the answer (rec[i] = 0).
+ * `vg_pm run-reclaim DIR` runs that cycle alone (a shorter campaign for
+ * the broken reclaim build).  Because the
  * three transactions follow each other, every crash state satisfies:
  *   - both endpoints open (the tables verify: checksums, states, op log);
  *   - done <= count <= done + 1, and count == done unless a request is
  *     pending;
  *   - rec[j] == j for every finished cycle j;
  *   - a pending request is outstanding in the client's table, and a
- *     finished cycle's request is not.
+ *     finished cycle's request is not;
+ *   - a pending request that the server executed is never executed again:
+ *     the check runs both endpoints on loopback until the client's
+ *     retransmission is answered (from the table, or "expired").
  * vg_pm_test.sh runs it under pmemtest, and the same program linked with
  * the no_payload_flush build, whose crash images must fail the check (a
- * committed request slot whose payload never reached memory).
+ * committed request slot whose payload never reached memory), and with
+ * the reclaim_no_drain build (a reclaimed entry gone while its client's
+ * expired word is not durable: the request runs again).
+ *
+ * The server's port is kept in the client's data, so that the check can
+ * bind it again; checks of different images serialize on a lock file of
+ * that port.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,18 +52,21 @@
 
 #include <vistagrams.h>
 
-#define CYCLES 4
+#define CYCLES 5
+#define MAX_RESPONSES 4
 #define SEG_SIZE (256u * 1024)
 
 struct client_data {
 	uint64_t done;     /* last finished cycle */
 	uint64_t pending;  /* cycle waiting for its answer, 0 = none */
 	uint64_t seq;      /* ... its request */
+	uint64_t port;     /* the server's, for the check */
+	uint64_t reclaim;  /* the cycle whose answer is reclaimed */
 	uint64_t rec[CYCLES + 1];
 };
 
 struct server_data {
-	uint64_t count; /* requests answered */
+	uint64_t count; /* requests of the client (node 1) answered */
 };
 
 struct node {
@@ -69,23 +89,33 @@ struct node {
 				vg_errormsg());                       \
 	} while (0)
 
-static int
-open_node(vista *v, const char *dir, const char *name, uint64_t id,
-	void *addr, unsigned flags, struct node *n)
+static struct vg_endpoint_opts
+node_opts(uint64_t id, unsigned flags, uint16_t port)
 {
-	char path[4096];
 	struct vg_endpoint_opts o = { 0 };
-	size_t tables;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	o.node_id = id;
 	o.flags = flags;
 	o.max_requests = 4;
-	o.max_responses = 8;
+	o.max_responses = MAX_RESPONSES;
 	o.max_clients = 2;
 	o.max_message = 64;
 	o.max_ops = 4;
-	o.rx_buffers = 8;
+	o.rx_buffers = 2 * MAX_RESPONSES;
+	o.horizon_ms = 1;
+	o.port = port;
+	return o;
+}
+
+static int
+open_node(vista *v, const char *dir, const char *name, uint64_t id,
+	void *addr, unsigned flags, uint16_t port, struct node *n)
+{
+	char path[4096];
+	struct vg_endpoint_opts o = node_opts(id, flags, port);
+	size_t tables;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	OK(vg_table_size(&o, &tables));
 	tables = (tables + 4095) & ~(size_t)4095;
 	/* VISTA_CREATE also at recovery, as a restarting program maps:
@@ -94,14 +124,20 @@ open_node(vista *v, const char *dir, const char *name, uint64_t id,
 	int rc = vg_endpoint_open(v, n->seg, &o, &n->ep);
 	if (rc == VG_ENOTABLES)
 		return 2; /* crashed before the tables were made */
+	if (rc == -EADDRINUSE && port)
+		return 3; /* someone else took the port meanwhile */
 	OK(rc);
 	n->data = (char *)vista_segment_base(n->seg) + tables;
 	return 0;
 }
 
+static bool port_lost; /* the check's server could not bind its port */
+
+/* With server_at_client_port, the server binds the port the client's
+ * data names (the check), else any. */
 static int
 open_all(const char *dir, unsigned flags, vista **v, struct node *c,
-	struct node *s)
+	struct node *s, bool server_at_client_port)
 {
 	char log[4096];
 	struct vista_opts vo = { .log_path = log, .log_size = 1u << 20,
@@ -110,15 +146,115 @@ open_all(const char *dir, unsigned flags, vista **v, struct node *c,
 	snprintf(log, sizeof(log), "%s/log", dir);
 	OK(vista_init(&vo, v));
 	int rc = open_node(*v, dir, "client", 1, (void *)0x5c4000000000ull,
-		flags, c);
-	if (rc == 0)
-		rc = open_node(*v, dir, "server", 2, (void *)0x5c5000000000ull,
-			flags, s);
+		flags, 0, c);
+	if (rc)
+		return rc;
+	uint16_t port = 0;
+	if (server_at_client_port) {
+		port = (uint16_t)((struct client_data *)c->data)->port;
+		if (port) {
+			/* Checks of other images want the same port. */
+			char lock[64];
+			snprintf(lock, sizeof(lock), "/dev/shm/vg_pm-%u.lock",
+				port);
+			int fd = open(lock, O_RDWR | O_CREAT, 0666);
+			if (fd < 0 || flock(fd, LOCK_EX) != 0)
+				FAIL("lock %s: %s", lock, strerror(errno));
+		}
+	}
+	rc = open_node(*v, dir, "server", 2, (void *)0x5c5000000000ull,
+		flags, port, s);
+	if (rc == 3) {
+		/* The check cannot run the network then: any port. */
+		port_lost = true;
+		rc = open_node(*v, dir, "server", 2,
+			(void *)0x5c5000000000ull, flags, 0, s);
+	}
 	return rc;
 }
 
+/* Serve one request; a request of the client counts.  0, -ETIMEDOUT, or
+ * 1 (failed, said on stderr). */
 static int
-run(const char *dir)
+serve(vista *v, struct node *s, int timeout_ms)
+{
+	struct server_data *sd = s->data;
+	char buf[64];
+	size_t len;
+	vg_reqid id;
+
+	OK(vg_begin(v, 0));
+	int rc = vista_receive_request(s->ep, &id, buf, sizeof(buf), &len,
+		timeout_ms);
+	if (rc == -ETIMEDOUT) {
+		OK(vg_abort(v));
+		return rc;
+	}
+	OK(rc);
+	uint64_t answer = 0;
+	if (id.node == 1) {
+		OK(vista_set_range(v, sd, sizeof(*sd)));
+		answer = ++sd->count;
+	}
+	OK(vista_send_response(s->ep, &id, &answer, sizeof(answer)));
+	OK(vg_commit(v));
+	return 0;
+}
+
+/* Fill the server's table from a volatile client, until the table is
+ * full and the silent client's response is reclaimed to make room. */
+static int
+fill_and_reclaim(vista *v, struct node *s, const struct sockaddr *to,
+	socklen_t tolen)
+{
+	struct vg_endpoint_opts o = { 0 };
+	struct vg_stats st;
+	vg_endpoint *ep;
+
+	o.node_id = 3;
+	o.max_requests = MAX_RESPONSES;
+	o.max_message = 64;
+	OK(vg_endpoint_open(NULL, NULL, &o, &ep));
+	for (int i = 0; i < MAX_RESPONSES; i++)
+		OK(vista_send_request(ep, to, tolen, "v", 1, NULL));
+	/* The MAX_RESPONSES - 1 that fit in one transaction (few fences);
+	 * the last is retransmitted until the reclaim (1 ms after the
+	 * client went silent) lets it in.  Bounded. */
+	int served = 0;
+	OK(vg_begin(v, 0));
+	for (int tries = 0; served < MAX_RESPONSES - 1 && tries < 500;
+	     tries++) {
+		char buf[64];
+		size_t len;
+		vg_reqid id;
+		int rc = vista_receive_request(s->ep, &id, buf, sizeof(buf),
+			&len, 2);
+		if (rc == -ETIMEDOUT)
+			continue;
+		OK(rc);
+		OK(vista_send_response(s->ep, &id, "v", 1));
+		served++;
+	}
+	OK(vg_commit(v));
+	for (int tries = 0; served < MAX_RESPONSES && tries < 500; tries++) {
+		int rc = serve(v, s, 2);
+		if (rc == 0)
+			served++;
+		else if (rc != -ETIMEDOUT)
+			return 1;
+		vg_poll(ep, 1);
+	}
+	OK(vg_stats(s->ep, &st));
+	if (served != MAX_RESPONSES || st.responses_expired == 0)
+		FAIL("reclaim: %d served, %llu expired", served,
+			(unsigned long long)st.responses_expired);
+	vg_endpoint_close(ep);
+	return 0;
+}
+
+/* Cycles 1..ncycles, the last one reclaimed. */
+static int
+run(const char *dir, uint64_t ncycles)
 {
 	vista *v;
 	struct node c, s;
@@ -126,16 +262,19 @@ run(const char *dir)
 	socklen_t tolen;
 	char buf[64];
 	size_t len;
-	vg_reqid id;
 
-	if (open_all(dir, VG_CREATE, &v, &c, &s))
+	if (open_all(dir, VG_CREATE, &v, &c, &s, false))
 		return 1;
 	struct client_data *cd = c.data;
-	struct server_data *sd = s.data;
 	OK(vg_endpoint_address(s.ep, &to, &tolen));
+	OK(vg_begin(v, 0));
+	OK(vista_set_range(v, &cd->port, 2 * sizeof(cd->port)));
+	cd->port = ntohs(((struct sockaddr_in *)&to)->sin_port);
+	cd->reclaim = ncycles;
+	OK(vg_commit(v));
 
 	bool sent = false; /* request i went with the receive of i - 1 */
-	for (uint64_t i = 1; i <= CYCLES; i++) {
+	for (uint64_t i = 1; i <= ncycles; i++) {
 		uint64_t seq;
 		if (!sent) {
 			/* An aborted send: nothing may come of it. */
@@ -152,14 +291,40 @@ run(const char *dir)
 			OK(vg_commit(v));
 		}
 
-		OK(vg_begin(v, 0));
-		OK(vista_receive_request(s.ep, &id, buf, sizeof(buf), &len,
-			5000));
-		OK(vista_set_range(v, sd, sizeof(*sd)));
-		sd->count++;
-		OK(vista_send_response(s.ep, &id, &sd->count,
-			sizeof(sd->count)));
-		OK(vg_commit(v));
+		if (i == ncycles) {
+			/* The client goes away (a crash) before its answer
+			 * reaches it, and stays silent while the server needs
+			 * the room: the answer is reclaimed. */
+			OK(vg_endpoint_close(c.ep));
+			if (serve(v, &s, 5000) != 0)
+				FAIL("cycle %llu: no request",
+					(unsigned long long)i);
+			if (fill_and_reclaim(v, &s, (struct sockaddr *)&to,
+				    tolen))
+				return 1;
+			struct vg_endpoint_opts o = node_opts(1, 0, 0);
+			OK(vg_endpoint_open(v, c.seg, &o, &c.ep));
+			uint64_t val = 1;
+			int rc = -ETIMEDOUT;
+			seq = cd->seq;
+			OK(vg_begin(v, 0));
+			for (int t = 0; t < 500 && rc == -ETIMEDOUT; t++) {
+				rc = vista_receive_response(c.ep, &seq, &val,
+					sizeof(val), &len, 2);
+				vg_poll(s.ep, 1);
+			}
+			if (rc != VG_EEXPIRED)
+				FAIL("cycle %llu: %s, not VG_EEXPIRED",
+					(unsigned long long)i, vg_err_name(rc));
+			OK(vista_set_range(v, cd, sizeof(*cd)));
+			cd->rec[i] = 0;
+			cd->done = i;
+			cd->pending = 0;
+			OK(vg_commit(v));
+			continue;
+		}
+		if (serve(v, &s, 5000) != 0)
+			FAIL("cycle %llu: no request", (unsigned long long)i);
 
 		/* An aborted receive: the answer comes again. */
 		seq = cd->seq;
@@ -179,7 +344,7 @@ run(const char *dir)
 		cd->pending = 0;
 		/* Odd cycles pipeline: the next request leaves in the
 		 * transaction that receives this answer. */
-		sent = i % 2 == 1 && i < CYCLES;
+		sent = i % 2 == 1 && i + 1 < ncycles;
 		if (sent) {
 			uint64_t next = i + 1;
 			OK(vista_send_request(c.ep, (struct sockaddr *)&to,
@@ -204,7 +369,7 @@ check(const char *dir)
 
 	/* The tables verify, the op logs replay.  A crash before both
 	 * tables existed has nothing to check. */
-	int rc = open_all(dir, 0, &v, &c, &s);
+	int rc = open_all(dir, 0, &v, &c, &s, true);
 	if (rc)
 		return rc == 2 ? 0 : 1;
 	const struct client_data *cd = c.data;
@@ -218,7 +383,7 @@ check(const char *dir)
 			(unsigned long long)cd->done,
 			(unsigned long long)cd->pending);
 	for (uint64_t j = 1; j <= cd->done; j++)
-		if (cd->rec[j] != j)
+		if (cd->rec[j] != (j == cd->reclaim ? 0 : j))
 			FAIL("cycle %llu got answer %llu",
 				(unsigned long long)j,
 				(unsigned long long)cd->rec[j]);
@@ -234,6 +399,34 @@ check(const char *dir)
 			FAIL("finished request %llu is still outstanding: %s",
 				(unsigned long long)cd->seq, vg_err_name(rc));
 	}
+	/* Exactly once: the pending request, if the server executed it, is
+	 * answered from the table or as expired, never delivered again.
+	 * The client retransmits it at once (recovery); bounded wait. */
+	if (cd->pending && cd->port && !port_lost) {
+		vg_reqid id;
+		rc = -ETIMEDOUT;
+		for (int t = 0; t < 100 && rc == -ETIMEDOUT; t++) {
+			OK(vg_begin(v, 0));
+			int r = vista_receive_request(s.ep, &id, buf,
+				sizeof(buf), &len, 2);
+			OK(vg_abort(v));
+			if (r == 0 && id.node == 1 && id.seq == cd->seq &&
+			    sd->count == cd->done + 1)
+				FAIL("request %llu (cycle %llu) was executed "
+					"and is delivered again",
+					(unsigned long long)cd->seq,
+					(unsigned long long)cd->pending);
+			if (r == 0)
+				break; /* not executed yet: delivered, fine */
+			uint64_t seq = cd->seq;
+			OK(vg_begin(v, 0));
+			rc = vista_receive_response(c.ep, &seq, buf,
+				sizeof(buf), &len, 2);
+			OK(vg_abort(v));
+			if (rc == VG_EEXPIRED)
+				rc = 0;
+		}
+	}
 	OK(vg_endpoint_close(c.ep));
 	OK(vg_endpoint_close(s.ep));
 	OK(vista_fini(v));
@@ -244,9 +437,11 @@ int
 main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "run") == 0)
-		return run(argv[2]);
+		return run(argv[2], CYCLES);
+	if (argc == 3 && strcmp(argv[1], "run-reclaim") == 0)
+		return run(argv[2], 1); /* the reclaimed cycle alone */
 	if (argc == 3 && strcmp(argv[1], "check") == 0)
 		return check(argv[2]);
-	fprintf(stderr, "usage: %s run|check DIR\n", argv[0]);
+	fprintf(stderr, "usage: %s run|run-reclaim|check DIR\n", argv[0]);
 	return 2;
 }

@@ -2,21 +2,22 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # vg_pm_test.sh -- libvistagrams under pmemtest: every power-failure crash
 # image of every fence of the vg_pm workload must recover to a consistent
-# state; the broken build that does not flush request payloads must be
-# caught.
+# state; the broken builds that do not flush request payloads, or reclaim
+# responses before the expired words are durable, must be caught.
 #
-#   vg_pm_test.sh PMEMTEST VG_PM VG_PM_BROKEN_NO_PAYLOAD_FLUSH
+#   vg_pm_test.sh PMEMTEST VG_PM VG_PM_BROKEN_NO_PAYLOAD_FLUSH \
+#       VG_PM_BROKEN_RECLAIM_NO_DRAIN
 set -u
-PMT=$1 VGPM=$2 BROKEN=$3
+PMT=$1 VGPM=$2 BROKEN=$3 BROKEN_RECLAIM=$4
 dir=$(mktemp -d /dev/shm/vg-pm-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 rc=0
 
-run() { # NAME PROGRAM
+run() { # NAME PROGRAM [MODE]
 	mkdir -p "$dir/$1"
 	"$PMT" run --seed 11 --timeout 60 --jobs 2 --max-failures 5 \
 		--workdir "$dir/$1" --out "$dir/$1/out" \
-		--check "$2 check {dir}" -- "$2" run "$dir/$1" \
+		--check "$2 check {dir}" -- "$2" "${3:-run}" "$dir/$1" \
 		>"$dir/$1.log" 2>&1
 	echo $?
 }
@@ -31,14 +32,22 @@ if [ "$code" -ne 0 ] || ! [[ $summary =~ ^images:\ ([0-9]+)\ checked,\ 0\ incons
 	rc=1
 fi
 
-code=$(run broken "$BROKEN")
-summary=$(grep -E '^images: ' "$dir/broken.log")
-echo "broken (payloads not flushed): $summary (exit $code)"
-if ! [[ $summary =~ ,\ ([1-9][0-9]*)\ inconsistent ]]; then
-	echo "FAIL: the broken build was not caught"
-	tail -40 "$dir/broken.log"
-	rc=1
-else
-	grep -m3 -E "payload|VG_ECORRUPT" "$dir/broken.log"
-fi
+# A broken build must leave inconsistent images; show what the check said.
+require_caught() { # NAME PROGRAM MODE WHAT PATTERN
+	code=$(run "$1" "$2" "$3")
+	summary=$(grep -E '^images: ' "$dir/$1.log")
+	echo "$1 ($4): $summary (exit $code)"
+	if ! [[ $summary =~ ,\ ([1-9][0-9]*)\ inconsistent ]]; then
+		echo "FAIL: the broken build $1 was not caught"
+		tail -40 "$dir/$1.log"
+		rc=1
+	else
+		grep -m3 -E "$5" "$dir/$1.log"
+	fi
+}
+
+require_caught broken "$BROKEN" run "payloads not flushed" \
+	"payload|VG_ECORRUPT"
+require_caught broken_reclaim "$BROKEN_RECLAIM" run-reclaim \
+	"reclaimed before the expired word is durable" "delivered again"
 exit $rc

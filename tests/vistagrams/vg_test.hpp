@@ -37,6 +37,19 @@
 
 namespace vgt {
 
+// The checker's verdict `bad` (the first violation, or ""): a broken build
+// must be caught (non-empty), a correct one must pass.
+inline void require_caught(bool broken, const std::string &bad)
+{
+	if (broken) {
+		WARN("broken build caught: " << bad);
+		REQUIRE(!bad.empty());
+	} else {
+		INFO(bad);
+		REQUIRE(bad.empty());
+	}
+}
+
 // Fixed addresses for test segments (libvista maps segments where they
 // were created), 4 GiB apart, away from libvista's own tests.
 inline void *addr(int slot)

@@ -179,6 +179,21 @@ TEST_CASE("every invariant is checked", "[wire]")
 	Dgram a2 = ak;
 	a2.payload = "x";
 	REQUIRE(parse(a2.bytes(), &w) == VG__WIRE_MALFORMED);
+	// EXPIRED: a response without payload only.
+	Dgram ex = rs;
+	ex.w.flags = VG_PKT_F_EXPIRED;
+	REQUIRE(parse(ex.bytes(), &w) == VG__WIRE_MALFORMED); // has payload
+	ex.payload.clear();
+	REQUIRE(parse(ex.bytes(), &w) == VG__WIRE_OK);
+	REQUIRE(w.flags == VG_PKT_F_EXPIRED);
+	ex.w.flags = VG_PKT_F_EXPIRED | VG_PKT_F_RETRANS;
+	REQUIRE(parse(ex.bytes(), &w) == VG__WIRE_MALFORMED);
+	Dgram rx = rq;
+	rx.w.flags = VG_PKT_F_EXPIRED;
+	REQUIRE(parse(rx.bytes(), &w) == VG__WIRE_MALFORMED);
+	Dgram ax = ak;
+	ax.w.flags = VG_PKT_F_EXPIRED;
+	REQUIRE(parse(ax.bytes(), &w) == VG__WIRE_MALFORMED);
 	// W3: the checksum covers header, acks and payload.
 	for (size_t off : { (size_t)OFF(seq), sizeof(vg_wire_hdr) + 3,
 		     b.size() - 1 }) {
