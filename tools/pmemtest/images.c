@@ -2,16 +2,28 @@
 /*
  * images.c -- the crash images of a crash point, each one once
  *
- * At a crash point with pending lines P (sorted by pool and line), the
- * images are dur + S for
- *   - every S with |S| <= k (the empty set: nothing pending reached memory),
+ * At a crash point with pending lines P (sorted by pool and line), each
+ * line holds after a crash its durable value, its current value, or one
+ * of the values it held in between (its history, model.c M6): the crash
+ * states are every choice of one of these per line.  When there are at
+ * most 2^exhaustive of them, every one is an image.  Otherwise the images
+ * are dur + S for
+ *   - every S with |S| <= k, every line of S at its current value (the
+ *     empty set: nothing pending reached memory),
  *   - S = P (everything did),
+ *   - S = P minus at most `missing` lines, when |S| > k (a bug that needs
+ *     all lines but one is found whatever k),
+ *   - every intermediate value of every line, alone, and with every other
+ *     line at its current value (a line written twice inside an epoch, the
+ *     first store evicted alone),
  *   - `random` subsets drawn with each line in or out at even odds, kept
  *     if k < |S| < |P| (bugs that need more than k lines together),
  * at most max_per_cp subsets per crash point.  Each image's key is the
  * model's hash of its content (model.c M2), computed in O(|S|); an image
  * whose key was seen before -- at this crash point or any earlier one -- is
- * not produced again.
+ * not produced again.  The statistics say how much of each crash point's
+ * state space was tried: all of it where it was enumerated, else the
+ * images above over the product of the lines' choices.
  *
  * Invariants
  *   I1. The order is deterministic for a given trace and seed.
@@ -104,8 +116,9 @@ pmt_image_key(struct pmt_model *m, const struct pmt_lref *chosen, size_t n,
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct pmt_line_info *li = pmt_model_li(m, chosen[i]);
-		k[0] += li->hcur[0] - li->hdur[0];
-		k[1] += li->hcur[1] - li->hdur[1];
+		const uint64_t *h = pmt_model_hash(m, chosen[i]);
+		k[0] += h[0] - li->hdur[0];
+		k[1] += h[1] - li->hdur[1];
 	}
 }
 
@@ -117,6 +130,8 @@ lref_cmp(const void *a, const void *b)
 		return x->pool < y->pool ? -1 : 1;
 	if (x->line != y->line)
 		return x->line < y->line ? -1 : 1;
+	if (x->ver != y->ver)
+		return x->ver < y->ver ? -1 : 1;
 	return 0;
 }
 
@@ -153,20 +168,39 @@ try_subset(struct walk *w, const struct pmt_lref *chosen, size_t n)
 	}
 	if (!w->fn(chosen, n, w->pend, w->npend, w->arg))
 		w->stop = true;
+	for (size_t i = 0; i < n; i++)
+		if (chosen[i].ver) {
+			w->st->version_images++;
+			break;
+		}
 }
 
-/* Every subset of exactly s lines, in lexicographic order. */
+/* Every subset of exactly s lines, in lexicographic order: the image
+ * holds those lines (invert: every line but those) at their current
+ * values. */
 static void
-combos(struct walk *w, size_t s, struct pmt_lref *buf, size_t *idx)
+combos(struct walk *w, size_t s, struct pmt_lref *buf, size_t *idx,
+	bool invert)
 {
 	size_t n = w->npend;
 
 	for (size_t i = 0; i < s; i++)
 		idx[i] = i;
 	for (;;) {
-		for (size_t i = 0; i < s; i++)
-			buf[i] = w->pend[idx[i]];
-		try_subset(w, buf, s);
+		size_t c = 0;
+		if (!invert) {
+			for (size_t i = 0; i < s; i++)
+				buf[c++] = w->pend[idx[i]];
+		} else {
+			for (size_t i = 0, j = 0; i < n; i++) {
+				if (j < s && idx[j] == i) {
+					j++;
+					continue;
+				}
+				buf[c++] = w->pend[i];
+			}
+		}
+		try_subset(w, buf, c);
 		if (w->stop)
 			return;
 		size_t i = s;
@@ -180,6 +214,32 @@ combos(struct walk *w, size_t s, struct pmt_lref *buf, size_t *idx)
 	}
 }
 
+/* Every crash state: a mixed-radix count over the lines, digit 0 = dur,
+ * 1 = current value, 1 + v = intermediate value v. */
+static void
+every_state(struct walk *w, const uint32_t *nv, struct pmt_lref *buf)
+{
+	size_t n = w->npend;
+	uint32_t *d = pmt_xcalloc(n + 1, sizeof(*d));
+
+	for (;;) {
+		size_t c = 0, i;
+		for (i = 0; i < n; i++)
+			if (d[i] > 0) {
+				buf[c] = w->pend[i];
+				buf[c++].ver = d[i] - 1;
+			}
+		try_subset(w, buf, c);
+		if (w->stop)
+			break;
+		for (i = 0; i < n && ++d[i] == 2 + nv[i]; i++)
+			d[i] = 0;
+		if (i == n)
+			break;
+	}
+	free(d);
+}
+
 void
 pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 	const struct pmt_enum_opts *o, struct pmt_enum_stats *st,
@@ -188,19 +248,50 @@ pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 	size_t n = m->npend;
 	struct pmt_lref *pend = pmt_xmalloc((n + 1) * sizeof(*pend));
 	struct pmt_lref *buf = pmt_xmalloc((n + 1) * sizeof(*buf));
-	size_t *idx = pmt_xmalloc((o->k + 1) * sizeof(*idx));
+	size_t kmax = o->k > o->missing ? o->k : o->missing;
+	size_t *idx = pmt_xmalloc((kmax + 1) * sizeof(*idx));
+	uint32_t *nv = pmt_xmalloc((n + 1) * sizeof(*nv));
 	struct walk w = { .m = m, .seen = seen, .o = o, .st = st, .fn = fn,
 		.arg = arg, .pend = pend, .npend = n };
 	uint64_t rng = o->seed ^ ((uint64_t)m->fences * 0x9e3779b97f4a7c15ull);
+	double space = 1;
+	bool all = false;
 
 	memcpy(pend, m->pend, n * sizeof(*pend));
 	qsort(pend, n, sizeof(*pend), lref_cmp); /* I1 */
 	if (n > st->max_pending)
 		st->max_pending = n;
+	for (size_t i = 0; i < n; i++) {
+		pend[i].ver = 0;
+		nv[i] = pmt_model_nvers(m, pend[i]);
+		space *= 2.0 + nv[i];
+	}
+	st->cps++;
+	st->space += space;
+	if (space <= (double)(1ull << (o->exhaustive < 63 ? o->exhaustive : 63)) &&
+	    space <= (double)o->max_per_cp) {
+		every_state(&w, nv, buf);
+		all = !w.stop;
+		goto out;
+	}
 	for (size_t s = 0; s <= o->k && s <= n && !w.stop; s++)
-		combos(&w, s, buf, idx);
+		combos(&w, s, buf, idx, false);
 	if (n > o->k)
 		try_subset(&w, pend, n);
+	for (size_t s = 1; s <= o->missing && s < n && n - s > o->k && !w.stop;
+		s++)
+		combos(&w, s, buf, idx, true);
+	for (size_t i = 0; i < n && !w.stop; i++)
+		for (uint32_t v = 1; v <= nv[i] && !w.stop; v++) {
+			buf[0] = pend[i];
+			buf[0].ver = v;
+			try_subset(&w, buf, 1);
+			if (n == 1 || w.stop)
+				continue;
+			memcpy(buf, pend, n * sizeof(*buf));
+			buf[i].ver = v;
+			try_subset(&w, buf, n);
+		}
 	for (unsigned r = 0; n > (size_t)o->k + 1 && r < o->random && !w.stop;
 		r++) {
 		for (int attempt = 0; attempt < 8; attempt++) {
@@ -219,6 +310,11 @@ pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 			}
 		}
 	}
+out:
+	st->covered += (double)w.tried < space ? (double)w.tried : space;
+	if (all || (double)w.tried >= space)
+		st->full_cps++;
+	free(nv);
 	free(idx);
 	free(buf);
 	free(pend);

@@ -326,7 +326,8 @@ cmd_run(int argc, char **argv)
 	};
 	struct run_opts o = {
 		.e = { .k = 2, .random = 8, .max_per_cp = 20000,
-			.seed = (uint64_t)time(NULL) },
+			.seed = (uint64_t)time(NULL), .missing = 1,
+			.exhaustive = 5 },
 		.max_images = 100000, .max_failures = UINT64_MAX, .timeout_s = 30, .outdir = "pmemtest-out",
 		.save_max = 20, .stack_depth = 8, .dirty = "auto",
 		.domain = "cacheline",
@@ -382,8 +383,8 @@ cmd_run(int argc, char **argv)
 	if (o.no_lints && o.lints_fatal)
 		pmt_die("--no-lints and --lints-fatal exclude each other");
 	if (strcmp(o.dirty, "scan") != 0 && strcmp(o.dirty, "uffd") != 0 &&
-	    strcmp(o.dirty, "auto") != 0)
-		pmt_die("--dirty must be auto, uffd or scan");
+	    strcmp(o.dirty, "auto") != 0 && strcmp(o.dirty, "stores") != 0)
+		pmt_die("--dirty must be auto, stores, uffd or scan");
 	if (o.jobs == 0)
 		o.jobs = 1;
 	o.argv = argv + optind;
@@ -419,7 +420,9 @@ cmd_run(int argc, char **argv)
 	describe_exit(stdout, o.argv[0], st);
 	printf(", trace %.1f MB in %.2f s (stores found by %s)%s\n",
 		(double)m.tr.size / 1e6, (double)(t1 - t0) / 1e9,
-		m.tr.flags & PMT_TRACE_UFFD ? "userfaultfd" : "scanning",
+		m.tr.flags & PMT_TRACE_STORES ? "single-stepping each store" :
+		m.tr.flags & PMT_TRACE_UFFD ? "userfaultfd, per page" :
+		"scanning",
 		m.tr.complete ? "" : " (cut short: no END record)");
 
 	co.jobs = o.jobs;
