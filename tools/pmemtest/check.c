@@ -289,6 +289,7 @@ describe(struct pmt_model *m, struct pmt_line_desc *d, struct pmt_lref l)
 	 * (report signatures must not depend on timing). */
 	d->store_site = pmt_model_store_site(m, &d->li);
 	d->nvers = pmt_model_nvers(m, l);
+	d->delta = pmt_model_hash(m, l)[0] - d->li.hdur[0];
 	if (l.ver) {
 		const struct pmt_hval *v = pmt_model_hval(m, l);
 		d->ver_stack = v->stack;
@@ -328,6 +329,11 @@ job_new(struct pmt_runner *r, struct pmt_model *m, const struct pmt_cp *cp,
 		describe(m, &j->desc[nd++], pend[i]);
 	}
 	j->ndesc = nd;
+	{
+		uint64_t k[2];
+		pmt_image_key(m, chosen, n, k);
+		j->key = k[0];
+	}
 	return j;
 }
 

@@ -309,6 +309,8 @@ struct pmt_line_desc {
 				(l.ver's, or cur's), 0 if unknown */
 	uint32_t ver_rec;    /* and its record number */
 	uint32_t ver_epoch;  /* and the fences seen before it */
+	uint64_t delta;      /* image key change of this line at l.ver (or,
+				lost, at cur) over its durable value */
 	uint32_t nvers;      /* intermediate values the line had */
 };
 
@@ -324,6 +326,7 @@ struct pmt_job {
 	int status;            /* wait status */
 	bool timed_out;
 	char *output;          /* checker's output (failures only) */
+	uint64_t key;          /* image content key (first word) */
 	uint64_t sig;          /* failure signature */
 	char *saved;           /* saved image directory, or NULL */
 };

@@ -21,10 +21,13 @@
  *   - a line that did not reach memory, flushed, while a line stored
  *     after that flush did: a fence is missing (after its flush site);
  *   - a line that reached memory with an intermediate value (some of its
- *     stores in, later ones out): the stores to one line are in the wrong
- *     order (the store that reached memory).
- * One missing flush in a loop, seen at every later fence with whichever
- * lines happen to be pending, is one group.  An image that shows none of
+ *     stores in, later ones out), nothing else explaining it, and the
+ *     same image without that line passed: the stores to one line are in
+ *     the wrong order (the store that reached memory).
+ * Missing operations are compared by kind and function, so one missing
+ * flush in a loop, seen at every later fence with whichever lines happen
+ * to be pending, is one group, and so are the lines of one missing
+ * persist.  Signatures are computed once every checker is done (P1).  An image that shows none of
  * these (an ordering bug between flushed lines at one fence) is grouped
  * by the fence's call site and the store/flush sites of the lines that
  * reached memory.
@@ -51,6 +54,7 @@ struct pmt_report {
 	struct pmt_report_opts o;
 	struct pmt_job **fails;
 	size_t nfails;
+	uint64_t *fkeys;  /* set_key() of every failure, sorted */
 };
 
 struct pmt_report *
@@ -73,8 +77,11 @@ enum miss_kind { MISS_FLUSH = 1, MISS_FENCE = 2, MISS_LINE_ORDER = 3 };
 
 struct miss {
 	enum miss_kind kind;
-	uint32_t site;  /* store site (FLUSH, LINE_ORDER) or flush site */
+	uint32_t site;  /* store site (FLUSH; LINE_ORDER: the line's last
+			   store) or flush site (FENCE): the group */
 	uint32_t later; /* a store that reached memory after it, or 0 */
+	uint32_t show;  /* the site to name (LINE_ORDER: the last store
+			   that reached memory) */
 };
 
 /* The store site of a line description: the store itself where it was
@@ -85,60 +92,109 @@ store_of(const struct pmt_line_desc *d)
 	return d->li.store_stack ? d->li.store_stack : d->store_site;
 }
 
+/* The content key of the image with line i of the description flipped:
+ * a line that reached memory put back to its durable value, a lost one
+ * added with its current value (SIZE_MAX: the image itself). */
+static uint64_t
+set_key(const struct pmt_job *j, size_t i)
+{
+	if (i == SIZE_MAX)
+		return j->key;
+	return i < j->nchosen ? j->key - j->desc[i].delta :
+		j->key + j->desc[i].delta;
+}
+
+static bool
+failed_too(const struct pmt_report *r, uint64_t key)
+{
+	size_t lo = 0, hi = r ? r->nfails : 0;
+
+	if (r == NULL || r->fkeys == NULL)
+		return false;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->fkeys[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->nfails && r->fkeys[lo] == key;
+}
+
 /* What the image says is missing (see the head); returns how many, at
- * most max, distinct. */
+ * most max, distinct.  A store-order guess needs the image with the torn
+ * line at its durable value (set_key) not to have failed: the torn line
+ * is the difference between a failing and a passing state (r: the
+ * failures).  A line that reached memory with an intermediate
+ * value lost its later stores: it is judged like a line that did not
+ * reach memory, and only if nothing else explains it, by its order. */
 static size_t
-missing_ops(const struct pmt_job *j, struct miss *out, size_t max)
+missing_ops(const struct pmt_report *r, const struct pmt_job *j,
+	struct miss *out, size_t max)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < j->ndesc && n < max; i++) {
 		const struct pmt_line_desc *d = &j->desc[i];
 		struct miss x = { 0 };
-		if (i < j->nchosen) {
-			if (d->l.ver == 0)
-				continue;
-			if (!(d->li.flags & PMT_LI_FLUSHED) &&
-			    d->ver_epoch + 1 < j->cp.fence)
-				/* an old value: a fence passed unflushed */
-				x = (struct miss){ MISS_FLUSH, store_of(d), 0 };
-			else
-				x = (struct miss){ MISS_LINE_ORDER,
-					d->ver_stack, d->li.store_stack };
-		} else {
-			uint32_t later = 0;
-			bool flushed = d->li.flags & PMT_LI_FLUSHED;
-			uint32_t since = flushed ? d->li.flush_rec :
-				d->li.store_rec;
-			for (size_t c = 0; c < j->nchosen; c++)
-				if (j->desc[c].ver_rec > since)
-					later = j->desc[c].ver_stack ?
-						j->desc[c].ver_stack :
-						store_of(&j->desc[c]);
-			if (!flushed && (later ||
-				    d->li.store_epoch + 1 < j->cp.fence))
-				x = (struct miss){ MISS_FLUSH, store_of(d),
-					later };
-			else if (flushed && later)
-				x = (struct miss){ MISS_FENCE,
-					d->li.flush_stack, later };
-			else
-				continue;
-		}
+		uint32_t later = 0;
+		bool flushed = d->li.flags & PMT_LI_FLUSHED;
+		uint32_t since = flushed ? d->li.flush_rec : d->li.store_rec;
+		uint32_t epoch = d->li.store_epoch;
+
+		if (i < j->nchosen && d->l.ver == 0)
+			continue; /* reached memory whole */
+		if (i < j->nchosen)
+			epoch = d->ver_epoch;
+		for (size_t c = 0; c < j->nchosen; c++)
+			if (c != i && j->desc[c].ver_rec > since)
+				later = j->desc[c].ver_stack ?
+					j->desc[c].ver_stack :
+					store_of(&j->desc[c]);
+		if (!flushed && (later || epoch + 1 < j->cp.fence))
+			x = (struct miss){ MISS_FLUSH, store_of(d), later,
+				store_of(d) };
+		else if (flushed && later)
+			x = (struct miss){ MISS_FENCE, d->li.flush_stack,
+				later, d->li.flush_stack };
+		else if (i < j->nchosen && !failed_too(r, set_key(j, i)))
+			x = (struct miss){ MISS_LINE_ORDER, store_of(d), 0,
+				d->ver_stack };
+		else
+			continue;
 		bool dup = false;
 		for (size_t k = 0; k < n; k++)
 			dup |= out[k].kind == x.kind && out[k].site == x.site;
 		if (!dup)
 			out[n++] = x;
 	}
-	return n;
+	/* A missing flush or fence explains the torn lines too. */
+	size_t k = 0;
+	bool ops = false;
+	for (size_t i = 0; i < n; i++)
+		ops |= out[i].kind != MISS_LINE_ORDER;
+	for (size_t i = 0; i < n; i++)
+		if (!ops || out[i].kind != MISS_LINE_ORDER)
+			out[k++] = out[i];
+	return k;
 }
 
 static bool
-by_missing(const struct pmt_job *j)
+by_missing(const struct pmt_report *r, const struct pmt_job *j)
 {
 	struct miss ms[1];
-	return missing_ops(j, ms, 1) > 0;
+	return missing_ops(r, j, ms, 1) > 0;
+}
+
+/* The function of a site (symbolized "func (file:line)"), hashed: a
+ * missing operation is grouped per function, so the lines of one missing
+ * persist (a header and its slots) are one group. */
+static uint64_t
+site_fn(const struct pmt_report *r, uint32_t site)
+{
+	const char *s = pmt_symbolize_short(r->m, site);
+	size_t n = strcspn(s, " (");
+	return rio_checksum(s, n, 0x464e);
 }
 
 /* By what is missing (the kinds and sites, not the later stores), else
@@ -147,20 +203,21 @@ by_missing(const struct pmt_job *j)
  * do not matter -- a loop's iterations and subsets of one kind of line
  * fall into one group. */
 static uint64_t
-signature(const struct pmt_job *j)
+signature(const struct pmt_report *r, const struct pmt_job *j)
 {
 	struct miss ms[16];
-	size_t nm = missing_ops(j, ms, 16);
+	size_t nm = missing_ops(r, j, ms, 16);
 
 	if (nm > 0) {
 		uint64_t h[16], sig = 0x4d4953;
 		for (size_t i = 0; i < nm; i++) {
-			uint64_t v[2] = { ms[i].kind, ms[i].site };
+			uint64_t v[2] = { ms[i].kind, site_fn(r, ms[i].site) };
 			h[i] = rio_checksum(v, sizeof(v), 0x4d53);
 		}
 		qsort(h, nm, sizeof(*h), u64_cmp);
 		for (size_t i = 0; i < nm; i++)
-			sig = rio_checksum(&h[i], sizeof(h[i]), sig);
+			if (i == 0 || h[i] != h[i - 1])
+				sig = rio_checksum(&h[i], sizeof(h[i]), sig);
 		return sig;
 	}
 	uint64_t v[4] = { j->cp.kind, j->cp.stack, 0, 0 };
@@ -189,7 +246,6 @@ pmt_report_fail(struct pmt_job *job, void *arg)
 {
 	struct pmt_report *r = arg;
 
-	job->sig = signature(job);
 	r->fails = pmt_xrealloc(r->fails, (r->nfails + 1) * sizeof(*r->fails));
 	r->fails[r->nfails++] = job;
 }
@@ -285,14 +341,16 @@ describe_cp(struct pmt_model *m, FILE *out, const struct pmt_job *j)
 }
 
 static void
-describe_missing(struct pmt_model *m, FILE *out, const struct pmt_job *j)
+describe_missing(const struct pmt_report *r, FILE *out,
+	const struct pmt_job *j)
 {
+	struct pmt_model *m = r->m;
 	struct miss ms[16];
-	size_t nm = missing_ops(j, ms, 16);
+	size_t nm = missing_ops(r, j, ms, 16);
 
 	for (size_t i = 0; i < nm; i++) {
 		const struct miss *x = &ms[i];
-		const char *site = pmt_symbolize_short(m, x->site);
+		const char *site = pmt_symbolize_short(m, x->show);
 		char *s = pmt_xstrdup(site);
 		fprintf(out, "  likely missing: ");
 		if (x->kind == MISS_FLUSH)
@@ -337,7 +395,7 @@ print_job(struct pmt_report *r, FILE *out, const struct pmt_job *j,
 		for (size_t i = j->nchosen; i < j->ndesc; i++)
 			describe_line(m, out, &j->desc[i]);
 	}
-	describe_missing(m, out, j);
+	describe_missing(r, out, j);
 	fprintf(out, "  checker: ");
 	describe_status(out, j);
 	fputc('\n', out);
@@ -454,6 +512,15 @@ pmt_report_print(struct pmt_report *r, FILE *out)
 	size_t ng = 0;
 
 	qsort(r->fails, r->nfails, sizeof(*r->fails), job_cmp); /* P1 */
+	/* Signatures once every failure is known (P1: whatever order the
+	 * checkers finished in). */
+	free(r->fkeys);
+	r->fkeys = pmt_xmalloc((r->nfails + 1) * sizeof(*r->fkeys));
+	for (size_t i = 0; i < r->nfails; i++)
+		r->fkeys[i] = set_key(r->fails[i], SIZE_MAX);
+	qsort(r->fkeys, r->nfails, sizeof(*r->fkeys), u64_cmp);
+	for (size_t i = 0; i < r->nfails; i++)
+		r->fails[i]->sig = signature(r, r->fails[i]);
 	for (size_t i = 0; i < r->nfails; i++) {
 		struct pmt_job *j = r->fails[i];
 		size_t k;
@@ -474,7 +541,7 @@ pmt_report_print(struct pmt_report *r, FILE *out)
 		print_job(r, out, g[k].jobs[0], g[k].jobs[0]->saved);
 		if (g[k].n > 1)
 			fprintf(out, "  the same failure (%s) in "
-				"%zu more image%s:", by_missing(g[k].jobs[0]) ?
+				"%zu more image%s:", by_missing(r, g[k].jobs[0]) ?
 					"same missing operation" :
 					"same call sites", g[k].n - 1,
 				g[k].n == 2 ? "" : "s");
@@ -567,5 +634,6 @@ pmt_report_free(struct pmt_report *r)
 	for (size_t i = 0; i < r->nfails; i++)
 		pmt_job_free(r->fails[i]);
 	free(r->fails);
+	free(r->fkeys);
 	free(r);
 }
