@@ -111,9 +111,7 @@ split(rio_pool *p, struct root *r, uint64_t e)
 	memset(nw, 0, sizeof(*nw));
 	for (int i = 0; i < SLOTS; i++)
 		if (old->s[i].key && hash(old->s[i].key) & bit) {
-			nw->s[n].value = old->s[i].value;
-			nw->s[n].key = old->s[i].key; /* BUG-SITE flush */
-			n++;
+			nw->s[n++] = old->s[i]; /* BUG-SITE flush */
 		}
 	nw->local = old->local + 1;
 #ifndef BUG_SEGMENT_UNPERSISTED
