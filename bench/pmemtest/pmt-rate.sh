@@ -11,11 +11,15 @@
 # system of pmemtest, the traced program and every checker) per image, with
 # the images per CPU second.  On a shared machine the CPU figure is the one
 # to compare; 2 jobs on 2 idle cores check about twice that per wall second.
+# The pools live in /dev/shm (where per-store capture works; elsewhere the
+# tracer scans).  PMEMTEST=path runs another driver on the same examples
+# (an older build, for a before/after table).
 set -eu
 B=${1:?usage: pmt-rate.sh BUILD_DIR [OPTIONS]}
 shift
 B=$(cd "$B" && pwd)/tools/pmemtest
-W=$(mktemp -d)
+W=$(mktemp -d /dev/shm/pmt-rate-XXXXXX)
+P=${PMEMTEST:-$B/pmemtest}
 trap 'rm -rf "$W"' EXIT
 printf '%-18s %7s %7s %9s %9s %9s\n' example images wall_s img/wall cpu_ms/img img/cpu_s
 for ex in counter_pair append_log list_insert undo_log redo_log ring_buffer \
@@ -24,7 +28,7 @@ for ex in counter_pair append_log list_insert undo_log redo_log ring_buffer \
 	steps=
 	[ "$ex" = append_log ] && steps=400
 	EX_STEPS=${steps:-} EX_POOL_KB=4096 /usr/bin/time -f '%U %S' -o "$W/time" \
-		"$B/pmemtest" run --jobs 2 --seed 1 --no-lints --workdir "$W" \
+		"$P" run --jobs 2 --seed 1 --no-lints --workdir "$W" \
 		--out "$W/out" "$@" --check-lib "$B/examples/libex_$ex.so:pmemtest_check" \
 		-- "$B/examples/ex_$ex" run "$W/pool" >"$W/log" 2>&1 || true
 	imgs=$(sed -n 's/^images: \([0-9]*\) checked.*/\1/p' "$W/log")

@@ -13,9 +13,12 @@
  *   - S = P (everything did),
  *   - S = P minus at most `missing` lines, when |S| > k (a bug that needs
  *     all lines but one is found whatever k),
- *   - every intermediate value of every line, alone, and with every other
+ *   - the intermediate values of the lines, alone, and with every other
  *     line at its current value (a line written twice inside an epoch, the
- *     first store evicted alone),
+ *     first store evicted alone), at most max_versions of them: per line
+ *     the first and the last stored since the last fence and the newest
+ *     older one (I3: exploring every value at every crash point
+ *     multiplied the images of bulk copies, eight values per line),
  *   - `random` subsets drawn with each line in or out at even odds, kept
  *     if k < |S| < |P| (bugs that need more than k lines together),
  * at most max_per_cp subsets per crash point.  Each image's key is the
@@ -29,6 +32,9 @@
  *   I1. The order is deterministic for a given trace and seed.
  *   I2. An image is produced at most once per set (128-bit content key;
  *       a false match needs a 2^-64 coincidence of two independent sums).
+ *   I3. A line's intermediate values explored at a crash point are the
+ *       first and last stored in the epoch the crash point closes and the
+ *       newest older one; the state count covers those.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -214,10 +220,39 @@ combos(struct walk *w, size_t s, struct pmt_lref *buf, size_t *idx,
 	}
 }
 
+/* The intermediate values explored (I3): the first and the last stored
+ * since the last fence, and the newest older one; returns how many (at
+ * most PMT_VERS_EPOCH), their version numbers in out[], oldest first. */
+#define PMT_VERS_EPOCH 3
+static uint32_t
+explored(struct pmt_model *m, struct pmt_lref l, uint32_t *out)
+{
+	uint32_t n = pmt_model_nvers(m, l), k = 0, first = 0;
+
+	for (uint32_t v = 1; v <= n; v++) {
+		struct pmt_lref x = l;
+		x.ver = v;
+		if (pmt_model_hval(m, x)->epoch == m->fences) {
+			first = v;
+			break;
+		}
+	}
+	if (first > 1)
+		out[k++] = first - 1; /* the newest from an earlier epoch */
+	else if (first == 0 && n > 0)
+		out[k++] = n;
+	if (first)
+		out[k++] = first;
+	if (first && n > first)
+		out[k++] = n;
+	return k;
+}
+
 /* Every crash state: a mixed-radix count over the lines, digit 0 = dur,
- * 1 = current value, 1 + v = intermediate value v. */
+ * 1 = current value, 1 + v = the v-th explored intermediate value. */
 static void
-every_state(struct walk *w, const uint32_t *nv, struct pmt_lref *buf)
+every_state(struct walk *w, const uint32_t *nv, uint32_t (*vers)[PMT_VERS_EPOCH],
+	struct pmt_lref *buf)
 {
 	size_t n = w->npend;
 	uint32_t *d = pmt_xcalloc(n + 1, sizeof(*d));
@@ -227,7 +262,7 @@ every_state(struct walk *w, const uint32_t *nv, struct pmt_lref *buf)
 		for (i = 0; i < n; i++)
 			if (d[i] > 0) {
 				buf[c] = w->pend[i];
-				buf[c++].ver = d[i] - 1;
+				buf[c++].ver = d[i] == 1 ? 0 : vers[i][d[i] - 2];
 			}
 		try_subset(w, buf, c);
 		if (w->stop)
@@ -251,6 +286,8 @@ pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 	size_t kmax = o->k > o->missing ? o->k : o->missing;
 	size_t *idx = pmt_xmalloc((kmax + 1) * sizeof(*idx));
 	uint32_t *nv = pmt_xmalloc((n + 1) * sizeof(*nv));
+	uint32_t (*vers)[PMT_VERS_EPOCH] = pmt_xmalloc((n + 1) *
+		sizeof(*vers));
 	struct walk w = { .m = m, .seen = seen, .o = o, .st = st, .fn = fn,
 		.arg = arg, .pend = pend, .npend = n };
 	uint64_t rng = o->seed ^ ((uint64_t)m->fences * 0x9e3779b97f4a7c15ull);
@@ -263,14 +300,14 @@ pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 		st->max_pending = n;
 	for (size_t i = 0; i < n; i++) {
 		pend[i].ver = 0;
-		nv[i] = pmt_model_nvers(m, pend[i]);
+		nv[i] = explored(m, pend[i], vers[i]);
 		space *= 2.0 + nv[i];
 	}
 	st->cps++;
 	st->space += space;
 	if (space <= (double)(1ull << (o->exhaustive < 63 ? o->exhaustive : 63)) &&
 	    space <= (double)o->max_per_cp) {
-		every_state(&w, nv, buf);
+		every_state(&w, nv, vers, buf);
 		all = !w.stop;
 		goto out;
 	}
@@ -281,15 +318,16 @@ pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 	for (size_t s = 1; s <= o->missing && s < n && n - s > o->k && !w.stop;
 		s++)
 		combos(&w, s, buf, idx, true);
-	for (size_t i = 0; i < n && !w.stop; i++)
-		for (uint32_t v = 1; v <= nv[i] && !w.stop; v++) {
+	for (size_t i = 0, budget = o->max_versions; i < n && !w.stop; i++)
+		for (uint32_t v = 0; v < nv[i] && budget && !w.stop;
+			v++, budget--) {
 			buf[0] = pend[i];
-			buf[0].ver = v;
+			buf[0].ver = vers[i][v];
 			try_subset(&w, buf, 1);
 			if (n == 1 || w.stop)
 				continue;
 			memcpy(buf, pend, n * sizeof(*buf));
-			buf[i].ver = v;
+			buf[i].ver = vers[i][v];
 			try_subset(&w, buf, n);
 		}
 	for (unsigned r = 0; n > (size_t)o->k + 1 && r < o->random && !w.stop;
@@ -314,6 +352,7 @@ out:
 	st->covered += (double)w.tried < space ? (double)w.tried : space;
 	if (all || (double)w.tried >= space)
 		st->full_cps++;
+	free(vers);
 	free(nv);
 	free(idx);
 	free(buf);

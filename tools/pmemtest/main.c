@@ -92,6 +92,7 @@ usage(FILE *f)
 "  --max-per-fence N   try at most N subsets per crash point (20000)\n"
 "  --missing N         every image with all but <= N pending lines (1)\n"
 "  --exhaustive N      every crash state where there are <= 2^N (5)\n"
+"  --versions N        intermediate line values tried per crash point (32)\n"
 "  --max-failures N    stop after N inconsistent images (no limit)\n"
 "  --seed S            seed of the random subsets (time)\n"
 "  --check CMD         shell command; {image} = first pool's image file,\n"
@@ -308,6 +309,7 @@ cmd_run(int argc, char **argv)
 		{ "max-per-fence", required_argument, NULL, 'F' },
 		{ "missing", required_argument, NULL, 'm' },
 		{ "exhaustive", required_argument, NULL, 'E' },
+		{ "versions", required_argument, NULL, 'V' },
 		{ "max-failures", required_argument, NULL, 'X' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "check", required_argument, NULL, 'c' },
@@ -332,7 +334,7 @@ cmd_run(int argc, char **argv)
 	struct run_opts o = {
 		.e = { .k = 2, .random = 8, .max_per_cp = 20000,
 			.seed = (uint64_t)time(NULL), .missing = 1,
-			.exhaustive = 5 },
+			.exhaustive = 5, .max_versions = 32 },
 		.max_images = 100000, .max_failures = UINT64_MAX, .timeout_s = 30, .outdir = "pmemtest-out",
 		.save_max = 20, .stack_depth = 8, .dirty = "auto",
 		.domain = "cacheline",
@@ -362,6 +364,7 @@ cmd_run(int argc, char **argv)
 		case 'F': o.e.max_per_cp = parse_uint("--max-per-fence", optarg, UINT_MAX); break;
 		case 'm': o.e.missing = parse_uint("--missing", optarg, 16); break;
 		case 'E': o.e.exhaustive = parse_uint("--exhaustive", optarg, 24); break;
+		case 'V': o.e.max_versions = parse_uint("--versions", optarg, UINT_MAX); break;
 		case 's': o.e.seed = strtoull(optarg, NULL, 0); break;
 		case 'c': o.check_cmd = optarg; break;
 		case 'l': o.check_lib = optarg; break;

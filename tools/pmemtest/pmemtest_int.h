@@ -222,6 +222,8 @@ struct pmt_enum_opts {
 				    pending lines (images.c) */
 	unsigned exhaustive;     /* every state of a crash point that has at
 				    most 2^exhaustive of them */
+	unsigned max_versions;   /* intermediate values tried per crash
+				    point (images.c) */
 };
 struct pmt_enum_stats {
 	uint64_t generated;      /* subsets tried */
