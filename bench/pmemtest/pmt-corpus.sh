@@ -33,9 +33,10 @@ for p in line_flag line_flag_flag_first parity_stripe parity_stripe_repair_self 
 	miss=$(grep -m1 -o 'likely missing: .*' "$W/log" | cut -c17-90 || true)
 	[ -z "$miss" ] && grep -q 'warning: redundant flush' "$W/log" && \
 		miss="lint: redundant flush"
-	set -- "$@"
 	awk -v p="$p" -v rc="$rc" -v s="$sum" -v m="$miss" '
 		{ split(s, a, " "); printf "%-36s %4d %7d %7d %6d %7.2f %7.2f  %s\n",
-			p, rc, a[1], a[2], a[3], $1, $2 + $3, m }' "$W/time"
+			p, rc, a[1], a[2], a[3], $1, $2 + $3, m }' <<EOT
+$(tail -1 "$W/time")
+EOT
 	rm -rf "$W/out"
 done
