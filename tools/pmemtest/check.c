@@ -290,6 +290,7 @@ describe(struct pmt_model *m, struct pmt_line_desc *d, struct pmt_lref l)
 	d->store_site = pmt_model_store_site(m, &d->li);
 	d->nvers = pmt_model_nvers(m, l);
 	d->delta = pmt_model_hash(m, l)[0] - d->li.hdur[0];
+	d->delta_cur = d->li.hcur[0] - d->li.hdur[0];
 	if (l.ver) {
 		const struct pmt_hval *v = pmt_model_hval(m, l);
 		d->ver_stack = v->stack;

@@ -313,6 +313,7 @@ struct pmt_line_desc {
 	uint32_t ver_epoch;  /* and the fences seen before it */
 	uint64_t delta;      /* image key change of this line at l.ver (or,
 				lost, at cur) over its durable value */
+	uint64_t delta_cur;  /* the same at cur */
 	uint32_t nvers;      /* intermediate values the line had */
 };
 

@@ -22,8 +22,9 @@
  *     after that flush did: a fence is missing (after its flush site);
  *   - a line that reached memory with an intermediate value (some of its
  *     stores in, later ones out), nothing else explaining it, and the
- *     same image without that line passed: the stores to one line are in
- *     the wrong order (the store that reached memory).
+ *     same image with that line at its durable and at its current value
+ *     did not fail: the stores to one line are in the wrong order (the
+ *     store that reached memory).
  * Missing operations are compared by kind and function, so one missing
  * flush in a loop, seen at every later fence with whichever lines happen
  * to be pending, is one group, and so are the lines of one missing
@@ -122,10 +123,9 @@ failed_too(const struct pmt_report *r, uint64_t key)
 }
 
 /* What the image says is missing (see the head); returns how many, at
- * most max, distinct.  A store-order guess needs the image with the torn
- * line at its durable value (set_key) not to have failed: the torn line
- * is the difference between a failing and a passing state (r: the
- * failures).  A line that reached memory with an intermediate
+ * most max, distinct.  A store-order guess needs the images with the torn
+ * line at its durable value (set_key) and at its current value not to
+ * have failed: only the prefix of its stores fails (r: the failures).  A line that reached memory with an intermediate
  * value lost its later stores: it is judged like a line that did not
  * reach memory, and only if nothing else explains it, by its order. */
 static size_t
@@ -157,7 +157,8 @@ missing_ops(const struct pmt_report *r, const struct pmt_job *j,
 		else if (flushed && later)
 			x = (struct miss){ MISS_FENCE, d->li.flush_stack,
 				later, d->li.flush_stack };
-		else if (i < j->nchosen && !failed_too(r, set_key(j, i)))
+		else if (i < j->nchosen && !failed_too(r, set_key(j, i)) &&
+			 !failed_too(r, set_key(j, i) + d->delta_cur))
 			x = (struct miss){ MISS_LINE_ORDER, store_of(d), 0,
 				d->ver_stack };
 		else
