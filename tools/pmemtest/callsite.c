@@ -127,6 +127,8 @@ emit_stack(uint32_t id, void **pc, int n)
 
 	while (i < n - 1 && self_lm != NULL && lm_of(pc[i]) == self_lm)
 		i++; /* C2 */
+	/* A store's own instruction is recorded one byte on (C4), so the
+	 * step back below lands on it. */
 	for (; i < n && s.depth < depth; i++) {
 		struct link_map *lm = lm_of(pc[i]);
 		/* Return addresses point after the call: step back one byte
@@ -174,18 +176,12 @@ grow(void)
 	return true;
 }
 
-uint32_t
-pmt_callsite_capture(void)
+static uint32_t
+intern(void **pc, int n)
 {
-	void *pc[MAX_DEPTH + EXTRA];
-	int n = backtrace(pc, (int)(depth + EXTRA));
 	uint64_t h;
 	size_t j;
 
-	if (n <= 1)
-		return 0;
-	/* pc[0] is this function; the rest is the tracer, then the program. */
-	n -= 1;
 	h = hash_pcs(pc + 1, n);
 	if ((tab_used + 1) * 2 > tab_cap && !grow())
 		return 0;
@@ -203,4 +199,39 @@ pmt_callsite_capture(void)
 	tab_used++;
 	emit_stack(tab[j].id, pc + 1, n);
 	return tab[j].id;
+}
+
+uint32_t
+pmt_callsite_capture(void)
+{
+	void *pc[MAX_DEPTH + EXTRA];
+	int n = backtrace(pc, (int)(depth + EXTRA));
+
+	if (n <= 1)
+		return 0;
+	/* pc[0] is this function; the rest is the tracer, then the program. */
+	return intern(pc, n - 1);
+}
+
+/*
+ * C4.  Inside a signal handler, backtrace() walks the handler, the
+ * kernel's signal trampoline, then the interrupted context: its first
+ * frame is exactly trap_pc (not a return address).  The store's stack is
+ * the storing instruction (pc + 1, undone by emit_stack's step back) and
+ * the interrupted context's callers.
+ */
+uint32_t
+pmt_callsite_capture_store(void *spc, void *trap_pc)
+{
+	void *raw[MAX_DEPTH + EXTRA + 8];
+	void *pc[MAX_DEPTH + 2];
+	int n = backtrace(raw, (int)(depth + EXTRA + 8)), k = 2, i;
+
+	for (i = 0; i < n && raw[i] != trap_pc; i++)
+		;
+	pc[0] = NULL; /* intern() skips pc[0] */
+	pc[1] = (char *)spc + 1;
+	for (i++; i < n && k < (int)depth + 1; i++)
+		pc[k++] = raw[i];
+	return intern(pc, k - 1);
 }

@@ -214,7 +214,7 @@ write_pool(int fd, struct pmt_model *m, struct pmt_pool *p,
 	}
 	for (size_t i = 0; i < n; i++)
 		if (chosen[i].pool == p->id)
-			pwrite_all(fd, pmt_model_cur(m, chosen[i]), PMT_LINE,
+			pwrite_all(fd, pmt_model_data(m, chosen[i]), PMT_LINE,
 				(off_t)(chosen[i].line * PMT_LINE));
 }
 
@@ -288,6 +288,19 @@ describe(struct pmt_model *m, struct pmt_line_desc *d, struct pmt_lref l)
 	/* Now, not when the checker is done: the model moves on meanwhile
 	 * (report signatures must not depend on timing). */
 	d->store_site = pmt_model_store_site(m, &d->li);
+	d->nvers = pmt_model_nvers(m, l);
+	d->delta = pmt_model_hash(m, l)[0] - d->li.hdur[0];
+	d->delta_cur = d->li.hcur[0] - d->li.hdur[0];
+	if (l.ver) {
+		const struct pmt_hval *v = pmt_model_hval(m, l);
+		d->ver_stack = v->stack;
+		d->ver_rec = v->store_rec;
+		d->ver_epoch = v->epoch;
+	} else {
+		d->ver_stack = d->li.store_stack;
+		d->ver_rec = d->li.store_rec;
+		d->ver_epoch = d->li.store_epoch;
+	}
 }
 
 static struct pmt_job *
@@ -296,7 +309,7 @@ job_new(struct pmt_runner *r, struct pmt_model *m, const struct pmt_cp *cp,
 	size_t npend)
 {
 	struct pmt_job *j = pmt_xcalloc(1, sizeof(*j));
-	size_t lost_max = 8, nd = 0;
+	size_t lost_max = 32, nd = 0; /* report.c infers from these */
 
 	j->seq = ++r->seq;
 	j->cp = *cp;
@@ -317,6 +330,11 @@ job_new(struct pmt_runner *r, struct pmt_model *m, const struct pmt_cp *cp,
 		describe(m, &j->desc[nd++], pend[i]);
 	}
 	j->ndesc = nd;
+	{
+		uint64_t k[2];
+		pmt_image_key(m, chosen, n, k);
+		j->key = k[0];
+	}
 	return j;
 }
 

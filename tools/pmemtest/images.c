@@ -2,21 +2,39 @@
 /*
  * images.c -- the crash images of a crash point, each one once
  *
- * At a crash point with pending lines P (sorted by pool and line), the
- * images are dur + S for
- *   - every S with |S| <= k (the empty set: nothing pending reached memory),
+ * At a crash point with pending lines P (sorted by pool and line), each
+ * line holds after a crash its durable value, its current value, or one
+ * of the values it held in between (its history, model.c M6): the crash
+ * states are every choice of one of these per line.  When there are at
+ * most 2^exhaustive of them, every one is an image.  Otherwise the images
+ * are dur + S for
+ *   - every S with |S| <= k, every line of S at its current value (the
+ *     empty set: nothing pending reached memory),
  *   - S = P (everything did),
+ *   - S = P minus at most `missing` lines, when |S| > k (a bug that needs
+ *     all lines but one is found whatever k),
+ *   - the intermediate values of the lines, alone, and with every other
+ *     line at its current value (a line written twice inside an epoch, the
+ *     first store evicted alone), at most max_versions of them: per line
+ *     the first and the last stored since the last fence and the newest
+ *     older one (I3: exploring every value at every crash point
+ *     multiplied the images of bulk copies, eight values per line),
  *   - `random` subsets drawn with each line in or out at even odds, kept
  *     if k < |S| < |P| (bugs that need more than k lines together),
  * at most max_per_cp subsets per crash point.  Each image's key is the
  * model's hash of its content (model.c M2), computed in O(|S|); an image
  * whose key was seen before -- at this crash point or any earlier one -- is
- * not produced again.
+ * not produced again.  The statistics say how much of each crash point's
+ * state space was tried: all of it where it was enumerated, else the
+ * images above over the product of the lines' choices.
  *
  * Invariants
  *   I1. The order is deterministic for a given trace and seed.
  *   I2. An image is produced at most once per set (128-bit content key;
  *       a false match needs a 2^-64 coincidence of two independent sums).
+ *   I3. A line's intermediate values explored at a crash point are the
+ *       first and last stored in the epoch the crash point closes and the
+ *       newest older one; the state count covers those.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -104,8 +122,9 @@ pmt_image_key(struct pmt_model *m, const struct pmt_lref *chosen, size_t n,
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct pmt_line_info *li = pmt_model_li(m, chosen[i]);
-		k[0] += li->hcur[0] - li->hdur[0];
-		k[1] += li->hcur[1] - li->hdur[1];
+		const uint64_t *h = pmt_model_hash(m, chosen[i]);
+		k[0] += h[0] - li->hdur[0];
+		k[1] += h[1] - li->hdur[1];
 	}
 }
 
@@ -117,6 +136,8 @@ lref_cmp(const void *a, const void *b)
 		return x->pool < y->pool ? -1 : 1;
 	if (x->line != y->line)
 		return x->line < y->line ? -1 : 1;
+	if (x->ver != y->ver)
+		return x->ver < y->ver ? -1 : 1;
 	return 0;
 }
 
@@ -153,20 +174,39 @@ try_subset(struct walk *w, const struct pmt_lref *chosen, size_t n)
 	}
 	if (!w->fn(chosen, n, w->pend, w->npend, w->arg))
 		w->stop = true;
+	for (size_t i = 0; i < n; i++)
+		if (chosen[i].ver) {
+			w->st->version_images++;
+			break;
+		}
 }
 
-/* Every subset of exactly s lines, in lexicographic order. */
+/* Every subset of exactly s lines, in lexicographic order: the image
+ * holds those lines (invert: every line but those) at their current
+ * values. */
 static void
-combos(struct walk *w, size_t s, struct pmt_lref *buf, size_t *idx)
+combos(struct walk *w, size_t s, struct pmt_lref *buf, size_t *idx,
+	bool invert)
 {
 	size_t n = w->npend;
 
 	for (size_t i = 0; i < s; i++)
 		idx[i] = i;
 	for (;;) {
-		for (size_t i = 0; i < s; i++)
-			buf[i] = w->pend[idx[i]];
-		try_subset(w, buf, s);
+		size_t c = 0;
+		if (!invert) {
+			for (size_t i = 0; i < s; i++)
+				buf[c++] = w->pend[idx[i]];
+		} else {
+			for (size_t i = 0, j = 0; i < n; i++) {
+				if (j < s && idx[j] == i) {
+					j++;
+					continue;
+				}
+				buf[c++] = w->pend[i];
+			}
+		}
+		try_subset(w, buf, c);
 		if (w->stop)
 			return;
 		size_t i = s;
@@ -180,6 +220,61 @@ combos(struct walk *w, size_t s, struct pmt_lref *buf, size_t *idx)
 	}
 }
 
+/* The intermediate values explored (I3): the first and the last stored
+ * since the last fence, and the newest older one; returns how many (at
+ * most PMT_VERS_EPOCH), their version numbers in out[], oldest first. */
+#define PMT_VERS_EPOCH 3
+static uint32_t
+explored(struct pmt_model *m, struct pmt_lref l, uint32_t *out)
+{
+	uint32_t n = pmt_model_nvers(m, l), k = 0, first = 0;
+
+	for (uint32_t v = 1; v <= n; v++) {
+		struct pmt_lref x = l;
+		x.ver = v;
+		if (pmt_model_hval(m, x)->epoch == m->fences) {
+			first = v;
+			break;
+		}
+	}
+	if (first > 1)
+		out[k++] = first - 1; /* the newest from an earlier epoch */
+	else if (first == 0 && n > 0)
+		out[k++] = n;
+	if (first)
+		out[k++] = first;
+	if (first && n > first)
+		out[k++] = n;
+	return k;
+}
+
+/* Every crash state: a mixed-radix count over the lines, digit 0 = dur,
+ * 1 = current value, 1 + v = the v-th explored intermediate value. */
+static void
+every_state(struct walk *w, const uint32_t *nv, uint32_t (*vers)[PMT_VERS_EPOCH],
+	struct pmt_lref *buf)
+{
+	size_t n = w->npend;
+	uint32_t *d = pmt_xcalloc(n + 1, sizeof(*d));
+
+	for (;;) {
+		size_t c = 0, i;
+		for (i = 0; i < n; i++)
+			if (d[i] > 0) {
+				buf[c] = w->pend[i];
+				buf[c++].ver = d[i] == 1 ? 0 : vers[i][d[i] - 2];
+			}
+		try_subset(w, buf, c);
+		if (w->stop)
+			break;
+		for (i = 0; i < n && ++d[i] == 2 + nv[i]; i++)
+			d[i] = 0;
+		if (i == n)
+			break;
+	}
+	free(d);
+}
+
 void
 pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 	const struct pmt_enum_opts *o, struct pmt_enum_stats *st,
@@ -188,19 +283,53 @@ pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 	size_t n = m->npend;
 	struct pmt_lref *pend = pmt_xmalloc((n + 1) * sizeof(*pend));
 	struct pmt_lref *buf = pmt_xmalloc((n + 1) * sizeof(*buf));
-	size_t *idx = pmt_xmalloc((o->k + 1) * sizeof(*idx));
+	size_t kmax = o->k > o->missing ? o->k : o->missing;
+	size_t *idx = pmt_xmalloc((kmax + 1) * sizeof(*idx));
+	uint32_t *nv = pmt_xmalloc((n + 1) * sizeof(*nv));
+	uint32_t (*vers)[PMT_VERS_EPOCH] = pmt_xmalloc((n + 1) *
+		sizeof(*vers));
 	struct walk w = { .m = m, .seen = seen, .o = o, .st = st, .fn = fn,
 		.arg = arg, .pend = pend, .npend = n };
 	uint64_t rng = o->seed ^ ((uint64_t)m->fences * 0x9e3779b97f4a7c15ull);
+	double space = 1;
+	bool all = false;
 
 	memcpy(pend, m->pend, n * sizeof(*pend));
 	qsort(pend, n, sizeof(*pend), lref_cmp); /* I1 */
 	if (n > st->max_pending)
 		st->max_pending = n;
+	for (size_t i = 0; i < n; i++) {
+		pend[i].ver = 0;
+		nv[i] = explored(m, pend[i], vers[i]);
+		space *= 2.0 + nv[i];
+	}
+	st->cps++;
+	st->space += space;
+	if (space <= (double)(1ull << (o->exhaustive < 63 ? o->exhaustive : 63)) &&
+	    space <= (double)o->max_per_cp) {
+		every_state(&w, nv, vers, buf);
+		all = !w.stop;
+		goto out;
+	}
 	for (size_t s = 0; s <= o->k && s <= n && !w.stop; s++)
-		combos(&w, s, buf, idx);
+		combos(&w, s, buf, idx, false);
 	if (n > o->k)
 		try_subset(&w, pend, n);
+	for (size_t s = 1; s <= o->missing && s < n && n - s > o->k && !w.stop;
+		s++)
+		combos(&w, s, buf, idx, true);
+	for (size_t i = 0, budget = o->max_versions; i < n && !w.stop; i++)
+		for (uint32_t v = 0; v < nv[i] && budget && !w.stop;
+			v++, budget--) {
+			buf[0] = pend[i];
+			buf[0].ver = vers[i][v];
+			try_subset(&w, buf, 1);
+			if (n == 1 || w.stop)
+				continue;
+			memcpy(buf, pend, n * sizeof(*buf));
+			buf[i].ver = vers[i][v];
+			try_subset(&w, buf, n);
+		}
 	for (unsigned r = 0; n > (size_t)o->k + 1 && r < o->random && !w.stop;
 		r++) {
 		for (int attempt = 0; attempt < 8; attempt++) {
@@ -219,6 +348,12 @@ pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 			}
 		}
 	}
+out:
+	st->covered += (double)w.tried < space ? (double)w.tried : space;
+	if (all || (double)w.tried >= space)
+		st->full_cps++;
+	free(vers);
+	free(nv);
 	free(idx);
 	free(buf);
 	free(pend);

@@ -21,6 +21,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +90,9 @@ usage(FILE *f)
 "  --random N          random larger subsets per crash point (8)\n"
 "  --max-images N      check at most N images (100000)\n"
 "  --max-per-fence N   try at most N subsets per crash point (20000)\n"
+"  --missing N         every image with all but <= N pending lines (1)\n"
+"  --exhaustive N      every crash state where there are <= 2^N (5)\n"
+"  --versions N        intermediate line values tried per crash point (32)\n"
 "  --max-failures N    stop after N inconsistent images (no limit)\n"
 "  --seed S            seed of the random subsets (time)\n"
 "  --check CMD         shell command; {image} = first pool's image file,\n"
@@ -103,7 +107,7 @@ usage(FILE *f)
 "  --save N            save at most N images (20)\n"
 "  --verbose           describe every inconsistent image\n"
 "  --stack-depth N     frames kept per flush/fence call site (8)\n"
-"  --dirty auto|uffd|scan  how the tracer finds stores (auto)\n"
+"  --dirty auto|stores|uffd|scan  how the tracer finds stores (auto)\n"
 "  --domain D          RIO_DOMAIN for the program (cacheline; 'keep')\n"
 "  --workdir DIR       scratch directory (/dev/shm)\n"
 "  --keep              keep the scratch directory (trace, slots)\n"
@@ -303,6 +307,9 @@ cmd_run(int argc, char **argv)
 		{ "random", required_argument, NULL, 'r' },
 		{ "max-images", required_argument, NULL, 'M' },
 		{ "max-per-fence", required_argument, NULL, 'F' },
+		{ "missing", required_argument, NULL, 'm' },
+		{ "exhaustive", required_argument, NULL, 'E' },
+		{ "versions", required_argument, NULL, 'V' },
 		{ "max-failures", required_argument, NULL, 'X' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "check", required_argument, NULL, 'c' },
@@ -326,7 +333,8 @@ cmd_run(int argc, char **argv)
 	};
 	struct run_opts o = {
 		.e = { .k = 2, .random = 8, .max_per_cp = 20000,
-			.seed = (uint64_t)time(NULL) },
+			.seed = (uint64_t)time(NULL), .missing = 1,
+			.exhaustive = 5, .max_versions = 32 },
 		.max_images = 100000, .max_failures = UINT64_MAX, .timeout_s = 30, .outdir = "pmemtest-out",
 		.save_max = 20, .stack_depth = 8, .dirty = "auto",
 		.domain = "cacheline",
@@ -354,6 +362,9 @@ cmd_run(int argc, char **argv)
 		case 'M': o.max_images = parse_uint("--max-images", optarg, UINT_MAX); break;
 		case 'X': o.max_failures = parse_uint("--max-failures", optarg, UINT_MAX); break;
 		case 'F': o.e.max_per_cp = parse_uint("--max-per-fence", optarg, UINT_MAX); break;
+		case 'm': o.e.missing = parse_uint("--missing", optarg, 16); break;
+		case 'E': o.e.exhaustive = parse_uint("--exhaustive", optarg, 24); break;
+		case 'V': o.e.max_versions = parse_uint("--versions", optarg, UINT_MAX); break;
 		case 's': o.e.seed = strtoull(optarg, NULL, 0); break;
 		case 'c': o.check_cmd = optarg; break;
 		case 'l': o.check_lib = optarg; break;
@@ -382,8 +393,8 @@ cmd_run(int argc, char **argv)
 	if (o.no_lints && o.lints_fatal)
 		pmt_die("--no-lints and --lints-fatal exclude each other");
 	if (strcmp(o.dirty, "scan") != 0 && strcmp(o.dirty, "uffd") != 0 &&
-	    strcmp(o.dirty, "auto") != 0)
-		pmt_die("--dirty must be auto, uffd or scan");
+	    strcmp(o.dirty, "auto") != 0 && strcmp(o.dirty, "stores") != 0)
+		pmt_die("--dirty must be auto, stores, uffd or scan");
 	if (o.jobs == 0)
 		o.jobs = 1;
 	o.argv = argv + optind;
@@ -419,7 +430,9 @@ cmd_run(int argc, char **argv)
 	describe_exit(stdout, o.argv[0], st);
 	printf(", trace %.1f MB in %.2f s (stores found by %s)%s\n",
 		(double)m.tr.size / 1e6, (double)(t1 - t0) / 1e9,
-		m.tr.flags & PMT_TRACE_UFFD ? "userfaultfd" : "scanning",
+		m.tr.flags & PMT_TRACE_STORES ? "single-stepping each store" :
+		m.tr.flags & PMT_TRACE_UFFD ? "userfaultfd, per page" :
+		"scanning",
 		m.tr.complete ? "" : " (cut short: no END record)");
 
 	co.jobs = o.jobs;
@@ -455,6 +468,27 @@ cmd_run(int argc, char **argv)
 		(unsigned long long)c.st.duplicates,
 		c.capped ? " (stopped at --max-images or --max-failures)" :
 			"");
+	if (c.st.cps > 0)
+		printf("pmemtest: crash states: 2^%.1f at %llu crash points "
+			"(%llu with an intermediate line value tried); "
+			"%.3g%% of them tried; every state tried at %llu "
+			"crash points (<= 2^%u states, or <= k lines)\n",
+			log2(c.st.space), (unsigned long long)c.st.cps,
+			(unsigned long long)c.st.version_images,
+			100.0 * c.st.covered / c.st.space,
+			(unsigned long long)c.st.full_cps, o.e.exhaustive);
+	if (m.tr.flags & PMT_TRACE_STORES)
+		printf("pmemtest: lints per line: %llu stores seen one by one; "
+			"%llu pages x epochs past the step budget judged per "
+			"page%s\n", (unsigned long long)m.store_recs,
+			(unsigned long long)m.coarse_pages,
+			m.hist_dropped ? "; some lines had more values than "
+			"kept" : "");
+	else
+		printf("pmemtest: lints %s\n", m.tr.flags & PMT_TRACE_UFFD ?
+			"per page (userfaultfd): a store to a page counts for "
+			"all its lines" : "per line content (scanning): a "
+			"store of a line's old value is not seen");
 	if (c.st.truncated_cps)
 		printf("pmemtest: %llu crash points had more subsets than "
 			"--max-per-fence %llu: not every <= k subset was "

@@ -53,7 +53,7 @@ pmt_image_write(struct pmt_model *m, const struct pmt_lref *chosen,
 		for (size_t c = 0; c < n; c++)
 			if (chosen[c].pool == p->id)
 				memcpy(img + chosen[c].line * PMT_LINE,
-					pmt_model_cur(m, chosen[c]), PMT_LINE);
+					pmt_model_data(m, chosen[c]), PMT_LINE);
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		rc = fd < 0 ? -errno : 0;
 		if (rc == 0 && ftruncate(fd, (off_t)p->size) != 0)

@@ -50,6 +50,15 @@
  *   M4. Only a fence of the flushing thread makes a flush durable.
  *   M5. pool.nz[page] counts the non-zero lines of dur in that page, so
  *       a crash image is written as its non-zero pages only.
+ *   M6. A pending line's history holds, oldest first, every value it held
+ *       after the value its last completed flush wrote back (or after its
+ *       durable value, if none did) and before its current one: x86
+ *       writes one line's stores back in program order, so after a crash
+ *       the line holds dur, one of these, or cur.  With per-store capture
+ *       (PMT_LINE_STORE) that is every store's value; otherwise one value
+ *       per flush or fence at which a change was logged.  At most
+ *       PMT_HIST_MAX values are kept (the newest); older ones are counted
+ *       in hist_dropped.  A line that stops being pending has none.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -78,6 +87,110 @@ const uint8_t *
 pmt_model_cur(struct pmt_model *m, struct pmt_lref l)
 {
 	return m->pools[l.pool].cur + l.line * PMT_LINE;
+}
+
+/* ---- value histories (M6) ---- */
+
+static struct pmt_hist *
+hist_of(struct pmt_model *m, const struct pmt_line_info *li)
+{
+	return li->hist ? &m->hists[li->hist - 1] : NULL;
+}
+
+static void
+hist_clear(struct pmt_model *m, struct pmt_line_info *li)
+{
+	struct pmt_hist *h = hist_of(m, li);
+
+	if (h == NULL)
+		return;
+	h->n = 0;
+	h->dropped = 0;
+	h->next_free = m->free_hist;
+	m->free_hist = li->hist;
+	li->hist = 0;
+}
+
+static void
+hist_push(struct pmt_model *m, struct pmt_line_info *li, const uint8_t *data,
+	const uint64_t hh[2])
+{
+	struct pmt_hist *h;
+	struct pmt_hval *v;
+
+	if (li->hist == 0) {
+		if (m->free_hist) {
+			li->hist = m->free_hist;
+			m->free_hist = m->hists[li->hist - 1].next_free;
+		} else {
+			m->hists = pmt_xrealloc(m->hists,
+				(m->nhists + 1) * sizeof(*m->hists));
+			memset(&m->hists[m->nhists], 0, sizeof(*m->hists));
+			li->hist = ++m->nhists;
+		}
+	}
+	h = &m->hists[li->hist - 1];
+	if (h->n == PMT_HIST_MAX) {
+		memmove(h->v, h->v + 1, (h->n - 1) * sizeof(*h->v));
+		h->n--;
+		h->dropped++;
+		m->hist_dropped++;
+	}
+	if (h->n == h->cap) {
+		h->cap = h->cap ? h->cap * 2 : 4;
+		h->v = pmt_xrealloc(h->v, h->cap * sizeof(*h->v));
+	}
+	v = &h->v[h->n++];
+	memcpy(v->data, data, PMT_LINE);
+	v->h[0] = hh[0];
+	v->h[1] = hh[1];
+	v->seq = li->cur_seq;
+	v->stack = li->store_stack;
+	v->store_rec = li->store_rec;
+	v->epoch = li->store_epoch;
+}
+
+/* The flush that wrote back value `seq` completed: older values cannot
+ * be in memory any more. */
+static void
+hist_drop_upto(struct pmt_model *m, struct pmt_line_info *li, uint32_t seq)
+{
+	struct pmt_hist *h = hist_of(m, li);
+	uint32_t k = 0;
+
+	if (h == NULL)
+		return;
+	while (k < h->n && h->v[k].seq <= seq)
+		k++;
+	memmove(h->v, h->v + k, (h->n - k) * sizeof(*h->v));
+	h->n -= k;
+	if (h->n == 0)
+		hist_clear(m, li);
+}
+
+uint32_t
+pmt_model_nvers(struct pmt_model *m, struct pmt_lref l)
+{
+	const struct pmt_hist *h = hist_of(m, pmt_model_li(m, l));
+	return h ? h->n : 0;
+}
+
+const struct pmt_hval *
+pmt_model_hval(struct pmt_model *m, struct pmt_lref l)
+{
+	return &hist_of(m, pmt_model_li(m, l))->v[l.ver - 1];
+}
+
+const uint8_t *
+pmt_model_data(struct pmt_model *m, struct pmt_lref l)
+{
+	return l.ver ? pmt_model_hval(m, l)->data : pmt_model_cur(m, l);
+}
+
+const uint64_t *
+pmt_model_hash(struct pmt_model *m, struct pmt_lref l)
+{
+	return l.ver ? pmt_model_hval(m, l)->h : pmt_model_li(m, l)->hcur;
 }
 
 static struct pmt_pool *
@@ -116,29 +229,38 @@ update_pending(struct pmt_model *m, struct pmt_pool *p, uint64_t line)
 		}
 		li->pend_pos = 0;
 	}
+	if (!pend)
+		hist_clear(m, li); /* M6 */
 }
 
 static void
 set_cur(struct pmt_model *m, struct pmt_pool *p, uint64_t line,
-	const uint8_t *data)
+	const uint8_t *data, uint32_t stack, bool store)
 {
 	struct pmt_line_info *li = &p->li[line];
 	uint8_t *c = p->cur + line * PMT_LINE;
 
-	if (memcmp(c, data, PMT_LINE) == 0)
+	if (memcmp(c, data, PMT_LINE) == 0) {
+		if (store) /* its old value stored again */
+			li->flags &= ~PMT_LI_CLEAN;
 		return;
+	}
+	if (li->pend_pos != 0) /* M6: cur becomes a value of the past */
+		hist_push(m, li, c, li->hcur);
 	memcpy(c, data, PMT_LINE);
 	line_hash(p->id, line, c, li->hcur);
+	li->cur_seq++;
+	li->store_stack = stack;
 	li->store_epoch = m->fences;
 	li->store_flush = 0;
-	li->flags &= ~PMT_LI_FLUSHED;
+	li->flags &= ~(PMT_LI_FLUSHED | PMT_LI_CLEAN);
 	li->store_rec = (uint32_t)m->records;
 	update_pending(m, p, line);
 }
 
 static void
 set_dur(struct pmt_model *m, struct pmt_pool *p, uint64_t line,
-	const uint8_t *data, const uint64_t h[2])
+	const uint8_t *data, const uint64_t h[2], uint32_t seq)
 {
 	static const uint8_t zero[PMT_LINE];
 	struct pmt_line_info *li = &p->li[line];
@@ -153,6 +275,7 @@ set_dur(struct pmt_model *m, struct pmt_pool *p, uint64_t line,
 	p->hsum[1] += h[1] - li->hdur[1];
 	li->hdur[0] = h[0];
 	li->hdur[1] = h[1];
+	hist_drop_upto(m, li, seq); /* M6 */
 	update_pending(m, p, line);
 }
 
@@ -168,7 +291,7 @@ set_both(struct pmt_model *m, struct pmt_pool *p, uint64_t line,
 	memcpy(p->cur + line * PMT_LINE, data, PMT_LINE);
 	li->hcur[0] = h[0];
 	li->hcur[1] = h[1];
-	set_dur(m, p, line, data, h);
+	set_dur(m, p, line, data, h, UINT32_MAX);
 }
 
 static void
@@ -338,6 +461,9 @@ pmt_model_close(struct pmt_model *m)
 	for (size_t i = 0; i < m->nlints; i++)
 		free(m->lints[i].what);
 	free(m->lints);
+	for (uint32_t i = 0; i < m->nhists; i++)
+		free(m->hists[i].v);
+	free(m->hists);
 	pmt_trace_close(&m->tr);
 	memset(m, 0, sizeof(*m));
 }
@@ -418,16 +544,18 @@ on_flush(struct pmt_model *m, const struct pmt_rec_flush *f,
 		struct pmt_flushed *e;
 		if (li->store_rec > last_event)
 			li->store_flush = f->stack; /* logged by this flush */
-		if ((li->flags & PMT_LI_FLUSHED) && m->lints_on) {
+		if ((li->flags & PMT_LI_CLEAN) && m->lints_on) {
 			struct pmt_lint *x = lint_at(m, PMT_LINT_REDUNDANT,
 				f->stack, 0, NULL);
 			if (x->count++ == 0)
 				x->first = (struct pmt_lref){ .pool = p->id,
 					.line = l };
 		}
-		li->flags |= PMT_LI_FLUSHED;
+		li->flags |= PMT_LI_FLUSHED | PMT_LI_CLEAN;
 		li->flush_stack = f->stack;
 		li->flush_epoch = m->fences;
+		li->flush_rec = (uint32_t)m->records;
+		li->flush_seq = li->cur_seq;
 		if (t->n == t->cap) {
 			t->cap = t->cap ? t->cap * 2 : 64;
 			t->v = pmt_xrealloc(t->v, t->cap * sizeof(*t->v));
@@ -437,6 +565,7 @@ on_flush(struct pmt_model *m, const struct pmt_rec_flush *f,
 		e->h[0] = li->hcur[0];
 		e->h[1] = li->hcur[1];
 		e->stack = f->stack;
+		e->seq = li->cur_seq;
 		memcpy(e->data, p->cur + l * PMT_LINE, PMT_LINE);
 	}
 }
@@ -454,7 +583,8 @@ on_fence(struct pmt_model *m, const struct pmt_rec_fence *f, pmt_cp_fn fn,
 	 * line had when it was flushed. */
 	for (size_t i = 0; i < t->n; i++) {
 		struct pmt_flushed *e = &t->v[i];
-		set_dur(m, &m->pools[e->l.pool], e->l.line, e->data, e->h);
+		set_dur(m, &m->pools[e->l.pool], e->l.line, e->data, e->h,
+			e->seq);
 	}
 	t->n = 0;
 	if (t->cap > 4096) {
@@ -498,7 +628,9 @@ on_touch(struct pmt_model *m, const struct pmt_rec_touch *t)
 	lo = t->page * PMT_LINES_PER_PAGE;
 	hi = (t->page + t->npages) * PMT_LINES_PER_PAGE;
 	for (uint64_t l = lo; l < hi && l < p->nlines; l++)
-		p->li[l].flags &= ~PMT_LI_FLUSHED;
+		p->li[l].flags &= ~PMT_LI_CLEAN;
+	if (m->tr.flags & PMT_TRACE_STORES) /* pages over the step budget */
+		m->coarse_pages += t->npages;
 }
 
 /* The lines hold no state any more: what they hold now counts as durable
@@ -528,8 +660,8 @@ on_discard(struct pmt_model *m, const struct pmt_rec_discard *d)
 	}
 	for (uint64_t l = d->line; l < end; l++) {
 		struct pmt_line_info *li = &p->li[l];
-		set_dur(m, p, l, p->cur + l * PMT_LINE, li->hcur);
-		li->flags &= ~PMT_LI_FLUSHED;
+		set_dur(m, p, l, p->cur + l * PMT_LINE, li->hcur, UINT32_MAX);
+		li->flags &= ~(PMT_LI_FLUSHED | PMT_LI_CLEAN);
 	}
 }
 
@@ -574,8 +706,11 @@ pmt_model_run(struct pmt_model *m, pmt_cp_fn fn, void *arg)
 			struct pmt_pool *p = pool_of(m, l->pool, l->line);
 			if (p == NULL)
 				break;
+			if (r->aux & PMT_LINE_STORE)
+				m->store_recs++;
 			if (!(r->aux & PMT_LINE_INIT))
-				set_cur(m, p, l->line, pl + sizeof(*l));
+				set_cur(m, p, l->line, pl + sizeof(*l),
+					l->stack, r->aux & PMT_LINE_STORE);
 			else if (!p->existed)
 				set_both(m, p, l->line, pl + sizeof(*l));
 			continue; /* not an event: keeps last_event */

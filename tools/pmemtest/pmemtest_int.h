@@ -38,15 +38,18 @@ int pmt_trace_next(struct pmt_trace *t, const struct pmt_rec **rec,
 #define PMT_PAGE 4096u
 #define PMT_LINES_PER_PAGE (PMT_PAGE / PMT_LINE)
 
-/* A line of some pool. */
+/* A line of some pool, and (in an image) which of its pending values:
+ * ver 0 its current content, ver v >= 1 the v-th oldest value it held
+ * since its durable one (model.c M6). */
 struct pmt_lref {
 	uint32_t pool;
-	uint32_t reserved;
+	uint32_t ver;
 	uint64_t line;
 };
 
-#define PMT_LI_FLUSHED 1u /* flushed since its content last changed (and,
-				* with TOUCH records, its page was written) */
+#define PMT_LI_FLUSHED 1u /* flushed since its content last changed */
+#define PMT_LI_CLEAN 2u   /* flushed, and not stored to since (per line
+			     with per-store capture, else per page) */
 
 struct pmt_line_info {
 	uint64_t hcur[2];     /* line hashes of cur and dur (model.c) */
@@ -58,8 +61,30 @@ struct pmt_line_info {
 	uint32_t pend_pos;    /* 1 + index in the pending array, 0 if not */
 	uint32_t flags;
 	uint32_t store_rec; /* record number of its last LINE record */
-	uint32_t pad;
+	uint32_t hist;      /* 1 + index of its value history, 0 if none */
+	uint32_t store_stack; /* the store that made cur (per-store capture) */
+	uint32_t cur_seq;   /* changes of cur so far */
+	uint32_t flush_rec; /* record number of its last flush */
+	uint32_t flush_seq; /* cur_seq at that flush */
 };
+
+/* A value a pending line held between its durable and its current one
+ * (model.c M6). */
+struct pmt_hval {
+	uint8_t data[PMT_LINE];
+	uint64_t h[2];
+	uint32_t seq;   /* the line's cur_seq while it held this value */
+	uint32_t stack; /* the store that wrote it, or 0 */
+	uint32_t store_rec;
+	uint32_t epoch; /* fences seen when it was stored */
+};
+struct pmt_hist {
+	struct pmt_hval *v;
+	uint32_t n, cap;
+	uint32_t dropped; /* older values forgotten (PMT_HIST_MAX) */
+	uint32_t next_free;
+};
+#define PMT_HIST_MAX 32
 
 struct pmt_pool {
 	uint32_t id;
@@ -84,6 +109,7 @@ struct pmt_flushed {
 	struct pmt_lref l;
 	uint64_t h[2];
 	uint32_t stack;
+	uint32_t seq;   /* the line's cur_seq at the flush */
 	uint8_t data[PMT_LINE];
 };
 
@@ -152,6 +178,11 @@ struct pmt_model {
 	size_t nlints;
 	bool lints_on;
 	uint64_t flushes, records;
+	struct pmt_hist *hists;  /* [li.hist - 1] */
+	uint32_t nhists, free_hist; /* free_hist: 1 + first free, 0 none */
+	uint64_t store_recs;     /* PMT_LINE_STORE records */
+	uint64_t coarse_pages;   /* TOUCH pages under per-store capture */
+	uint64_t hist_dropped;   /* values forgotten past PMT_HIST_MAX */
 };
 
 int pmt_model_open(struct pmt_model *m, const char *trace_path);
@@ -161,6 +192,13 @@ void pmt_model_close(struct pmt_model *m);
 int pmt_model_run(struct pmt_model *m, pmt_cp_fn fn, void *arg);
 struct pmt_line_info *pmt_model_li(struct pmt_model *m, struct pmt_lref l);
 const uint8_t *pmt_model_cur(struct pmt_model *m, struct pmt_lref l);
+/* The content and line hash of l at version l.ver. */
+const uint8_t *pmt_model_data(struct pmt_model *m, struct pmt_lref l);
+const uint64_t *pmt_model_hash(struct pmt_model *m, struct pmt_lref l);
+/* Intermediate values of a pending line (versions 1..n). */
+uint32_t pmt_model_nvers(struct pmt_model *m, struct pmt_lref l);
+/* The history entry of l.ver >= 1. */
+const struct pmt_hval *pmt_model_hval(struct pmt_model *m, struct pmt_lref l);
 /* The site to show for a line's last store: the flush that logged it, or
  * the fence that closed the epoch in which it was stored. */
 uint32_t pmt_model_store_site(struct pmt_model *m,
@@ -180,12 +218,25 @@ struct pmt_enum_opts {
 	unsigned random;         /* plus this many random larger subsets */
 	uint64_t max_per_cp;     /* subsets tried per crash point at most */
 	uint64_t seed;
+	unsigned missing;        /* every image with all but <= this many
+				    pending lines (images.c) */
+	unsigned exhaustive;     /* every state of a crash point that has at
+				    most 2^exhaustive of them */
+	unsigned max_versions;   /* intermediate values tried per crash
+				    point (images.c) */
 };
 struct pmt_enum_stats {
 	uint64_t generated;      /* subsets tried */
 	uint64_t duplicates;     /* images already seen */
 	uint64_t truncated_cps;  /* crash points cut by max_per_cp */
 	size_t max_pending;
+	/* Coverage: the crash states of every crash point (dur plus any
+	 * choice of one pending value, or none, per pending line). */
+	double space;            /* states, summed over crash points */
+	double covered;          /* of them tried (images seen before count) */
+	uint64_t cps;            /* crash points enumerated */
+	uint64_t full_cps;       /* ... whose every state was tried */
+	uint64_t version_images; /* images with an intermediate value */
 };
 /* Calls fn for every new image of the crash point: the chosen pending
  * lines (those that reached memory) sorted; `pending` is every pending line
@@ -256,6 +307,14 @@ struct pmt_line_desc {
 	struct pmt_lref l;
 	struct pmt_line_info li;
 	uint32_t store_site; /* pmt_model_store_site() when submitted */
+	uint32_t ver_stack;  /* the store that wrote the value in the image
+				(l.ver's, or cur's), 0 if unknown */
+	uint32_t ver_rec;    /* and its record number */
+	uint32_t ver_epoch;  /* and the fences seen before it */
+	uint64_t delta;      /* image key change of this line at l.ver (or,
+				lost, at cur) over its durable value */
+	uint64_t delta_cur;  /* the same at cur */
+	uint32_t nvers;      /* intermediate values the line had */
 };
 
 /* One checked image. */
@@ -270,6 +329,7 @@ struct pmt_job {
 	int status;            /* wait status */
 	bool timed_out;
 	char *output;          /* checker's output (failures only) */
+	uint64_t key;          /* image content key (first word) */
 	uint64_t sig;          /* failure signature */
 	char *saved;           /* saved image directory, or NULL */
 };

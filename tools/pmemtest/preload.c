@@ -51,6 +51,8 @@ pmt_preload_init(void)
 		cfg.dirty = PMT_DIRTY_UFFD;
 	else if (dirty && strcmp(dirty, "scan") == 0)
 		cfg.dirty = PMT_DIRTY_SCAN;
+	else if (dirty && strcmp(dirty, "stores") == 0)
+		cfg.dirty = PMT_DIRTY_STORES;
 	rc = pmt_tracer_start(&cfg);
 	if (rc) {
 		fprintf(stderr, "pmemtest-trace: cannot start tracing to %s: "

@@ -12,6 +12,27 @@
  * `pmemtest replay DIR` reproduces it (with --verbose, every image is
  * described and, up to --save, saved).
  *
+ * Grouping by what is missing.  Where the image shows it, the signature is
+ * the operation the program lacks, not where the crash happened:
+ *   - a line that did not reach memory although a line stored after it
+ *     did, or although a fence passed since it was stored, and that was
+ *     not flushed since its last store: a flush is missing (after its
+ *     store site);
+ *   - a line that did not reach memory, flushed, while a line stored
+ *     after that flush did: a fence is missing (after its flush site);
+ *   - a line that reached memory with an intermediate value (some of its
+ *     stores in, later ones out), nothing else explaining it, and the
+ *     same image with that line at its durable and at its current value
+ *     did not fail: the stores to one line are in the wrong order (the
+ *     store that reached memory).
+ * Missing operations are compared by kind and function, so one missing
+ * flush in a loop, seen at every later fence with whichever lines happen
+ * to be pending, is one group, and so are the lines of one missing
+ * persist.  Signatures are computed once every checker is done (P1).  An image that shows none of
+ * these (an ordering bug between flushed lines at one fence) is grouped
+ * by the fence's call site and the store/flush sites of the lines that
+ * reached memory.
+ *
  * Invariant
  *   P1. Groups and images are printed in submission order (the order of
  *       the crash points in the trace), whatever order the parallel
@@ -34,6 +55,7 @@ struct pmt_report {
 	struct pmt_report_opts o;
 	struct pmt_job **fails;
 	size_t nfails;
+	uint64_t *fkeys;  /* set_key() of every failure, sorted */
 };
 
 struct pmt_report *
@@ -52,13 +74,153 @@ u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The crash point's call site and the *set* of (pool, store site, flush
+enum miss_kind { MISS_FLUSH = 1, MISS_FENCE = 2, MISS_LINE_ORDER = 3 };
+
+struct miss {
+	enum miss_kind kind;
+	uint32_t site;  /* store site (FLUSH; LINE_ORDER: the line's last
+			   store) or flush site (FENCE): the group */
+	uint32_t later; /* a store that reached memory after it, or 0 */
+	uint32_t show;  /* the site to name (LINE_ORDER: the last store
+			   that reached memory) */
+};
+
+/* The store site of a line description: the store itself where it was
+ * captured, else the flush or fence that logged it. */
+static uint32_t
+store_of(const struct pmt_line_desc *d)
+{
+	return d->li.store_stack ? d->li.store_stack : d->store_site;
+}
+
+/* The content key of the image with line i of the description flipped:
+ * a line that reached memory put back to its durable value, a lost one
+ * added with its current value (SIZE_MAX: the image itself). */
+static uint64_t
+set_key(const struct pmt_job *j, size_t i)
+{
+	if (i == SIZE_MAX)
+		return j->key;
+	return i < j->nchosen ? j->key - j->desc[i].delta :
+		j->key + j->desc[i].delta;
+}
+
+static bool
+failed_too(const struct pmt_report *r, uint64_t key)
+{
+	size_t lo = 0, hi = r ? r->nfails : 0;
+
+	if (r == NULL || r->fkeys == NULL)
+		return false;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (r->fkeys[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < r->nfails && r->fkeys[lo] == key;
+}
+
+/* What the image says is missing (see the head); returns how many, at
+ * most max, distinct.  A store-order guess needs the images with the torn
+ * line at its durable value (set_key) and at its current value not to
+ * have failed: only the prefix of its stores fails (r: the failures).  A line that reached memory with an intermediate
+ * value lost its later stores: it is judged like a line that did not
+ * reach memory, and only if nothing else explains it, by its order. */
+static size_t
+missing_ops(const struct pmt_report *r, const struct pmt_job *j,
+	struct miss *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->ndesc && n < max; i++) {
+		const struct pmt_line_desc *d = &j->desc[i];
+		struct miss x = { 0 };
+		uint32_t later = 0;
+		bool flushed = d->li.flags & PMT_LI_FLUSHED;
+		uint32_t since = flushed ? d->li.flush_rec : d->li.store_rec;
+		uint32_t epoch = d->li.store_epoch;
+
+		if (i < j->nchosen && d->l.ver == 0)
+			continue; /* reached memory whole */
+		if (i < j->nchosen)
+			epoch = d->ver_epoch;
+		for (size_t c = 0; c < j->nchosen; c++)
+			if (c != i && j->desc[c].ver_rec > since)
+				later = j->desc[c].ver_stack ?
+					j->desc[c].ver_stack :
+					store_of(&j->desc[c]);
+		if (!flushed && (later || epoch + 1 < j->cp.fence))
+			x = (struct miss){ MISS_FLUSH, store_of(d), later,
+				store_of(d) };
+		else if (flushed && later)
+			x = (struct miss){ MISS_FENCE, d->li.flush_stack,
+				later, d->li.flush_stack };
+		else if (i < j->nchosen && !failed_too(r, set_key(j, i)) &&
+			 !failed_too(r, set_key(j, i) + d->delta_cur))
+			x = (struct miss){ MISS_LINE_ORDER, store_of(d), 0,
+				d->ver_stack };
+		else
+			continue;
+		bool dup = false;
+		for (size_t k = 0; k < n; k++)
+			dup |= out[k].kind == x.kind && out[k].site == x.site;
+		if (!dup)
+			out[n++] = x;
+	}
+	/* A missing flush or fence explains the torn lines too. */
+	size_t k = 0;
+	bool ops = false;
+	for (size_t i = 0; i < n; i++)
+		ops |= out[i].kind != MISS_LINE_ORDER;
+	for (size_t i = 0; i < n; i++)
+		if (!ops || out[i].kind != MISS_LINE_ORDER)
+			out[k++] = out[i];
+	return k;
+}
+
+static bool
+by_missing(const struct pmt_report *r, const struct pmt_job *j)
+{
+	struct miss ms[1];
+	return missing_ops(r, j, ms, 1) > 0;
+}
+
+/* The function of a site (symbolized "func (file:line)"), hashed: a
+ * missing operation is grouped per function, so the lines of one missing
+ * persist (a header and its slots) are one group. */
+static uint64_t
+site_fn(const struct pmt_report *r, uint32_t site)
+{
+	const char *s = pmt_symbolize_short(r->m, site);
+	size_t n = strcspn(s, " (");
+	return rio_checksum(s, n, 0x464e);
+}
+
+/* By what is missing (the kinds and sites, not the later stores), else
+ * the crash point's call site and the *set* of (pool, store site, flush
  * site) of the lines that reached memory: how many lines, and which ones,
  * do not matter -- a loop's iterations and subsets of one kind of line
  * fall into one group. */
 static uint64_t
-signature(const struct pmt_job *j)
+signature(const struct pmt_report *r, const struct pmt_job *j)
 {
+	struct miss ms[16];
+	size_t nm = missing_ops(r, j, ms, 16);
+
+	if (nm > 0) {
+		uint64_t h[16], sig = 0x4d4953;
+		for (size_t i = 0; i < nm; i++) {
+			uint64_t v[2] = { ms[i].kind, site_fn(r, ms[i].site) };
+			h[i] = rio_checksum(v, sizeof(v), 0x4d53);
+		}
+		qsort(h, nm, sizeof(*h), u64_cmp);
+		for (size_t i = 0; i < nm; i++)
+			if (i == 0 || h[i] != h[i - 1])
+				sig = rio_checksum(&h[i], sizeof(h[i]), sig);
+		return sig;
+	}
 	uint64_t v[4] = { j->cp.kind, j->cp.stack, 0, 0 };
 	uint64_t *h = pmt_xmalloc((j->nchosen + 1) * sizeof(*h));
 	uint64_t sig = rio_checksum(v, sizeof(v), 0x5349);
@@ -85,7 +247,6 @@ pmt_report_fail(struct pmt_job *job, void *arg)
 {
 	struct pmt_report *r = arg;
 
-	job->sig = signature(job);
 	r->fails = pmt_xrealloc(r->fails, (r->nfails + 1) * sizeof(*r->fails));
 	r->fails[r->nfails++] = job;
 }
@@ -119,10 +280,25 @@ describe_line(struct pmt_model *m, FILE *out, const struct pmt_line_desc *d)
 	const struct pmt_pool *p = &m->pools[d->l.pool];
 	const struct pmt_line_info *li = &d->li;
 
-	fprintf(out, "      %s +0x%llx (line %llu): stored ", p->name,
+	fprintf(out, "      %s +0x%llx (line %llu): ", p->name,
 		(unsigned long long)(d->l.line * PMT_LINE),
 		(unsigned long long)d->l.line);
-	if (li->store_flush)
+	if (d->l.ver)
+		fprintf(out, "only its stores up to the one at %s (value %u of "
+			"the %u it held since it was durable; its last store: "
+			"%s); ", d->ver_stack ? pmt_symbolize_short(m,
+				d->ver_stack) : "(not captured)", d->l.ver,
+			d->nvers + 1, li->store_stack ?
+				pmt_symbolize_short(m, li->store_stack) :
+				"(not captured)");
+	if (li->store_stack)
+		fprintf(out, "last stored at %s", pmt_symbolize_short(m,
+			li->store_stack));
+	else
+		fprintf(out, "stored ");
+	if (li->store_stack)
+		;
+	else if (li->store_flush)
 		fprintf(out, "before the flush at %s",
 			pmt_symbolize_short(m, li->store_flush));
 	else if (li->store_epoch == 0)
@@ -166,6 +342,37 @@ describe_cp(struct pmt_model *m, FILE *out, const struct pmt_job *j)
 }
 
 static void
+describe_missing(const struct pmt_report *r, FILE *out,
+	const struct pmt_job *j)
+{
+	struct pmt_model *m = r->m;
+	struct miss ms[16];
+	size_t nm = missing_ops(r, j, ms, 16);
+
+	for (size_t i = 0; i < nm; i++) {
+		const struct miss *x = &ms[i];
+		const char *site = pmt_symbolize_short(m, x->show);
+		char *s = pmt_xstrdup(site);
+		fprintf(out, "  likely missing: ");
+		if (x->kind == MISS_FLUSH)
+			fprintf(out, "a flush (and fence) of the line stored "
+				"at %s", s);
+		else if (x->kind == MISS_FENCE)
+			fprintf(out, "a fence after the flush at %s", s);
+		else
+			fprintf(out, "store order within one line: the store "
+				"at %s reached memory without the later "
+				"stores to its line (store the flag last, or "
+				"persist the data first)", s);
+		if (x->later && x->kind != MISS_LINE_ORDER)
+			fprintf(out, ", before the store at %s",
+				pmt_symbolize_short(m, x->later));
+		fputc('\n', out);
+		free(s);
+	}
+}
+
+static void
 print_job(struct pmt_report *r, FILE *out, const struct pmt_job *j,
 	const char *saved)
 {
@@ -189,6 +396,7 @@ print_job(struct pmt_report *r, FILE *out, const struct pmt_job *j,
 		for (size_t i = j->nchosen; i < j->ndesc; i++)
 			describe_line(m, out, &j->desc[i]);
 	}
+	describe_missing(r, out, j);
 	fprintf(out, "  checker: ");
 	describe_status(out, j);
 	fputc('\n', out);
@@ -305,6 +513,15 @@ pmt_report_print(struct pmt_report *r, FILE *out)
 	size_t ng = 0;
 
 	qsort(r->fails, r->nfails, sizeof(*r->fails), job_cmp); /* P1 */
+	/* Signatures once every failure is known (P1: whatever order the
+	 * checkers finished in). */
+	free(r->fkeys);
+	r->fkeys = pmt_xmalloc((r->nfails + 1) * sizeof(*r->fkeys));
+	for (size_t i = 0; i < r->nfails; i++)
+		r->fkeys[i] = set_key(r->fails[i], SIZE_MAX);
+	qsort(r->fkeys, r->nfails, sizeof(*r->fkeys), u64_cmp);
+	for (size_t i = 0; i < r->nfails; i++)
+		r->fails[i]->sig = signature(r, r->fails[i]);
 	for (size_t i = 0; i < r->nfails; i++) {
 		struct pmt_job *j = r->fails[i];
 		size_t k;
@@ -324,8 +541,10 @@ pmt_report_print(struct pmt_report *r, FILE *out)
 		fprintf(out, "\n");
 		print_job(r, out, g[k].jobs[0], g[k].jobs[0]->saved);
 		if (g[k].n > 1)
-			fprintf(out, "  the same failure (same call sites) in "
-				"%zu more image%s:", g[k].n - 1,
+			fprintf(out, "  the same failure (%s) in "
+				"%zu more image%s:", by_missing(r, g[k].jobs[0]) ?
+					"same missing operation" :
+					"same call sites", g[k].n - 1,
 				g[k].n == 2 ? "" : "s");
 		for (size_t i = 1; i < g[k].n && (r->o.verbose || i <= 10); i++)
 			fprintf(out, " #%llu@fence%u",
@@ -416,5 +635,6 @@ pmt_report_free(struct pmt_report *r)
 	for (size_t i = 0; i < r->nfails; i++)
 		pmt_job_free(r->fails[i]);
 	free(r->fails);
+	free(r->fkeys);
 	free(r);
 }

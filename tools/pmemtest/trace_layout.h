@@ -27,7 +27,7 @@
 
 #define PMT_TRACE_MAGIC "PMTRACE"  /* 8 bytes with the NUL */
 #define PMT_TRACE_MAJOR 1
-#define PMT_TRACE_MINOR 1 /* 1: DISCARD, TOUCH */
+#define PMT_TRACE_MINOR 2 /* 1: DISCARD, TOUCH; 2: PMT_LINE_STORE */
 #define PMT_LINE 64u              /* bytes per cache line */
 #define PMT_HDR_CSUM_SEED 0x504d5448445231ull /* "PMTHDR1" */
 #define PMT_END_CSUM_SEED 0x504d54454e4431ull /* "PMTEND1" */
@@ -46,6 +46,7 @@ struct pmt_trace_hdr {
 };
 RIO_STATIC_ASSERT(sizeof(struct pmt_trace_hdr) == 64, "trace header size");
 #define PMT_TRACE_UFFD 1u /* stores found with userfaultfd, not by scanning */
+#define PMT_TRACE_STORES 2u /* every store logged alone (PMT_LINE_STORE) */
 
 enum pmt_rec_type {
 	PMT_REC_MODULE = 1, /* a loaded object call sites refer to */
@@ -101,13 +102,16 @@ struct pmt_rec_poolref {
 	uint32_t reserved;
 };
 
-/* LINE (aux: PMT_LINE_INIT for initial content, 0 for a change);
- * then PMT_LINE bytes of content. */
+/* LINE (aux: PMT_LINE_INIT for initial content, 0 for a change found at
+ * a flush or fence, PMT_LINE_STORE for the effect of one store
+ * instruction -- the content may be unchanged: the line's old value was
+ * stored again); then PMT_LINE bytes of content. */
 #define PMT_LINE_INIT 1u
+#define PMT_LINE_STORE 2u
 struct pmt_rec_line {
 	uint32_t pool;
-	uint32_t reserved;
-	uint64_t line; /* line index in the pool file */
+	uint32_t stack; /* PMT_LINE_STORE: the store's stack; else 0 */
+	uint64_t line;  /* line index in the pool file */
 };
 
 struct pmt_rec_flush {

@@ -33,6 +33,15 @@
  *       that put back a line's old value).  The model needs this to tell
  *       a needed flush from a redundant one.  Scanning cannot see such
  *       stores: it emits no TOUCH.
+ *   R6. With per-store capture (stores.c), every instruction that stores
+ *       to a pool page is logged alone, in program order, as LINE records
+ *       with PMT_LINE_STORE and its call stack: the lines it changed, or
+ *       (a store of the old value) the line it wrote, unchanged.  A page
+ *       that takes more than STEP_BUDGET stores in one epoch stops being
+ *       stepped until the next fence: its stores are then described like
+ *       userfaultfd's (LINE records without PMT_LINE_STORE at the next
+ *       flush or fence, and a TOUCH), and the trace counts such pages in
+ *       its END record's `coarse`.
  *
  * State machine: OFF --pmt_tracer_start--> ARMED --first traced pool
  * mapping (open_trace)--> ON --pmt_tracer_stop--> OFF.  The trace file is
@@ -60,11 +69,17 @@
 #define MAX_REGIONS 128
 #define PAGE 4096u
 #define BUF_CAP (1u << 20)
+#define STEP_BUDGET 256 /* stores stepped per page per epoch (R6) */
 
 struct region {
 	uint32_t pool;      /* trace pool id */
 	bool mapped;
 	bool uffd;          /* registered with userfaultfd */
+	bool stores;        /* registered for per-store capture (R6) */
+	uint64_t *open;     /* [page bit]: writable now (stores.c S1) */
+	uint64_t *coarse;   /* [page bit]: over budget this epoch */
+	uint16_t *steps;    /* [page]: stores stepped in epoch step_ep */
+	uint32_t *step_ep;
 	const void *handle; /* rio_pool, or NULL (libpmem) */
 	char *base;
 	size_t size;
@@ -88,6 +103,9 @@ static struct {
 	enum pmt_dirty_mode dirty;
 	struct pmt_uffd *uffd;
 	uint32_t next_thread;
+	uint32_t epoch;     /* fences so far (step budgets) */
+	uint64_t coarse;    /* pages x epochs over the step budget */
+	uint64_t steps;     /* stores stepped */
 	bool quiet;
 	bool write_failed;
 	char *path;   /* the trace, created at the first traced mapping */
@@ -140,6 +158,30 @@ emit_line(struct region *r, size_t off, uint16_t aux)
 {
 	struct pmt_rec_line l = { .pool = r->pool, .line = off / PMT_LINE };
 	emit(PMT_REC_LINE, aux, &l, sizeof(l), r->shadow + off, PMT_LINE);
+}
+
+static void
+emit_store(struct region *r, size_t off, uint32_t stack)
+{
+	struct pmt_rec_line l = { .pool = r->pool, .stack = stack,
+		.line = off / PMT_LINE };
+	emit(PMT_REC_LINE, PMT_LINE_STORE, &l, sizeof(l), r->shadow + off,
+		PMT_LINE);
+}
+
+static bool
+bit_get(const uint64_t *b, size_t i)
+{
+	return b[i / 64] >> (i % 64) & 1;
+}
+
+static void
+bit_set(uint64_t *b, size_t i, bool v)
+{
+	if (v)
+		b[i / 64] |= 1ull << (i % 64);
+	else
+		b[i / 64] &= ~(1ull << (i % 64));
 }
 
 /* Log every line of [off, end) that differs from the shadow (R1). */
@@ -216,6 +258,26 @@ collect(struct region *r, size_t off, size_t end)
 	struct touch t = { .r = r };
 	int rc;
 
+	if (r->stores) {
+		/* Only pages left writable hold stores not yet logged
+		 * (stores.c S1): compare them, name them, protect them. */
+		for (size_t pg = off / PAGE; pg * PAGE < end; pg++) {
+			if (r->open[pg / 64] == 0) {
+				pg |= 63;
+				continue;
+			}
+			if (!bit_get(r->open, pg))
+				continue;
+			diff_range(r, pg * PAGE, pg * PAGE + PAGE);
+			if (bit_get(r->coarse, pg))
+				touch_add(&t, pg);
+			pmt_stores_protect(r->base + pg * PAGE, PAGE);
+			bit_set(r->open, pg, false);
+			bit_set(r->coarse, pg, false);
+		}
+		touch_emit(&t);
+		return true;
+	}
 	if (!r->uffd)
 		return false;
 	rc = pmt_uffd_collect(T.uffd, r->base + off, end - off, diff_page_cb,
@@ -318,6 +380,7 @@ on_fork_child(void)
 		close(T.fd);
 	T.fd = -1;
 	T.active = false;
+	pmt_stores_forked();
 	pthread_mutex_init(&T.lock, NULL);
 }
 
@@ -363,6 +426,10 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 	for (unsigned i = 0; i < T.nregions; i++) {
 		free(T.regions[i].shadow);
 		free(T.regions[i].path);
+		free(T.regions[i].open);
+		free(T.regions[i].coarse);
+		free(T.regions[i].steps);
+		free(T.regions[i].step_ep);
 	}
 	for (unsigned i = 0; i < T.nfilter; i++)
 		free(T.filter[i]);
@@ -376,6 +443,8 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 	T.nfilter = T.nregions = 0;
 	T.records = 0;
 	T.used = 0;
+	T.epoch = 0;
+	T.coarse = T.steps = 0;
 	T.write_failed = false;
 	rc = parse_filter(cfg->pools);
 	if (rc)
@@ -395,7 +464,19 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 	}
 	T.quiet = cfg->quiet;
 	T.dirty = cfg->dirty;
-	if (T.dirty != PMT_DIRTY_SCAN && pmt_uffd_open(&T.uffd) != 0) {
+	if (T.dirty == PMT_DIRTY_STORES || T.dirty == PMT_DIRTY_AUTO) {
+		if (pmt_stores_open() == 0) {
+			T.dirty = PMT_DIRTY_STORES;
+		} else if (T.dirty == PMT_DIRTY_STORES) {
+			warn("per-store capture unavailable (%s); tracking "
+			     "pages instead", "needs userfaultfd "
+			     "write-protection and permission");
+			T.dirty = PMT_DIRTY_AUTO;
+		}
+	}
+	if (T.dirty == PMT_DIRTY_STORES) {
+		/* no page tracker: the store capture knows every store */
+	} else if (T.dirty != PMT_DIRTY_SCAN && pmt_uffd_open(&T.uffd) != 0) {
 		if (T.dirty == PMT_DIRTY_UFFD)
 			warn("userfaultfd write tracking unavailable (%s); "
 			     "scanning pools instead", "needs kernel >= 6.7 "
@@ -413,7 +494,8 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 	h.hdr_size = sizeof(h);
 	h.line_size = PMT_LINE;
 	h.pid = (uint32_t)getpid();
-	h.flags = T.dirty == PMT_DIRTY_UFFD ? PMT_TRACE_UFFD : 0;
+	h.flags = T.dirty == PMT_DIRTY_UFFD ? PMT_TRACE_UFFD :
+		T.dirty == PMT_DIRTY_STORES ? PMT_TRACE_STORES : 0;
 	h.start_ns = (uint64_t)T.start.tv_sec * 1000000000ull +
 		(uint64_t)T.start.tv_nsec;
 	/* rio_checksum() is XXH3-64; the tracer does not link librio. */
@@ -477,6 +559,9 @@ pmt_tracer_stop(int sig)
 	if (T.uffd != NULL)
 		pmt_uffd_close(T.uffd);
 	T.uffd = NULL;
+	for (unsigned i = 0; i < T.nregions; i++)
+		T.regions[i].stores = false;
+	pmt_stores_close(); /* unregisters every pool */
 	pthread_mutex_unlock(&T.lock);
 }
 
@@ -515,6 +600,20 @@ region_map(struct region *r, void *base)
 	/* A region that cannot be registered is scanned (U2). */
 	if (T.dirty == PMT_DIRTY_UFFD)
 		r->uffd = pmt_uffd_register(T.uffd, r->base, r->size) == 0;
+	if (T.dirty == PMT_DIRTY_STORES) {
+		size_t np = (r->size + PAGE - 1) / PAGE, nw = (np + 63) / 64;
+		if (r->open == NULL) {
+			r->open = calloc(nw, sizeof(*r->open));
+			r->coarse = calloc(nw, sizeof(*r->coarse));
+			r->steps = calloc(np, sizeof(*r->steps));
+			r->step_ep = calloc(np, sizeof(*r->step_ep));
+		} else {
+			memset(r->open, 0, nw * sizeof(*r->open));
+			memset(r->coarse, 0, nw * sizeof(*r->coarse));
+		}
+		r->stores = r->open && r->coarse && r->steps && r->step_ep &&
+			pmt_stores_register(r->base, r->size) == 0;
+	}
 }
 
 void
@@ -600,7 +699,10 @@ pmt_tracer_unmapping(void *base, size_t size)
 		emit(PMT_REC_UNMAP, 0, &m, sizeof(m), NULL, 0);
 		if (r->uffd)
 			pmt_uffd_unregister(T.uffd, r->base, r->size);
+		if (r->stores)
+			pmt_stores_unregister(r->base, r->size);
 		r->uffd = false;
+		r->stores = false;
 		r->mapped = false;
 		r->handle = NULL;
 	}
@@ -626,7 +728,10 @@ pmt_tracer_flush(const void *addr, size_t len)
 		end = (end + PMT_LINE - 1) & ~(size_t)(PMT_LINE - 1);
 		/* R1: what this flush writes back.  R5: and which of its
 		 * pages were written since they were last looked at. */
-		if (!collect(r, plo, phi > r->size ? r->size : phi)) {
+		if (r->stores) {
+			collect(r, plo, phi > r->size ? r->size : phi);
+			diff_range(r, off, end);
+		} else if (!collect(r, plo, phi > r->size ? r->size : phi)) {
 			struct touch t = { .r = r };
 			diff_range(r, off, end);
 			if (r->uffd) /* could not tell: maybe all of them */
@@ -656,6 +761,7 @@ pmt_tracer_fence(void)
 		f = (struct pmt_rec_fence){ .thread = thread_no(),
 			.stack = pmt_callsite_capture() };
 		emit(PMT_REC_FENCE, 0, &f, sizeof(f), NULL, 0);
+		T.epoch++; /* new step budgets (R6) */
 		out_flush(); /* R3 */
 	}
 	pthread_mutex_unlock(&T.lock);
@@ -703,6 +809,84 @@ pmt_tracer_discard(const void *addr, size_t len)
 		d = (struct pmt_rec_discard){ .pool = r->pool,
 			.line = off / PMT_LINE, .nlines = (end - off) / PMT_LINE };
 		emit(PMT_REC_DISCARD, 0, &d, sizeof(d), NULL, 0);
+	}
+	pthread_mutex_unlock(&T.lock);
+}
+
+/* ---- per-store capture (stores.c calls these from its handlers) ---- */
+
+bool
+pmt_tracer_step_begin(void *addr, void *pc)
+{
+	struct region *r;
+	bool step = false;
+
+	(void)pc;
+	pthread_mutex_lock(&T.lock); /* S3: never held by this thread */
+	r = T.active ? region_of(addr) : NULL;
+	if (r != NULL && r->stores) {
+		size_t pg = (size_t)((char *)addr - r->base) / PAGE;
+		bit_set(r->open, pg, true);
+		if (r->step_ep[pg] != T.epoch) {
+			r->step_ep[pg] = T.epoch;
+			r->steps[pg] = 0;
+		}
+		if (r->steps[pg] < STEP_BUDGET) {
+			r->steps[pg]++;
+			step = true;
+		} else if (!bit_get(r->coarse, pg)) {
+			bit_set(r->coarse, pg, true); /* R6 */
+			T.coarse++;
+		}
+	}
+	pthread_mutex_unlock(&T.lock);
+	return step;
+}
+
+void
+pmt_tracer_step_end(void *addr, void *pc, void *trap_pc, void *const *pages,
+	unsigned n)
+{
+	uint32_t stack = 0;
+	bool any = false;
+	struct region *r;
+
+	pthread_mutex_lock(&T.lock);
+	if (!T.active) {
+		pthread_mutex_unlock(&T.lock);
+		return;
+	}
+	T.steps++;
+	for (unsigned i = 0; i < n; i++) {
+		size_t off, pg;
+		r = region_of(pages[i]);
+		if (r == NULL || !r->stores)
+			continue;
+		off = (size_t)((char *)pages[i] - r->base);
+		pg = off / PAGE;
+		if (memcmp(r->base + off, r->shadow + off, PAGE) != 0)
+			for (size_t l = off; l < off + PAGE; l += PMT_LINE) {
+				if (memcmp(r->base + l, r->shadow + l,
+					    PMT_LINE) == 0)
+					continue;
+				if (stack == 0)
+					stack = pmt_callsite_capture_store(pc,
+						trap_pc);
+				memcpy(r->shadow + l, r->base + l, PMT_LINE);
+				emit_store(r, l, stack); /* R6 */
+				any = true;
+			}
+		if (!bit_get(r->coarse, pg)) {
+			pmt_stores_protect(pages[i], PAGE); /* S1 */
+			bit_set(r->open, pg, false);
+		}
+	}
+	r = any ? NULL : region_of(addr);
+	if (r != NULL && r->stores) {
+		/* The old value stored again: the line was written. */
+		size_t l = (size_t)((char *)addr - r->base) &
+			~(size_t)(PMT_LINE - 1);
+		emit_store(r, l, pmt_callsite_capture_store(pc, trap_pc));
 	}
 	pthread_mutex_unlock(&T.lock);
 }

@@ -16,7 +16,11 @@
 enum pmt_dirty_mode {
 	PMT_DIRTY_SCAN = 0, /* compare every mapped page with a shadow copy */
 	PMT_DIRTY_UFFD = 1, /* userfaultfd async write-protect + PAGEMAP_SCAN */
-	PMT_DIRTY_AUTO = 2, /* UFFD where the kernel allows it, else SCAN */
+	PMT_DIRTY_AUTO = 2, /* STORES where the kernel allows it, else UFFD,
+			     * else SCAN */
+	PMT_DIRTY_STORES = 3, /* every store, one instruction at a time:
+			       * userfaultfd write-protect faults + single
+			       * step (stores.c) */
 };
 
 struct pmt_tracer_cfg {
@@ -62,5 +66,26 @@ void pmt_uffd_unregister(struct pmt_uffd *u, void *base, size_t size);
 int pmt_uffd_collect(struct pmt_uffd *u, void *base, size_t size,
 	void (*fn)(void *page, void *arg), void *arg);
 void pmt_uffd_close(struct pmt_uffd *u);
+
+/* stores.c: per-store capture (see its head).  One per process. */
+int pmt_stores_open(void);
+int pmt_stores_register(void *base, size_t size);
+void pmt_stores_unregister(void *base, size_t size);
+/* Protect pages again (the end of a window, S1). */
+int pmt_stores_protect(void *page, size_t len);
+void pmt_stores_close(void);
+void pmt_stores_forked(void);
+/* tracer.c, from stores.c's signal handlers (S3).  begin: a store at addr
+ * by the instruction at pc is about to be retried; true = single-step it.
+ * end: the instruction ran (trap_pc: where it stopped); pages: those it
+ * opened. */
+bool pmt_tracer_step_begin(void *addr, void *pc);
+void pmt_tracer_step_end(void *addr, void *pc, void *trap_pc,
+	void *const *pages, unsigned n);
+
+/* callsite.c: the stack of a store seen by a single step: frame 0 is the
+ * storing instruction pc, the rest the stack below trap_pc (the
+ * interrupted context of the signal handler). */
+uint32_t pmt_callsite_capture_store(void *pc, void *trap_pc);
 
 #endif /* PMEMTEST_TRACER_INT_H */
