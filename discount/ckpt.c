@@ -424,14 +424,17 @@ add_present(unsigned *n, uint64_t a, uint64_t b)
 }
 
 /* UNDO: may region r be moved into the segment (seg.c)?  Tracked,
- * readable, not moved yet, and not what the kernel writes on its own
- * (track.c: the stack, the page of glibc's rseq area). */
+ * readable, not moved yet, not a read-only file mapping's private copies
+ * (maps.c DC__R_COW: never written again but through an mprotect; they
+ * stay private and are copied, as in WP mode), and not what the kernel
+ * writes on its own (track.c: the stack, the page of glibc's rseq
+ * area). */
 static bool
 movable(const struct dc__region *r)
 {
 	uint64_t rp = dc__track_rseq_page();
 	return dc__track_undo() && (r->kind & DC__R_TRACKED) &&
-		!(r->kind & DC__R_SEG) && (r->prot & PROT_READ) &&
+		!(r->kind & (DC__R_SEG | DC__R_COW)) && (r->prot & PROT_READ) &&
 		!(rp >= r->start && rp < r->end) &&
 		!(dc__st.stack_keep_lo && r->start == dc__st.stack_keep_lo);
 }

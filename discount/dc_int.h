@@ -83,6 +83,11 @@ enum {
 	DC__R_SEG = 1 << 7,     /* tracked memory moved into the persistent
 	                         * segment: the shadow mapped shared at its own
 	                         * offsets (UNDO, seg.c) */
+	DC__R_COW = 1 << 8,     /* a private file mapping without write
+	                         * permission that no longer equals its file:
+	                         * written, then made read-only (the dynamic
+	                         * loader's RELRO of every object, dlopen'ed
+	                         * ones included); tracked (maps.c) */
 };
 struct dc__region {
 	uint64_t start, end;
@@ -318,6 +323,7 @@ int dc__shadow_write(const void *src, uint64_t len, uint64_t a);
 int dc__shadow_punch(uint64_t a, uint64_t len);
 int dc__shadow_read(void *dst, uint64_t len, uint64_t a);
 long dc__shadow_copy_in(uint64_t a, uint64_t b);
+long dc__shadow_copy_over(uint64_t a, uint64_t b);
 int64_t dc__shadow_off(uint64_t a);
 long dc__shadow_map(uint64_t a, uint64_t b, int prot);
 long dc__shadow_extents(uint64_t a, uint64_t b,
