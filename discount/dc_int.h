@@ -305,6 +305,7 @@ void dc__track_suspend(void);
 unsigned dc__track_take(void);
 int dc__track_arm(bool whole);
 void dc__track_release(uint64_t a, uint64_t b, bool log);
+void dc__track_will_protect(uint64_t a, uint64_t b, int prot);
 long dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
 	struct page_region *vec, size_t vlen, uint64_t *walk_end);
 void dc__track_pin(void);

@@ -225,17 +225,11 @@ TEST_CASE("writes into cold regions or write-protected pages, by the "
 	REQUIRE(out == "resumed b b c d b d q q\n");
 }
 
-TEST_CASE("mremap, madvise, mprotect and munmap of checkpointed memory "
-	  "roll back with it", "[seg]")
+// prog DIR STAGE kills itself; run again, it must resume and say
+// "resumed STAGE ok" (seg_prog.c, hist_prog.c).
+static void killed_then_resumed(const std::string &prog, int stage)
 {
-	// every tracking; with "undo" the memory is the persistent segment,
-	// and each of these calls would change it behind the undo log
-	const char *tr = GENERATE("uffd", "wp", "undo");
-	const int stage = GENERATE(1, 2);
-	INFO("tracking " << tr << ", killed at stage " << stage);
-	dctest::Tracking use(tr);
 	test::TempDir d;
-	std::string prog = dctest::env_or("DC_TEST_SEG", "dc-test-seg");
 	int st;
 	std::string out = dctest::run_capture({ prog, d / "ck",
 		std::to_string(stage) }, &st);
@@ -248,6 +242,19 @@ TEST_CASE("mremap, madvise, mprotect and munmap of checkpointed memory "
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 0);
 	REQUIRE(out == "resumed " + std::to_string(stage) + " ok\n");
+}
+
+TEST_CASE("mremap, madvise, mprotect and munmap of checkpointed memory "
+	  "roll back with it", "[seg]")
+{
+	// every tracking; with "undo" the memory is the persistent segment,
+	// and each of these calls would change it behind the undo log
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	const int stage = GENERATE(1, 2);
+	INFO("tracking " << tr << ", killed at stage " << stage);
+	dctest::Tracking use(tr);
+	killed_then_resumed(dctest::env_or("DC_TEST_SEG", "dc-test-seg"),
+		stage);
 }
 
 TEST_CASE("a full undo log stops the process, and the checkpoint is "
@@ -431,3 +438,40 @@ TEST_CASE("python3 with C extensions imported before and after a "
 	REQUIRE(!python_dlopen(py, tr, broken));
 }
 
+TEST_CASE("stores after mprotect, mremap, madvise, brk and guard pages "
+	  "are resolved and roll back", "[hist]")
+{
+	// every tracking; a store libdc does not resolve kills the first
+	// run with SIGSEGV, a store it does not record comes back wrong
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	const int stage = GENERATE(1, 2, 3, 4, 5);
+	INFO("tracking " << tr << ", killed after checkpoint " << stage);
+	dctest::Tracking use(tr);
+	killed_then_resumed(dctest::env_or("DC_TEST_HIST", "dc-test-hist"),
+		stage);
+}
+
+TEST_CASE("stores after an mprotect that makes tracked memory writable, "
+	  "not recorded, are caught", "[hist]")
+{
+	// the broken build: wp, P (a PROT_NONE reservation at the first
+	// checkpoint, made writable and written) comes back empty from the
+	// second; undo, Q (read-only at the first checkpoint: moved, never
+	// write-protected) keeps the stores made after it
+	const char *tr = GENERATE("wp", "undo");
+	bool wp = !strcmp(tr, "wp");
+	std::string stage = wp ? "2" : "1";
+	INFO("tracking " << tr);
+	dctest::Tracking use(tr);
+	test::TempDir d;
+	std::string prog = dctest::env_or("DC_TEST_HIST_BROKEN", "");
+	REQUIRE(!prog.empty());
+	int st;
+	std::string out = dctest::run_capture({ prog, d / "ck", stage }, &st);
+	INFO(out);
+	REQUIRE(WIFSIGNALED(st));
+	out = dctest::run_capture({ prog, d / "ck", stage }, &st);
+	INFO(out);
+	REQUIRE(out.find(wp ? "check failed: P at c2" :
+			      "check failed: Q at c1") != std::string::npos);
+}
