@@ -20,6 +20,7 @@
  *   G  a guard page made with mprotect(PROT_NONE) (m1) and opened again
  *      (m3); MADV_GUARD_INSTALL must fail (m2: libdc answers as a kernel
  *      without guard pages), and the page stays ordinary memory.
+ * The checkpoint directory's ctl mapping must carry protection key 0.
  * STAGE s (1..5) kills the process after m_s, before c_{s+1}; run again,
  * it resumes at c_s and prints "resumed s ok" when every region holds
  * what it held at c_s.  With DC_TRACKING=wp or undo every store after an
@@ -75,6 +76,35 @@ static void
 prot(char *p, size_t pages, int pr)
 {
 	need(mprotect(p, pages * PG, pr) == 0, "mprotect");
+}
+
+/*
+ * The ctl mapping of DIR must carry protection key 0 (where the kernel
+ * shows keys: /proc/self/smaps "ProtectionKey:"): libdc commits in its
+ * signal handlers, which start with the default PKRU, denying every
+ * other key.
+ */
+static void
+check_ctl_key(const char *dir)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[1024], want[600];
+	bool in_ctl = false;
+	snprintf(want, sizeof(want), "%s/ctl", dir);
+	need(f != NULL, "open smaps");
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long a, b;
+		int key;
+		char *nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, ' '))
+			in_ctl = strlen(line) >= strlen(want) &&
+				!strcmp(line + strlen(line) - strlen(want), want);
+		else if (in_ctl && sscanf(line, "ProtectionKey: %d", &key) == 1)
+			need(key == 0, "the ctl mapping has protection key 0");
+	}
+	fclose(f);
 }
 
 /* What each region holds at checkpoint k. */
@@ -156,6 +186,7 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IONBF, 0);
 	dc_test_start(argc, argv);
 	stage = atoi(argv[2]);
+	check_ctl_key(argv[1]);
 	P = map_at((void *)0x300000000000ul, 4, PROT_NONE, 0);
 	Q = map_at((void *)0x300000100000ul, 4, PROT_READ, 'q');
 	H = sbrk(16 * PG);
