@@ -599,6 +599,7 @@ fold_maps(unsigned *n)
 		return rc;
 	dc__track_refold(nw, nn);
 	dc__maps_classify(nw, nn);
+	dc__maps_folded();
 	if ((rc = split_rseq(nw, &nn)) || (rc = split_stack_args(nw, &nn)))
 		return rc;
 	mark_stack(nw, nn);

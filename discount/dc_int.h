@@ -245,6 +245,11 @@ struct dc__vols {
 		wp[DC__WP_RANGES];
 	struct dc__span { uint64_t a, b; }
 		dirty[DC__WP_DIRTY + DC__WP_RANGES + DC__MAX_REGIONS + 8];
+	/* ranges the program mprotect'ed since the last fold (maps.c:
+	 * their read-only file regions are classified again) */
+	struct dc__span mprot[16];
+	unsigned nmprot;
+	bool mprot_overflow;
 	struct page_region scan[DC__SCAN_VEC];
 	struct dc_redo_ent ents[DC__MAX_ENTS];
 	struct iovec iov[DC__IOV];
@@ -290,6 +295,8 @@ void dc__refuse(const char *what);
 /* maps.c */
 int dc__maps_read(struct dc__region *out, unsigned max, unsigned *n);
 void dc__maps_classify(struct dc__region *r, unsigned n);
+void dc__maps_note_mprotect(uint64_t a, uint64_t b);
+void dc__maps_folded(void);
 int dc__objs_read(struct dc__obj *out, unsigned max, unsigned *n);
 uint64_t dc__arg_start(void);
 

@@ -202,6 +202,73 @@ has_private_copy(int pm, uint64_t a, uint64_t b)
 	return pm < 0 || ioctl(pm, PAGEMAP_SCAN, &arg) != 0;
 }
 
+static bool
+overlaps(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	return a < d && c < b;
+}
+
+/*
+ * The last fold's decision for a read-only private file region x it saw
+ * exactly so (bounds, file, offset, protection) and that neither a
+ * mapping change (dc__st.chg) nor an mprotect has touched since: its kind
+ * in *kind.  Nothing else makes such a mapping's page a private copy
+ * (but a debugger's or /proc/PID/mem write).  Saves the scan of every
+ * library's text at every fold.  In recovery's checks dc__st is the fresh
+ * process's, with no regions: everything is scanned.
+ */
+static bool
+same_as_before(const struct dc__region *x, uint32_t *kind)
+{
+	const struct dc__region *o = dc__st.reg;
+	unsigned lo = 0, hi = dc__st.nreg;
+	while (lo < hi) {
+		unsigned m = (lo + hi) / 2;
+		if (o[m].start < x->start)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	if (lo == dc__st.nreg || dc__st.chg_overflow ||
+	    dc__vol.mprot_overflow)
+		return false;
+	o += lo;
+	if (o->start != x->start || o->end != x->end || o->ino != x->ino ||
+	    o->dev != x->dev || o->off != x->off || o->prot != x->prot ||
+	    (o->kind & (DC__R_SHARED | DC__R_SPECIAL | DC__R_SEG)) ||
+	    !(o->kind & (DC__R_FIXED | DC__R_COW)))
+		return false;
+	for (unsigned i = 0; i < dc__st.nchg; i++)
+		if (overlaps(x->start, x->end, dc__st.chg[i].a,
+			    dc__st.chg[i].b))
+			return false;
+	for (unsigned i = 0; i < dc__vol.nmprot; i++)
+		if (overlaps(x->start, x->end, dc__vol.mprot[i].a,
+			    dc__vol.mprot[i].b))
+			return false;
+	*kind = o->kind & (DC__R_TRACKED | DC__R_FIXED | DC__R_COW);
+	return true;
+}
+
+/* The program mprotects [a, b) (sud.c). */
+void
+dc__maps_note_mprotect(uint64_t a, uint64_t b)
+{
+	const unsigned cap = sizeof(dc__vol.mprot) / sizeof(dc__vol.mprot[0]);
+	if (dc__vol.nmprot < cap)
+		dc__vol.mprot[dc__vol.nmprot++] = (struct dc__span){ a, b };
+	else
+		dc__vol.mprot_overflow = true;
+}
+
+/* A fold has classified the maps: the mprotects are in its table. */
+void
+dc__maps_folded(void)
+{
+	dc__vol.nmprot = 0;
+	dc__vol.mprot_overflow = false;
+}
+
 void
 dc__maps_classify(struct dc__region *r, unsigned n)
 {
@@ -235,6 +302,11 @@ dc__maps_classify(struct dc__region *r, unsigned n)
 			if (!strcmp(x->path, "[stack]"))
 				x->kind |= DC__R_STACK;
 		} else {
+			uint32_t k;
+			if (same_as_before(x, &k)) {
+				x->kind |= k;
+				continue;
+			}
 			if (pm < 0 && own < 0)
 				pm = own = open("/proc/self/pagemap",
 					O_RDONLY | O_CLOEXEC);

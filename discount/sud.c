@@ -747,6 +747,8 @@ dc__dispatch(long nr, long *a, void *ucv)
 	}
 	case SYS_mprotect:
 	case SYS_pkey_mprotect:
+		dc__maps_note_mprotect((uint64_t)a[0], (uint64_t)a[0] +
+			(uint64_t)a[1]);
 		dc__track_will_protect((uint64_t)a[0], (uint64_t)a[0] +
 			(uint64_t)a[1], (int)a[2]);
 		warm_span(a[0], a[1]);

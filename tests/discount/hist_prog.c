@@ -17,6 +17,10 @@
  *      (m1), shrunk below its start and grown a little (m4);
  *   R  grown by mremap (it may move; m1), shrunk by mremap (m2);
  *   M  MADV_DONTNEED and MADV_FREE (m1), written whole (m2);
+ *   F  a private read-only mapping of the program's own file: made
+ *      writable, written and read-only again between two checkpoints
+ *      (m1): it no longer equals its file, and the next checkpoint must
+ *      see it (as it sees a library's relocated RELRO part);
  *   G  a guard page made with mprotect(PROT_NONE) (m1) and opened again
  *      (m3); MADV_GUARD_INSTALL must fail (m2: libdc answers as a kernel
  *      without guard pages), and the page stays ordinary memory.
@@ -32,6 +36,7 @@
  * the program break is moved only by this program between c1 and the
  * kill (standard output is unbuffered: stdio allocates nothing).
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,7 +53,7 @@
 #define MADV_GUARD_INSTALL 102
 #endif
 
-static char *P, *Q, *H, *R, *M, *G;
+static char *P, *Q, *H, *R, *M, *G, *F;
 static size_t rlen;
 static int stage;
 
@@ -113,12 +118,21 @@ check(int k)
 {
 	switch (k) {
 	case 1:
+		need(!memcmp(F, "\177ELF", 4), "F at c1: the file's bytes");
 		need(all(Q, 4 * PG, 'q'), "Q at c1");
 		need(all(H, 16 * PG, 'h'), "H at c1");
 		need(rlen == 8 * PG && all(R, rlen, 'r'), "R at c1");
 		need(all(M, 16 * PG, 'm'), "M at c1");
 		need(all(G, 8 * PG, 'g'), "G at c1");
 		break;
+	case 2:
+	case 3:
+	case 4:
+	case 5:
+		need(all(F, PG, 'f'), "F");
+		break;
+	}
+	switch (k) {
 	case 2:
 		need(all(P, 4 * PG, 'p'), "P at c2");
 		need(all(Q, 4 * PG, 'Q'), "Q at c2");
@@ -187,6 +201,11 @@ main(int argc, char **argv)
 	dc_test_start(argc, argv);
 	stage = atoi(argv[2]);
 	check_ctl_key(argv[1]);
+	int fd = open("/proc/self/exe", O_RDONLY);
+	need(fd >= 0, "open the program's file");
+	F = mmap((void *)0x300000200000ul, PG, PROT_READ, MAP_PRIVATE, fd, 0);
+	need(F != MAP_FAILED, "mmap F");
+	close(fd);
 	P = map_at((void *)0x300000000000ul, 4, PROT_NONE, 0);
 	Q = map_at((void *)0x300000100000ul, 4, PROT_READ, 'q');
 	H = sbrk(16 * PG);
@@ -202,6 +221,9 @@ main(int argc, char **argv)
 	memset(P, 'p', 4 * PG);
 	prot(Q, 4, PROT_READ | PROT_WRITE);
 	memset(Q, 'Q', 4 * PG);
+	prot(F, 1, PROT_READ | PROT_WRITE);
+	memset(F, 'f', PG);
+	prot(F, 1, PROT_READ);
 	need(sbrk(-(intptr_t)(12 * PG)) != (void *)-1 &&
 		sbrk((intptr_t)(12 * PG)) != (void *)-1, "brk shrink, grow");
 	memset(H, 'H', 16 * PG);
