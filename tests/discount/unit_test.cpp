@@ -475,3 +475,80 @@ TEST_CASE("stores after an mprotect that makes tracked memory writable, "
 	REQUIRE(out.find(wp ? "check failed: P at c2" :
 			      "check failed: Q at c1") != std::string::npos);
 }
+
+// Output of argv run with standard input from the file `in` and standard
+// output and error on a pseudo-terminal (a screen: every line a visible
+// event); its wait status in *st.
+static std::string run_on_pty(const std::vector<std::string> &argv,
+	const std::string &in, int *st)
+{
+	int fd = open(in.c_str(), O_RDONLY);
+	REQUIRE(fd >= 0);
+	int m, s;
+	REQUIRE(openpty(&m, &s, nullptr, nullptr, nullptr) == 0);
+	pid_t pid = dctest::spawn(argv, fd, s, "/", {});
+	close(s);
+	close(fd);
+	std::string out;
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(m, buf, sizeof(buf));
+		if (n <= 0)
+			break; // EIO: the program and its pty are gone
+		out.append(buf, (size_t)n);
+	}
+	close(m);
+	waitpid(pid, st, 0);
+	return out;
+}
+
+TEST_CASE("python3 reading a file and printing to a terminal runs to the "
+	  "end under every tracking", "[hist]")
+{
+	std::string py = dctest::env_or("DC_PYTHON", "");
+	if (py.empty() || !test::exists(py)) {
+		WARN("no /usr/bin/python3: skipped");
+		return;
+	}
+	// a sieve over numbers read from standard input, 400 lines printed:
+	// pymalloc's arenas and the heap grow, shrink and are written in
+	// between the checkpoints before each line
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	INFO("tracking " << tr);
+	test::TempDir d;
+	std::string nums;
+	for (int i = 0; i < 300; i++)
+		nums += std::to_string(1000 + (i * 7919) % 150000) + " ";
+	test::write_file(d / "nums.txt", nums + "\n");
+	test::write_file(d / "sieve.py",
+		"import sys\n"
+		"nums = [int(x) for x in sys.stdin.read().split()]\n"
+		"N = max(nums)\n"
+		"s = bytearray([1]) * (N + 1)\n"
+		"s[0] = s[1] = 0\n"
+		"for i in range(2, int(N ** 0.5) + 1):\n"
+		"    if s[i]:\n"
+		"        s[i*i::i] = bytearray(len(range(i*i, N + 1, i)))\n"
+		"primes = [i for i in range(N + 1) if s[i]]\n"
+		"d = {p: str(p) * (k % 7 + 1) for k, p in enumerate(primes)}\n"
+		"for line in range(400):\n"
+		"    q = nums[line % len(nums)]\n"
+		"    c = sum(1 for p in primes if p <= q)\n"
+		"    print(line, q, c, len(d[primes[c - 1]]))\n");
+	int st;
+	std::string ref = run_on_pty({ py, "-S", d / "sieve.py" },
+		d / "nums.txt", &st);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	std::string out = run_on_pty({ dctest::env_or("DC_RUN", "dc-run"),
+		"--dir", d / "ck", "--protocol", "cpvs", "--tracking", tr,
+		"--stats", d / "stats", "--", py, "-S", d / "sieve.py" },
+		d / "nums.txt", &st);
+	INFO(out.substr(out.size() > 300 ? out.size() - 300 : 0));
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out == ref);
+	// a checkpoint before every line
+	REQUIRE(dctest::stat_of(test::read_file(d / "stats"),
+			"checkpoints") > 400);
+}
