@@ -363,6 +363,18 @@ static int run_until(const std::vector<std::string> &argv,
 	return st;
 }
 
+// The interpreter (/usr/bin/python3), or "" (and a warning: the test is
+// skipped) where it is missing.
+static std::string python3()
+{
+	std::string py = dctest::env_or("DC_PYTHON", "");
+	if (py.empty() || !test::exists(py)) {
+		WARN("no /usr/bin/python3: skipped");
+		return "";
+	}
+	return py;
+}
+
 // python3 (py) under dc-run with libdc lib ("": dc-run's own), tracking
 // tr: killed after "two", recovered and killed again there, then recovered
 // and fed "go".  True when the last run finished with the right output.
@@ -423,11 +435,9 @@ static bool python_dlopen(const std::string &py, const char *tr,
 TEST_CASE("python3 with C extensions imported before and after a "
 	  "checkpoint survives SIGKILL", "[dlopen]")
 {
-	std::string py = dctest::env_or("DC_PYTHON", "");
-	if (py.empty() || !test::exists(py)) {
-		WARN("no /usr/bin/python3: skipped");
+	std::string py = python3();
+	if (py.empty())
 		return;
-	}
 	const char *tr = GENERATE("uffd", "wp", "undo");
 	INFO("tracking " << tr);
 	REQUIRE(python_dlopen(py, tr, ""));
@@ -505,11 +515,9 @@ static std::string run_on_pty(const std::vector<std::string> &argv,
 TEST_CASE("python3 reading a file and printing to a terminal runs to the "
 	  "end under every tracking", "[hist]")
 {
-	std::string py = dctest::env_or("DC_PYTHON", "");
-	if (py.empty() || !test::exists(py)) {
-		WARN("no /usr/bin/python3: skipped");
+	std::string py = python3();
+	if (py.empty())
 		return;
-	}
 	// a sieve over numbers read from standard input, 400 lines printed:
 	// pymalloc's arenas and the heap grow, shrink and are written in
 	// between the checkpoints before each line
