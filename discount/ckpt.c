@@ -170,6 +170,27 @@ ctl_flags(void)
 	return RIO_NO_SIGNALS | (dc__vol.dir_is_mem ? RIO_FORCE_BYTE : 0);
 }
 
+/*
+ * librio tags a pool's mapping with a memory protection key of its own
+ * when the CPU has them (librio/protect.c).  A signal handler starts with
+ * the default PKRU, which denies every key but 0, and libdc commits inside
+ * its handlers (SIGSYS, the timer): the commit record's store would fault
+ * (SEGV_PKUERR).  The ctl mapping goes back to key 0, which every thread
+ * and every handler may access.  Without protection keys (ENOSYS, or a
+ * CPU without them: key 0 is the only one) there is nothing to undo.
+ */
+static int
+ctl_key0(void)
+{
+	void *a = dc__vol.ctlb - RIO_POOL_HDR_SIZE;
+	size_t len = RIO_POOL_HDR_SIZE + DC_CTL_SIZE;
+	if (syscall(SYS_pkey_mprotect, a, len, PROT_READ | PROT_WRITE, 0) ==
+	    0 || errno == ENOSYS)
+		return 0;
+	return dc__err(-errno, "pkey_mprotect of the ctl mapping %p: %s", a,
+		strerror(errno));
+}
+
 static int
 open_logs(const char *dir, int extra)
 {
@@ -243,6 +264,8 @@ dc__files_create(const char *dir)
 		return rc;
 	dc__vol.ctl = pool;
 	dc__vol.ctlb = rio_pool_base(pool);
+	if ((rc = ctl_key0()))
+		return rc;
 
 	struct dc_superblock *sb = (struct dc_superblock *)(void *)
 		dc__vol.ctlb;
@@ -345,6 +368,8 @@ dc__files_open(const char *dir, bool *have)
 			"%s", p, (unsigned long)sb->ctl_addr, rio_errormsg());
 	dc__vol.ctl = pool;
 	dc__vol.ctlb = rio_pool_base(pool);
+	if ((rc = ctl_key0()))
+		return rc;
 	const struct dc_commit *c = dc__last_commit();
 	if (c == NULL)
 		return 0;
@@ -399,14 +424,17 @@ add_present(unsigned *n, uint64_t a, uint64_t b)
 }
 
 /* UNDO: may region r be moved into the segment (seg.c)?  Tracked,
- * readable, not moved yet, and not what the kernel writes on its own
- * (track.c: the stack, the page of glibc's rseq area). */
+ * readable, not moved yet, not a read-only file mapping's private copies
+ * (maps.c DC__R_COW: never written again but through an mprotect; they
+ * stay private and are copied, as in WP mode), and not what the kernel
+ * writes on its own (track.c: the stack, the page of glibc's rseq
+ * area). */
 static bool
 movable(const struct dc__region *r)
 {
 	uint64_t rp = dc__track_rseq_page();
 	return dc__track_undo() && (r->kind & DC__R_TRACKED) &&
-		!(r->kind & DC__R_SEG) && (r->prot & PROT_READ) &&
+		!(r->kind & (DC__R_SEG | DC__R_COW)) && (r->prot & PROT_READ) &&
 		!(rp >= r->start && rp < r->end) &&
 		!(dc__st.stack_keep_lo && r->start == dc__st.stack_keep_lo);
 }
@@ -571,6 +599,7 @@ fold_maps(unsigned *n)
 		return rc;
 	dc__track_refold(nw, nn);
 	dc__maps_classify(nw, nn);
+	dc__maps_folded();
 	if ((rc = split_rseq(nw, &nn)) || (rc = split_stack_args(nw, &nn)))
 		return rc;
 	mark_stack(nw, nn);

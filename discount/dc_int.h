@@ -83,6 +83,11 @@ enum {
 	DC__R_SEG = 1 << 7,     /* tracked memory moved into the persistent
 	                         * segment: the shadow mapped shared at its own
 	                         * offsets (UNDO, seg.c) */
+	DC__R_COW = 1 << 8,     /* a private file mapping without write
+	                         * permission that no longer equals its file:
+	                         * written, then made read-only (the dynamic
+	                         * loader's RELRO of every object, dlopen'ed
+	                         * ones included); tracked (maps.c) */
 };
 struct dc__region {
 	uint64_t start, end;
@@ -240,6 +245,11 @@ struct dc__vols {
 		wp[DC__WP_RANGES];
 	struct dc__span { uint64_t a, b; }
 		dirty[DC__WP_DIRTY + DC__WP_RANGES + DC__MAX_REGIONS + 8];
+	/* ranges the program mprotect'ed since the last fold (maps.c:
+	 * their read-only file regions are classified again) */
+	struct dc__span mprot[16];
+	unsigned nmprot;
+	bool mprot_overflow;
 	struct page_region scan[DC__SCAN_VEC];
 	struct dc_redo_ent ents[DC__MAX_ENTS];
 	struct iovec iov[DC__IOV];
@@ -285,6 +295,8 @@ void dc__refuse(const char *what);
 /* maps.c */
 int dc__maps_read(struct dc__region *out, unsigned max, unsigned *n);
 void dc__maps_classify(struct dc__region *r, unsigned n);
+void dc__maps_note_mprotect(uint64_t a, uint64_t b);
+void dc__maps_folded(void);
 int dc__objs_read(struct dc__obj *out, unsigned max, unsigned *n);
 uint64_t dc__arg_start(void);
 
@@ -300,6 +312,7 @@ void dc__track_suspend(void);
 unsigned dc__track_take(void);
 int dc__track_arm(bool whole);
 void dc__track_release(uint64_t a, uint64_t b, bool log);
+void dc__track_will_protect(uint64_t a, uint64_t b, int prot);
 long dc__track_scan(uint64_t a, uint64_t b, bool written, bool protect,
 	struct page_region *vec, size_t vlen, uint64_t *walk_end);
 void dc__track_pin(void);
@@ -318,6 +331,7 @@ int dc__shadow_write(const void *src, uint64_t len, uint64_t a);
 int dc__shadow_punch(uint64_t a, uint64_t len);
 int dc__shadow_read(void *dst, uint64_t len, uint64_t a);
 long dc__shadow_copy_in(uint64_t a, uint64_t b);
+long dc__shadow_copy_over(uint64_t a, uint64_t b);
 int64_t dc__shadow_off(uint64_t a);
 long dc__shadow_map(uint64_t a, uint64_t b, int prot);
 long dc__shadow_extents(uint64_t a, uint64_t b,

@@ -5,10 +5,15 @@
  * Invariants:
  *  1. A region is TRACKED when its content belongs to the process and is
  *     checkpointed: every private mapping that is writable, or anonymous
- *     (PROT_NONE reservations become writable later).  FIXED regions
- *     (read-only file mappings, [vdso], [vvar]) are not copied: recovery
- *     checks or re-creates them.  SHARED mappings are FIXED when read-only;
- *     a writable shared mapping cannot be checkpointed (refused).
+ *     (PROT_NONE reservations become writable later), or a file mapping
+ *     that holds a private copy of a page (COW: written while it was
+ *     writable, then made read-only -- the dynamic loader relocates an
+ *     object's RELRO part, then mprotects it read-only, at start-up and at
+ *     every dlopen; mapped fresh from the file, it would come back
+ *     unrelocated).  FIXED regions (file mappings that equal their file,
+ *     [vdso], [vvar]) are not copied: recovery checks or re-creates them.
+ *     SHARED mappings are FIXED when read-only; a writable shared mapping
+ *     cannot be checkpointed (refused).
  *  2. libdc's own memory -- the dc__vol block, the ctl pool mapping, the
  *     undo log's window, the first page of dc__st and the alternate
  *     signal stack -- is cut out of
@@ -24,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -169,9 +175,106 @@ dc__maps_read(struct dc__region *out, unsigned max, unsigned *np)
 	return 0;
 }
 
+/*
+ * Does the private file mapping [a, b) hold a page that is not the file's
+ * (a private copy a write made: anonymous, present or swapped out)?  One
+ * PAGEMAP_SCAN that stops at the first such page: /proc/self/smaps'
+ * "Anonymous:" without reading smaps.  A scan that fails counts as "yes":
+ * copying a region that equals its file costs pages, never correctness.
+ */
+static bool
+has_private_copy(int pm, uint64_t a, uint64_t b)
+{
+	struct page_region v;
+	struct pm_scan_arg arg;
+	memset(&arg, 0, sizeof(arg));
+	arg.size = sizeof(arg);
+	arg.start = a;
+	arg.end = b;
+	arg.vec = (uint64_t)(uintptr_t)&v;
+	arg.vec_len = 1;
+	arg.max_pages = 1;
+	/* not of the page cache (PAGE_IS_FILE clear), and there */
+	arg.category_inverted = PAGE_IS_FILE;
+	arg.category_mask = PAGE_IS_FILE;
+	arg.category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED;
+	arg.return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED;
+	return pm < 0 || ioctl(pm, PAGEMAP_SCAN, &arg) != 0;
+}
+
+static bool
+overlaps(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+	return a < d && c < b;
+}
+
+/*
+ * The last fold's decision for a read-only private file region x it saw
+ * exactly so (bounds, file, offset, protection) and that neither a
+ * mapping change (dc__st.chg) nor an mprotect has touched since: its kind
+ * in *kind.  Nothing else makes such a mapping's page a private copy
+ * (but a debugger's or /proc/PID/mem write).  Saves the scan of every
+ * library's text at every fold.  In recovery's checks dc__st is the fresh
+ * process's, with no regions: everything is scanned.
+ */
+static bool
+same_as_before(const struct dc__region *x, uint32_t *kind)
+{
+	const struct dc__region *o = dc__st.reg;
+	unsigned lo = 0, hi = dc__st.nreg;
+	while (lo < hi) {
+		unsigned m = (lo + hi) / 2;
+		if (o[m].start < x->start)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	if (lo == dc__st.nreg || dc__st.chg_overflow ||
+	    dc__vol.mprot_overflow)
+		return false;
+	o += lo;
+	if (o->start != x->start || o->end != x->end || o->ino != x->ino ||
+	    o->dev != x->dev || o->off != x->off || o->prot != x->prot ||
+	    (o->kind & (DC__R_SHARED | DC__R_SPECIAL | DC__R_SEG)) ||
+	    !(o->kind & (DC__R_FIXED | DC__R_COW)))
+		return false;
+	for (unsigned i = 0; i < dc__st.nchg; i++)
+		if (overlaps(x->start, x->end, dc__st.chg[i].a,
+			    dc__st.chg[i].b))
+			return false;
+	for (unsigned i = 0; i < dc__vol.nmprot; i++)
+		if (overlaps(x->start, x->end, dc__vol.mprot[i].a,
+			    dc__vol.mprot[i].b))
+			return false;
+	*kind = o->kind & (DC__R_TRACKED | DC__R_FIXED | DC__R_COW);
+	return true;
+}
+
+/* The program mprotects [a, b) (sud.c). */
+void
+dc__maps_note_mprotect(uint64_t a, uint64_t b)
+{
+	const unsigned cap = sizeof(dc__vol.mprot) / sizeof(dc__vol.mprot[0]);
+	if (dc__vol.nmprot < cap)
+		dc__vol.mprot[dc__vol.nmprot++] = (struct dc__span){ a, b };
+	else
+		dc__vol.mprot_overflow = true;
+}
+
+/* A fold has classified the maps: the mprotects are in its table. */
+void
+dc__maps_folded(void)
+{
+	dc__vol.nmprot = 0;
+	dc__vol.mprot_overflow = false;
+}
+
 void
 dc__maps_classify(struct dc__region *r, unsigned n)
 {
+	/* the tracking's pagemap descriptor, or one of our own before it is
+	 * open (recovery's checks) */
+	int pm = dc__vol.pagemap_fd, own = -1;
 	for (unsigned i = 0; i < n; i++) {
 		struct dc__region *x = &r[i];
 		bool file = x->ino != 0;
@@ -199,9 +302,28 @@ dc__maps_classify(struct dc__region *r, unsigned n)
 			if (!strcmp(x->path, "[stack]"))
 				x->kind |= DC__R_STACK;
 		} else {
+			uint32_t k;
+			if (same_as_before(x, &k)) {
+				x->kind |= k;
+				continue;
+			}
+			if (pm < 0 && own < 0)
+				pm = own = open("/proc/self/pagemap",
+					O_RDONLY | O_CLOEXEC);
+#ifdef DC_BROKEN_COW_FROM_FILE
+			/* broken build for the tests: every read-only file
+			 * mapping is mapped from its file again at recovery,
+			 * relocated RELRO parts included */
+			(void)has_private_copy;
 			x->kind |= DC__R_FIXED;
+#else
+			x->kind |= has_private_copy(pm, x->start, x->end) ?
+				DC__R_TRACKED | DC__R_COW : DC__R_FIXED;
+#endif
 		}
 	}
+	if (own >= 0)
+		close(own);
 }
 
 struct objs_ctx {

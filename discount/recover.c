@@ -227,11 +227,15 @@ rebuild_memory(void)
 		if ((r = SYS(SYS_mprotect, c->start, len,
 			     PROT_READ | PROT_WRITE, 0, 0, 0)) < 0)
 			die("mprotect", r);
-		if ((r = SYS(SYS_madvise, c->start, len, MADV_DONTNEED, 0, 0,
-			     0)) < 0)
+		if (c->kind & DC__R_COW) { /* maybe libdc's own RELRO */
+			if ((r = dc__shadow_copy_over(c->start, c->end)) < 0)
+				die("read shadow", r);
+		} else if ((r = SYS(SYS_madvise, c->start, len, MADV_DONTNEED,
+				    0, 0, 0)) < 0) {
 			die("madvise", r);
-		if ((r = dc__shadow_copy_in(c->start, c->end)) < 0)
+		} else if ((r = dc__shadow_copy_in(c->start, c->end)) < 0) {
 			die("read shadow", r);
+		}
 		if ((r = SYS(SYS_mprotect, c->start, len, c->prot, 0, 0, 0)) <
 		    0)
 			die("mprotect", r);

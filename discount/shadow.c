@@ -242,6 +242,51 @@ dc__shadow_copy_in(uint64_t a, uint64_t b)
 	return each_piece(a, b - a, false, copy_piece, NULL);
 }
 
+/* copy_over: the end of what is done, the holes before it given back */
+struct over {
+	uint64_t next;
+};
+
+static long
+drop(uint64_t a, uint64_t b)
+{
+	long r = a < b ? SYS(SYS_madvise, a, b - a, MADV_DONTNEED, 0, 0, 0) :
+		0;
+	return r < 0 ? r : 0;
+}
+
+static long
+over_extent(void *arg, uint64_t a, uint64_t b, int64_t off)
+{
+	struct over *o = arg;
+	long r = drop(o->next, a);
+	o->next = b;
+	return r ? r : copy_extent(NULL, a, b, off);
+}
+
+static long
+over_piece(struct piece *c, uint64_t a, uint64_t k, int64_t lo)
+{
+	struct over o = { a };
+	(void)c;
+	long r = each_extent(a, k, lo, over_extent, &o);
+	return r ? r : drop(o.next, a + k);
+}
+
+/*
+ * Recovery, over a private file mapping the fresh process has already
+ * (maps.c DC__R_COW: an object's relocated RELRO part -- libdc's own
+ * among them, which its code reads while it runs): the stored extents of
+ * [a, b) are copied in, and only the pages between them go back to the
+ * file's bytes (MADV_DONTNEED), so no stored page is ever cleared on the
+ * way.  Raw system calls only (invariant 2); 0 or -errno.
+ */
+long
+dc__shadow_copy_over(uint64_t a, uint64_t b)
+{
+	return each_piece(a, b - a, false, over_piece, NULL);
+}
+
 /* File offset of the byte at a, or -1 when its window has no slot. */
 int64_t
 dc__shadow_off(uint64_t a)

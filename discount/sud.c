@@ -725,8 +725,16 @@ dc__dispatch(long nr, long *a, void *ucv)
 		return r;
 	case SYS_brk: {
 		uint64_t old = (uint64_t)dc__sys6(SYS_brk, 0, 0, 0, 0, 0, 0);
+		/* the heap's top page, and what a shrink unmaps (within the
+		 * heap): out of the protected ranges */
+		uint64_t cut = old - 1;
+		for (unsigned i = 0; i < dc__st.nreg; i++)
+			if ((dc__st.reg[i].kind & DC__R_HEAP) &&
+			    (uint64_t)a[0] >= dc__st.reg[i].start &&
+			    (uint64_t)a[0] < cut)
+				cut = (uint64_t)a[0];
 		if (!dc__track_undo())
-			warm_span((long)old - 1, 2); /* the heap */
+			warm_span((long)cut, (long)(old + 1 - cut));
 		r = pass(nr, a);
 		if ((uint64_t)r != old) {
 			uint64_t lo = old < (uint64_t)r ? old : (uint64_t)r;
@@ -738,12 +746,24 @@ dc__dispatch(long nr, long *a, void *ucv)
 		return r;
 	}
 	case SYS_mprotect:
+	case SYS_pkey_mprotect:
+		dc__maps_note_mprotect((uint64_t)a[0], (uint64_t)a[0] +
+			(uint64_t)a[1]);
+		dc__track_will_protect((uint64_t)a[0], (uint64_t)a[0] +
+			(uint64_t)a[1], (int)a[2]);
 		warm_span(a[0], a[1]);
 		r = pass(nr, a);
 		if (r == 0)
 			dc__st.maps_changed = true;
 		return r;
 	case SYS_madvise:
+		/* Guard pages (6.13) are page-table state that neither a
+		 * checkpoint nor /proc/self/maps sees, and a checkpoint that
+		 * copies one faults: answered as a kernel without them does,
+		 * so the program falls back to mprotect(PROT_NONE), which is
+		 * checkpointed. */
+		if (a[2] == DC__MADV_GUARD_INSTALL)
+			return -EINVAL;
 		if ((a[2] == MADV_DONTNEED || a[2] == MADV_FREE ||
 		     a[2] == MADV_REMOVE) &&
 		    (r = privatize(a[0], a[1], true)) < 0)

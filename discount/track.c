@@ -788,6 +788,55 @@ dc__track_release(uint64_t a, uint64_t b, bool log)
 }
 
 /*
+ * An mprotect (or pkey_mprotect) of [a, b) to prot is about to happen.
+ * WP: tracked memory that was not writable at the last fold is in no
+ * protected range (rebuild), so nothing would record the stores the new
+ * protection lets through (a PROT_NONE reservation or guard page, a
+ * read-only mapping, made writable): when prot has PROT_WRITE, it is
+ * recorded as written whole, and the next checkpoint (which folds: the
+ * maps changed) copies its present pages; a record without room leaves
+ * the next fold to copy every tracked region.  UNDO: moved memory there
+ * is logged whole first, from the segment (invariant 6; seg.c invariant
+ * 1).  UFFD: every tracked range is registered, whatever its protection:
+ * nothing to do.
+ */
+void
+dc__track_will_protect(uint64_t a, uint64_t b, int prot)
+{
+	if (!dc__track_wp() || !(prot & PROT_WRITE))
+		return;
+	a = PAGE_DOWN(a);
+	b = PAGE_UP(b);
+	for (unsigned i = 0; i < dc__st.nreg; i++) {
+		const struct dc__region *r = &dc__st.reg[i];
+		if (!(r->kind & DC__R_TRACKED) || (r->prot & PROT_WRITE) ||
+		    r->end <= a || r->start >= b)
+			continue;
+		uint64_t lo = a > r->start ? a : r->start;
+		uint64_t hi = b < r->end ? b : r->end;
+#ifndef DC_BROKEN_WP_UNPROTECTED /* broken build: neither */
+		if (dc__track_undo() && (r->kind & DC__R_SEG)) {
+			int rc = dc__mu_log_shadow(lo, hi);
+			if (rc)
+				log_failed(rc);
+			continue;
+		}
+		if (dc__vol.ndirty >= DC__WP_DIRTY)
+			compact();
+		if (dc__vol.ndirty < DC__WP_DIRTY) {
+			push(lo, hi);
+		} else {
+			dc__st.chg_overflow = true;
+			dc__st.maps_changed = true;
+		}
+#else
+		(void)lo;
+		(void)hi;
+#endif
+	}
+}
+
+/*
  * UNDO: [a, b) was unmapped or replaced (munmap, mmap MAP_FIXED, brk,
  * seg.c's private copies): its protection went with it, so it is only
  * cut out of the protected ranges, and the next checkpoint folds.  A

@@ -65,4 +65,7 @@ struct pm_scan_arg {
 #define SYSCALL_DISPATCH_FILTER_BLOCK 1
 #endif
 
+/* madvise guard pages (6.13) */
+#define DC__MADV_GUARD_INSTALL 102
+
 #endif /* DC_UAPI_COMPAT_H */

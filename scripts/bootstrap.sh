@@ -42,6 +42,9 @@ PACKAGES=(
 	ed
 	libjpeg-turbo-progs
 	gzip
+	# python3 with C extensions (_bz2, _lzma) loaded by dlopen: the
+	# discount [dlopen] test
+	python3
 	# tools/pmemtest (addr2line symbolizes call sites)
 	binutils
 	# bench/tpcb_tpcc

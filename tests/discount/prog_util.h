@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * prog_util.h -- start of the linked test programs (files_prog.c,
- *                cold_prog.c)
+ * prog_util.h -- start and checks of the linked test programs
+ *                (files_prog.c, cold_prog.c, seg_prog.c, hist_prog.c,
+ *                dlopen_prog.c)
  *
  * Invariants: returns only with Discount Checking running (or, in a
  * resumed run, never: the program continues at its checkpoint); exits 1
@@ -10,6 +11,8 @@
 #ifndef DC_TEST_PROG_UTIL_H
 #define DC_TEST_PROG_UTIL_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -28,6 +31,27 @@ dc_test_start(int argc, char **argv)
 			dc_errormsg());
 		exit(1);
 	}
+}
+
+/* A check of the programs that verify their memory (seg_prog.c,
+ * hist_prog.c): on failure, says which and exits 3. */
+static inline void
+need(bool ok, const char *what)
+{
+	if (!ok) {
+		printf("check failed: %s\n", what);
+		exit(3);
+	}
+}
+
+/* Do the n bytes at p all hold v? */
+static inline bool
+all(const char *p, size_t n, char v)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != v)
+			return false;
+	return true;
 }
 
 #endif /* DC_TEST_PROG_UTIL_H */

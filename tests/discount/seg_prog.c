@@ -43,24 +43,6 @@ static char *A, *B, *C, *D;
 static size_t alen;
 static char g[3 * PG];
 
-static bool
-all(const char *p, size_t n, char v)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != v)
-			return false;
-	return true;
-}
-
-static void
-need(bool ok, const char *what)
-{
-	if (!ok) {
-		printf("check failed: %s\n", what);
-		exit(3);
-	}
-}
-
 static char *
 map(size_t n, char v)
 {

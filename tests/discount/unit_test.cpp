@@ -225,17 +225,11 @@ TEST_CASE("writes into cold regions or write-protected pages, by the "
 	REQUIRE(out == "resumed b b c d b d q q\n");
 }
 
-TEST_CASE("mremap, madvise, mprotect and munmap of checkpointed memory "
-	  "roll back with it", "[seg]")
+// prog DIR STAGE kills itself; run again, it must resume and say
+// "resumed STAGE ok" (seg_prog.c, hist_prog.c).
+static void killed_then_resumed(const std::string &prog, int stage)
 {
-	// every tracking; with "undo" the memory is the persistent segment,
-	// and each of these calls would change it behind the undo log
-	const char *tr = GENERATE("uffd", "wp", "undo");
-	const int stage = GENERATE(1, 2);
-	INFO("tracking " << tr << ", killed at stage " << stage);
-	dctest::Tracking use(tr);
 	test::TempDir d;
-	std::string prog = dctest::env_or("DC_TEST_SEG", "dc-test-seg");
 	int st;
 	std::string out = dctest::run_capture({ prog, d / "ck",
 		std::to_string(stage) }, &st);
@@ -248,6 +242,19 @@ TEST_CASE("mremap, madvise, mprotect and munmap of checkpointed memory "
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 0);
 	REQUIRE(out == "resumed " + std::to_string(stage) + " ok\n");
+}
+
+TEST_CASE("mremap, madvise, mprotect and munmap of checkpointed memory "
+	  "roll back with it", "[seg]")
+{
+	// every tracking; with "undo" the memory is the persistent segment,
+	// and each of these calls would change it behind the undo log
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	const int stage = GENERATE(1, 2);
+	INFO("tracking " << tr << ", killed at stage " << stage);
+	dctest::Tracking use(tr);
+	killed_then_resumed(dctest::env_or("DC_TEST_SEG", "dc-test-seg"),
+		stage);
 }
 
 TEST_CASE("a full undo log stops the process, and the checkpoint is "
@@ -271,4 +278,285 @@ TEST_CASE("a full undo log stops the process, and the checkpoint is "
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 0);
 	REQUIRE(out == "resumed 1 ok\n");
+}
+
+// dc-test-dlopen (prog) killed after its checkpoint, then run again: the
+// recovered run's output and wait status.
+static std::string dlopen_run(const std::string &prog, int *st)
+{
+	test::TempDir d;
+	std::string lib = dctest::env_or("DC_TEST_DLLIB", "");
+	REQUIRE(!lib.empty());
+	std::string out = dctest::run_capture({ prog, d / "ck", lib }, st);
+	INFO(out);
+	REQUIRE(WIFSIGNALED(*st));
+	REQUIRE(WTERMSIG(*st) == SIGKILL);
+	return dctest::run_capture({ prog, d / "ck", lib }, st);
+}
+
+TEST_CASE("a library loaded with dlopen after the first checkpoint comes "
+	  "back relocated", "[dlopen]")
+{
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	INFO("tracking " << tr);
+	dctest::Tracking use(tr);
+	int st;
+	std::string out = dlopen_run(dctest::env_or("DC_TEST_DLOPEN",
+		"dc-test-dlopen"), &st);
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out == "resumed ops 42 6 2 same\n");
+
+	// the broken build maps the library's RELRO part from its file
+	// again: the recovered run calls through unrelocated pointers
+	std::string broken = dctest::env_or("DC_TEST_DLOPEN_BROKEN", "");
+	REQUIRE(!broken.empty());
+	out = dlopen_run(broken, &st);
+	INFO("broken build: " << out);
+	REQUIRE(!(WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+		out == "resumed ops 42 6 2 same\n"));
+}
+
+// Run argv with standard input from a pipe the caller writes `input` to
+// (kept open), standard output and error into a pipe; SIGKILL it once
+// `marker` has been printed (marker empty: let it finish).  The output read in *out; returns the wait status.
+static int run_until(const std::vector<std::string> &argv,
+	const std::vector<std::string> &env, const std::string &input,
+	const std::string &marker, std::string *out)
+{
+	int in[2], o[2];
+	REQUIRE(pipe(in) == 0);
+	REQUIRE(pipe(o) == 0);
+	pid_t pid = dctest::spawn(argv, in[0], o[1], "/", env);
+	close(in[0]);
+	close(o[1]);
+	REQUIRE(write(in[1], input.data(), input.size()) ==
+		(ssize_t)input.size());
+	out->clear();
+	char buf[4096];
+	bool killed = false;
+	uint64_t deadline = dctest::now_ms() + 60000;
+	for (;;) {
+		struct pollfd pf = { o[0], POLLIN, 0 };
+		if (poll(&pf, 1, 1000) == 0) {
+			if (dctest::now_ms() < deadline)
+				continue;
+			kill(pid, SIGKILL); // stuck: the output says where
+			*out += "\n(stuck: killed)\n";
+			killed = true;
+		}
+		ssize_t n = read(o[0], buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		out->append(buf, (size_t)n);
+		if (!marker.empty() && !killed &&
+		    out->find(marker) != std::string::npos) {
+			kill(pid, SIGKILL);
+			killed = true;
+		}
+	}
+	close(o[0]);
+	close(in[1]);
+	int st;
+	waitpid(pid, &st, 0);
+	return st;
+}
+
+// The interpreter (/usr/bin/python3), or "" (and a warning: the test is
+// skipped) where it is missing.
+static std::string python3()
+{
+	std::string py = dctest::env_or("DC_PYTHON", "");
+	if (py.empty() || !test::exists(py)) {
+		WARN("no /usr/bin/python3: skipped");
+		return "";
+	}
+	return py;
+}
+
+// python3 (py) under dc-run with libdc lib ("": dc-run's own), tracking
+// tr: killed after "two", recovered and killed again there, then recovered
+// and fed "go".  True when the last run finished with the right output.
+static bool python_dlopen(const std::string &py, const char *tr,
+	const std::string &lib)
+{
+	// _bz2 is loaded (with libbz2) before the checkpoint of "one",
+	// _lzma (with liblzma) after it, before the checkpoint of "two";
+	// the kill comes after "two", and the recovered run calls both
+	// (their method tables and GOTs are in their RELRO parts) and exits
+	// through the interpreter's finalisation
+	const std::string prog =
+		"import sys, _bz2\n"
+		"def bz():\n"
+		"    c = _bz2.BZ2Compressor()\n"
+		"    z = c.compress(b'abc' * 300) + c.flush()\n"
+		"    return _bz2.BZ2Decompressor().decompress(z) == b'abc' * 300\n"
+		"def say(s):\n"
+		"    sys.stdout.write(s + '\\n')  # one write: one event\n"
+		"    sys.stdout.flush()\n"
+		"say('one %s' % bz())\n"
+		"import _lzma\n"
+		"def xz():\n"
+		"    c = _lzma.LZMACompressor()\n"
+		"    z = c.compress(b'q' * 500) + c.flush()\n"
+		"    return _lzma.LZMADecompressor().decompress(z) == b'q' * 500\n"
+		"say('two %s' % xz())\n"
+		"line = sys.stdin.readline().strip()\n"
+		"say('after %s %s %s' % (line, bz(), xz()))\n";
+	test::TempDir d;
+	test::write_file(d / "p.py", prog);
+	std::vector<std::string> argv = { dctest::env_or("DC_RUN", "dc-run"),
+		"--dir", d / "ck", "--protocol", "cpvs", "--tracking", tr,
+		"--", py, "-S", d / "p.py" };
+	std::vector<std::string> env;
+	if (!lib.empty())
+		env.push_back("DC_LIB=" + lib);
+	std::string out;
+	int st = run_until(argv, env, "", "two True\n", &out);
+	INFO(out);
+	REQUIRE(WIFSIGNALED(st));
+	REQUIRE(out.find("two True") != std::string::npos);
+	// the recovered run resumes before "two" is printed, and is killed
+	// again after it; the next recovers from a checkpoint the recovered
+	// process took, and finishes
+	st = run_until(argv, env, "", "two True\n", &out);
+	INFO("recovered: " << out);
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL ||
+	    out.find("two True") == std::string::npos)
+		return false;
+	st = run_until(argv, env, "go\n", "", &out);
+	INFO("recovered again: " << out);
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 &&
+		out.find("after go True True\n") != std::string::npos &&
+		out.find("one") == std::string::npos;
+}
+
+TEST_CASE("python3 with C extensions imported before and after a "
+	  "checkpoint survives SIGKILL", "[dlopen]")
+{
+	std::string py = python3();
+	if (py.empty())
+		return;
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	INFO("tracking " << tr);
+	REQUIRE(python_dlopen(py, tr, ""));
+	// the broken build maps the extensions' RELRO parts from their files
+	// again: the recovered interpreter must not come through
+	std::string broken = dctest::env_or("DC_BROKEN_COW_LIB", "");
+	REQUIRE(!broken.empty());
+	REQUIRE(!python_dlopen(py, tr, broken));
+}
+
+TEST_CASE("stores after mprotect, mremap, madvise, brk and guard pages "
+	  "are resolved and roll back", "[hist]")
+{
+	// every tracking; a store libdc does not resolve kills the first
+	// run with SIGSEGV, a store it does not record comes back wrong
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	const int stage = GENERATE(1, 2, 3, 4, 5);
+	INFO("tracking " << tr << ", killed after checkpoint " << stage);
+	dctest::Tracking use(tr);
+	killed_then_resumed(dctest::env_or("DC_TEST_HIST", "dc-test-hist"),
+		stage);
+}
+
+TEST_CASE("stores after an mprotect that makes tracked memory writable, "
+	  "not recorded, are caught", "[hist]")
+{
+	// the broken build: wp, P (a PROT_NONE reservation at the first
+	// checkpoint, made writable and written) comes back empty from the
+	// second; undo, Q (read-only at the first checkpoint: moved, never
+	// write-protected) keeps the stores made after it
+	const char *tr = GENERATE("wp", "undo");
+	bool wp = !strcmp(tr, "wp");
+	std::string stage = wp ? "2" : "1";
+	INFO("tracking " << tr);
+	dctest::Tracking use(tr);
+	test::TempDir d;
+	std::string prog = dctest::env_or("DC_TEST_HIST_BROKEN", "");
+	REQUIRE(!prog.empty());
+	int st;
+	std::string out = dctest::run_capture({ prog, d / "ck", stage }, &st);
+	INFO(out);
+	REQUIRE(WIFSIGNALED(st));
+	out = dctest::run_capture({ prog, d / "ck", stage }, &st);
+	INFO(out);
+	REQUIRE(out.find(wp ? "check failed: P at c2" :
+			      "check failed: Q at c1") != std::string::npos);
+}
+
+// Output of argv run with standard input from the file `in` and standard
+// output and error on a pseudo-terminal (a screen: every line a visible
+// event); its wait status in *st.
+static std::string run_on_pty(const std::vector<std::string> &argv,
+	const std::string &in, int *st)
+{
+	int fd = open(in.c_str(), O_RDONLY);
+	REQUIRE(fd >= 0);
+	int m, s;
+	REQUIRE(openpty(&m, &s, nullptr, nullptr, nullptr) == 0);
+	pid_t pid = dctest::spawn(argv, fd, s, "/", {});
+	close(s);
+	close(fd);
+	std::string out;
+	char buf[4096];
+	for (;;) {
+		ssize_t n = read(m, buf, sizeof(buf));
+		if (n <= 0)
+			break; // EIO: the program and its pty are gone
+		out.append(buf, (size_t)n);
+	}
+	close(m);
+	waitpid(pid, st, 0);
+	return out;
+}
+
+TEST_CASE("python3 reading a file and printing to a terminal runs to the "
+	  "end under every tracking", "[hist]")
+{
+	std::string py = python3();
+	if (py.empty())
+		return;
+	// a sieve over numbers read from standard input, 400 lines printed:
+	// pymalloc's arenas and the heap grow, shrink and are written in
+	// between the checkpoints before each line
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	INFO("tracking " << tr);
+	test::TempDir d;
+	std::string nums;
+	for (int i = 0; i < 300; i++)
+		nums += std::to_string(1000 + (i * 7919) % 150000) + " ";
+	test::write_file(d / "nums.txt", nums + "\n");
+	test::write_file(d / "sieve.py",
+		"import sys\n"
+		"nums = [int(x) for x in sys.stdin.read().split()]\n"
+		"N = max(nums)\n"
+		"s = bytearray([1]) * (N + 1)\n"
+		"s[0] = s[1] = 0\n"
+		"for i in range(2, int(N ** 0.5) + 1):\n"
+		"    if s[i]:\n"
+		"        s[i*i::i] = bytearray(len(range(i*i, N + 1, i)))\n"
+		"primes = [i for i in range(N + 1) if s[i]]\n"
+		"d = {p: str(p) * (k % 7 + 1) for k, p in enumerate(primes)}\n"
+		"for line in range(400):\n"
+		"    q = nums[line % len(nums)]\n"
+		"    c = sum(1 for p in primes if p <= q)\n"
+		"    print(line, q, c, len(d[primes[c - 1]]))\n");
+	int st;
+	std::string ref = run_on_pty({ py, "-S", d / "sieve.py" },
+		d / "nums.txt", &st);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	std::string out = run_on_pty({ dctest::env_or("DC_RUN", "dc-run"),
+		"--dir", d / "ck", "--protocol", "cpvs", "--tracking", tr,
+		"--stats", d / "stats", "--", py, "-S", d / "sieve.py" },
+		d / "nums.txt", &st);
+	INFO(out.substr(out.size() > 300 ? out.size() - 300 : 0));
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out == ref);
+	// a checkpoint before every line
+	REQUIRE(dctest::stat_of(test::read_file(d / "stats"),
+			"checkpoints") > 400);
 }
