@@ -248,6 +248,8 @@ struct dc__vols {
 	unsigned nfresh;
 #ifdef DC_TEST_CRASHPOINTS
 	char crash_at[32];      /* DC_CRASH_AT of this incarnation */
+	uint64_t rstep, rstep_kill; /* recovery steps taken; kill at this one
+	                             * (recover.c dc__rstep) */
 	uint64_t mu_cap;        /* DC_TEST_MUNDO_MAX (seg.c) */
 #endif
 	char buf[65536] __attribute__((aligned(64)));
@@ -281,6 +283,7 @@ extern union dc__vol_pages dc__volp;
 #define dc__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
 void dc__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dc__refuse(const char *what);
+void dc__refuse_call(const char *what, const char *why, int err);
 
 /* maps.c */
 int dc__maps_read(struct dc__region *out, unsigned max, unsigned *n);
@@ -367,6 +370,14 @@ const struct dc_commit *dc__last_commit(void);
 /* recover.c */
 int dc__recover(void);
 int dc__ctl_fd(void);
+#ifdef DC_TEST_CRASHPOINTS
+/* One step of recovery (or of the delayed deletions after it): the test
+ * build kills the process at step N of its recovery run when DC_CRASH_AT
+ * is "rstep:N".  Uses nothing but dc__vol and raw system calls. */
+void dc__rstep(void);
+#else
+#define dc__rstep() ((void)0)
+#endif
 
 /* sud.c */
 int dc__sud_start(void);
@@ -389,6 +400,8 @@ int dc__k_restore(int keep_fd);
 long dc__k_syscall(long nr, long *a, void *uc, bool *handled);
 int dc__desc_of(int fd);
 void dc__k_after_commit(void);
+int dc__k_exit_list(const char *dir);
+void dc__k_exit_deletes(const char *dir);
 
 /* fundo.c */
 int dc__fu_before_write(int fd, int64_t off, uint64_t len);
@@ -412,6 +425,9 @@ int dc__log_read(int fd, uint64_t off, uint64_t gen, uint64_t seq,
 	const uint64_t *inc, struct dc_log_ent *e, void *payload,
 	uint64_t max);
 int dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
+	int (*apply)(const struct dc_log_ent *e, const char *payload),
+	const char *what, uint64_t *n);
+int dc__log_undo_pop(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 	int (*apply)(const struct dc_log_ent *e, const char *payload),
 	const char *what, uint64_t *n);
 

@@ -207,6 +207,9 @@ dc_init(const struct dc_opts *opts)
 	else
 		default_dir(dc__vol.dir, sizeof(dc__vol.dir));
 
+	/* a previous run that crashed while exiting left its delayed
+	 * deletions to do (kstate.c) */
+	dc__k_exit_deletes(dc__vol.dir);
 	bool have = false;
 	int rc = dc__files_open(dc__vol.dir, &have);
 	if (rc)

@@ -20,7 +20,12 @@
  *     them; a regular file among them gets its offset back.
  *  4. An unlink or a rename over a file only renames the victim to a
  *     hidden name (logged as "rename back"); the hidden file is removed
- *     after a checkpoint that no longer has it open.
+ *     after a checkpoint that no longer has it open.  A crash between
+ *     the commit and the removals rolls the list back with the process:
+ *     the next commit removes them again (a removed file stays removed).
+ *  5. The table of delayed deletions never fails a call while a
+ *     checkpoint can empty it: a full table takes a checkpoint first
+ *     (pend_room).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -116,13 +121,15 @@ track_new(int fd, const char *path, int flags)
 {
 	struct stat st;
 	if (fd >= DC__MAX_FD) {
-		dc__refuse("more than 256 open descriptors");
+		dc__refuse_call("a descriptor numbered 256 or above",
+			"libdc records descriptors 0-255", -EMFILE);
 		dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
 		return -EMFILE;
 	}
 	int d = new_desc();
 	if (d < 0) {
-		dc__refuse("more than 64 open files");
+		dc__refuse_call("a 65th open file", "libdc records 64 open "
+			"file descriptions", -EMFILE);
 		dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
 		return -EMFILE;
 	}
@@ -233,10 +240,63 @@ dc__k_after_commit(void)
 			k++;
 			continue;
 		}
+		dc__rstep();
 		unlink(dc__st.pend[i]);
 	}
 	if (dc__st.npend != k)
 		dc__st.npend = k;
+}
+
+/*
+ * A clean exit removes the checkpoint, then every delayed deletion: the
+ * checkpoint first, since it may hold a deleted file open (a recovery
+ * would reopen it by its hidden name).  The names go to a list in the
+ * checkpoint directory before, so a crash between the two is finished by
+ * the next run of the program (dc_init calls dc__k_exit_deletes too):
+ * no hidden file outlives the run.
+ */
+#define EXIT_LIST "deleting"
+
+int
+dc__k_exit_list(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/" EXIT_LIST, dir);
+	if (dc__st.npend == 0)
+		return 0;
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return dc__err(-errno, "open %s: %s", p, strerror(errno));
+	int rc = 0;
+	for (unsigned i = 0; i < dc__st.npend && rc == 0; i++)
+		if (write(fd, dc__st.pend[i], strlen(dc__st.pend[i]) + 1) !=
+		    (ssize_t)strlen(dc__st.pend[i]) + 1)
+			rc = dc__err(-EIO, "write %s", p);
+	/* The list must be durable before the checkpoint that also names
+	 * these files is removed. */
+	if (rc == 0)
+		rc = dc__sync_fd(fd);
+	close(fd);
+	return rc;
+}
+
+void
+dc__k_exit_deletes(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/" EXIT_LIST, dir);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char *b = dc__vol.logtmp;
+	ssize_t n = read(fd, b, sizeof(dc__vol.logtmp) - 1);
+	close(fd);
+	for (ssize_t o = 0; n > 0 && o < n; o += (ssize_t)strlen(b + o) + 1) {
+		b[n] = '\0';
+		dc__rstep();
+		unlink(b + o);
+	}
+	unlink(p);
 }
 
 static void
@@ -248,20 +308,47 @@ rename_paths(const char *from, const char *to)
 			snprintf(dc__st.desc[i].path, DC__PATH, "%s", to);
 }
 
+/*
+ * Room for one more delayed deletion (invariant 5).  A full table is
+ * emptied by a checkpoint: the deletions whose files are closed are done
+ * after it commits.  A checkpoint can be taken here, under every
+ * protocol: committing more often than the protocol asks is always
+ * allowed, and nothing of this call has happened yet.  Fails only when
+ * every pending file is still open (or the checkpoint failed).
+ */
+static long
+pend_room(void)
+{
+	if (dc__st.npend < DC__MAX_PEND)
+		return 0;
+#ifndef DC_BROKEN_PEND_NO_COMMIT
+	if (dc__commit() < 0)
+		return -EIO;
+#endif
+	if (dc__st.npend < DC__MAX_PEND)
+		return 0;
+	dc__refuse_call("an unlink or a rename over a file", "32 deleted "
+		"files are still open; each is kept under a hidden name until "
+		"it is closed", -ENOSPC);
+	return -ENOSPC;
+}
+
 /* Move `path` out of the way under a hidden name (invariant 4). */
 static long
 hide(const char *path)
 {
-	if (dc__st.npend >= DC__MAX_PEND) {
-		dc__refuse("more than 32 deletions pending");
-		return -ENOSPC;
-	}
+	long room = pend_room();
+	if (room)
+		return room;
 	char tmp[DC__PATH], dir[DC__PATH], hidden[DC__PATH];
 	snprintf(tmp, sizeof(tmp), "%s", path);
 	snprintf(dir, sizeof(dir), "%s", dirname(tmp));
 	snprintf(tmp, sizeof(tmp), "%s", path);
-	int n = snprintf(hidden, sizeof(hidden), "%s/.dc-del-%lu-%lu-%s", dir,
-		(unsigned long)dc__vol.committed + 1,
+	/* unique: interval, incarnation (a rerun of the interval logs from
+	 * seq 0 again), entry */
+	int n = snprintf(hidden, sizeof(hidden), "%s/.dc-del-%lu-%lu-%lu-%s",
+		dir, (unsigned long)dc__vol.committed + 1,
+		(unsigned long)dc__vol.incarnation,
 		(unsigned long)dc__vol.fu_seq, basename(tmp));
 	if (n >= (int)sizeof(hidden))
 		return -ENAMETOOLONG;
@@ -327,13 +414,34 @@ do_dup(int old, long nfd, int flags)
 		return nfd;
 	if (nfd >= DC__MAX_FD) {
 		dc__sys6(SYS_close, nfd, 0, 0, 0, 0, 0);
-		dc__refuse("descriptor numbers above 255");
+		dc__refuse_call("a descriptor numbered 256 or above",
+			"libdc records descriptors 0-255", -EMFILE);
 		return -EMFILE;
 	}
 	if (d < 0)
 		return nfd;
 	set_fd((int)nfd, d, (flags & O_CLOEXEC) != 0);
 	return nfd;
+}
+
+/* A connection (a stream or sequenced-packet socket) is a conversation
+ * with another process: recovery could reconnect, but not bring the peer
+ * back to the point of the checkpoint. */
+static void
+refuse_socket(int domain, int type)
+{
+	const char *what = "a socket that is not a datagram socket";
+	if (domain == AF_UNIX && type == SOCK_STREAM)
+		what = "a Unix-domain stream socket (for example glibc's "
+			"nscd lookup inside getpwuid or getaddrinfo, which "
+			"then reads the files itself)";
+	else if ((domain == AF_INET || domain == AF_INET6) &&
+		 type == SOCK_STREAM)
+		what = "a TCP socket";
+	else if (type == SOCK_SEQPACKET)
+		what = "a sequenced-packet socket";
+	dc__refuse_call(what, "a connection cannot be brought back to its "
+		"state at a checkpoint", -EPERM);
 }
 
 long
@@ -417,8 +525,9 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 		bool two = nr != SYS_rename;
 		if (nr == SYS_renameat2 && (a[4] & ~1l /* NOREPLACE */))
 			{
-			dc__refuse("renameat2 with RENAME_EXCHANGE or "
-				"RENAME_WHITEOUT");
+			dc__refuse_call("renameat2 with RENAME_EXCHANGE or "
+				"RENAME_WHITEOUT", "its undo is not logged",
+				-EPERM);
 			return -EPERM;
 		}
 		abs_path(p1, sizeof(p1), two ? (int)a[0] : AT_FDCWD,
@@ -476,10 +585,7 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 	case SYS_socket: {
 		int type = (int)a[1] & 0xf;
 		if (type != SOCK_DGRAM) {
-			dc__refuse(type == SOCK_STREAM ?
-					"a stream socket (TCP)" :
-					"a socket that is not a datagram "
-					"socket");
+			refuse_socket((int)a[0], type);
 			return -EPERM;
 		}
 		r = dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
@@ -523,7 +629,9 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 	case SYS_listen:
 	case SYS_accept:
 	case SYS_accept4:
-		dc__refuse("a listening socket");
+		dc__refuse_call("listen or accept", "a listening socket's "
+			"connections cannot be re-established by recovery",
+			-EPERM);
 		return -EPERM;
 	default:
 		*handled = false;
@@ -593,6 +701,7 @@ dc__k_restore(int keep_fd)
 			continue;
 		}
 		if (opened[d] < 0) {
+			dc__rstep();
 			int nfd = reopen(x);
 			if (nfd < 0)
 				return nfd;

@@ -153,13 +153,14 @@ static std::string files_until_done(const std::string &dir,
 }
 
 static const char files_at_checkpoint[] =
-	"resumed\n"
+	"resumed (held h)\n"
 	"emptied=full|\n"
 	"gone=still here|\n"
 	"grow=abc|\n"
 	"keep=original|\n"
 	"moved=m|\n"
-	"shrink=0123456789|\n";
+	"shrink=0123456789|\n"
+	"victim=v|\n";
 
 TEST_CASE("recovery undoes the file changes of the lost interval",
 	"[files]")
@@ -271,4 +272,78 @@ TEST_CASE("a full undo log stops the process, and the checkpoint is "
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 0);
 	REQUIRE(out == "resumed 1 ok\n");
+}
+
+// One kill inside recovery: dc-test-files kills itself in its interval,
+// its recovery run is killed at recovery step `step` (DC_CRASH_AT=rstep:N,
+// the test build), then it is run until it finishes.  Returns "" when the
+// files came back as at the checkpoint with no hidden name left, else
+// what went wrong; *beyond: the recovery run had fewer steps and finished.
+static std::string kill_in_recovery(const std::string &prog, int step,
+	bool *beyond)
+{
+	test::TempDir d;
+	std::string work = d / "work", dir = d / "ck";
+	REQUIRE(mkdir(work.c_str(), 0700) == 0);
+	int st;
+	std::string out = dctest::run_capture({ prog, dir, work }, &st);
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+		return "first run did not kill itself: " + out;
+	out = dctest::run_capture({ prog, dir, work }, &st,
+		{ "DC_CRASH_AT=rstep:" + std::to_string(step) });
+	*beyond = WIFEXITED(st);
+	if (!*beyond && (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL))
+		return "recovery run died of something else: " + out;
+	for (int run = 0; !WIFEXITED(st) && run < 3; run++)
+		out = dctest::run_capture({ prog, dir, work }, &st);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return "not recovered after a kill at recovery step " +
+			std::to_string(step) + ": " + out;
+	if (out != files_at_checkpoint)
+		return "files differ after a kill at recovery step " +
+			std::to_string(step) + ":\n" + out;
+	for (auto &n : test::list_dir(work))
+		if (n.rfind(".dc-del-", 0) == 0)
+			return "hidden file " + n + " left after a kill at "
+				"recovery step " + std::to_string(step);
+	return "";
+}
+
+TEST_CASE("a kill at any step of recovery is recovered by running again",
+	"[rkill]")
+{
+	// every step: the redo and memory undo phases, each file undo
+	// (write, truncate, create, unlink, rename, rename over a file) and
+	// its cut off the log, the incarnation, every region rebuilt, every
+	// descriptor reopened (a deleted file among them), the delayed
+	// deletions after the resume
+	std::string prog = dctest::env_or("DC_TEST_FILES", "dc-test-files");
+	int points = 0;
+	bool beyond = false;
+	for (int step = 1; !beyond && step < 1000; step++) {
+		std::string why = kill_in_recovery(prog, step, &beyond);
+		INFO(why);
+		REQUIRE(why.empty());
+		if (!beyond)
+			points++;
+	}
+	WARN(points << " kill points inside recovery");
+	REQUIRE(beyond);
+	REQUIRE(points >= 50);
+}
+
+TEST_CASE("an undo that does not cut its log is caught by kills inside "
+	  "recovery", "[rkill-broken]")
+{
+	// the broken build applies the whole file undo again after a kill:
+	// a file it has already removed is written to, or a rename back
+	// moves a restored file over another
+	std::string prog = dctest::env_or("DC_TEST_FILES_BROKEN", "");
+	REQUIRE(!prog.empty());
+	bool beyond = false;
+	std::string caught;
+	for (int step = 1; caught.empty() && !beyond && step < 1000; step++)
+		caught = kill_in_recovery(prog, step, &beyond);
+	WARN("broken build caught: " << caught);
+	REQUIRE(!caught.empty());
 }
