@@ -184,6 +184,7 @@ struct dc__vols {
 	char stats_path[PATH_MAX]; /* DC_STATS: counters written at exit */
 	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;
 	int mundo_fd;
+	int events_fd;          /* DC_EVENTS (events.c), or -1 */
 	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;
@@ -392,6 +393,10 @@ void dc__sud_altstack(uint64_t *a, uint64_t *b);
 /* The mask libdc runs with: every signal but SIGSEGV, which must be taken
  * anywhere (a write into a cold region, track.c). */
 #define DC__SIGS_BLOCKED (~(1ull << (SIGSEGV - 1)))
+
+/* events.c */
+int dc__events_open(const char *path);
+void dc__event(long nr, const long *a, long r);
 
 /* kstate.c */
 void dc__k_init(void);

@@ -112,7 +112,8 @@ own_fd(int fd)
 	return fd >= DC__OWN_FD_BASE &&
 		(fd == v->shadow_fd || fd == v->redo_fd || fd == v->ndlog_fd ||
 			fd == v->fundo_fd || fd == v->uffd ||
-			fd == v->pagemap_fd || fd == v->dirfd);
+			fd == v->pagemap_fd || fd == v->dirfd ||
+			fd == v->events_fd);
 }
 
 /* Describe a descriptor that just appeared. */
@@ -322,8 +323,14 @@ pend_room(void)
 	if (dc__st.npend < DC__MAX_PEND)
 		return 0;
 #ifndef DC_BROKEN_PEND_NO_COMMIT
-	if (dc__commit() < 0)
+	/* resumed here by recovery (1): the deletions that followed this
+	 * commit are not in its image; done again (a removed file stays
+	 * removed) */
+	int rc = dc__commit();
+	if (rc < 0)
 		return -EIO;
+	if (rc == 1)
+		dc__k_after_commit();
 #endif
 	if (dc__st.npend < DC__MAX_PEND)
 		return 0;
@@ -426,16 +433,22 @@ do_dup(int old, long nfd, int flags)
 
 /* A connection (a stream or sequenced-packet socket) is a conversation
  * with another process: recovery could reconnect, but not bring the peer
- * back to the point of the checkpoint. */
+ * back to the point of the checkpoint.  A Unix-domain stream socket is
+ * most often glibc asking nscd (getpwuid, getaddrinfo ...), which falls
+ * back to reading the files itself when the socket fails: that refusal
+ * is said with --verbose only, not on the program's screen. */
 static void
 refuse_socket(int domain, int type)
 {
 	const char *what = "a socket that is not a datagram socket";
-	if (domain == AF_UNIX && type == SOCK_STREAM)
-		what = "a Unix-domain stream socket (for example glibc's "
-			"nscd lookup inside getpwuid or getaddrinfo, which "
-			"then reads the files itself)";
-	else if ((domain == AF_INET || domain == AF_INET6) &&
+	if (domain == AF_UNIX && type == SOCK_STREAM) {
+		if (dc__st.verbose)
+			dc__refuse_call("a Unix-domain stream socket (glibc's "
+				"nscd lookup, which then reads the files "
+				"itself)", "a connection cannot be brought "
+				"back to its state at a checkpoint", -EPERM);
+		return;
+	} else if ((domain == AF_INET || domain == AF_INET6) &&
 		 type == SOCK_STREAM)
 		what = "a TCP socket";
 	else if (type == SOCK_SEQPACKET)

@@ -355,9 +355,12 @@ output(long nr, long *a, ucontext_t *uc, int fd)
 		}
 		return pass(nr, a);
 	}
-	if (is_nd_kind(k))
-		before_visible();
-	return blocking(nr, a, uc);
+	if (!is_nd_kind(k))
+		return blocking(nr, a, uc);
+	before_visible();
+	long r = blocking(nr, a, uc);
+	dc__event(nr, a, r);
+	return r;
 }
 
 /* ---- signals ---- */
@@ -670,7 +673,9 @@ dc__dispatch(long nr, long *a, void *ucv)
 	case SYS_sendmsg:
 	case SYS_sendmmsg:
 		before_visible();
-		return blocking(nr, a, uc);
+		r = blocking(nr, a, uc);
+		dc__event(nr, a, r);
+		return r;
 	case SYS_clock_gettime:
 	case SYS_gettimeofday:
 	case SYS_time:

@@ -407,4 +407,18 @@ inline Prog ed_prog()
 	return { "ed", { "ed", "-s" }, s };
 }
 
+// sqlite3 with its default rollback journal: every statement a
+// transaction that creates, writes and deletes db.sqlite-journal.
+inline Prog sqlite_prog(int transactions = 120)
+{
+	std::string s = "create table t(a integer, b text);\n";
+	for (int i = 1; i <= transactions; i++) {
+		s += "insert into t values(" + std::to_string(i) + ", 'row " +
+			std::to_string(i) + "');\n";
+		if (i % 10 == 0)
+			s += "select count(*), sum(a) from t;\n";
+	}
+	return { "sqlite3", { "sqlite3", "db.sqlite" }, s };
+}
+
 } // namespace dctest

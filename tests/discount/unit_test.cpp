@@ -5,13 +5,14 @@
 
 #include "harness.hpp"
 
-static int equiv(const std::string &ref, const std::string &obs)
+static int equiv(const std::string &ref, const std::string &obs,
+	const char *mode = "")
 {
 	test::TempDir d;
 	test::write_file(d / "r", ref);
 	test::write_file(d / "o", obs);
-	std::string cmd = dctest::env_or("DC_EQUIV", "dc-equiv") + " " +
-		(d / "r") + " " + (d / "o") + " > /dev/null";
+	std::string cmd = dctest::env_or("DC_EQUIV", "dc-equiv") + " " + mode +
+		" " + (d / "r") + " " + (d / "o") + " > /dev/null";
 	int rc = system(cmd.c_str());
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
@@ -28,6 +29,50 @@ TEST_CASE("dc-equiv: identical except for duplicates of earlier events",
 	REQUIRE(equiv("a\nb\nc\n", "a\nx\nb\nc\n") == 1); // foreign event
 	REQUIRE(equiv("a\nb\n", "b\na\n") == 1);      // reordered
 	REQUIRE(equiv("a\nb\n", "a\n") == 1);         // incomplete
+}
+
+TEST_CASE("dc-equiv --events: one event per write, escaped", "[equiv]")
+{
+	// a line written in three calls, its start written again after a
+	// recovery: in lines, a foreign line; in events, two duplicates
+	std::string ref = "sum: \n42\n\\n\n";
+	std::string obs = "sum: \n42\nsum: \n42\n\\n\n";
+	REQUIRE(equiv(ref, obs, "--events") == 0);
+	REQUIRE(equiv("sum: 42\n", "sum: 42sum: 42\n") == 1);
+	REQUIRE(equiv(ref, "sum: \n43\n\\n\n", "--events") == 1); // foreign
+	REQUIRE(equiv(ref, "sum: \n42\n", "--events") == 1);        // lost
+	// an event's escaped \r is part of it (no terminal line end)
+	REQUIRE(equiv("a\\r\\n\n", "a\\n\n", "--events") == 1);
+	REQUIRE(equiv("a\r\nb\r\n", "a\nb\n") == 0);
+}
+
+TEST_CASE("dc-run --events records each write of a recovered program",
+	"[events]")
+{
+	// the recovered run writes its line again from the start: its output
+	// is a line the failure-free run never wrote, its events are the
+	// failure-free run's and duplicates
+	test::TempDir d;
+	std::string prog = dctest::env_or("DC_TEST_EVENTS", "dc-test-events");
+	int st;
+	std::string ref = dctest::run_capture({ prog, d / "ck1", "run" }, &st,
+		{ "DC_EVENTS=" + (d / "ref.ev") });
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(ref == "sum: 42\n");
+	std::string obs = dctest::run_capture({ prog, d / "ck2", "kill" }, &st,
+		{ "DC_EVENTS=" + (d / "obs.ev") });
+	REQUIRE(WIFSIGNALED(st));
+	obs += dctest::run_capture({ prog, d / "ck2", "kill" }, &st,
+		{ "DC_EVENTS=" + (d / "obs.ev") });
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(obs == "sum: 42sum: 42\n");
+	REQUIRE(test::read_file(d / "ref.ev") == "sum: \n42\n\\n\n");
+	REQUIRE(test::read_file(d / "obs.ev") ==
+		"sum: \n42\nsum: \n42\n\\n\n");
+	REQUIRE(equiv(ref, obs) == 1); // lines: falsely not equivalent
+	REQUIRE(equiv(test::read_file(d / "ref.ev"),
+			test::read_file(d / "obs.ev"), "--events") == 0);
 }
 
 static std::string counter(const std::string &dir, int n, int kill_ms)
