@@ -166,6 +166,7 @@ struct dc__st {
 	struct dc__desc desc[DC__MAX_DESC];
 	char cwd[PATH_MAX];
 	unsigned umask;
+	long vpid;              /* the process id of the first run (kstate.c) */
 	struct dc__sigrec sig[65];
 	rio_pool *ctl0;         /* the ctl handle of the first run */
 	int ctl_fd0;            /* and its descriptor number */

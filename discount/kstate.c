@@ -26,6 +26,13 @@
  *  5. The table of delayed deletions never fails a call while a
  *     checkpoint can empty it: a full table takes a checkpoint first
  *     (pend_room).
+ *  6. The process keeps the id it had in its first run: getpid and gettid
+ *     answer it, and kill, tkill and tgkill aimed at it reach this
+ *     incarnation.  A recovered run sees no new id, so what a program
+ *     derives from it re-executes as it ran (SQLite resets its random
+ *     generator when its process id changes, taking it for a fork: under
+ *     the -LOG protocols the re-execution would then read /dev/urandom
+ *     where the logged run read its input).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -166,6 +173,7 @@ dc__k_init(void)
 	unsigned m = (unsigned)dc__sys6(SYS_umask, 0, 0, 0, 0, 0, 0);
 	dc__sys6(SYS_umask, m, 0, 0, 0, 0, 0);
 	dc__st.umask = m;
+	dc__st.vpid = (long)dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	if (getcwd(dc__st.cwd, sizeof(dc__st.cwd)) == NULL)
 		dc__st.cwd[0] = '\0';
 	for (int fd = 0; fd < DC__MAX_FD; fd++) {
@@ -457,6 +465,21 @@ refuse_socket(int domain, int type)
 		"state at a checkpoint", -EPERM);
 }
 
+/* The program's own process id, as it knew it, to the real one of this
+ * incarnation (kill, tkill, tgkill; a process group -pid too). */
+static long
+real_pid(long pid)
+{
+	long me = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	if (dc__st.vpid == 0 || dc__st.vpid == me)
+		return pid;
+	if (pid == dc__st.vpid)
+		return me;
+	if (pid == -dc__st.vpid)
+		return -me;
+	return pid;
+}
+
 long
 dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 {
@@ -639,6 +662,16 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 		}
 		return r;
 	}
+	case SYS_getpid:
+	case SYS_gettid:
+		/* invariant 6 */
+		return dc__st.vpid;
+	case SYS_kill:
+	case SYS_tkill:
+		return dc__sys6(nr, real_pid(a[0]), a[1], a[2], 0, 0, 0);
+	case SYS_tgkill:
+		return dc__sys6(nr, real_pid(a[0]), real_pid(a[1]), a[2], 0, 0,
+			0);
 	case SYS_listen:
 	case SYS_accept:
 	case SYS_accept4:
