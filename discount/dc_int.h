@@ -23,7 +23,9 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/types.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <termios.h>
 #include <time.h>
 
 #include "ckpt_layout.h"
@@ -115,6 +117,11 @@ struct dc__desc {
 	socklen_t bind_len, peer_len;
 	struct sockaddr_storage bind_addr, peer_addr;
 	char path[DC__PATH];
+	/* a terminal: its settings and window size at the last checkpoint
+	 * (kstate.c invariant 7) */
+	bool has_tio;
+	struct termios tio;
+	struct winsize ws;
 };
 struct dc__fdent {
 	int16_t desc;           /* index + 1; 0 = closed */
@@ -406,6 +413,7 @@ int dc__k_restore(int keep_fd);
 long dc__k_syscall(long nr, long *a, void *uc, bool *handled);
 int dc__desc_of(int fd);
 void dc__k_after_commit(void);
+void dc__k_repaint(void);
 int dc__k_exit_list(const char *dir);
 void dc__k_exit_deletes(const char *dir);
 

@@ -33,6 +33,10 @@
  *     generator when its process id changes, taking it for a fork: under
  *     the -LOG protocols the re-execution would then read /dev/urandom
  *     where the logged run read its input).
+ *  7. The settings of each terminal the program holds (termios: raw
+ *     mode, echo ...) and its window size are recorded at each
+ *     checkpoint; recovery puts the settings back and has a full-screen
+ *     program repaint (SIGWINCH).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -203,6 +207,35 @@ dc__k_init(void)
 	}
 }
 
+/* Invariant 7: the settings and window size of every terminal the
+ * program holds, stored only when changed (the table's page stays clean
+ * while nothing changes). */
+static void
+tty_record(void)
+{
+	bool done[DC__MAX_DESC] = { false };
+	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		int d = dc__desc_of(fd);
+		if (d < 0 || done[d] || dc__st.desc[d].kind != DC__K_TTY)
+			continue;
+		done[d] = true;
+		struct dc__desc *x = &dc__st.desc[d];
+		struct termios t;
+		struct winsize w;
+		memset(&t, 0, sizeof(t)); /* the kernel fills a shorter one */
+		if (dc__sys6(SYS_ioctl, fd, TCGETS, (long)&t, 0, 0, 0) != 0)
+			continue;
+		if (dc__sys6(SYS_ioctl, fd, TIOCGWINSZ, (long)&w, 0, 0, 0) != 0)
+			memset(&w, 0, sizeof(w));
+		if (!x->has_tio || memcmp(&t, &x->tio, sizeof(t)) ||
+		    memcmp(&w, &x->ws, sizeof(w))) {
+			x->has_tio = true;
+			x->tio = t;
+			x->ws = w;
+		}
+	}
+}
+
 /* Offsets at the checkpoint: lseek for each open regular file or
  * directory that a system call may have moved since the last checkpoint
  * (dc__vol.fd_touched, set by the dispatcher); stored only when changed,
@@ -224,6 +257,7 @@ dc__k_before_commit(void)
 		if (off != x->offset)
 			x->offset = off;
 	}
+	tty_record();
 }
 
 static bool
@@ -722,6 +756,48 @@ reopen(struct dc__desc *x)
 	return fd;
 }
 
+/*
+ * Invariant 7: each terminal gets back the settings it had at the
+ * checkpoint (raw mode, echo: what the program set and a shell may have
+ * undone after the crash), at once (TCSANOW: nothing is in flight).  The
+ * window size is the terminal's own -- it may have been resized meanwhile
+ * -- and is not forced; a full-screen program is told to repaint instead
+ * (dc__k_repaint).
+ */
+static void
+tty_restore(void)
+{
+#ifndef DC_BROKEN_NO_TTY_RESTORE
+	bool done[DC__MAX_DESC] = { false };
+	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		int d = dc__desc_of(fd);
+		if (d < 0 || done[d] || !dc__st.desc[d].has_tio)
+			continue;
+		done[d] = true;
+		dc__sys6(SYS_ioctl, fd, TCSETS, (long)&dc__st.desc[d].tio, 0, 0,
+			0);
+	}
+#endif
+}
+
+/* After a recovery, a program that holds a terminal and handles SIGWINCH
+ * gets one, pending until it runs with its own mask again: curses
+ * programs and editors answer it with a full redraw of the screen the
+ * crash left behind.  Call with every signal blocked. */
+void
+dc__k_repaint(void)
+{
+	uintptr_t h = dc__st.sig[SIGWINCH].handler;
+	if (h == (uintptr_t)SIG_DFL || h == (uintptr_t)SIG_IGN)
+		return;
+	for (int d = 0; d < DC__MAX_DESC; d++)
+		if (dc__st.desc[d].refs > 0 && dc__st.desc[d].has_tio) {
+			dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0,
+				0), SIGWINCH, 0, 0, 0, 0);
+			return;
+		}
+}
+
 int
 dc__k_restore(int keep_fd)
 {
@@ -761,6 +837,7 @@ dc__k_restore(int keep_fd)
 	for (int d = 0; d < DC__MAX_DESC; d++)
 		if (opened[d] >= 0)
 			close(opened[d]);
+	tty_restore();
 	for (int s = 1; s <= 64; s++)
 		if (dc__st.sig[s].handler != 0 || dc__st.sig[s].flags != 0)
 			dc__install_handler(s);

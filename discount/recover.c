@@ -337,6 +337,11 @@ restore_and_resume(void)
 	dc__vol.selector = SYSCALL_DISPATCH_FILTER_ALLOW;
 	SYS(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, dc__st.ctx.fsbase, 0, 0,
 		0, 0);
+	/* every signal blocked: the repaint request stays pending until
+	 * the program runs with its own mask */
+	uint64_t all = ~0ull;
+	SYS(SYS_rt_sigprocmask, SIG_BLOCK, &all, 0, 8, 0, 0);
+	dc__k_repaint();
 	SYS(SYS_rt_sigprocmask, SIG_SETMASK, &dc__st.ctx.mask, 0, 8, 0, 0);
 	dc__resume_ctx(&dc__st.ctx);
 }

@@ -21,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +91,16 @@ inline void drain(int m, std::string &out)
 			break;
 		out.append(buf, (size_t)n);
 	}
+}
+
+// One read of what is there (the descriptor may block); bytes read.
+inline ssize_t drain_once(int m, std::string &out)
+{
+	char buf[4096];
+	ssize_t n = read(m, buf, sizeof(buf));
+	if (n > 0)
+		out.append(buf, (size_t)n);
+	return n;
 }
 
 inline pid_t spawn(const std::vector<std::string> &argv, int in, int out,

@@ -392,3 +392,61 @@ TEST_CASE("an undo that does not cut its log is caught by kills inside "
 	WARN("broken build caught: " << caught);
 	REQUIRE(!caught.empty());
 }
+
+// dc-test-tty on a pseudo-terminal: killed after its checkpoint in raw
+// mode, the terminal set back to cooked mode (as a shell does), run
+// again.  Returns the recovered run's line.
+static std::string tty_recovered(const std::string &prog)
+{
+	test::TempDir d;
+	int m, s;
+	REQUIRE(openpty(&m, &s, nullptr, nullptr, nullptr) == 0);
+	std::string out;
+	for (int run = 0; run < 2; run++) {
+		pid_t pid = dctest::spawn({ prog, d / "ck", "x" }, s, s, "/", {});
+		int st;
+		while (waitpid(pid, &st, WNOHANG) == 0) {
+			struct pollfd pf = { m, POLLIN, 0 };
+			if (poll(&pf, 1, 10) > 0)
+				dctest::drain_once(m, out);
+		}
+		if (run == 0) {
+			REQUIRE(WIFSIGNALED(st));
+			struct termios t;
+			REQUIRE(tcgetattr(s, &t) == 0);
+			REQUIRE(!(t.c_lflag & ICANON)); // it was raw
+			t.c_lflag |= ICANON | ECHO | ISIG;
+			t.c_iflag |= ICRNL;
+			t.c_oflag |= OPOST;
+			REQUIRE(tcsetattr(s, TCSANOW, &t) == 0);
+			out.clear();
+		} else {
+			REQUIRE(WIFEXITED(st));
+		}
+	}
+	struct pollfd pf = { m, POLLIN, 0 };
+	while (poll(&pf, 1, 50) > 0 && dctest::drain_once(m, out) > 0)
+		;
+	close(m);
+	close(s);
+	return out;
+}
+
+TEST_CASE("a terminal in raw mode is raw again after recovery, and the "
+	  "program is asked to repaint", "[tty]")
+{
+	std::string out = tty_recovered(dctest::env_or("DC_TEST_TTY",
+		"dc-test-tty"));
+	INFO(out);
+	REQUIRE(out.find("resumed raw=1 winch=1") != std::string::npos);
+}
+
+TEST_CASE("a recovery that leaves the terminal cooked is caught",
+	"[tty-broken]")
+{
+	std::string prog = dctest::env_or("DC_TEST_TTY_BROKEN", "");
+	REQUIRE(!prog.empty());
+	std::string out = tty_recovered(prog);
+	WARN("broken build: " << out);
+	REQUIRE(out.find("resumed raw=0") != std::string::npos);
+}
