@@ -132,7 +132,10 @@ TEST_CASE("fork and stream sockets are refused at the call", "[refuse]")
 		"dc-run"), "--dir", d / "ck", "--", "sh", "-c",
 		"/bin/true; echo after" }, &st);
 	INFO(out);
-	REQUIRE(out.find("refused: fork") != std::string::npos);
+	REQUIRE(out.find("refused fork (libdc checkpoints one process): the "
+			 "call fails with EPERM; the program goes on and stays "
+			 "recoverable") != std::string::npos);
+	REQUIRE(out.find("could not be recovered") == std::string::npos);
 
 	out = dctest::run_capture({ dctest::env_or("DC_RUN", "dc-run"),
 		"--dir", d / "ck2", "--", "lua5.4", "-e",
@@ -449,4 +452,46 @@ TEST_CASE("a recovery that leaves the terminal cooked is caught",
 	std::string out = tty_recovered(prog);
 	WARN("broken build: " << out);
 	REQUIRE(out.find("resumed raw=0") != std::string::npos);
+}
+
+TEST_CASE("each refusal says what was refused and that the program goes "
+	  "on", "[refuse]")
+{
+	test::TempDir d;
+	std::string dcrun = dctest::env_or("DC_RUN", "dc-run");
+	int st;
+	// a TCP connection: bash's /dev/tcp
+	std::string out = dctest::run_capture({ dcrun, "--dir", d / "a", "--",
+		"bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9; echo went on" },
+		&st);
+	INFO(out);
+	REQUIRE(out.find("dc: refused a TCP socket (a connection cannot be "
+			 "brought back to its state at a checkpoint): the call "
+			 "fails with EPERM; the program goes on and stays "
+			 "recoverable") != std::string::npos);
+	REQUIRE(out.find("went on") != std::string::npos);
+	// a SIGSYS handler (vim installs one): not fatal
+	out = dctest::run_capture({ dcrun, "--dir", d / "b", "--", "perl",
+		"-e", "$SIG{SYS} = sub {}; print qq(went on\n)" }, &st);
+	INFO(out);
+	REQUIRE(out.find("dc: refused a handler for SIGSYS (libdc receives "
+			 "every system call through SIGSYS): the call fails "
+			 "with EINVAL; the program goes on") != std::string::npos);
+	REQUIRE(out.find("went on") != std::string::npos);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	// glibc's nscd lookup (getpwuid in sqlite3): a Unix-domain stream
+	// socket, named as such with --verbose, silent otherwise (glibc reads
+	// the files itself), never "a TCP socket"
+	out = dctest::run_capture({ dcrun, "--dir", d / "c", "--verbose", "--",
+		"sqlite3", ":memory:", "select 40 + 2" }, &st);
+	INFO(out);
+	REQUIRE(out.find("dc: refused a Unix-domain stream socket (glibc's "
+			 "nscd lookup") != std::string::npos);
+	REQUIRE(out.find("TCP") == std::string::npos);
+	REQUIRE(out.find("42") != std::string::npos);
+	out = dctest::run_capture({ dcrun, "--dir", d / "e", "--", "sqlite3",
+		":memory:", "select 40 + 2" }, &st);
+	INFO(out);
+	REQUIRE(out == "42\n");
 }
