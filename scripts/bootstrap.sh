@@ -42,6 +42,10 @@ PACKAGES=(
 	ed
 	libjpeg-turbo-progs
 	gzip
+	# discount: terminal programs recovered in a tmux pane (sc, nvi)
+	tmux
+	sc
+	nvi
 	# tools/pmemtest (addr2line symbolizes call sites)
 	binutils
 	# bench/tpcb_tpcc

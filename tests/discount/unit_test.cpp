@@ -495,3 +495,94 @@ TEST_CASE("each refusal says what was refused and that the program goes "
 	INFO(out);
 	REQUIRE(out == "42\n");
 }
+
+// sc (a curses spreadsheet) in a tmux pane under dc-run: a number typed
+// in, the program killed, the pane restarted the way a shell would (the
+// terminal set back to cooked mode and cleared) with the same command.
+// The recovered sc must repaint its whole screen (the column header comes
+// back) and take a key without Enter (raw mode).  Returns what failed, ""
+// when both hold, or "skip" without tmux or sc.
+static std::string tmux_sc(const std::string &lib)
+{
+	if (system("command -v tmux >/dev/null && command -v sc >/dev/null") !=
+	    0)
+		return "skip";
+	test::TempDir d;
+	std::string sock = "dc-test-" + std::to_string(getpid());
+	auto tmux = [&](const std::string &args) {
+		std::string out, cmd = "tmux -L " + sock + " " + args +
+			" 2>/dev/null";
+		FILE *f = popen(cmd.c_str(), "r");
+		char buf[4096];
+		size_t n;
+		while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+			out.append(buf, n);
+		if (f)
+			pclose(f);
+		return out;
+	};
+	auto wait_for = [&](const std::string &what) {
+		for (int i = 0; i < 100; i++) {
+			if (tmux("capture-pane -p -t t").find(what) !=
+			    std::string::npos)
+				return true;
+			usleep(50000);
+		}
+		return false;
+	};
+	std::string cmd = "DC_LIB=" + lib + " " +
+		dctest::env_or("DC_RUN", "dc-run") + " --dir " + (d / "ck") +
+		" -- sc";
+	tmux("new-session -d -x 80 -y 24 -s t -c " + d.path + " '" + cmd +
+		"'");
+	tmux("set-option -t t remain-on-exit on");
+	std::string why;
+	if (!wait_for(" B         C"))
+		why = "sc did not start:\n" + tmux("capture-pane -p -t t");
+	tmux("send-keys -t t =");
+	tmux("send-keys -t t 42 Enter");
+	if (why.empty() && !wait_for("42.00"))
+		why = "sc did not take 42";
+	pid_t pid = atoi(tmux("list-panes -t t -F '#{pane_pid}'").c_str());
+	if (pid > 0)
+		kill(pid, SIGKILL);
+	for (int i = 0; i < 100 &&
+	     tmux("list-panes -t t -F '#{pane_dead}'").find('1') ==
+		     std::string::npos; i++)
+		usleep(20000);
+	tmux("respawn-pane -t t 'stty sane; clear; exec env " + cmd + "'");
+	if (why.empty() && !wait_for(" B         C"))
+		why = "screen not repainted after recovery:\n" +
+			tmux("capture-pane -p -t t");
+	tmux("send-keys -t t j");
+	if (why.empty() && !wait_for("A1 "))
+		why = "a key without Enter not taken (terminal not raw):\n" +
+			tmux("capture-pane -p -t t");
+	tmux("kill-server");
+	return why;
+}
+
+TEST_CASE("sc in tmux is raw and repainted after recovery", "[tmux]")
+{
+	std::string why = tmux_sc(dctest::env_or("DC_LIB_PATH", ""));
+	if (why == "skip") {
+		WARN("tmux or sc missing: skipped");
+		return;
+	}
+	INFO(why);
+	REQUIRE(why.empty());
+}
+
+TEST_CASE("a recovery that neither restores the terminal nor asks for a "
+	  "repaint is caught in tmux", "[tmux-broken]")
+{
+	std::string lib = dctest::env_or("DC_BROKEN_TTY_LIB", "");
+	REQUIRE(!lib.empty());
+	std::string why = tmux_sc(lib);
+	if (why == "skip") {
+		WARN("tmux or sc missing: skipped");
+		return;
+	}
+	WARN("broken build: " << why);
+	REQUIRE(!why.empty());
+}
