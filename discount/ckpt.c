@@ -910,6 +910,42 @@ body_stack(void)
 }
 
 /*
+ * A signal handler starts with the kernel's default PKRU, which denies
+ * every key but 0.  The ctl mapping is on key 0 (ctl_key0), but a commit
+ * made in the dispatch or timer handler also reads the program's memory
+ * and writes librio's other pools, which may carry keys of their own.  The
+ * commit grants itself every key and puts the caller's PKRU back
+ * (sigreturn restores the interrupted one anyway).  Returns the previous
+ * PKRU, or UINT64_MAX without PKU.
+ */
+static uint64_t
+pkru_open(void)
+{
+	static int have = -1;
+	if (have < 0) {
+		unsigned a = 7, b = 0, c = 0, d = 0;
+		__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+		have = (c >> 4) & 1; /* OSPKE */
+	}
+	if (!have)
+		return UINT64_MAX;
+	uint32_t eax, edx;
+	__asm__ volatile(".byte 0x0f,0x01,0xee" /* rdpkru */
+		: "=a"(eax), "=d"(edx) : "c"(0));
+	__asm__ volatile(".byte 0x0f,0x01,0xef" /* wrpkru */
+		: : "a"(0), "c"(0), "d"(0) : "memory");
+	return eax;
+}
+
+static void
+pkru_close(uint64_t old)
+{
+	if (old != UINT64_MAX)
+		__asm__ volatile(".byte 0x0f,0x01,0xef" /* wrpkru */
+			: : "a"((uint32_t)old), "c"(0), "d"(0) : "memory");
+}
+
+/*
  * Take a checkpoint.  Returns 0 when committed, 1 when the process has
  * just been resumed here by recovery, or an error (the process is then in
  * the fatal state: the previous checkpoint is intact).
@@ -949,7 +985,9 @@ dc__commit(void)
 	if (dc__save_ctx(&dc__st.ctx) != 0)
 		return 1; /* resumed by recovery */
 	dc__vol.in_commit = 1;
+	uint64_t pkru = pkru_open();
 	int rc = dc__call_on_stack(body_stack(), commit_body);
+	pkru_close(pkru);
 	dc__vol.in_commit = 0;
 	if (rc) {
 		dc__vol.fatal = true;
@@ -1029,9 +1067,14 @@ dc__cleanup_exit(void)
 {
 	if (!dc__vol.active)
 		return;
-	dc__k_after_commit(); /* pending deletes: the run is complete */
+	/* The checkpoint first, then every delayed deletion, open or not:
+	 * the run is complete (kstate.c, dc__k_exit_list). */
 	dc__vol.active = false;
+	if (dc__k_exit_list(dc__vol.dir) != 0)
+		dc__say("%s", rio_errormsg());
 	remove_dir_files(dc__vol.dir);
+	dc__k_exit_deletes(dc__vol.dir);
+	rmdir(dc__vol.dir);
 	if (dc__vol.stats_path[0])
 		write_stats(dc__vol.stats_path);
 }

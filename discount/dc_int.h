@@ -23,7 +23,9 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/types.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <termios.h>
 #include <time.h>
 
 #include "ckpt_layout.h"
@@ -120,6 +122,11 @@ struct dc__desc {
 	socklen_t bind_len, peer_len;
 	struct sockaddr_storage bind_addr, peer_addr;
 	char path[DC__PATH];
+	/* a terminal: its settings and window size at the last checkpoint
+	 * (kstate.c invariant 7) */
+	bool has_tio;
+	struct termios tio;
+	struct winsize ws;
 };
 struct dc__fdent {
 	int16_t desc;           /* index + 1; 0 = closed */
@@ -171,6 +178,7 @@ struct dc__st {
 	struct dc__desc desc[DC__MAX_DESC];
 	char cwd[PATH_MAX];
 	unsigned umask;
+	long vpid;              /* the process id of the first run (kstate.c) */
 	struct dc__sigrec sig[65];
 	rio_pool *ctl0;         /* the ctl handle of the first run */
 	int ctl_fd0;            /* and its descriptor number */
@@ -189,6 +197,7 @@ struct dc__vols {
 	char stats_path[PATH_MAX]; /* DC_STATS: counters written at exit */
 	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;
 	int mundo_fd;
+	int events_fd;          /* DC_EVENTS (events.c), or -1 */
 	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;
@@ -258,6 +267,8 @@ struct dc__vols {
 	unsigned nfresh;
 #ifdef DC_TEST_CRASHPOINTS
 	char crash_at[32];      /* DC_CRASH_AT of this incarnation */
+	uint64_t rstep, rstep_kill; /* recovery steps taken; kill at this one
+	                             * (recover.c dc__rstep) */
 	uint64_t mu_cap;        /* DC_TEST_MUNDO_MAX (seg.c) */
 #endif
 	char buf[65536] __attribute__((aligned(64)));
@@ -291,6 +302,7 @@ extern union dc__vol_pages dc__volp;
 #define dc__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
 void dc__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dc__refuse(const char *what);
+void dc__refuse_call(const char *what, const char *why, int err);
 
 /* maps.c */
 int dc__maps_read(struct dc__region *out, unsigned max, unsigned *n);
@@ -381,6 +393,14 @@ const struct dc_commit *dc__last_commit(void);
 /* recover.c */
 int dc__recover(void);
 int dc__ctl_fd(void);
+#ifdef DC_TEST_CRASHPOINTS
+/* One step of recovery (or of the delayed deletions after it): the test
+ * build kills the process at step N of its recovery run when DC_CRASH_AT
+ * is "rstep:N".  Uses nothing but dc__vol and raw system calls. */
+void dc__rstep(void);
+#else
+#define dc__rstep() ((void)0)
+#endif
 
 /* sud.c */
 int dc__sud_start(void);
@@ -396,6 +416,10 @@ void dc__sud_altstack(uint64_t *a, uint64_t *b);
  * anywhere (a write into a cold region, track.c). */
 #define DC__SIGS_BLOCKED (~(1ull << (SIGSEGV - 1)))
 
+/* events.c */
+int dc__events_open(const char *path);
+void dc__event(long nr, const long *a, long r);
+
 /* kstate.c */
 void dc__k_init(void);
 void dc__k_before_commit(void);
@@ -403,6 +427,9 @@ int dc__k_restore(int keep_fd);
 long dc__k_syscall(long nr, long *a, void *uc, bool *handled);
 int dc__desc_of(int fd);
 void dc__k_after_commit(void);
+void dc__k_repaint(void);
+int dc__k_exit_list(const char *dir);
+void dc__k_exit_deletes(const char *dir);
 
 /* fundo.c */
 int dc__fu_before_write(int fd, int64_t off, uint64_t len);
@@ -426,6 +453,9 @@ int dc__log_read(int fd, uint64_t off, uint64_t gen, uint64_t seq,
 	const uint64_t *inc, struct dc_log_ent *e, void *payload,
 	uint64_t max);
 int dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
+	int (*apply)(const struct dc_log_ent *e, const char *payload),
+	const char *what, uint64_t *n);
+int dc__log_undo_pop(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 	int (*apply)(const struct dc_log_ent *e, const char *payload),
 	const char *what, uint64_t *n);
 

@@ -8,6 +8,10 @@
  *  2. Messages to the user are one write(2) of one line starting "dc: ",
  *     made through the raw system call so that they work in any context
  *     (signal handlers, dispatch handler, recovery stack).
+ *  3. A refusal says what was refused, why, and what it means: a refused
+ *     call (dc__refuse_call) fails with an errno and changes nothing, so
+ *     the program goes on and stays recoverable; only state that cannot
+ *     be checkpointed (dc__refuse) ends the checkpoints.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -65,9 +69,37 @@ dc__say(const char *fmt, ...)
 	dc__sys6(SYS_write, 2, (long)buf, n, 0, 0, 0);
 }
 
+/* The name of a refusal's errno, as the program will see it. */
+static const char *
+err_name(int err)
+{
+	switch (-err) {
+	case EPERM: return "EPERM";
+	case EACCES: return "EACCES";
+	case EINVAL: return "EINVAL";
+	case EMFILE: return "EMFILE";
+	case ENOSPC: return "ENOSPC";
+	default: return "an error";
+	}
+}
+
+/*
+ * Invariant 3: a refused call changed nothing -- the program sees an
+ * ordinary error and goes on, and its checkpoints stay valid.  The
+ * message says so, with what was refused and why.
+ */
+void
+dc__refuse_call(const char *what, const char *why, int err)
+{
+	dc__say("refused %s (%s): the call fails with %s; the program goes "
+		"on and stays recoverable", what, why, err_name(err));
+}
+
+/* What cannot be checkpointed at all: no checkpoint is taken from here
+ * on, a crash returns to the last one. */
 void
 dc__refuse(const char *what)
 {
-	dc__say("refused: %s is not supported under Discount Checking "
-		"(the process could not be recovered)", what);
+	dc__say("refused: %s cannot be checkpointed; no further checkpoint "
+		"is taken, a crash returns to the last one", what);
 }

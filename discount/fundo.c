@@ -13,12 +13,20 @@
  * Invariants:
  *  1. An entry is durable before the change it guards is made.
  *  2. Entries carry (generation, incarnation).  Recovery applies the
- *     entries of (committed + 1, incarnation), then bumps the incarnation:
- *     entries already applied are never applied again, and a crash during
- *     the undo repeats it whole (applying before-images again, newest
- *     first, gives the same result).
+ *     entries of (committed + 1, incarnation) newest first, cutting each
+ *     off the log once applied (log.c invariant 3), then bumps the
+ *     incarnation: an entry is never applied again after an older one
+ *     was (renames and removals do not commute: a rename back applied a
+ *     second time could move a restored file over another).  Each entry
+ *     alone is idempotent -- the one a crash interrupted is applied again
+ *     -- and so is an entry whose change never happened (a crash between
+ *     logging and doing): writing old bytes, truncating to the old size,
+ *     removing a missing file, renaming back a name that is gone.
  *  3. Each entry's `b` is the offset of the previous entry (-1 for the
  *     first), so the undo walks backwards without an index.
+ *  4. Where a crash of the machine could lose it (a checkpoint directory
+ *     that is not memory), an entry's undo is synced before the entry is
+ *     cut off.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -107,6 +115,32 @@ dc__fu_before_write(int fd, int64_t off, uint64_t len)
 	return rc;
 }
 
+/* Invariant 4: the undo of one entry reaches the device before the entry
+ * is cut off the log: the file's data, or the directory of a name. */
+static int
+sync_undo(const char *path, bool name)
+{
+	if (dc__vol.dir_is_mem)
+		return 0;
+	char dir[DC__PATH];
+	if (name) {
+		snprintf(dir, sizeof(dir), "%s", path);
+		char *sl = strrchr(dir, '/');
+		if (sl == NULL)
+			return 0;
+		*(sl == dir ? sl + 1 : sl) = '\0';
+		path = dir;
+	}
+	int fd = open(path, (name ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : dc__err(-errno, "undo: open %s "
+			"to sync: %s", path, strerror(errno));
+	int rc = (name ? fsync(fd) : fdatasync(fd)) == 0 ? 0 :
+		dc__err(-errno, "undo: sync %s: %s", path, strerror(errno));
+	close(fd);
+	return rc;
+}
+
 static int
 undo_one(const struct dc_log_ent *e, const char *pl)
 {
@@ -127,22 +161,22 @@ undo_one(const struct dc_log_ent *e, const char *pl)
 			return dc__err(-er, "undo: write %s", p1);
 		}
 		close(fd);
-		return 0;
+		return sync_undo(p1, false);
 	case DC_FU_SIZE:
 		if (truncate(p1, e->a) != 0 && errno != ENOENT)
 			return dc__err(-errno, "undo: truncate %s: %s", p1,
 				strerror(errno));
-		return 0;
+		return sync_undo(p1, false);
 	case DC_FU_CREATE:
 		if (unlink(p1) != 0 && errno != ENOENT)
 			return dc__err(-errno, "undo: remove %s: %s", p1,
 				strerror(errno));
-		return 0;
+		return sync_undo(p1, true);
 	case DC_FU_RENAME:
 		if (rename(p2, p1) != 0 && errno != ENOENT)
 			return dc__err(-errno, "undo: rename %s back to %s: %s",
 				p2, p1, strerror(errno));
-		return 0;
+		return sync_undo(p1, true);
 	}
 	return dc__err(DC_ECORRUPT, "undo: unknown entry type %u", e->type);
 }
@@ -161,7 +195,7 @@ int
 dc__fu_undo(void)
 {
 	uint64_t n;
-	return dc__log_undo(dc__vol.fundo_fd, dc__vol.committed + 1,
+	return dc__log_undo_pop(dc__vol.fundo_fd, dc__vol.committed + 1,
 		dc__vol.incarnation, sizeof(dc__vol.io), fu_apply, "fundo",
 		&n);
 }

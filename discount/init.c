@@ -201,12 +201,18 @@ dc_init(const struct dc_opts *opts)
 	const char *sp = getenv("DC_STATS");
 	snprintf(dc__vol.stats_path, sizeof(dc__vol.stats_path), "%s",
 		sp ? sp : "");
+	int rce = dc__events_open(getenv("DC_EVENTS"));
+	if (rce)
+		return rce;
 	const char *dir = o.dir ? o.dir : getenv("DC_DIR");
 	if (dir && *dir)
 		snprintf(dc__vol.dir, sizeof(dc__vol.dir), "%s", dir);
 	else
 		default_dir(dc__vol.dir, sizeof(dc__vol.dir));
 
+	/* a previous run that crashed while exiting left its delayed
+	 * deletions to do (kstate.c) */
+	dc__k_exit_deletes(dc__vol.dir);
 	bool have = false;
 	int rc = dc__files_open(dc__vol.dir, &have);
 	if (rc)

@@ -20,7 +20,23 @@
  *     them; a regular file among them gets its offset back.
  *  4. An unlink or a rename over a file only renames the victim to a
  *     hidden name (logged as "rename back"); the hidden file is removed
- *     after a checkpoint that no longer has it open.
+ *     after a checkpoint that no longer has it open.  A crash between
+ *     the commit and the removals rolls the list back with the process:
+ *     the next commit removes them again (a removed file stays removed).
+ *  5. The table of delayed deletions never fails a call while a
+ *     checkpoint can empty it: a full table takes a checkpoint first
+ *     (pend_room).
+ *  6. The process keeps the id it had in its first run: getpid and gettid
+ *     answer it, and kill, tkill and tgkill aimed at it reach this
+ *     incarnation.  A recovered run sees no new id, so what a program
+ *     derives from it re-executes as it ran (SQLite resets its random
+ *     generator when its process id changes, taking it for a fork: under
+ *     the -LOG protocols the re-execution would then read /dev/urandom
+ *     where the logged run read its input).
+ *  7. The settings of each terminal the program holds (termios: raw
+ *     mode, echo ...) and its window size are recorded at each
+ *     checkpoint; recovery puts the settings back and has a full-screen
+ *     program repaint (SIGWINCH).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -107,7 +123,8 @@ own_fd(int fd)
 	return fd >= DC__OWN_FD_BASE &&
 		(fd == v->shadow_fd || fd == v->redo_fd || fd == v->ndlog_fd ||
 			fd == v->fundo_fd || fd == v->uffd ||
-			fd == v->pagemap_fd || fd == v->dirfd);
+			fd == v->pagemap_fd || fd == v->dirfd ||
+			fd == v->events_fd);
 }
 
 /* Describe a descriptor that just appeared. */
@@ -116,13 +133,15 @@ track_new(int fd, const char *path, int flags)
 {
 	struct stat st;
 	if (fd >= DC__MAX_FD) {
-		dc__refuse("more than 256 open descriptors");
+		dc__refuse_call("a descriptor numbered 256 or above",
+			"libdc records descriptors 0-255", -EMFILE);
 		dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
 		return -EMFILE;
 	}
 	int d = new_desc();
 	if (d < 0) {
-		dc__refuse("more than 64 open files");
+		dc__refuse_call("a 65th open file", "libdc records 64 open "
+			"file descriptions", -EMFILE);
 		dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
 		return -EMFILE;
 	}
@@ -158,6 +177,7 @@ dc__k_init(void)
 	unsigned m = (unsigned)dc__sys6(SYS_umask, 0, 0, 0, 0, 0, 0);
 	dc__sys6(SYS_umask, m, 0, 0, 0, 0, 0);
 	dc__st.umask = m;
+	dc__st.vpid = (long)dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	if (getcwd(dc__st.cwd, sizeof(dc__st.cwd)) == NULL)
 		dc__st.cwd[0] = '\0';
 	for (int fd = 0; fd < DC__MAX_FD; fd++) {
@@ -187,6 +207,35 @@ dc__k_init(void)
 	}
 }
 
+/* Invariant 7: the settings and window size of every terminal the
+ * program holds, stored only when changed (the table's page stays clean
+ * while nothing changes). */
+static void
+tty_record(void)
+{
+	bool done[DC__MAX_DESC] = { false };
+	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		int d = dc__desc_of(fd);
+		if (d < 0 || done[d] || dc__st.desc[d].kind != DC__K_TTY)
+			continue;
+		done[d] = true;
+		struct dc__desc *x = &dc__st.desc[d];
+		struct termios t;
+		struct winsize w;
+		memset(&t, 0, sizeof(t)); /* the kernel fills a shorter one */
+		if (dc__sys6(SYS_ioctl, fd, TCGETS, (long)&t, 0, 0, 0) != 0)
+			continue;
+		if (dc__sys6(SYS_ioctl, fd, TIOCGWINSZ, (long)&w, 0, 0, 0) != 0)
+			memset(&w, 0, sizeof(w));
+		if (!x->has_tio || memcmp(&t, &x->tio, sizeof(t)) ||
+		    memcmp(&w, &x->ws, sizeof(w))) {
+			x->has_tio = true;
+			x->tio = t;
+			x->ws = w;
+		}
+	}
+}
+
 /* Offsets at the checkpoint: lseek for each open regular file or
  * directory that a system call may have moved since the last checkpoint
  * (dc__vol.fd_touched, set by the dispatcher); stored only when changed,
@@ -208,6 +257,7 @@ dc__k_before_commit(void)
 		if (off != x->offset)
 			x->offset = off;
 	}
+	tty_record();
 }
 
 static bool
@@ -233,10 +283,63 @@ dc__k_after_commit(void)
 			k++;
 			continue;
 		}
+		dc__rstep();
 		unlink(dc__st.pend[i]);
 	}
 	if (dc__st.npend != k)
 		dc__st.npend = k;
+}
+
+/*
+ * A clean exit removes the checkpoint, then every delayed deletion: the
+ * checkpoint first, since it may hold a deleted file open (a recovery
+ * would reopen it by its hidden name).  The names go to a list in the
+ * checkpoint directory before, so a crash between the two is finished by
+ * the next run of the program (dc_init calls dc__k_exit_deletes too):
+ * no hidden file outlives the run.
+ */
+#define EXIT_LIST "deleting"
+
+int
+dc__k_exit_list(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/" EXIT_LIST, dir);
+	if (dc__st.npend == 0)
+		return 0;
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return dc__err(-errno, "open %s: %s", p, strerror(errno));
+	int rc = 0;
+	for (unsigned i = 0; i < dc__st.npend && rc == 0; i++)
+		if (write(fd, dc__st.pend[i], strlen(dc__st.pend[i]) + 1) !=
+		    (ssize_t)strlen(dc__st.pend[i]) + 1)
+			rc = dc__err(-EIO, "write %s", p);
+	/* The list must be durable before the checkpoint that also names
+	 * these files is removed. */
+	if (rc == 0)
+		rc = dc__sync_fd(fd);
+	close(fd);
+	return rc;
+}
+
+void
+dc__k_exit_deletes(const char *dir)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/" EXIT_LIST, dir);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	char *b = dc__vol.logtmp;
+	ssize_t n = read(fd, b, sizeof(dc__vol.logtmp) - 1);
+	close(fd);
+	for (ssize_t o = 0; n > 0 && o < n; o += (ssize_t)strlen(b + o) + 1) {
+		b[n] = '\0';
+		dc__rstep();
+		unlink(b + o);
+	}
+	unlink(p);
 }
 
 static void
@@ -248,20 +351,53 @@ rename_paths(const char *from, const char *to)
 			snprintf(dc__st.desc[i].path, DC__PATH, "%s", to);
 }
 
+/*
+ * Room for one more delayed deletion (invariant 5).  A full table is
+ * emptied by a checkpoint: the deletions whose files are closed are done
+ * after it commits.  A checkpoint can be taken here, under every
+ * protocol: committing more often than the protocol asks is always
+ * allowed, and nothing of this call has happened yet.  Fails only when
+ * every pending file is still open (or the checkpoint failed).
+ */
+static long
+pend_room(void)
+{
+	if (dc__st.npend < DC__MAX_PEND)
+		return 0;
+#ifndef DC_BROKEN_PEND_NO_COMMIT
+	/* resumed here by recovery (1): the deletions that followed this
+	 * commit are not in its image; done again (a removed file stays
+	 * removed) */
+	int rc = dc__commit();
+	if (rc < 0)
+		return -EIO;
+	if (rc == 1)
+		dc__k_after_commit();
+#endif
+	if (dc__st.npend < DC__MAX_PEND)
+		return 0;
+	dc__refuse_call("an unlink or a rename over a file", "32 deleted "
+		"files are still open; each is kept under a hidden name until "
+		"it is closed", -ENOSPC);
+	return -ENOSPC;
+}
+
 /* Move `path` out of the way under a hidden name (invariant 4). */
 static long
 hide(const char *path)
 {
-	if (dc__st.npend >= DC__MAX_PEND) {
-		dc__refuse("more than 32 deletions pending");
-		return -ENOSPC;
-	}
+	long room = pend_room();
+	if (room)
+		return room;
 	char tmp[DC__PATH], dir[DC__PATH], hidden[DC__PATH];
 	snprintf(tmp, sizeof(tmp), "%s", path);
 	snprintf(dir, sizeof(dir), "%s", dirname(tmp));
 	snprintf(tmp, sizeof(tmp), "%s", path);
-	int n = snprintf(hidden, sizeof(hidden), "%s/.dc-del-%lu-%lu-%s", dir,
-		(unsigned long)dc__vol.committed + 1,
+	/* unique: interval, incarnation (a rerun of the interval logs from
+	 * seq 0 again), entry */
+	int n = snprintf(hidden, sizeof(hidden), "%s/.dc-del-%lu-%lu-%lu-%s",
+		dir, (unsigned long)dc__vol.committed + 1,
+		(unsigned long)dc__vol.incarnation,
 		(unsigned long)dc__vol.fu_seq, basename(tmp));
 	if (n >= (int)sizeof(hidden))
 		return -ENAMETOOLONG;
@@ -327,13 +463,55 @@ do_dup(int old, long nfd, int flags)
 		return nfd;
 	if (nfd >= DC__MAX_FD) {
 		dc__sys6(SYS_close, nfd, 0, 0, 0, 0, 0);
-		dc__refuse("descriptor numbers above 255");
+		dc__refuse_call("a descriptor numbered 256 or above",
+			"libdc records descriptors 0-255", -EMFILE);
 		return -EMFILE;
 	}
 	if (d < 0)
 		return nfd;
 	set_fd((int)nfd, d, (flags & O_CLOEXEC) != 0);
 	return nfd;
+}
+
+/* A connection (a stream or sequenced-packet socket) is a conversation
+ * with another process: recovery could reconnect, but not bring the peer
+ * back to the point of the checkpoint.  A Unix-domain stream socket is
+ * most often glibc asking nscd (getpwuid, getaddrinfo ...), which falls
+ * back to reading the files itself when the socket fails: that refusal
+ * is said with --verbose only, not on the program's screen. */
+static void
+refuse_socket(int domain, int type)
+{
+	const char *what = "a socket that is not a datagram socket";
+	if (domain == AF_UNIX && type == SOCK_STREAM) {
+		if (dc__st.verbose)
+			dc__refuse_call("a Unix-domain stream socket (glibc's "
+				"nscd lookup, which then reads the files "
+				"itself)", "a connection cannot be brought "
+				"back to its state at a checkpoint", -EPERM);
+		return;
+	} else if ((domain == AF_INET || domain == AF_INET6) &&
+		 type == SOCK_STREAM)
+		what = "a TCP socket";
+	else if (type == SOCK_SEQPACKET)
+		what = "a sequenced-packet socket";
+	dc__refuse_call(what, "a connection cannot be brought back to its "
+		"state at a checkpoint", -EPERM);
+}
+
+/* The program's own process id, as it knew it, to the real one of this
+ * incarnation (kill, tkill, tgkill; a process group -pid too). */
+static long
+real_pid(long pid)
+{
+	long me = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	if (dc__st.vpid == 0 || dc__st.vpid == me)
+		return pid;
+	if (pid == dc__st.vpid)
+		return me;
+	if (pid == -dc__st.vpid)
+		return -me;
+	return pid;
 }
 
 long
@@ -417,8 +595,9 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 		bool two = nr != SYS_rename;
 		if (nr == SYS_renameat2 && (a[4] & ~1l /* NOREPLACE */))
 			{
-			dc__refuse("renameat2 with RENAME_EXCHANGE or "
-				"RENAME_WHITEOUT");
+			dc__refuse_call("renameat2 with RENAME_EXCHANGE or "
+				"RENAME_WHITEOUT", "its undo is not logged",
+				-EPERM);
 			return -EPERM;
 		}
 		abs_path(p1, sizeof(p1), two ? (int)a[0] : AT_FDCWD,
@@ -476,10 +655,7 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 	case SYS_socket: {
 		int type = (int)a[1] & 0xf;
 		if (type != SOCK_DGRAM) {
-			dc__refuse(type == SOCK_STREAM ?
-					"a stream socket (TCP)" :
-					"a socket that is not a datagram "
-					"socket");
+			refuse_socket((int)a[0], type);
 			return -EPERM;
 		}
 		r = dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
@@ -520,10 +696,22 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 		}
 		return r;
 	}
+	case SYS_getpid:
+	case SYS_gettid:
+		/* invariant 6 */
+		return dc__st.vpid;
+	case SYS_kill:
+	case SYS_tkill:
+		return dc__sys6(nr, real_pid(a[0]), a[1], a[2], 0, 0, 0);
+	case SYS_tgkill:
+		return dc__sys6(nr, real_pid(a[0]), real_pid(a[1]), a[2], 0, 0,
+			0);
 	case SYS_listen:
 	case SYS_accept:
 	case SYS_accept4:
-		dc__refuse("a listening socket");
+		dc__refuse_call("listen or accept", "a listening socket's "
+			"connections cannot be re-established by recovery",
+			-EPERM);
 		return -EPERM;
 	default:
 		*handled = false;
@@ -568,6 +756,51 @@ reopen(struct dc__desc *x)
 	return fd;
 }
 
+/*
+ * Invariant 7: each terminal gets back the settings it had at the
+ * checkpoint (raw mode, echo: what the program set and a shell may have
+ * undone after the crash), at once (TCSANOW: nothing is in flight).  The
+ * window size is the terminal's own -- it may have been resized meanwhile
+ * -- and is not forced; a full-screen program is told to repaint instead
+ * (dc__k_repaint).
+ */
+static void
+tty_restore(void)
+{
+#ifndef DC_BROKEN_NO_TTY_RESTORE
+	bool done[DC__MAX_DESC] = { false };
+	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		int d = dc__desc_of(fd);
+		if (d < 0 || done[d] || !dc__st.desc[d].has_tio)
+			continue;
+		done[d] = true;
+		dc__sys6(SYS_ioctl, fd, TCSETS, (long)&dc__st.desc[d].tio, 0, 0,
+			0);
+	}
+#endif
+}
+
+/* After a recovery, a program that holds a terminal and handles SIGWINCH
+ * gets one, pending until it runs with its own mask again: curses
+ * programs and editors answer it with a full redraw of the screen the
+ * crash left behind.  Call with every signal blocked. */
+void
+dc__k_repaint(void)
+{
+#ifdef DC_BROKEN_NO_TTY_RESTORE
+	return;
+#endif
+	uintptr_t h = dc__st.sig[SIGWINCH].handler;
+	if (h == (uintptr_t)SIG_DFL || h == (uintptr_t)SIG_IGN)
+		return;
+	for (int d = 0; d < DC__MAX_DESC; d++)
+		if (dc__st.desc[d].refs > 0 && dc__st.desc[d].has_tio) {
+			dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0,
+				0), SIGWINCH, 0, 0, 0, 0);
+			return;
+		}
+}
+
 int
 dc__k_restore(int keep_fd)
 {
@@ -593,6 +826,7 @@ dc__k_restore(int keep_fd)
 			continue;
 		}
 		if (opened[d] < 0) {
+			dc__rstep();
 			int nfd = reopen(x);
 			if (nfd < 0)
 				return nfd;
@@ -606,6 +840,7 @@ dc__k_restore(int keep_fd)
 	for (int d = 0; d < DC__MAX_DESC; d++)
 		if (opened[d] >= 0)
 			close(opened[d]);
+	tty_restore();
 	for (int s = 1; s <= 64; s++)
 		if (dc__st.sig[s].handler != 0 || dc__st.sig[s].flags != 0)
 			dc__install_handler(s);

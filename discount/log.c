@@ -13,6 +13,15 @@
  *     torn by a crash are never taken for current ones.
  *  2. Entries of one interval are read from offset 0 with seq 0, 1, ...;
  *     the first invalid entry ends the log.
+ *  3. An undo that is not idempotent as a whole (fundo: renames, removals
+ *     and writes to files they bring back depend on each other's order)
+ *     pops the log: once an entry is applied, the log is truncated at it
+ *     before the next older one is applied.  Re-applying the one entry a
+ *     crash interrupted is harmless (each entry alone is idempotent,
+ *     fundo.c invariant 2), so a crash anywhere in the undo is recovered
+ *     by running it again.  A before-image log of memory (mundo) needs no
+ *     pop: its entries are bytes at fixed addresses, and applying all of
+ *     them newest first gives the oldest image whatever the start.
  */
 #include <errno.h>
 #include <string.h>
@@ -112,11 +121,14 @@ dc__log_read(int fd, uint64_t off, uint64_t gen, uint64_t seq,
  * entry's `b` (the offset of the previous one, -1 for the first).  Each
  * payload is read into dc__vol.io; an entry longer than max is corrupt.
  * Returns the number of entries applied through *n, 0 or an error.
+ *
+ * pop (fundo): each entry applied is then cut off the log (invariant 3),
+ * so a crash during the undo resumes at the entry it was applying.
  */
-int
-dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
+static int
+undo_walk(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 	int (*apply)(const struct dc_log_ent *e, const char *payload),
-	const char *what, uint64_t *n)
+	const char *what, uint64_t *n, bool pop)
 {
 	uint64_t off = 0, seq = 0, last = UINT64_MAX;
 	struct dc_log_ent e;
@@ -134,9 +146,29 @@ dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 			return dc__err(DC_ECORRUPT, "%s entry %lu at %lu "
 				"unreadable", what, (unsigned long)(k - 1),
 				(unsigned long)at);
+		dc__rstep();
 		int rc = apply(&e, pl);
 		if (rc)
 			return rc;
+		dc__rstep();
+#ifndef DC_BROKEN_UNDO_NO_POP
+		/* The entry's effect is durable (apply synced it where a
+		 * crash of the machine could lose it); only then is the
+		 * entry cut off, made durable before the next one is
+		 * applied: an entry is never applied again once an older
+		 * one has been. */
+		if (pop) {
+			if (ftruncate(fd, (off_t)at) != 0)
+				return dc__err(-errno, "%s: cut entry %lu: %s",
+					what, (unsigned long)(k - 1),
+					strerror(errno));
+			if ((rc = dc__sync_fd(fd)))
+				return rc;
+			dc__rstep();
+		}
+#else
+		(void)pop;
+#endif
 		at = e.b < 0 ? UINT64_MAX : (uint64_t)e.b;
 	}
 	if (k != 0)
@@ -144,4 +176,20 @@ dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 			what, (unsigned long)(k - 1));
 	*n = seq;
 	return 0;
+}
+
+int
+dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
+	int (*apply)(const struct dc_log_ent *e, const char *payload),
+	const char *what, uint64_t *n)
+{
+	return undo_walk(fd, gen, inc, max, apply, what, n, false);
+}
+
+int
+dc__log_undo_pop(int fd, uint64_t gen, uint64_t inc, uint64_t max,
+	int (*apply)(const struct dc_log_ent *e, const char *payload),
+	const char *what, uint64_t *n)
+{
+	return undo_walk(fd, gen, inc, max, apply, what, n, true);
 }

@@ -355,9 +355,12 @@ output(long nr, long *a, ucontext_t *uc, int fd)
 		}
 		return pass(nr, a);
 	}
-	if (is_nd_kind(k))
-		before_visible();
-	return blocking(nr, a, uc);
+	if (!is_nd_kind(k))
+		return blocking(nr, a, uc);
+	before_visible();
+	long r = blocking(nr, a, uc);
+	dc__event(nr, a, r);
+	return r;
 }
 
 /* ---- signals ---- */
@@ -491,8 +494,12 @@ do_sigaction(const long *a)
 	if (sig == SIGKILL || sig == SIGSTOP)
 		return -EINVAL;
 	if (sig == SIGSYS || sig == DC__TIMER_SIG) {
-		dc__refuse(sig == SIGSYS ? "a SIGSYS handler" :
-					   "a handler for SIGRTMAX");
+		dc__refuse_call(sig == SIGSYS ? "a handler for SIGSYS" :
+					"a handler for SIGRTMAX",
+			sig == SIGSYS ? "libdc receives every system call "
+					"through SIGSYS" :
+					"libdc's checkpoint timer uses SIGRTMAX",
+			-EINVAL);
 		return -EINVAL;
 	}
 	struct dc__sigrec nr = { act->handler, act->flags, { { 0 } } };
@@ -606,9 +613,9 @@ cut_span(long a, long len)
 }
 
 static long
-refuse(const char *what, long err)
+refuse(const char *what, const char *why, long err)
 {
-	dc__refuse(what);
+	dc__refuse_call(what, why, (int)err);
 	return err;
 }
 
@@ -666,7 +673,9 @@ dc__dispatch(long nr, long *a, void *ucv)
 	case SYS_sendmsg:
 	case SYS_sendmmsg:
 		before_visible();
-		return blocking(nr, a, uc);
+		r = blocking(nr, a, uc);
+		dc__event(nr, a, r);
+		return r;
 	case SYS_clock_gettime:
 	case SYS_gettimeofday:
 	case SYS_time:
@@ -691,7 +700,8 @@ dc__dispatch(long nr, long *a, void *ucv)
 		if ((a[3] & MAP_SHARED) &&
 		    ((a[3] & MAP_ANONYMOUS) || (a[2] & PROT_WRITE)))
 			return refuse("a shared writable mapping (mmap "
-				"MAP_SHARED)", -EACCES);
+				"MAP_SHARED)", "memory shared with another "
+				"process cannot be rolled back", -EACCES);
 		if ((a[3] & MAP_FIXED) && !dc__track_undo())
 			warm_span(a[0], a[1]);
 		r = pass(nr, a);
@@ -776,26 +786,32 @@ dc__dispatch(long nr, long *a, void *ucv)
 		return r;
 	case SYS_clone:
 	case SYS_clone3:
-		return refuse("a second thread or process (clone)", -EPERM);
+		return refuse("a second thread or process (clone)",
+			"libdc checkpoints one single-threaded process", -EPERM);
 	case SYS_fork:
 	case SYS_vfork:
-		return refuse("fork", -EPERM);
+		return refuse("fork", "libdc checkpoints one process", -EPERM);
 	case SYS_execve:
 	case SYS_execveat:
-		return refuse("execve", -EPERM);
+		return refuse("execve", "a checkpoint cannot span another "
+			"program", -EPERM);
 	case SYS_pipe:
 	case SYS_pipe2:
-		return refuse("a pipe inside one process", -EPERM);
+		return refuse("a pipe inside one process", "the bytes in a "
+			"pipe are not checkpointed", -EPERM);
 	case SYS_shmget:
 	case SYS_shmat:
-		return refuse("System V shared memory", -EPERM);
+		return refuse("System V shared memory", "memory shared with "
+			"another process cannot be rolled back", -EPERM);
 	case SYS_io_uring_setup:
-		return refuse("io_uring", -EPERM);
+		return refuse("io_uring", "its requests bypass the system "
+			"calls libdc sees", -EPERM);
 	case SYS_userfaultfd:
-		return refuse("userfaultfd", -EPERM);
+		return refuse("userfaultfd", "libdc uses it itself", -EPERM);
 	case SYS_prctl:
 		if (a[0] == PR_SET_SYSCALL_USER_DISPATCH)
-			return refuse("syscall user dispatch", -EPERM);
+			return refuse("syscall user dispatch", "libdc uses it "
+				"itself", -EPERM);
 		return pass(nr, a);
 	case SYS_arch_prctl:
 		r = pass(nr, a);

@@ -45,6 +45,10 @@ PACKAGES=(
 	# python3 with C extensions (_bz2, _lzma) loaded by dlopen: the
 	# discount [dlopen] test
 	python3
+	# discount: terminal programs recovered in a tmux pane (sc, nvi)
+	tmux
+	sc
+	nvi
 	# tools/pmemtest (addr2line symbolizes call sites)
 	binutils
 	# bench/tpcb_tpcc

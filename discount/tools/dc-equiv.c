@@ -2,10 +2,18 @@
 /*
  * dc-equiv.c -- the equivalence function of the theory (Definition 2)
  *
- *   dc-equiv [-v] REFERENCE OBSERVED
+ *   dc-equiv [-v] [--events] REFERENCE OBSERVED
  *
  * REFERENCE is the visible output of a failure-free run, OBSERVED that of
- * a run that failed and recovered; one visible event is one line.  They
+ * a run that failed and recovered.  What a visible event is:
+ *   line mode (default, for plain text): one line, its \r\n or \n
+ *     dropped (a terminal's line ends);
+ *   --events: one line of an events file written by `dc-run --events`,
+ *     one line per write(2) the program made, C-escaped (events.c) -- the
+ *     program's own events: a line written in several calls (a prompt,
+ *     then the answer) is several events, and a prompt written again by
+ *     a recovered run is a duplicate, not a different line.
+ * They
  * are equivalent when OBSERVED is REFERENCE except for duplicates of
  * earlier OBSERVED events: walking both, an observed event equal to the
  * next reference event matches it; one that does not must equal an
@@ -38,6 +46,8 @@ lines_free(struct lines *l)
 	l->n = 0;
 }
 
+static bool events_mode;
+
 /* Read PATH into L, one event per line; on failure L is empty. */
 static int
 load(const char *path, struct lines *l)
@@ -65,8 +75,13 @@ load(const char *path, struct lines *l)
 			l->v = v;
 			alloc = a;
 		}
-		/* terminals send \r\n: a visible event is the text */
-		while (k > 0 && (line[k - 1] == '\n' || line[k - 1] == '\r'))
+		/* terminals send \r\n: a visible event is the text; an
+		 * events file escapes every byte of the event but the line's
+		 * own end */
+		if (events_mode && k > 0 && line[k - 1] == '\n')
+			line[--k] = '\0';
+		while (!events_mode && k > 0 &&
+		       (line[k - 1] == '\n' || line[k - 1] == '\r'))
 			line[--k] = '\0';
 		if ((l->v[l->n] = strdup(line)) == NULL)
 			rc = -1;
@@ -140,15 +155,26 @@ set_has(const struct set *s, uint64_t h)
 int
 main(int argc, char **argv)
 {
-	bool verbose = argc > 1 && !strcmp(argv[1], "-v");
-	if (argc != 3 + verbose) {
-		fprintf(stderr, "usage: dc-equiv [-v] REFERENCE OBSERVED\n");
+	bool verbose = false;
+	int i0 = 1;
+	for (; i0 < argc && argv[i0][0] == '-'; i0++) {
+		if (!strcmp(argv[i0], "-v"))
+			verbose = true;
+		else if (!strcmp(argv[i0], "--events"))
+			events_mode = true;
+		else
+			break;
+	}
+	if (argc != i0 + 2) {
+		fprintf(stderr, "usage: dc-equiv [-v] [--events] REFERENCE "
+			"OBSERVED\n");
 		return 2;
 	}
+	const char *unit = events_mode ? "event" : "line";
 	struct lines ref, obs = { 0 };
-	if (load(argv[1 + verbose], &ref))
+	if (load(argv[i0], &ref))
 		return 2;
-	if (load(argv[2 + verbose], &obs)) {
+	if (load(argv[i0 + 1], &obs)) {
 		lines_free(&ref);
 		return 2;
 	}
@@ -168,11 +194,11 @@ main(int argc, char **argv)
 				for (size_t k = 0; k < i && !dup; k++)
 					dup = !strcmp(obs.v[k], obs.v[i]);
 			if (!dup) {
-				printf("not equivalent: observed line %zu "
-				       "\"%s\" is neither reference line %zu "
+				printf("not equivalent: observed %s %zu "
+				       "\"%s\" is neither reference %s %zu "
 				       "\"%s\" nor a repeat of an earlier "
-				       "event\n", i + 1, obs.v[i], j + 1,
-					j < ref.n ? ref.v[j] : "(end)");
+				       "event\n", unit, i + 1, obs.v[i], unit,
+					j + 1, j < ref.n ? ref.v[j] : "(end)");
 				rc = 1;
 				break;
 			}
@@ -184,8 +210,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (rc == 0 && j < ref.n) {
-		printf("not equivalent: reference line %zu \"%s\" never "
-		       "appeared (output lost)\n", j + 1, ref.v[j]);
+		printf("not equivalent: reference %s %zu \"%s\" never "
+		       "appeared (output lost)\n", unit, j + 1, ref.v[j]);
 		rc = 1;
 	}
 	if (rc == 0 && verbose)

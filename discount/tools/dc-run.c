@@ -3,7 +3,7 @@
  * dc-run.c -- run an unmodified program under Discount Checking
  *
  *   dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]
- *          [--tracking uffd|wp|undo] [--verbose] -- prog args
+ *          [--events F] [--tracking uffd|wp|undo] [--verbose] -- prog args
  *   dc-run --status [--dir D] -- prog args     (what a crash would resume)
  *   dc-run --discard [--dir D] -- prog args    (forget a checkpoint)
  *
@@ -28,8 +28,8 @@
 
 static const char help[] =
 	"usage: dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]\n"
-	"              [--tracking uffd|wp|undo] [--verbose] -- program "
-	"[args...]\n"
+	"              [--events F] [--tracking uffd|wp|undo] [--verbose] --\n"
+	"              program [args...]\n"
 	"       dc-run --status|--discard [--dir D] -- program [args...]\n"
 	"\n"
 	"Runs an unmodified, dynamically linked program under Discount\n"
@@ -67,12 +67,16 @@ static const char help[] =
 	"                       segment; the first write to a page faults\n"
 	"                       and logs its before-image (the thesis' design)\n"
 	"  --stats F      write the run's counters to F when it ends\n"
+	"  --events F     append every visible event (each write to a\n"
+	"                 terminal, pipe or socket) to F, one C-escaped\n"
+	"                 line per call, for dc-equiv --events\n"
 	"  --verbose      say what is recovered\n"
 	"  --status       print what a crash would resume, run nothing\n"
 	"  --discard      forget the checkpoint, run nothing\n"
 	"\n"
-	"Refused at the call (\"dc: refused: ...\" on stderr): threads, fork,\n"
-	"exec, pipes, TCP, shared writable mappings.  Needs Linux >= 6.7,\n"
+	"Refused at the call (\"dc: refused ...\" on stderr; the call fails,\n"
+	"the program goes on): threads, fork, exec, pipes, stream sockets,\n"
+	"shared writable mappings.  Needs Linux >= 6.7,\n"
 	"x86-64.  Exit status 70: Discount Checking could not start or\n"
 	"refused to recover.  See docs/discount.md.\n";
 
@@ -99,12 +103,13 @@ main(int argc, char **argv)
 		{ "verbose", 0, 0, 'v' }, { "status", 0, 0, 's' },
 		{ "discard", 0, 0, 'x' }, { "help", 0, 0, 'h' },
 		{ "stats", 1, 0, 'S' }, { "tracking", 1, 0, 't' },
+		{ "events", 1, 0, 'e' },
 		{ 0, 0, 0, 0 } };
 	const char *dir = NULL, *proto = "cbndvs", *interval = NULL;
-	const char *stats = NULL, *tracking = NULL;
+	const char *stats = NULL, *tracking = NULL, *events = NULL;
 	bool verbose = false, status = false, discard = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "+d:p:i:vsxhS:t:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+d:p:i:vsxhS:t:e:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'p': proto = optarg; break;
@@ -114,6 +119,7 @@ main(int argc, char **argv)
 		case 'x': discard = true; break;
 		case 'S': stats = optarg; break;
 		case 't': tracking = optarg; break;
+		case 'e': events = optarg; break;
 		case 'h': usage(true); break;
 		default: usage(false);
 		}
@@ -207,6 +213,8 @@ main(int argc, char **argv)
 		setenv("DC_VERBOSE", "1", 1);
 	if (stats)
 		setenv("DC_STATS", stats, 1);
+	if (events)
+		setenv("DC_EVENTS", events, 1);
 	/* glibc's rseq area would be registered by the fresh process, not
 	 * the recovered one: switch it off (docs/discount.md). */
 	const char *tun = getenv("GLIBC_TUNABLES");

@@ -5,9 +5,10 @@
  *
  *   dc-test-files DIR WORKDIR
  *
- * Creates five files, takes a checkpoint, then changes every one of them
- * in every way libdc undoes (create a new file, overwrite, extend,
- * truncate, unlink, rename, O_TRUNC) and kills itself.  Run again, it is
+ * Creates seven files (one deleted while it stays open), takes a
+ * checkpoint, then changes them in every way libdc undoes (create a new
+ * file, overwrite, extend, truncate, unlink, rename, rename over a file,
+ * O_TRUNC, a journal created and deleted twice) and kills itself.  Run again, it is
  * resumed at the checkpoint and prints the directory: it must be exactly
  * as at the checkpoint.  Built against the crash-point build of libdc, so
  * DC_CRASH_AT can also kill it inside a commit.
@@ -80,12 +81,22 @@ main(int argc, char **argv)
 	put("gone", "still here", O_TRUNC);
 	put("moved", "m", O_TRUNC);
 	put("emptied", "full", O_TRUNC);
+	put("victim", "v", O_TRUNC);
+	/* deleted while open: a delayed deletion the checkpoint holds, the
+	 * file reopened by its hidden name at recovery */
+	int held = open("held", O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (held < 0 || write(held, "h", 1) != 1 || unlink("held") != 0)
+		return 2;
 	int rc = dc_checkpoint();
 	if (rc < 0)
 		return 1;
 	if (rc == 1) {
-		printf("resumed\n");
+		char h[4] = "";
+		if (pread(held, h, sizeof(h) - 1, 0) != 1)
+			return 4;
+		printf("resumed (held %s)\n", h);
 		list();
+		close(held);
 		return 0;
 	}
 	/* the interval that recovery must undo */
@@ -100,6 +111,22 @@ main(int argc, char **argv)
 		return 2;
 	put("emptied", "", O_TRUNC);
 	put("new", " and extended", O_APPEND);
+	/* a rollback journal twice over: created, written, its header
+	 * rewritten, deleted (the undo brings it back, then removes it) */
+	for (int i = 0; i < 2; i++) {
+		put("journal", "header+pages", O_TRUNC);
+		fd = open("journal", O_WRONLY);
+		if (fd < 0 || pwrite(fd, "HEADER", 6, 0) != 6)
+			return 2;
+		close(fd);
+		if (unlink("journal") != 0)
+			return 2;
+	}
+	/* a rename into a name freed by an earlier rename, and one over an
+	 * existing file */
+	put("src", "s", O_EXCL);
+	if (rename("keep", "moved") != 0 || rename("src", "victim") != 0)
+		return 2;
 	kill(getpid(), SIGKILL);
 	return 3;
 }

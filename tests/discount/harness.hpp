@@ -21,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -90,6 +91,16 @@ inline void drain(int m, std::string &out)
 			break;
 		out.append(buf, (size_t)n);
 	}
+}
+
+// One read of what is there (the descriptor may block); bytes read.
+inline ssize_t drain_once(int m, std::string &out)
+{
+	char buf[4096];
+	ssize_t n = read(m, buf, sizeof(buf));
+	if (n > 0)
+		out.append(buf, (size_t)n);
+	return n;
 }
 
 inline pid_t spawn(const std::vector<std::string> &argv, int in, int out,
@@ -405,6 +416,20 @@ inline Prog ed_prog()
 			"p\nw out.txt\n";
 	s += "q\n";
 	return { "ed", { "ed", "-s" }, s };
+}
+
+// sqlite3 with its default rollback journal: every statement a
+// transaction that creates, writes and deletes db.sqlite-journal.
+inline Prog sqlite_prog(int transactions = 120)
+{
+	std::string s = "create table t(a integer, b text);\n";
+	for (int i = 1; i <= transactions; i++) {
+		s += "insert into t values(" + std::to_string(i) + ", 'row " +
+			std::to_string(i) + "');\n";
+		if (i % 10 == 0)
+			s += "select count(*), sum(a) from t;\n";
+	}
+	return { "sqlite3", { "sqlite3", "db.sqlite" }, s };
 }
 
 } // namespace dctest

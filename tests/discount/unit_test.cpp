@@ -5,13 +5,14 @@
 
 #include "harness.hpp"
 
-static int equiv(const std::string &ref, const std::string &obs)
+static int equiv(const std::string &ref, const std::string &obs,
+	const char *mode = "")
 {
 	test::TempDir d;
 	test::write_file(d / "r", ref);
 	test::write_file(d / "o", obs);
-	std::string cmd = dctest::env_or("DC_EQUIV", "dc-equiv") + " " +
-		(d / "r") + " " + (d / "o") + " > /dev/null";
+	std::string cmd = dctest::env_or("DC_EQUIV", "dc-equiv") + " " + mode +
+		" " + (d / "r") + " " + (d / "o") + " > /dev/null";
 	int rc = system(cmd.c_str());
 	return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
@@ -28,6 +29,50 @@ TEST_CASE("dc-equiv: identical except for duplicates of earlier events",
 	REQUIRE(equiv("a\nb\nc\n", "a\nx\nb\nc\n") == 1); // foreign event
 	REQUIRE(equiv("a\nb\n", "b\na\n") == 1);      // reordered
 	REQUIRE(equiv("a\nb\n", "a\n") == 1);         // incomplete
+}
+
+TEST_CASE("dc-equiv --events: one event per write, escaped", "[equiv]")
+{
+	// a line written in three calls, its start written again after a
+	// recovery: in lines, a foreign line; in events, two duplicates
+	std::string ref = "sum: \n42\n\\n\n";
+	std::string obs = "sum: \n42\nsum: \n42\n\\n\n";
+	REQUIRE(equiv(ref, obs, "--events") == 0);
+	REQUIRE(equiv("sum: 42\n", "sum: 42sum: 42\n") == 1);
+	REQUIRE(equiv(ref, "sum: \n43\n\\n\n", "--events") == 1); // foreign
+	REQUIRE(equiv(ref, "sum: \n42\n", "--events") == 1);        // lost
+	// an event's escaped \r is part of it (no terminal line end)
+	REQUIRE(equiv("a\\r\\n\n", "a\\n\n", "--events") == 1);
+	REQUIRE(equiv("a\r\nb\r\n", "a\nb\n") == 0);
+}
+
+TEST_CASE("dc-run --events records each write of a recovered program",
+	"[events]")
+{
+	// the recovered run writes its line again from the start: its output
+	// is a line the failure-free run never wrote, its events are the
+	// failure-free run's and duplicates
+	test::TempDir d;
+	std::string prog = dctest::env_or("DC_TEST_EVENTS", "dc-test-events");
+	int st;
+	std::string ref = dctest::run_capture({ prog, d / "ck1", "run" }, &st,
+		{ "DC_EVENTS=" + (d / "ref.ev") });
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(ref == "sum: 42\n");
+	std::string obs = dctest::run_capture({ prog, d / "ck2", "kill" }, &st,
+		{ "DC_EVENTS=" + (d / "obs.ev") });
+	REQUIRE(WIFSIGNALED(st));
+	obs += dctest::run_capture({ prog, d / "ck2", "kill" }, &st,
+		{ "DC_EVENTS=" + (d / "obs.ev") });
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(obs == "sum: 42sum: 42\n");
+	REQUIRE(test::read_file(d / "ref.ev") == "sum: \n42\n\\n\n");
+	REQUIRE(test::read_file(d / "obs.ev") ==
+		"sum: \n42\nsum: \n42\n\\n\n");
+	REQUIRE(equiv(ref, obs) == 1); // lines: falsely not equivalent
+	REQUIRE(equiv(test::read_file(d / "ref.ev"),
+			test::read_file(d / "obs.ev"), "--events") == 0);
 }
 
 static std::string counter(const std::string &dir, int n, int kill_ms)
@@ -87,7 +132,10 @@ TEST_CASE("fork and stream sockets are refused at the call", "[refuse]")
 		"dc-run"), "--dir", d / "ck", "--", "sh", "-c",
 		"/bin/true; echo after" }, &st);
 	INFO(out);
-	REQUIRE(out.find("refused: fork") != std::string::npos);
+	REQUIRE(out.find("refused fork (libdc checkpoints one process): the "
+			 "call fails with EPERM; the program goes on and stays "
+			 "recoverable") != std::string::npos);
+	REQUIRE(out.find("could not be recovered") == std::string::npos);
 
 	out = dctest::run_capture({ dctest::env_or("DC_RUN", "dc-run"),
 		"--dir", d / "ck2", "--", "lua5.4", "-e",
@@ -153,13 +201,14 @@ static std::string files_until_done(const std::string &dir,
 }
 
 static const char files_at_checkpoint[] =
-	"resumed\n"
+	"resumed (held h)\n"
 	"emptied=full|\n"
 	"gone=still here|\n"
 	"grow=abc|\n"
 	"keep=original|\n"
 	"moved=m|\n"
-	"shrink=0123456789|\n";
+	"shrink=0123456789|\n"
+	"victim=v|\n";
 
 TEST_CASE("recovery undoes the file changes of the lost interval",
 	"[files]")
@@ -559,4 +608,268 @@ TEST_CASE("python3 reading a file and printing to a terminal runs to the "
 	// a checkpoint before every line
 	REQUIRE(dctest::stat_of(test::read_file(d / "stats"),
 			"checkpoints") > 400);
+
+// One kill inside recovery: dc-test-files kills itself in its interval,
+// its recovery run is killed at recovery step `step` (DC_CRASH_AT=rstep:N,
+// the test build), then it is run until it finishes.  Returns "" when the
+// files came back as at the checkpoint with no hidden name left, else
+// what went wrong; *beyond: the recovery run had fewer steps and finished.
+static std::string kill_in_recovery(const std::string &prog, int step,
+	bool *beyond)
+{
+	test::TempDir d;
+	std::string work = d / "work", dir = d / "ck";
+	REQUIRE(mkdir(work.c_str(), 0700) == 0);
+	int st;
+	std::string out = dctest::run_capture({ prog, dir, work }, &st);
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+		return "first run did not kill itself: " + out;
+	out = dctest::run_capture({ prog, dir, work }, &st,
+		{ "DC_CRASH_AT=rstep:" + std::to_string(step) });
+	*beyond = WIFEXITED(st);
+	if (!*beyond && (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL))
+		return "recovery run died of something else: " + out;
+	for (int run = 0; !WIFEXITED(st) && run < 3; run++)
+		out = dctest::run_capture({ prog, dir, work }, &st);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return "not recovered after a kill at recovery step " +
+			std::to_string(step) + ": " + out;
+	if (out != files_at_checkpoint)
+		return "files differ after a kill at recovery step " +
+			std::to_string(step) + ":\n" + out;
+	for (auto &n : test::list_dir(work))
+		if (n.rfind(".dc-del-", 0) == 0)
+			return "hidden file " + n + " left after a kill at "
+				"recovery step " + std::to_string(step);
+	return "";
+}
+
+TEST_CASE("a kill at any step of recovery is recovered by running again",
+	"[rkill]")
+{
+	// every step: the redo and memory undo phases, each file undo
+	// (write, truncate, create, unlink, rename, rename over a file) and
+	// its cut off the log, the incarnation, every region rebuilt, every
+	// descriptor reopened (a deleted file among them), the delayed
+	// deletions after the resume
+	std::string prog = dctest::env_or("DC_TEST_FILES", "dc-test-files");
+	int points = 0;
+	bool beyond = false;
+	for (int step = 1; !beyond && step < 1000; step++) {
+		std::string why = kill_in_recovery(prog, step, &beyond);
+		INFO(why);
+		REQUIRE(why.empty());
+		if (!beyond)
+			points++;
+	}
+	WARN(points << " kill points inside recovery");
+	REQUIRE(beyond);
+	REQUIRE(points >= 50);
+}
+
+TEST_CASE("an undo that does not cut its log is caught by kills inside "
+	  "recovery", "[rkill-broken]")
+{
+	// the broken build applies the whole file undo again after a kill:
+	// a file it has already removed is written to, or a rename back
+	// moves a restored file over another
+	std::string prog = dctest::env_or("DC_TEST_FILES_BROKEN", "");
+	REQUIRE(!prog.empty());
+	bool beyond = false;
+	std::string caught;
+	for (int step = 1; caught.empty() && !beyond && step < 1000; step++)
+		caught = kill_in_recovery(prog, step, &beyond);
+	WARN("broken build caught: " << caught);
+	REQUIRE(!caught.empty());
+}
+
+// dc-test-tty on a pseudo-terminal: killed after its checkpoint in raw
+// mode, the terminal set back to cooked mode (as a shell does), run
+// again.  Returns the recovered run's line.
+static std::string tty_recovered(const std::string &prog)
+{
+	test::TempDir d;
+	int m, s;
+	REQUIRE(openpty(&m, &s, nullptr, nullptr, nullptr) == 0);
+	std::string out;
+	for (int run = 0; run < 2; run++) {
+		pid_t pid = dctest::spawn({ prog, d / "ck", "x" }, s, s, "/", {});
+		int st;
+		while (waitpid(pid, &st, WNOHANG) == 0) {
+			struct pollfd pf = { m, POLLIN, 0 };
+			if (poll(&pf, 1, 10) > 0)
+				dctest::drain_once(m, out);
+		}
+		if (run == 0) {
+			REQUIRE(WIFSIGNALED(st));
+			struct termios t;
+			REQUIRE(tcgetattr(s, &t) == 0);
+			REQUIRE(!(t.c_lflag & ICANON)); // it was raw
+			t.c_lflag |= ICANON | ECHO | ISIG;
+			t.c_iflag |= ICRNL;
+			t.c_oflag |= OPOST;
+			REQUIRE(tcsetattr(s, TCSANOW, &t) == 0);
+			out.clear();
+		} else {
+			REQUIRE(WIFEXITED(st));
+		}
+	}
+	struct pollfd pf = { m, POLLIN, 0 };
+	while (poll(&pf, 1, 50) > 0 && dctest::drain_once(m, out) > 0)
+		;
+	close(m);
+	close(s);
+	return out;
+}
+
+TEST_CASE("a terminal in raw mode is raw again after recovery, and the "
+	  "program is asked to repaint", "[tty]")
+{
+	std::string out = tty_recovered(dctest::env_or("DC_TEST_TTY",
+		"dc-test-tty"));
+	INFO(out);
+	REQUIRE(out.find("resumed raw=1 winch=1") != std::string::npos);
+}
+
+TEST_CASE("a recovery that leaves the terminal cooked is caught",
+	"[tty-broken]")
+{
+	std::string prog = dctest::env_or("DC_TEST_TTY_BROKEN", "");
+	REQUIRE(!prog.empty());
+	std::string out = tty_recovered(prog);
+	WARN("broken build: " << out);
+	REQUIRE(out.find("resumed raw=0") != std::string::npos);
+}
+
+TEST_CASE("each refusal says what was refused and that the program goes "
+	  "on", "[refuse]")
+{
+	test::TempDir d;
+	std::string dcrun = dctest::env_or("DC_RUN", "dc-run");
+	int st;
+	// a TCP connection: bash's /dev/tcp
+	std::string out = dctest::run_capture({ dcrun, "--dir", d / "a", "--",
+		"bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/9; echo went on" },
+		&st);
+	INFO(out);
+	REQUIRE(out.find("dc: refused a TCP socket (a connection cannot be "
+			 "brought back to its state at a checkpoint): the call "
+			 "fails with EPERM; the program goes on and stays "
+			 "recoverable") != std::string::npos);
+	REQUIRE(out.find("went on") != std::string::npos);
+	// a SIGSYS handler (vim installs one): not fatal
+	out = dctest::run_capture({ dcrun, "--dir", d / "b", "--", "perl",
+		"-e", "$SIG{SYS} = sub {}; print qq(went on\n)" }, &st);
+	INFO(out);
+	REQUIRE(out.find("dc: refused a handler for SIGSYS (libdc receives "
+			 "every system call through SIGSYS): the call fails "
+			 "with EINVAL; the program goes on") != std::string::npos);
+	REQUIRE(out.find("went on") != std::string::npos);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	// glibc's nscd lookup (getpwuid in sqlite3): a Unix-domain stream
+	// socket, named as such with --verbose, silent otherwise (glibc reads
+	// the files itself), never "a TCP socket"
+	out = dctest::run_capture({ dcrun, "--dir", d / "c", "--verbose", "--",
+		"sqlite3", ":memory:", "select 40 + 2" }, &st);
+	INFO(out);
+	REQUIRE(out.find("dc: refused a Unix-domain stream socket (glibc's "
+			 "nscd lookup") != std::string::npos);
+	REQUIRE(out.find("TCP") == std::string::npos);
+	REQUIRE(out.find("42") != std::string::npos);
+	out = dctest::run_capture({ dcrun, "--dir", d / "e", "--", "sqlite3",
+		":memory:", "select 40 + 2" }, &st);
+	INFO(out);
+	REQUIRE(out == "42\n");
+}
+
+// sc (a curses spreadsheet) in a tmux pane under dc-run: a number typed
+// in, the program killed, the pane restarted the way a shell would (the
+// terminal set back to cooked mode and cleared) with the same command.
+// The recovered sc must repaint its whole screen (the column header comes
+// back) and take a key without Enter (raw mode).  Returns what failed, ""
+// when both hold, or "skip" without tmux or sc.
+static std::string tmux_sc(const std::string &lib)
+{
+	if (system("command -v tmux >/dev/null && command -v sc >/dev/null") !=
+	    0)
+		return "skip";
+	test::TempDir d;
+	std::string sock = "dc-test-" + std::to_string(getpid());
+	auto tmux = [&](const std::string &args) {
+		std::string out, cmd = "tmux -L " + sock + " " + args +
+			" 2>/dev/null";
+		FILE *f = popen(cmd.c_str(), "r");
+		char buf[4096];
+		size_t n;
+		while (f && (n = fread(buf, 1, sizeof(buf), f)) > 0)
+			out.append(buf, n);
+		if (f)
+			pclose(f);
+		return out;
+	};
+	auto wait_for = [&](const std::string &what) {
+		for (int i = 0; i < 100; i++) {
+			if (tmux("capture-pane -p -t t").find(what) !=
+			    std::string::npos)
+				return true;
+			usleep(50000);
+		}
+		return false;
+	};
+	std::string cmd = "DC_LIB=" + lib + " " +
+		dctest::env_or("DC_RUN", "dc-run") + " --dir " + (d / "ck") +
+		" -- sc";
+	tmux("new-session -d -x 80 -y 24 -s t -c " + d.path + " '" + cmd +
+		"'");
+	tmux("set-option -t t remain-on-exit on");
+	std::string why;
+	if (!wait_for(" B         C"))
+		why = "sc did not start:\n" + tmux("capture-pane -p -t t");
+	tmux("send-keys -t t =");
+	tmux("send-keys -t t 42 Enter");
+	if (why.empty() && !wait_for("42.00"))
+		why = "sc did not take 42";
+	pid_t pid = atoi(tmux("list-panes -t t -F '#{pane_pid}'").c_str());
+	if (pid > 0)
+		kill(pid, SIGKILL);
+	for (int i = 0; i < 100 &&
+	     tmux("list-panes -t t -F '#{pane_dead}'").find('1') ==
+		     std::string::npos; i++)
+		usleep(20000);
+	tmux("respawn-pane -t t 'stty sane; clear; exec env " + cmd + "'");
+	if (why.empty() && !wait_for(" B         C"))
+		why = "screen not repainted after recovery:\n" +
+			tmux("capture-pane -p -t t");
+	tmux("send-keys -t t j");
+	if (why.empty() && !wait_for("A1 "))
+		why = "a key without Enter not taken (terminal not raw):\n" +
+			tmux("capture-pane -p -t t");
+	tmux("kill-server");
+	return why;
+}
+
+TEST_CASE("sc in tmux is raw and repainted after recovery", "[tmux]")
+{
+	std::string why = tmux_sc(dctest::env_or("DC_LIB_PATH", ""));
+	if (why == "skip") {
+		WARN("tmux or sc missing: skipped");
+		return;
+	}
+	INFO(why);
+	REQUIRE(why.empty());
+}
+
+TEST_CASE("a recovery that neither restores the terminal nor asks for a "
+	  "repaint is caught in tmux", "[tmux-broken]")
+{
+	std::string lib = dctest::env_or("DC_BROKEN_TTY_LIB", "");
+	REQUIRE(!lib.empty());
+	std::string why = tmux_sc(lib);
+	if (why == "skip") {
+		WARN("tmux or sc missing: skipped");
+		return;
+	}
+	WARN("broken build: " << why);
+	REQUIRE(!why.empty());
 }
