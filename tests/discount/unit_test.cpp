@@ -608,6 +608,7 @@ TEST_CASE("python3 reading a file and printing to a terminal runs to the "
 	// a checkpoint before every line
 	REQUIRE(dctest::stat_of(test::read_file(d / "stats"),
 			"checkpoints") > 400);
+}
 
 // One kill inside recovery: dc-test-files kills itself in its interval,
 // its recovery run is killed at recovery step `step` (DC_CRASH_AT=rstep:N,
