@@ -54,16 +54,7 @@
 #include <unistd.h>
 
 #include "tracer_int.h"
-
-#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
-#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
-#endif
-#ifndef UFFD_FEATURE_WP_UNPOPULATED
-#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
-#endif
-#ifndef UFFD_FEATURE_EXACT_ADDRESS
-#define UFFD_FEATURE_EXACT_ADDRESS (1 << 11)
-#endif
+#include "uffd_compat.h"
 
 #define PAGE 4096u
 #define TF 0x100ull /* EFLAGS trap flag */
