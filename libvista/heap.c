@@ -21,11 +21,18 @@
  *   A1. An ALLOC record is durable before the metadata marks its block
  *       allocated; a FREE record is durable before commit clears it.
  *   A2. Every allocation declares (for the commit flush) its block and
- *       what it changed in the metadata: its bitmap word (small), its
- *       page map entries (large).  A run's page map entry is durable from
- *       the moment the run exists (A4), so an allocation from a run that
+ *       what it changed in the metadata: its bitmap word and its run's
+ *       page map entry, whose check covers the bitmap (small), its page
+ *       map entries (large).  A run's kind and class are durable from the
+ *       moment the run exists (A4), so an allocation from a run that
  *       another transaction created needs nothing of that transaction's
  *       commit.
+ *   A6. A run's check follows its bitmap: whoever changes a bit stores
+ *       the entry with the new check under the heap lock and makes both
+ *       durable before its record dies.  So the only bits a crash can
+ *       leave out of step with the check are bits that a live record
+ *       names, and rollback sets each of those (vista__heap_precheck
+ *       verifies the rest before it stores anything).
  *   A3. A block whose allocation or free is not durable and final is never
  *       handed out: the metadata change and the DRAM index update that
  *       makes the block available happen under the heap lock, and commit
@@ -152,6 +159,17 @@ run_free_block(const struct vista_heap *h, uint32_t p, unsigned cls)
 			return (int)(w * 64 + (unsigned)__builtin_ctzll(x));
 	}
 	return -1;
+}
+
+/* The page map entry of a run of class cls whose bitmap is row, now (A6). */
+static uint64_t
+run_entry(const uint64_t *row, unsigned cls)
+{
+	uint64_t b[VISTA_RUN_WORDS];
+
+	for (unsigned w = 0; w < VISTA_RUN_WORDS; w++)
+		b[w] = ld(&row[w]);
+	return vista_pg_make(VISTA_PG_RUN, cls, vista_run_check(b));
 }
 
 static bool
@@ -359,8 +377,12 @@ walk_heap(struct vista_segment *seg, struct walk *w)
 			break;
 		case VISTA_PG_RUN: {
 			unsigned nb, used = 0;
-			if (cls >= VISTA_NCLASSES || n != 0)
+			if (cls >= VISTA_NCLASSES)
 				return corrupt(seg, p, "run with a bad class");
+			if (e != run_entry(h->bits[p], cls))
+				return corrupt(seg, p, "run bitmap fails its "
+						       "check (a flipped "
+						       "allocation bit)");
 			nb = nblocks(cls);
 			for (unsigned b = 0; b < VISTA_RUN_WORDS * 64; b++) {
 				if (!((ld(&h->bits[p][b / 64]) >> (b % 64)) & 1))
@@ -496,19 +518,74 @@ hh_verify(const struct vista_segment *seg, const struct vista_heap_hdr *hh)
 	return 0;
 }
 
+/* Most named bits of one run whose states are tried (2^k checks); a run
+ * with more in flight at the crash is not prechecked. */
+#define VISTA__RUN_TRY_MAX 12u
+
+/*
+ * Is check the run check of row with the bits of mask (k of them) set some
+ * way?  The durable entry may be from before or after any of those bits
+ * changed, in any combination (A6).
+ */
+static bool
+run_check_reachable(const uint64_t *row, const uint64_t mask[VISTA_RUN_WORDS],
+	unsigned k, uint32_t check)
+{
+	unsigned pos[VISTA__RUN_TRY_MAX], np = 0;
+
+	if (k > VISTA__RUN_TRY_MAX)
+		return true;
+	for (unsigned b = 0; b < VISTA_RUN_WORDS * 64; b++)
+		if ((mask[b / 64] >> (b % 64)) & 1)
+			pos[np++] = b;
+	for (uint32_t s = 0; s < (1u << np); s++) {
+		uint64_t t[VISTA_RUN_WORDS];
+		for (unsigned w = 0; w < VISTA_RUN_WORDS; w++)
+			t[w] = ld(&row[w]) & ~mask[w];
+		for (unsigned i = 0; i < np; i++)
+			if ((s >> i) & 1)
+				t[pos[i] / 64] |= 1ull << (pos[i] % 64);
+		if (vista_run_check(t) == check)
+			return true;
+	}
+	return false;
+}
+
 int
 vista__heap_precheck(const struct vista_segment *seg,
-	const unsigned char hhb[VISTA_HEAP_HDR_SIZE])
+	const unsigned char hhb[VISTA_HEAP_HDR_SIZE], const uint64_t *named,
+	size_t nnamed)
 {
-	const uint64_t *pm = (const uint64_t *)(const void *)(seg->base +
-		seg->hdr->heap_off + VISTA_HEAP_HDR_SIZE);
+	char *meta = seg->base + seg->hdr->heap_off;
+	const uint64_t *pm = (const uint64_t *)(const void *)(meta +
+		VISTA_HEAP_HDR_SIZE);
+	const uint64_t (*bits)[VISTA_RUN_WORDS] = (const void *)(meta +
+		vista_heap_bits_off(seg->hdr->npages));
 	struct vista_heap_hdr hh;
+	size_t j = 0;
 
 	memcpy(&hh, hhb, sizeof(hh));
-	for (uint64_t p = 0; p < seg->hdr->npages; p++)
-		if (!vista_pg_ok(ld(&pm[p])))
+	for (uint64_t p = 0; p < seg->hdr->npages; p++) {
+		uint64_t e = ld(&pm[p]), mask[VISTA_RUN_WORDS] = { 0 };
+		unsigned k = 0;
+
+		if (!vista_pg_ok(e))
 			return corrupt(seg, (uint32_t)p,
 				"page map entry fails its check");
+		while (j < nnamed && named[j] / 256 < p)
+			j++;
+		if (vista_pg_kind(e) != VISTA_PG_RUN)
+			continue;
+		for (; j < nnamed && named[j] / 256 == p; j++) {
+			unsigned b = (unsigned)(named[j] % 256);
+			if (!((mask[b / 64] >> (b % 64)) & 1))
+				k++;
+			mask[b / 64] |= 1ull << (b % 64);
+		}
+		if (!run_check_reachable(bits[p], mask, k, vista_pg_n(e)))
+			return corrupt(seg, (uint32_t)p, "run bitmap fails its "
+				"check (a flipped allocation bit)");
+	}
 	return hh_verify(seg, &hh);
 }
 
@@ -643,12 +720,16 @@ alloc_locked(struct vista_lane *l, struct vista_segment *seg, size_t size,
 			list_add(h, cls, p);
 		}
 		st(&h->bits[p][b / 64], ld(&h->bits[p][b / 64]) | (1ull << (b % 64)));
+		st(&h->pmap[p], run_entry(h->bits[p], cls)); /* A6 */
 		if (run_free_block(h, p, cls) < 0)
 			list_del(h, cls, p);
 		bsize = vista_class_size[cls];
 		block = page_addr(seg, p) + (size_t)b * bsize;
 		/* A2 */
 		vista__declare(l, seg, &h->bits[p][b / 64], 8, false);
+#ifndef VISTA_BROKEN_RUN_CHECK_NO_FLUSH
+		vista__declare(l, seg, &h->pmap[p], 8, false);
+#endif
 	} else {
 		uint32_t n = (uint32_t)((size + VISTA_PAGE - 1) / VISTA_PAGE);
 		uint32_t p;
@@ -925,19 +1006,18 @@ vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 	if (o->kind == VISTA_OBJ_SMALL) {
 		uint64_t *w = &bits[p][o->n / 64], bit = 1ull << (o->n % 64);
 		st(w, type == VISTA_REC_ALLOC ? ld(w) & ~bit : ld(w) | bit);
-		if (type == VISTA_REC_FREE)
-			/* The block was allocated when it was freed, so its
-			 * page is a run of this class: say so again, in case
-			 * the allocating transaction was this one and its
-			 * page map store never reached memory (A2). */
-			st(&pm[p], vista_pg_make(VISTA_PG_RUN, o->cls, 0));
+		/* The run's check follows its bitmap (A6).  For a FREE the
+		 * block was allocated when it was freed, so its page is a
+		 * run of this class: this says so again, in case the
+		 * allocating transaction was this one and its page map
+		 * store never reached memory (A2). */
+		st(&pm[p], run_entry(bits[p], o->cls));
 		/* Flushed at the end of the undo; the caller's fence
-		 * (abort, recovery) makes it durable before the log record
-		 * that describes it dies. */
+		 * (abort, recovery) makes them durable before the log record
+		 * that describes them dies. */
 		vista__undo_note(l, seg, w, 8);
-		if (type == VISTA_REC_FREE)
-			vista__undo_note(l, seg, &pm[p], 8);
-		else /* A5 */
+		vista__undo_note(l, seg, &pm[p], 8);
+		if (type == VISTA_REC_ALLOC) /* A5 */
 			rio_durable_discard(seg->pool, arena + (size_t)p *
 				VISTA_PAGE + (size_t)o->n *
 				vista_class_size[o->cls],
@@ -999,10 +1079,14 @@ apply_free(struct vista_lane *l, uint16_t type, const struct vista_robj *o,
 	if (o->kind == VISTA_OBJ_SMALL) {
 		uint64_t *w = &h->bits[p][o->n / 64];
 		st(w, ld(w) & ~(1ull << (o->n % 64)));
-		/* Durable with the transaction's data, before the
+		st(&h->pmap[p], run_entry(h->bits[p], o->cls)); /* A6 */
+		/* Both durable with the transaction's data, before the
 		 * truncation commits it (T2); undone from the FREE record if
 		 * the truncation never happens. */
 		vista__flush(l, seg->pool, w, 8);
+#ifndef VISTA_BROKEN_RUN_CHECK_NO_FLUSH
+		vista__flush(l, seg->pool, &h->pmap[p], 8);
+#endif
 		return;
 	}
 	for (uint32_t i = 0; i < o->n; i++)

@@ -13,13 +13,15 @@
  * class, the head page of a LARGE object of n pages, or a CONT page of a
  * LARGE object.  Each page map entry is one aligned 8-byte word, so it is
  * never torn.  Blocks of class c in a run sit at page + i * size(c); bit i
- * of the page's bitmap is set while block i is allocated.
+ * of the page's bitmap is set while block i is allocated, and the run's
+ * page map entry carries a check of its bitmap (vista_run_check).
  *
  * Invariants (checked by vista_heap_check):
  *   H1. a LARGE head of n pages is followed by n - 1 CONT pages whose
  *       entries give their distance to the head; no other page is CONT;
  *   H2. bitmaps of FREE, LARGE and CONT pages are zero; bits of a RUN at or
- *       beyond its block count are zero;
+ *       beyond its block count are zero, and its entry's n is the check
+ *       of its bitmap;
  *   H3. the root, if set, is an allocated block of at least root_size bytes.
  */
 #ifndef VISTA_HEAP_LAYOUT_H
@@ -57,7 +59,8 @@ vista_heap_hdr_check(const struct vista_heap_hdr *h)
 
 /*
  * Page map entry: kind in bits 0..7, class in 8..15, check in 16..31, n in
- * 32..63.  The check is the CRC-16/CCITT (polynomial 0x1021, initial value
+ * 32..63 (RUN: vista_run_check of its bitmap; LARGE: pages; CONT: distance
+ * to the head).  The check is the CRC-16/CCITT (polynomial 0x1021, initial value
  * 0) of the other six bytes, so a FREE entry is all zero and any one, two
  * or three flipped bits make an entry fail (vista_pg_ok).
  */
@@ -97,6 +100,27 @@ vista_pg_ok(uint64_t e)
 }
 
 #define VISTA_RUN_WORDS 4u /* bitmap words per page: at most 256 blocks */
+#define VISTA_RUN_CSUM_SEED 0x564953544152554eull /* "VISTARUN" */
+
+/*
+ * Check of a run's bitmap, kept in the n field of its page map entry: 0
+ * for an empty run (so a new run's entry needs no bitmap), else the two
+ * halves of the bitmap's checksum folded together.  A flipped allocation
+ * bit then fails the run's check instead of leaking a block or handing it
+ * out twice.
+ */
+static inline uint32_t
+vista_run_check(const uint64_t bits[VISTA_RUN_WORDS])
+{
+	uint64_t x = 0;
+
+	for (unsigned w = 0; w < VISTA_RUN_WORDS; w++)
+		x |= bits[w];
+	if (x == 0)
+		return 0;
+	x = rio_checksum(bits, 8 * VISTA_RUN_WORDS, VISTA_RUN_CSUM_SEED);
+	return (uint32_t)(x ^ (x >> 32));
+}
 
 /*
  * Size classes: block sizes (multiples of 16, so every block is 16-byte

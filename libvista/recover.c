@@ -423,10 +423,52 @@ hh_after_undo(const struct vista_lane *l, const struct vista_segment *seg,
 	}
 }
 
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * Append to *keys (page * 256 + block) the small blocks of seg that the
+ * lane's ALLOC and FREE records name.  0 or -ENOMEM.
+ */
+static int
+named_blocks(const struct vista_lane *l, const struct vista_segment *seg,
+	uint64_t **keys, size_t *n, size_t *cap)
+{
+	for (const char *pos = l->rec0; pos < l->cur; pos += stride_of(
+		     (const struct vista_rec *)(const void *)pos)) {
+		const struct vista_rec *r = (const void *)pos;
+		const struct vista_robj *o = (const void *)(r + 1);
+
+		if (r->type != VISTA_REC_ALLOC && r->type != VISTA_REC_FREE)
+			continue;
+		for (unsigned i = 0; i < r->count; i++) {
+			if (o[i].seg != seg->idx || o[i].kind != VISTA_OBJ_SMALL)
+				continue;
+			if (*n == *cap) {
+				size_t c = *cap ? 2 * *cap : 64;
+				uint64_t *k = realloc(*keys, c * sizeof(*k));
+				if (k == NULL)
+					return -ENOMEM;
+				*keys = k;
+				*cap = c;
+			}
+			(*keys)[(*n)++] = (uint64_t)o[i].page * 256 + o[i].n;
+		}
+	}
+	return 0;
+}
+
 int
 vista__recover_segment(vista *v, struct vista_segment *seg)
 {
 	unsigned char hh[VISTA_HEAP_HDR_SIZE];
+	uint64_t *named = NULL;
+	size_t nnamed = 0, cap = 0;
 	int rc = 0;
 
 	memcpy(hh, seg->base + seg->hdr->heap_off, sizeof(hh));
@@ -435,11 +477,18 @@ vista__recover_segment(vista *v, struct vista_segment *seg)
 		    vista__bit_test(v->lanes[i].pend_segs, seg->idx)) {
 			rc = check_lane_for(&v->lanes[i], seg);
 			hh_after_undo(&v->lanes[i], seg, hh);
+			if (rc == 0 && named_blocks(&v->lanes[i], seg, &named,
+					       &nnamed, &cap) != 0)
+				rc = vista__err(-ENOMEM, "out of memory for "
+					"the blocks the log names");
 		}
 	/* C5: the heap the rollback starts from and the header it leaves
 	 * verify, before the rollback stores anything. */
-	if (rc == 0)
-		rc = vista__heap_precheck(seg, hh);
+	if (rc == 0) {
+		qsort(named, nnamed, sizeof(*named), cmp_u64);
+		rc = vista__heap_precheck(seg, hh, named, nnamed);
+	}
+	free(named);
 	if (rc)
 		return rc;
 	for (unsigned i = 0; i < v->nlanes; i++) {

@@ -34,7 +34,7 @@
 
 #define VISTA_SEG_LAYOUT "vista.segment" /* rio pool layout name */
 #define VISTA_SEG_MAGIC "VISTASG"        /* 7 chars + NUL */
-#define VISTA_SEG_MAJOR 2 /* 1: no bind word, no heap checks */
+#define VISTA_SEG_MAJOR 3 /* 2: no run checks; 1: no bind word, no heap checks */
 #define VISTA_SEG_MINOR 0
 #define VISTA_SEG_HDR_SIZE 4096u
 #define VISTA_PAGE 4096u

@@ -464,9 +464,13 @@ void vista__heap_commit_frees(struct vista_lane *l);
  * durable yet. */
 void vista__heap_after(struct vista_lane *l, bool committed);
 /* Before recovery stores anything: every page map entry verifies, and so
- * does hh, the heap header recovery will leave.  0 or VISTA_ECORRUPT. */
+ * does hh, the heap header recovery will leave; every run's bitmap agrees
+ * with its check but for bits of the named blocks (page * 256 + block,
+ * sorted), the only ones a crash can leave out of step (A6).  0 or
+ * VISTA_ECORRUPT. */
 int vista__heap_precheck(const struct vista_segment *seg,
-	const unsigned char hh[VISTA_HEAP_HDR_SIZE]);
+	const unsigned char hh[VISTA_HEAP_HDR_SIZE], const uint64_t *named,
+	size_t nnamed);
 /* Is o a well-formed object of seg's heap?  (recovery) */
 bool vista__heap_obj_ok(const struct vista_segment *seg,
 	const struct vista_robj *o);

@@ -287,6 +287,127 @@ TEST_CASE("a flipped size class is refused, not a double allocation",
 	VREQUIRE_OK(vista_fini(v));
 }
 
+namespace {
+
+// File offset of the bitmap byte holding block b of the run at p.
+off_t bitmap_byte(const std::string &s, void *p, unsigned b)
+{
+	struct vista_seg_hdr h;
+	memcpy(&h, s.data() + RIO_POOL_HDR_SIZE, sizeof(h));
+	uint64_t page = ((uintptr_t)p - (h.base + h.user_off)) / VISTA_PAGE;
+	return (off_t)(h.heap_off + vista_heap_bits_off(h.npages) +
+		8 * VISTA_RUN_WORDS * page + b / 8);
+}
+
+// Map a with e's log: VISTA_ECORRUPT naming the run's check, and the
+// segment file as it was.
+void refused(Env &e)
+{
+	std::string before = test::read_file(e.seg("a"));
+	vista *v = e.open();
+	vista_segment *a = nullptr;
+	VREQUIRE_RC(vista_map(v, e.seg("a").c_str(), nullptr, 0, 0, &a),
+		VISTA_ECORRUPT);
+	REQUIRE(std::string(vista_errormsg()).find("run bitmap fails its "
+						   "check") != std::string::npos);
+	VREQUIRE_OK(vista_fini(v));
+	REQUIRE(test::read_file(e.seg("a")) == before);
+}
+
+} // namespace
+
+TEST_CASE("a flipped allocation bit is refused, not a leak or a double "
+	  "allocation",
+	"[corrupt]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	void *p = nullptr, *q = nullptr;
+	{
+		vista *v = e.open();
+		vista_segment *a = vt::map(v, e.seg("a"), 0);
+		VREQUIRE_OK(vista_malloc(a, 64, &p));
+		VREQUIRE_OK(vista_malloc(a, 64, &q));
+		VREQUIRE_OK(vista_fini(v));
+	}
+	const std::string s0 = test::read_file(e.seg("a"));
+	unsigned b = (unsigned)(((uintptr_t)p % VISTA_PAGE) / 64);
+	SECTION("an allocated block's bit cleared")
+	{
+		flip(e.seg("a"), bitmap_byte(s0, p, b), (int)(b % 8));
+		refused(e);
+	}
+	SECTION("a free block's bit set")
+	{
+		flip(e.seg("a"), bitmap_byte(s0, p, b + 9), (int)((b + 9) % 8));
+		refused(e);
+	}
+	SECTION("untouched, it maps and checks")
+	{
+		vista *v = e.open();
+		vista_segment *a = vt::map(v, e.seg("a"), 0);
+		struct vista_heap_info info;
+		VREQUIRE_OK(vista_heap_check(a, &info));
+		REQUIRE(info.blocks == 2);
+		VREQUIRE_OK(vista_free(a, p));
+		VREQUIRE_OK(vista_heap_check(a, &info));
+		REQUIRE(info.blocks == 1);
+		VREQUIRE_OK(vista_fini(v));
+		vista *w = e.open();
+		a = vt::map(w, e.seg("a"), 0);
+		VREQUIRE_OK(vista_heap_check(a, &info));
+		REQUIRE(info.blocks == 1);
+		VREQUIRE_OK(vista_fini(w));
+	}
+}
+
+TEST_CASE("a crash amid allocations: only the bits the log names may "
+	  "disagree with their run's check",
+	"[corrupt]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	e.log_size = 256 << 10;
+	void *p = nullptr;
+	{
+		vista *v = e.open();
+		vista_segment *a = vt::map(v, e.seg("a"), 0);
+		VREQUIRE_OK(vista_malloc(a, 64, &p));
+		VREQUIRE_OK(vista_fini(v));
+	}
+	// The child allocates the next three blocks of p's run, frees p and
+	// dies before committing.
+	crash_in_child([&] {
+		vista *cv = e.open();
+		vista_segment *a = vt::map(cv, e.seg("a"), 0);
+		void *x;
+		CHILD_OK(vista_begin_transaction(cv, 0));
+		for (int i = 0; i < 3; i++)
+			CHILD_OK(vista_malloc(a, 64, &x));
+		CHILD_OK(vista_free(a, p));
+	});
+	const std::string s0 = test::read_file(e.seg("a"));
+	unsigned b = (unsigned)(((uintptr_t)p % VISTA_PAGE) / 64);
+	auto recovers = [&] {
+		vista *v = e.open();
+		vista_segment *a = vt::map(v, e.seg("a"), 0);
+		struct vista_heap_info info;
+		VREQUIRE_OK(vista_heap_check(a, &info));
+		REQUIRE(info.blocks == 1);
+		REQUIRE(vista_usable_size(a, p) == 64);
+		VREQUIRE_OK(vista_fini(v));
+	};
+	SECTION("as the crash left it") { recovers(); }
+	SECTION("a named bit flipped: rollback sets it anyway")
+	{
+		flip(e.seg("a"), bitmap_byte(s0, p, b + 2), (int)((b + 2) % 8));
+		recovers();
+	}
+	SECTION("a bit no record names flipped: refused before rollback")
+	{
+		flip(e.seg("a"), bitmap_byte(s0, p, b + 20), (int)((b + 20) % 8));
+		refused(e);
+	}
+}
+
 TEST_CASE("a segment left unfinished refuses another log; a clean one "
 	  "moves",
 	"[corrupt]")

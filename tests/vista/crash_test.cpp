@@ -30,8 +30,9 @@
 //               transaction's generation with the old bits.
 //
 // Broken builds (meson: vista_crash_broken_*) link a libvista made with
-// -DVISTA_BROKEN_COMMIT_ORDER, _NO_LOG_PERSIST, _PARTIAL_REDO or
-// _DONE_ORDER: the test that must catch them passes only if it does.
+// -DVISTA_BROKEN_COMMIT_ORDER, _NO_LOG_PERSIST, _PARTIAL_REDO, _DONE_ORDER
+// or _RUN_CHECK_NO_FLUSH: the test that must catch them passes only if it
+// does.
 #include <poll.h>
 
 #include <sstream>
@@ -425,7 +426,7 @@ struct Outcome {
 
 // Which broken build this test program was made for, if any.
 enum Broken { NONE, COMMIT_ORDER, NO_LOG_PERSIST, PARTIAL_REDO,
-	DONE_ORDER };
+	DONE_ORDER, RUN_CHECK_NO_FLUSH };
 #if defined(VISTA_BROKEN_COMMIT_ORDER)
 const Broken broken = COMMIT_ORDER;
 #elif defined(VISTA_BROKEN_NO_LOG_PERSIST)
@@ -434,6 +435,8 @@ const Broken broken = NO_LOG_PERSIST;
 const Broken broken = PARTIAL_REDO;
 #elif defined(VISTA_BROKEN_DONE_ORDER)
 const Broken broken = DONE_ORDER;
+#elif defined(VISTA_BROKEN_RUN_CHECK_NO_FLUSH)
+const Broken broken = RUN_CHECK_NO_FLUSH;
 #else
 const Broken broken = NONE;
 #endif
@@ -501,7 +504,8 @@ struct Campaign {
 TEST_CASE("power cuts at random persist barriers (cacheline)",
 	"[crash][powercut]")
 {
-	bool catches = broken == COMMIT_ORDER || broken == NO_LOG_PERSIST;
+	bool catches = broken == COMMIT_ORDER || broken == NO_LOG_PERSIST ||
+		broken == RUN_CHECK_NO_FLUSH;
 	Campaign c(RIO_FORCE_CACHELINE, 300);
 	for (int it = 0; it < c.n; it++) {
 		Run r = c.writer(true);
