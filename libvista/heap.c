@@ -1058,11 +1058,14 @@ each_obj(struct vista_lane *l, void (*fn)(struct vista_lane *l,
 void
 vista__heap_lock(struct vista_lane *l, bool aborting)
 {
-	for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
-		l->locked[w] = l->freed[w] | (aborting ? l->allocd[w] : 0);
-	for (unsigned i = 0; i < VISTA_MAX_SEGMENTS; i++)
-		if (vista__bit_test(l->locked, i))
-			pthread_mutex_lock(&l->v->byidx[i]->heap.lock);
+	/* In segment order, set bits only. */
+	for (unsigned w = 0; w < VISTA__SEGWORDS; w++) {
+		uint64_t m = l->freed[w] | (aborting ? l->allocd[w] : 0);
+		l->locked[w] = m;
+		for (; m; m &= m - 1)
+			pthread_mutex_lock(&l->v->byidx[w * 64 +
+				(unsigned)__builtin_ctzll(m)]->heap.lock);
+	}
 }
 
 static void
@@ -1127,8 +1130,13 @@ void
 vista__heap_after(struct vista_lane *l, bool committed)
 {
 	each_obj(l, dram_after, committed);
-	for (int i = VISTA_MAX_SEGMENTS - 1; i >= 0; i--)
-		if (vista__bit_test(l->locked, (unsigned)i))
-			pthread_mutex_unlock(&l->v->byidx[i]->heap.lock);
-	memset(l->locked, 0, sizeof(l->locked));
+	/* In reverse segment order, set bits only. */
+	for (unsigned w = VISTA__SEGWORDS; w-- > 0;) {
+		for (uint64_t m = l->locked[w]; m;) {
+			unsigned b = 63 - (unsigned)__builtin_clzll(m);
+			pthread_mutex_unlock(&l->v->byidx[w * 64 + b]->heap.lock);
+			m &= ~(1ull << b);
+		}
+		l->locked[w] = 0;
+	}
 }

@@ -67,14 +67,19 @@ vista_heap_hdr_check(const struct vista_heap_hdr *h)
 static inline unsigned
 vista_pg_crc(uint64_t e)
 {
+	/* A nibble at a time: entry i is the CRC of i << 12. */
+	static const uint16_t t[16] = {
+		0x0000, 0x1021, 0x2042, 0x3063, 0x4084, 0x50a5, 0x60c6, 0x70e7,
+		0x8108, 0x9129, 0xa14a, 0xb16b, 0xc18c, 0xd1ad, 0xe1ce, 0xf1ef,
+	};
 	unsigned crc = 0;
+
 	for (int i = 0; i < 8; i++) {
+		unsigned byte = (unsigned)(e >> (8 * i)) & 0xff;
 		if (i == 2 || i == 3)
 			continue; /* the check's own bytes */
-		crc ^= (unsigned)((e >> (8 * i)) & 0xff) << 8;
-		for (int b = 0; b < 8; b++)
-			crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff :
-					       (crc << 1) & 0xffff;
+		crc = ((crc << 4) ^ t[(crc >> 12) ^ (byte >> 4)]) & 0xffff;
+		crc = ((crc << 4) ^ t[(crc >> 12) ^ (byte & 0xf)]) & 0xffff;
 	}
 	return crc;
 }

@@ -2,7 +2,43 @@
 // heap_test.cpp -- vista_malloc/vista_free/vista_root, logged logically
 #include "vista_test.hpp"
 
+#include "heap_layout.h"
+
 using vt::Env;
+
+// The page map check as FORMAT.md defines it: CRC-16/CCITT, polynomial
+// 0x1021, initial 0, of bytes 0, 1, 4, 5, 6, 7, a bit at a time.
+static unsigned crc_by_bits(uint64_t e)
+{
+	unsigned crc = 0;
+	for (int i : { 0, 1, 4, 5, 6, 7 }) {
+		crc ^= (unsigned)((e >> (8 * i)) & 0xff) << 8;
+		for (int b = 0; b < 8; b++)
+			crc = ((crc << 1) ^ ((crc & 0x8000) ? 0x1021 : 0)) &
+				0xffff;
+	}
+	return crc;
+}
+
+TEST_CASE("the page map check is the CRC-16 the format names", "[heap]")
+{
+	test::Rng rng(7);
+	// The bitwise reference itself, on the standard check string.
+	uint64_t e;
+	unsigned crc = 0;
+	for (char c : std::string("123456789")) {
+		crc ^= (unsigned)(unsigned char)c << 8;
+		for (int b = 0; b < 8; b++)
+			crc = ((crc << 1) ^ ((crc & 0x8000) ? 0x1021 : 0)) &
+				0xffff;
+	}
+	REQUIRE(crc == 0x31c3);
+	for (int i = 0; i < 100000; i++) {
+		e = rng.next();
+		REQUIRE(vista_pg_crc(e) == crc_by_bits(e));
+	}
+	REQUIRE(vista_pg_crc(0) == 0);
+}
 
 static void check(vista_segment *s, struct vista_heap_info *info = nullptr)
 {
