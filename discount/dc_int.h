@@ -407,7 +407,6 @@ int dc__sud_start(void);
 int dc__vdso_patch(void);
 int dc__timer_start(void);
 long dc__dispatch(long nr, long *a, void *uc);
-long dc__raw(long nr, long a, long b, long c, long d, long e, long f);
 void dc__nd_event(void);
 void dc__install_handler(int sig);
 void dc__sud_altstack(uint64_t *a, uint64_t *b);

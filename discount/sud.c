@@ -57,12 +57,6 @@ struct ksigaction {
 #define SA_RESTORER 0x04000000
 #endif
 
-long
-dc__raw(long nr, long a, long b, long c, long d, long e, long f)
-{
-	return dc__sys6(nr, a, b, c, d, e, f);
-}
-
 /* The program's call, made by libdc.  EFAULT may be a cold region the
  * kernel could not write (track.c invariant 2): then once more, with every
  * region hot. */

@@ -393,8 +393,8 @@ finish(struct vista_lane *l)
 }
 
 /* Tell a tracer (tools/pmemtest) what commit promised to be durable.
- * Out of line: untraced, a commit pays only the caller's test of
- * rio__trace, the branch every rio_flush/rio_drain already takes. */
+ * Out of line: untraced, a commit pays only the caller's rio_tracing(),
+ * the branch every rio_flush/rio_drain already takes. */
 VISTA__COLD static void
 durable_points(struct vista_lane *l, const char *what)
 {
@@ -469,7 +469,7 @@ commit_slow(struct vista_lane *l, bool chain)
 	/* ...before its undo records are discarded. */
 	vista__log_truncate(l);
 #endif
-	if (VISTA__UNLIKELY(rio__trace != NULL))
+	if (rio_tracing())
 		durable_points(l, "vista_end_transaction");
 	if (l->nfree_recs)
 		vista__heap_after(l, true);
@@ -516,7 +516,7 @@ commit(struct vista_lane *l)
 	/* ...before its undo records are discarded. */
 	vista__log_truncate(l);
 #endif
-	if (VISTA__UNLIKELY(rio__trace != NULL))
+	if (rio_tracing())
 		durable_points(l, "vista_end_transaction");
 	VISTA__STAT_ADD(l, tx_committed, 1);
 	finish(l);

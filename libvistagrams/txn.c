@@ -47,12 +47,6 @@ static __thread struct vg__ctx ctx;
 
 void (*vg__crash_hook)(const char *where);
 
-bool
-vg__in_tx(const vg_endpoint *ep)
-{
-	return ctx.active && ctx.v == ep->v;
-}
-
 int
 vg__undo_push(vg_endpoint *ep, enum vg__undo_kind kind, uint32_t slot)
 {

@@ -375,9 +375,6 @@ void vg__op_replay(vg_endpoint *ep, uint64_t gen, uint32_t n,
 int vg__call_begin(vg_endpoint *ep);
 int vg__call_end(vg_endpoint *ep, int rc);
 int vg__undo_push(vg_endpoint *ep, enum vg__undo_kind kind, uint32_t slot);
-/* True when the calling thread has an open transaction ep is part of or
- * could join. */
-bool vg__in_tx(const vg_endpoint *ep);
 
 /* ------------------------------------------------------------------------
  * client.c / server.c

@@ -385,6 +385,17 @@ rio_memcpy_persist(const rio_pool *p, void *dst, const void *src, size_t len)
 }
 
 /*
+ * Is a tracer installed (rio_trace_set)?  For a library that tells the
+ * tracer more than its flushes and drains do -- durability points over many
+ * pools, for instance -- and must not pay for gathering them otherwise.
+ */
+static inline bool
+rio_tracing(void)
+{
+	return RIO__UNLIKELY(rio__trace != NULL);
+}
+
+/*
  * Declare a durability point: everything the program stored to the pool so
  * far is meant to be durable now (a transaction commit, for instance).
  * Costs nothing unless a tracer is installed; pmemtest reports lines that

@@ -67,12 +67,6 @@ pmt_imgset_free(struct pmt_imgset *s)
 	free(s);
 }
 
-size_t
-pmt_imgset_count(const struct pmt_imgset *s)
-{
-	return s->n;
-}
-
 static bool
 insert(struct pmt_imgset *s, const uint64_t k[2])
 {

@@ -211,7 +211,6 @@ struct pmt_imgset *pmt_imgset_new(void);
 void pmt_imgset_free(struct pmt_imgset *s);
 /* true if the key was not there (and adds it). */
 bool pmt_imgset_add(struct pmt_imgset *s, const uint64_t k[2]);
-size_t pmt_imgset_count(const struct pmt_imgset *s);
 
 struct pmt_enum_opts {
 	unsigned k;              /* every subset of at most k pending lines */
