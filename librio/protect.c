@@ -178,6 +178,9 @@ rio_unprotect(rio_pool *p)
 bool
 rio_pool_protected(const rio_pool *p)
 {
+	/* relaxed: a snapshot of a flag changed under prot_lock; nothing is
+	 * read on the strength of it, and the answer may be stale by the
+	 * time the caller acts on it anyway. */
 	return __atomic_load_n(&p->prot_on, __ATOMIC_RELAXED) ||
 		(p->flags & RIO_RDONLY);
 }
@@ -288,8 +291,13 @@ rio_fault_hook_add(rio_fault_fn fn, void *ctx)
 		return rc;
 	pthread_mutex_lock(&hooks_lock);
 	for (int i = 0; i < RIO__MAX_HOOKS; i++) {
+		/* relaxed: hooks[] changes only under hooks_lock, held. */
 		if (__atomic_load_n(&hooks[i].fn, __ATOMIC_RELAXED) == NULL) {
 			hooks[i].ctx = ctx;
+			/* Pairs with the acquire load in
+			 * rio__fault_hooks_run(): makes ctx visible before
+			 * fn, so a handler that sees fn calls it with its
+			 * own ctx. */
 			__atomic_store_n(&hooks[i].fn, fn, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&hooks_lock);
 			return 0;
@@ -305,6 +313,11 @@ rio_fault_hook_remove(rio_fault_fn fn, void *ctx)
 	pthread_mutex_lock(&hooks_lock);
 	for (int i = 0; i < RIO__MAX_HOOKS; i++) {
 		if (hooks[i].fn == fn && hooks[i].ctx == ctx) {
+			/* A NULL publishes nothing: release is stronger
+			 * than needed.  Nothing waits here for a handler
+			 * that loaded fn before this store: it may still
+			 * call fn(addr, ctx) after we return (unlike
+			 * rio__registry_remove(), which drains readers). */
 			__atomic_store_n(&hooks[i].fn, NULL, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&hooks_lock);
 			return 0;
@@ -319,6 +332,8 @@ bool
 rio__fault_hooks_run(void *addr)
 {
 	for (int i = RIO__MAX_HOOKS - 1; i >= 0; i--) {
+		/* Pairs with the release store in rio_fault_hook_add():
+		 * makes the slot's ctx visible before fn is called. */
 		rio_fault_fn fn = __atomic_load_n(&hooks[i].fn,
 			__ATOMIC_ACQUIRE);
 		if (fn != NULL && fn(addr, hooks[i].ctx))

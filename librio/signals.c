@@ -273,6 +273,12 @@ rio__fatal(int sig, siginfo_t *si, void *uc, bool wild_store)
 {
 	struct sbuf s = { .n = 0 };
 
+	/* A lock word taken by exchange (a handler cannot block on a
+	 * mutex).  Acquire pairs with the release store below, by a fatal
+	 * path whose chained handler returned: makes its work visible
+	 * before ours; the release half orders nothing and is stronger
+	 * than needed.  The images themselves are ordered by take()/give()
+	 * in image.c. */
 	if (__atomic_exchange_n(&dying, 1, __ATOMIC_ACQ_REL)) {
 		/* Another thread is already syncing and will end the
 		 * process; wait for it rather than race on the images. */
@@ -284,6 +290,9 @@ rio__fatal(int sig, siginfo_t *si, void *uc, bool wild_store)
 		die_of(sig);
 	else
 		rio__chain_previous(sig, si, uc);
+	/* Pairs with the acquire exchange above: a previous handler chose
+	 * to return (the fault was not fatal after all); the next fatal
+	 * path starts after everything this one did. */
 	__atomic_store_n(&dying, 0, __ATOMIC_RELEASE);
 }
 

@@ -516,6 +516,11 @@ fail:
 bool
 pmt_tracer_active(void)
 {
+	/* An unlocked early exit for the hot entry points; every caller
+	 * takes T.lock and tests T.active again before it reads tracer
+	 * state, and the lock orders that state.  So acquire (which pairs
+	 * with nothing: T.active is stored under T.lock, plainly) is
+	 * stronger than needed; relaxed would do. */
 	return __atomic_load_n(&T.active, __ATOMIC_ACQUIRE);
 }
 
