@@ -233,7 +233,9 @@ take(struct rio__image *im, bool signal_ctx)
 		 * then. */
 		if (__atomic_compare_exchange_n(&im->busy, &expected, 1, false,
 			    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-			im->owner = me;
+			/* relaxed: read by take() racing for the lock,
+			 * which only compares it with its own tid. */
+			__atomic_store_n(&im->owner, me, __ATOMIC_RELAXED);
 			return 0;
 		}
 		/* relaxed: only this thread ever stores `me` there, and it
@@ -251,7 +253,7 @@ take(struct rio__image *im, bool signal_ctx)
 static void
 give(struct rio__image *im)
 {
-	im->owner = 0;
+	__atomic_store_n(&im->owner, 0, __ATOMIC_RELAXED); /* as in take() */
 	/* Pairs with the acquire compare-and-swap in take(): makes this
 	 * sync's table[] and gen[] visible before the next holder reads
 	 * them. */
@@ -402,7 +404,8 @@ rio_safe_sync(rio_pool *p, uint64_t *gen)
 	if (p->img == NULL)
 		return rio__err(RIO_ENOSYNC,
 			"pool %s was not created with RIO_SAFE_SYNC", p->path);
-	if (p->error)
+	/* relaxed: the sticky error code (rio__msync()), read whole. */
+	if (__atomic_load_n(&p->error, __ATOMIC_RELAXED))
 		return rio__err(RIO_EFATAL,
 			"pool %s is in an error state: not overwriting its "
 			"image with data of uncertain durability", p->path);

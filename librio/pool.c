@@ -586,7 +586,9 @@ rio_pool_close(rio_pool *p)
 	if (p == NULL)
 		return 0;
 	rio__sync_thread_stop(p);
-	if (p->img != NULL && p->error == 0) {
+	/* relaxed: the sticky error code (rio__msync()), read whole. */
+	if (p->img != NULL &&
+	    __atomic_load_n(&p->error, __ATOMIC_RELAXED) == 0) {
 		rc = rio_safe_sync(p, NULL);
 	}
 	pool_teardown(p);

@@ -143,14 +143,17 @@ rio_protect(rio_pool *p)
 	if (p->pkey >= 0) {
 		if (pkey_windows[p->pkey] == 0)
 			pkey_set(p->pkey, PKEY_DISABLE_WRITE);
-		p->prot_on = true;
+		/* relaxed, here and below: prot_on changes under prot_lock;
+		 * atomic for its unlocked readers (rio_pool_protected(), the
+		 * pkeys path of rio_write_end(), the SIGSEGV handler). */
+		__atomic_store_n(&p->prot_on, true, __ATOMIC_RELAXED);
 		goto out;
 	}
 	rc = set_prot(p, p->map_base, RIO_POOL_HDR_SIZE, PROT_READ);
 	if (rc == 0 && p->size)
 		rc = apply_runs(p, 0, p->size / RIO__PAGE - 1, 0, PROT_READ);
 	if (rc == 0)
-		p->prot_on = true;
+		__atomic_store_n(&p->prot_on, true, __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&p->prot_lock);
 	return rc;
@@ -169,8 +172,8 @@ rio_unprotect(rio_pool *p)
 	else if (p->prot_on)
 		rc = set_prot(p, p->map_base, p->map_size,
 			PROT_READ | PROT_WRITE);
-	if (rc == 0)
-		p->prot_on = false;
+	if (rc == 0) /* relaxed: as in rio_protect() */
+		__atomic_store_n(&p->prot_on, false, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&p->prot_lock);
 	return rc;
 }
@@ -258,7 +261,10 @@ rio_write_end(rio_pool *p, void *addr, size_t len)
 				"rio_write_end(%p, %zu): no open window on "
 				"this thread", addr, len);
 		RIO__STAT_ADD(p, window_closes, 1);
-		if (--pkey_windows[p->pkey] == 0 && p->prot_on)
+		/* relaxed: an unlocked snapshot; a protect or unprotect
+		 * racing with this window's end sets PKRU itself. */
+		if (--pkey_windows[p->pkey] == 0 &&
+		    __atomic_load_n(&p->prot_on, __ATOMIC_RELAXED))
 			pkey_set(p->pkey, PKEY_DISABLE_WRITE);
 		return 0;
 	}

@@ -197,7 +197,9 @@ sync_one(rio_pool *p, void *arg)
 	uint64_t gen = 0;
 	int rc;
 
-	if (p->img == NULL || p->error != 0)
+	/* relaxed: the sticky error code, read whole (rio__msync() stores
+	 * it); nothing else is read on the strength of it. */
+	if (p->img == NULL || __atomic_load_n(&p->error, __ATOMIC_RELAXED))
 		return;
 	/* Under pkeys the handler runs with the default PKRU, which may deny
 	 * access to the pool's key: reading is all safe sync needs. */
@@ -317,7 +319,10 @@ handler(int sig, siginfo_t *si, void *uc)
 		}
 		rio__registry_enter();
 		p = rio__registry_find(si->si_addr);
-		if (p != NULL && p->prot_on &&
+		/* relaxed: prot_on is stored under prot_lock, which a
+		 * handler cannot take; this only chooses the message. */
+		if (p != NULL &&
+		    __atomic_load_n(&p->prot_on, __ATOMIC_RELAXED) &&
 		    (si->si_code == SEGV_ACCERR || si->si_code == SEGV_PKUERR)) {
 			report_wild_store(&s, p, si->si_addr);
 			wild = true;
