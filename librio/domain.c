@@ -144,6 +144,9 @@ rio__msync(const rio_pool *cp, const void *addr, size_t len)
 	if (rio__sys.msync((void *)start, end - start, MS_SYNC) != 0) {
 		int rc = rio__errno("msync(%p, %zu) of pool %s", addr, len,
 			p->path);
+		/* Pairs with the acquire load in rio_pool_error(); the
+		 * sticky code is the only datum (the message is
+		 * thread-local), so release is stronger than needed. */
 		__atomic_store_n(&p->error, rc, __ATOMIC_RELEASE);
 	}
 }

@@ -227,11 +227,20 @@ take(struct rio__image *im, bool signal_ctx)
 
 	for (;;) {
 		int expected = 0;
+		/* Pairs with the release store in give(): makes the previous
+		 * sync's table[], gen[] and bounce contents visible before
+		 * this one reads them.  relaxed on failure: nothing is read
+		 * then. */
 		if (__atomic_compare_exchange_n(&im->busy, &expected, 1, false,
 			    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-			im->owner = me;
+			/* relaxed: read by take() racing for the lock,
+			 * which only compares it with its own tid. */
+			__atomic_store_n(&im->owner, me, __ATOMIC_RELAXED);
 			return 0;
 		}
+		/* relaxed: only this thread ever stores `me` there, and it
+		 * sees its own stores in order; another holder's tid or 0
+		 * just means "wait". */
 		if (__atomic_load_n(&im->owner, __ATOMIC_RELAXED) == me)
 			return -EDEADLK; /* a signal interrupted our own sync */
 		if (signal_ctx && waited_us > 5 * 1000 * 1000)
@@ -244,7 +253,10 @@ take(struct rio__image *im, bool signal_ctx)
 static void
 give(struct rio__image *im)
 {
-	im->owner = 0;
+	__atomic_store_n(&im->owner, 0, __ATOMIC_RELAXED); /* as in take() */
+	/* Pairs with the acquire compare-and-swap in take(): makes this
+	 * sync's table[] and gen[] visible before the next holder reads
+	 * them. */
 	__atomic_store_n(&im->busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -373,6 +385,8 @@ rio__image_sync(rio_pool *p, bool signal_ctx, uint64_t *gen)
 		forget_slot(im, k);
 	} else {
 		RIO__STAT_ADD(p, syncs, 1);
+		/* relaxed: a statistic for rio_stats(); the generation
+		 * itself is durable in the superblock already. */
 		__atomic_store_n(&p->stats.sync_generation, g,
 			__ATOMIC_RELAXED);
 		if (gen != NULL)
@@ -390,7 +404,8 @@ rio_safe_sync(rio_pool *p, uint64_t *gen)
 	if (p->img == NULL)
 		return rio__err(RIO_ENOSYNC,
 			"pool %s was not created with RIO_SAFE_SYNC", p->path);
-	if (p->error)
+	/* relaxed: the sticky error code (rio__msync()), read whole. */
+	if (__atomic_load_n(&p->error, __ATOMIC_RELAXED))
 		return rio__err(RIO_EFATAL,
 			"pool %s is in an error state: not overwriting its "
 			"image with data of uncertain durability", p->path);

@@ -586,7 +586,9 @@ rio_pool_close(rio_pool *p)
 	if (p == NULL)
 		return 0;
 	rio__sync_thread_stop(p);
-	if (p->img != NULL && p->error == 0) {
+	/* relaxed: the sticky error code (rio__msync()), read whole. */
+	if (p->img != NULL &&
+	    __atomic_load_n(&p->error, __ATOMIC_RELAXED) == 0) {
 		rc = rio_safe_sync(p, NULL);
 	}
 	pool_teardown(p);
@@ -596,6 +598,9 @@ rio_pool_close(rio_pool *p)
 int
 rio_pool_error(const rio_pool *p)
 {
+	/* Pairs with the release store in rio__msync(): nothing is
+	 * published with the code (its message is thread-local), so acquire
+	 * is stronger than needed; relaxed would do. */
 	int e = __atomic_load_n(&p->error, __ATOMIC_ACQUIRE);
 	return e ? RIO_EFATAL : 0;
 }
@@ -651,6 +656,8 @@ rio_pool_restored(const rio_pool *p)
 int
 rio_stats(const rio_pool *p, struct rio_stats *out)
 {
+	/* relaxed: statistics counters (RIO__STAT_ADD), each read whole;
+	 * the snapshot is not consistent across counters and need not be. */
 	out->window_opens = __atomic_load_n(&p->stats.window_opens,
 		__ATOMIC_RELAXED);
 	out->window_closes = __atomic_load_n(&p->stats.window_closes,

@@ -143,14 +143,17 @@ rio_protect(rio_pool *p)
 	if (p->pkey >= 0) {
 		if (pkey_windows[p->pkey] == 0)
 			pkey_set(p->pkey, PKEY_DISABLE_WRITE);
-		p->prot_on = true;
+		/* relaxed, here and below: prot_on changes under prot_lock;
+		 * atomic for its unlocked readers (rio_pool_protected(), the
+		 * pkeys path of rio_write_end(), the SIGSEGV handler). */
+		__atomic_store_n(&p->prot_on, true, __ATOMIC_RELAXED);
 		goto out;
 	}
 	rc = set_prot(p, p->map_base, RIO_POOL_HDR_SIZE, PROT_READ);
 	if (rc == 0 && p->size)
 		rc = apply_runs(p, 0, p->size / RIO__PAGE - 1, 0, PROT_READ);
 	if (rc == 0)
-		p->prot_on = true;
+		__atomic_store_n(&p->prot_on, true, __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&p->prot_lock);
 	return rc;
@@ -169,8 +172,8 @@ rio_unprotect(rio_pool *p)
 	else if (p->prot_on)
 		rc = set_prot(p, p->map_base, p->map_size,
 			PROT_READ | PROT_WRITE);
-	if (rc == 0)
-		p->prot_on = false;
+	if (rc == 0) /* relaxed: as in rio_protect() */
+		__atomic_store_n(&p->prot_on, false, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&p->prot_lock);
 	return rc;
 }
@@ -178,6 +181,9 @@ rio_unprotect(rio_pool *p)
 bool
 rio_pool_protected(const rio_pool *p)
 {
+	/* relaxed: a snapshot of a flag changed under prot_lock; nothing is
+	 * read on the strength of it, and the answer may be stale by the
+	 * time the caller acts on it anyway. */
 	return __atomic_load_n(&p->prot_on, __ATOMIC_RELAXED) ||
 		(p->flags & RIO_RDONLY);
 }
@@ -255,7 +261,10 @@ rio_write_end(rio_pool *p, void *addr, size_t len)
 				"rio_write_end(%p, %zu): no open window on "
 				"this thread", addr, len);
 		RIO__STAT_ADD(p, window_closes, 1);
-		if (--pkey_windows[p->pkey] == 0 && p->prot_on)
+		/* relaxed: an unlocked snapshot; a protect or unprotect
+		 * racing with this window's end sets PKRU itself. */
+		if (--pkey_windows[p->pkey] == 0 &&
+		    __atomic_load_n(&p->prot_on, __ATOMIC_RELAXED))
 			pkey_set(p->pkey, PKEY_DISABLE_WRITE);
 		return 0;
 	}
@@ -288,8 +297,13 @@ rio_fault_hook_add(rio_fault_fn fn, void *ctx)
 		return rc;
 	pthread_mutex_lock(&hooks_lock);
 	for (int i = 0; i < RIO__MAX_HOOKS; i++) {
+		/* relaxed: hooks[] changes only under hooks_lock, held. */
 		if (__atomic_load_n(&hooks[i].fn, __ATOMIC_RELAXED) == NULL) {
 			hooks[i].ctx = ctx;
+			/* Pairs with the acquire load in
+			 * rio__fault_hooks_run(): makes ctx visible before
+			 * fn, so a handler that sees fn calls it with its
+			 * own ctx. */
 			__atomic_store_n(&hooks[i].fn, fn, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&hooks_lock);
 			return 0;
@@ -305,6 +319,11 @@ rio_fault_hook_remove(rio_fault_fn fn, void *ctx)
 	pthread_mutex_lock(&hooks_lock);
 	for (int i = 0; i < RIO__MAX_HOOKS; i++) {
 		if (hooks[i].fn == fn && hooks[i].ctx == ctx) {
+			/* A NULL publishes nothing: release is stronger
+			 * than needed.  Nothing waits here for a handler
+			 * that loaded fn before this store: it may still
+			 * call fn(addr, ctx) after we return (unlike
+			 * rio__registry_remove(), which drains readers). */
 			__atomic_store_n(&hooks[i].fn, NULL, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&hooks_lock);
 			return 0;
@@ -319,6 +338,8 @@ bool
 rio__fault_hooks_run(void *addr)
 {
 	for (int i = RIO__MAX_HOOKS - 1; i >= 0; i--) {
+		/* Pairs with the release store in rio_fault_hook_add():
+		 * makes the slot's ctx visible before fn is called. */
 		rio_fault_fn fn = __atomic_load_n(&hooks[i].fn,
 			__ATOMIC_ACQUIRE);
 		if (fn != NULL && fn(addr, hooks[i].ctx))

@@ -6,11 +6,60 @@
  * mutex among themselves; readers (the SIGSEGV and fatal-signal handlers)
  * take no lock: they load each slot atomically and announce themselves in
  * `readers`, which close waits to drain before it frees a pool.
+ *
+ * Memory ordering
+ *   R1. Publication: rio__registry_add() stores a slot with release after
+ *       the pool is complete; a reader's acquire load of that slot makes
+ *       every field of the pool (map_base, map_size, path, img...) visible
+ *       before the reader uses it.
+ *   R2. Retirement is the store-buffering (Dekker) pattern:
+ *
+ *         rio__registry_remove()          reader (foreach, enter + find)
+ *           slots[i] = NULL                 readers += 1
+ *           seq_cst fence  (F_w)            seq_cst fence  (F_r)
+ *           load readers                    load slots[i]
+ *
+ *       Each side stores to one word and then loads the other; release
+ *       and acquire do not order a store before a later load, so without
+ *       the fences both loads may read the old values: the writer sees no
+ *       reader and frees the pool while the reader, having seen the old
+ *       pointer, uses it.  The two seq_cst fences are totally ordered
+ *       (C11 7.17.3: a modification sequenced before one seq_cst fence is
+ *       seen by a load sequenced after a later one).  If F_w comes first,
+ *       the reader's slot load sees NULL (or a newer pool); if F_r comes
+ *       first, the writer's load of `readers` sees the increment (or a
+ *       later value) and the writer waits.  Either way no reader uses a
+ *       pool after remove returns.  (Without the fences the code was right
+ *       on x86-64 only by accident: glibc's mutex unlock and the reader's
+ *       lock xadd are locked instructions, full fences there.)  We chose
+ *       two fences over seq_cst on the four accesses because the pairing
+ *       is then written at the two points that need it, and the slot
+ *       loads of a reader scanning 256 slots stay acquire loads (plain
+ *       loads on x86-64).
+ *   R3. Drain: a reader's decrement is a release and the writer's load of
+ *       `readers` an acquire; every change of `readers` is a
+ *       read-modify-write, so a load that reads 0 synchronizes with the
+ *       decrement of every reader counted before, and the reader's last
+ *       use of the pool happens before the caller frees it.
+ *
+ * Async-signal-safety: readers run in signal handlers, possibly on the
+ * thread that is inside rio__registry_remove() or holds `writers`.  They
+ * take no lock and call nothing but lock-free atomics (pinned below) and
+ * a fence, which compiles to one instruction (mfence or a locked
+ * instruction on x86-64, dmb ish on arm64); both are async-signal-safe
+ * (C11 7.14.1.1 allows lock-free atomic objects in handlers).  A handler
+ * that interrupts a remover spinning on `readers` raises and then lowers
+ * the count itself before the remover looks again.
  */
 #include <errno.h>
 #include <sched.h>
 
 #include "rio_int.h"
+
+_Static_assert(__atomic_always_lock_free(sizeof(int), 0),
+	"the registry's reader count must be lock-free (signal handlers)");
+_Static_assert(__atomic_always_lock_free(sizeof(rio_pool *), 0),
+	"the registry's slots must be lock-free (signal handlers)");
 
 static rio_pool *slots[RIO__MAX_POOLS];
 static pthread_mutex_t writers = PTHREAD_MUTEX_INITIALIZER;
@@ -23,8 +72,13 @@ rio__registry_add(rio_pool *p)
 
 	pthread_mutex_lock(&writers);
 	for (i = 0; i < RIO__MAX_POOLS; i++) {
+		/* relaxed: slots change only under `writers`, held. */
 		if (__atomic_load_n(&slots[i], __ATOMIC_RELAXED) == NULL) {
 			p->reg_slot = i;
+			/* R1: pairs with the acquire slot loads in
+			 * rio__registry_foreach() and rio__registry_find():
+			 * makes the finished pool visible before its
+			 * pointer. */
 			__atomic_store_n(&slots[i], p, __ATOMIC_RELEASE);
 			rc = 0;
 			break;
@@ -41,10 +95,21 @@ void
 rio__registry_remove(rio_pool *p)
 {
 	pthread_mutex_lock(&writers);
+	/* Release is stronger than needed (a NULL publishes nothing;
+	 * relaxed would do): what orders this store against the readers is
+	 * F_w below (R2). */
 	__atomic_store_n(&slots[p->reg_slot], NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&writers);
+	/* F_w (R2): pairs with F_r in rio__registry_foreach() and
+	 * rio__registry_enter(): the NULL store is ordered before the load
+	 * of `readers` below, so a reader that still saw the old pointer is
+	 * counted there. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* A handler that loaded the pointer before the store may still use
-	 * the pool: wait for it before the caller frees anything. */
+	 * the pool: wait for it before the caller frees anything.  Acquire
+	 * (R3): pairs with the release decrements in
+	 * rio__registry_foreach() and rio__registry_exit(): makes the
+	 * readers' last uses of the pool happen before the free. */
 	while (__atomic_load_n(&readers, __ATOMIC_ACQUIRE) != 0)
 		sched_yield();
 }
@@ -52,24 +117,45 @@ rio__registry_remove(rio_pool *p)
 void
 rio__registry_foreach(void (*fn)(rio_pool *p, void *arg), void *arg)
 {
+	/* Acq_rel is stronger than needed (relaxed would do: nothing is
+	 * published or consumed through the increment); F_r below is what
+	 * orders it before the slot loads (R2). */
 	__atomic_fetch_add(&readers, 1, __ATOMIC_ACQ_REL);
+	/* F_r (R2): pairs with F_w in rio__registry_remove(): the increment
+	 * is ordered before the slot loads, so a remover that misses it
+	 * has already made its NULL visible to them. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (int i = 0; i < RIO__MAX_POOLS; i++) {
+		/* R1: pairs with the release store in rio__registry_add():
+		 * makes the pool's fields visible before fn reads them. */
 		rio_pool *p = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
 		if (p != NULL)
 			fn(p, arg);
 	}
+	/* R3: pairs with the acquire load of `readers` in
+	 * rio__registry_remove(): makes every use of the pools above
+	 * happen before a remover frees one (the release half is the one
+	 * needed). */
 	__atomic_fetch_sub(&readers, 1, __ATOMIC_ACQ_REL);
 }
 
 void
 rio__registry_enter(void)
 {
+	/* Acq_rel stronger than needed, as in rio__registry_foreach(). */
 	__atomic_fetch_add(&readers, 1, __ATOMIC_ACQ_REL);
+	/* F_r (R2): pairs with F_w in rio__registry_remove(): orders the
+	 * increment before the slot loads of rio__registry_find(). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 void
 rio__registry_exit(void)
 {
+	/* R3: pairs with the acquire load of `readers` in
+	 * rio__registry_remove(): makes the caller's uses of the pool that
+	 * rio__registry_find() returned happen before its free (the
+	 * release half is the one needed). */
 	__atomic_fetch_sub(&readers, 1, __ATOMIC_ACQ_REL);
 }
 
@@ -80,6 +166,9 @@ rio__registry_find(const void *addr)
 	uintptr_t a = (uintptr_t)addr;
 
 	for (int i = 0; i < RIO__MAX_POOLS; i++) {
+		/* R1: pairs with the release store in rio__registry_add():
+		 * makes map_base and map_size visible before they are
+		 * compared. */
 		rio_pool *p = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
 		if (p != NULL && a >= (uintptr_t)p->map_base &&
 		    a < (uintptr_t)p->map_base + p->map_size)

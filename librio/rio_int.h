@@ -22,7 +22,8 @@ struct pmem2_map;
 #define RIO__PAGE 4096u
 #define RIO__MAX_POOLS 256 /* open pools per process (signal registry) */
 
-/* Relaxed statistics counters. */
+/* Statistics counters.  relaxed: a count orders nothing, it only must not
+ * lose increments from threads and handlers (read by rio_stats()). */
 #define RIO__STAT_ADD(p, field, n) \
 	__atomic_fetch_add(&(p)->stats.field, (n), __ATOMIC_RELAXED)
 

@@ -197,7 +197,9 @@ sync_one(rio_pool *p, void *arg)
 	uint64_t gen = 0;
 	int rc;
 
-	if (p->img == NULL || p->error != 0)
+	/* relaxed: the sticky error code, read whole (rio__msync() stores
+	 * it); nothing else is read on the strength of it. */
+	if (p->img == NULL || __atomic_load_n(&p->error, __ATOMIC_RELAXED))
 		return;
 	/* Under pkeys the handler runs with the default PKRU, which may deny
 	 * access to the pool's key: reading is all safe sync needs. */
@@ -273,6 +275,12 @@ rio__fatal(int sig, siginfo_t *si, void *uc, bool wild_store)
 {
 	struct sbuf s = { .n = 0 };
 
+	/* A lock word taken by exchange (a handler cannot block on a
+	 * mutex).  Acquire pairs with the release store below, by a fatal
+	 * path whose chained handler returned: makes its work visible
+	 * before ours; the release half orders nothing and is stronger
+	 * than needed.  The images themselves are ordered by take()/give()
+	 * in image.c. */
 	if (__atomic_exchange_n(&dying, 1, __ATOMIC_ACQ_REL)) {
 		/* Another thread is already syncing and will end the
 		 * process; wait for it rather than race on the images. */
@@ -284,6 +292,9 @@ rio__fatal(int sig, siginfo_t *si, void *uc, bool wild_store)
 		die_of(sig);
 	else
 		rio__chain_previous(sig, si, uc);
+	/* Pairs with the acquire exchange above: a previous handler chose
+	 * to return (the fault was not fatal after all); the next fatal
+	 * path starts after everything this one did. */
 	__atomic_store_n(&dying, 0, __ATOMIC_RELEASE);
 }
 
@@ -308,7 +319,10 @@ handler(int sig, siginfo_t *si, void *uc)
 		}
 		rio__registry_enter();
 		p = rio__registry_find(si->si_addr);
-		if (p != NULL && p->prot_on &&
+		/* relaxed: prot_on is stored under prot_lock, which a
+		 * handler cannot take; this only chooses the message. */
+		if (p != NULL &&
+		    __atomic_load_n(&p->prot_on, __ATOMIC_RELAXED) &&
 		    (si->si_code == SEGV_ACCERR || si->si_code == SEGV_PKUERR)) {
 			report_wild_store(&s, p, si->si_addr);
 			wild = true;

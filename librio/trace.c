@@ -20,6 +20,14 @@ replay_one(rio_pool *p, void *arg)
 int
 rio_trace_set(const struct rio_trace_ops *ops)
 {
+	/* Pairs with the acquire loads in rio__trace_mapped() and
+	 * rio__trace_unmapping(): makes the ops table visible before the
+	 * pointer.  The inline primitives of rio.h read rio__trace with a
+	 * plain load: that is data-race-free only because the tracer sets it
+	 * from a constructor, before the program starts a thread.  Also set
+	 * before any pool is open: a pool opened while this runs could be
+	 * missed by both this store-then-scan and its open's
+	 * register-then-load (the store-buffering pattern, unfenced here). */
 	__atomic_store_n(&rio__trace, ops, __ATOMIC_RELEASE);
 	if (ops != NULL && ops->pool_mapped != NULL)
 		rio__registry_foreach(replay_one, (void *)(uintptr_t)ops);
@@ -29,6 +37,8 @@ rio_trace_set(const struct rio_trace_ops *ops)
 void
 rio__trace_mapped(rio_pool *p)
 {
+	/* Pairs with the release store in rio_trace_set(): makes the ops
+	 * table visible before it is called. */
 	const struct rio_trace_ops *ops =
 		__atomic_load_n(&rio__trace, __ATOMIC_ACQUIRE);
 	if (ops != NULL && ops->pool_mapped != NULL)
@@ -38,6 +48,7 @@ rio__trace_mapped(rio_pool *p)
 void
 rio__trace_unmapping(rio_pool *p)
 {
+	/* As in rio__trace_mapped(). */
 	const struct rio_trace_ops *ops =
 		__atomic_load_n(&rio__trace, __ATOMIC_ACQUIRE);
 	if (ops != NULL && ops->pool_unmapping != NULL)

@@ -216,6 +216,11 @@ vista__protect_segment(struct vista_segment *seg)
 	if (rc)
 		return vista__err(rc, "mprotect segment %s: %s",
 			rio_pool_path(seg->pool), strerror(-rc));
+	/* Pairs with the acquire loads in fault() and vista_prefault()
+	 * (and, through v->auto_on, with vista__auto_begin()): once the
+	 * segment is protected, faults on it are the hook's.  The store
+	 * comes after the mprotect, so a fault in between is not
+	 * recognised (ARCHITECTURE.md, Memory ordering). */
 	__atomic_store_n(&seg->prot, true, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -225,12 +230,16 @@ vista__auto_begin(vista *v)
 {
 	int rc = 0;
 
+	/* Pairs with the release store below: a thread that sees auto_on
+	 * sees every mapped segment's prot set before it. */
 	if (__atomic_load_n(&v->auto_on, __ATOMIC_ACQUIRE))
 		return 0;
 	pthread_mutex_lock(&v->lock);
 	for (uint32_t i = 0; i < v->nmap && rc == 0; i++)
 		if (!v->map[i].seg->prot)
 			rc = vista__protect_segment(v->map[i].seg);
+	/* Pairs with the acquire load above: makes every segment's prot
+	 * (and protection) visible before auto_on. */
 	if (rc == 0)
 		__atomic_store_n(&v->auto_on, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&v->lock);
@@ -343,6 +352,10 @@ vista_prefault(vista *v, void *addr, size_t len)
 		return vista__err(VISTA_ERANGE,
 			"vista_prefault(%p, %zu): not inside a mapped segment",
 			addr, len);
+	/* Pairs with the release store in vista__protect_segment(): a
+	 * thread that learned of the protection from another (through
+	 * v->auto_on, or its own synchronization) sees prot set, and opens
+	 * the pages before the kernel's write could fail with EFAULT. */
 	if (!__atomic_load_n(&seg->prot, __ATOMIC_ACQUIRE))
 		return 0; /* not protected: the kernel can write there */
 	return vista__open_pages(l, seg, (uintptr_t)addr,
@@ -378,6 +391,9 @@ fault(void *addr, void *ctx)
 		if (l->state != VISTA__TX_ACTIVE)
 			continue;
 		seg = vista__seg_lookup(l, a, 1, false);
+		/* Pairs with the release store in vista__protect_segment():
+		 * a fault on a segment protected by another thread sees
+		 * prot set, provided the store preceded the fault. */
 		if (seg == NULL || !__atomic_load_n(&seg->prot, __ATOMIC_ACQUIRE))
 			continue;
 		if (!(l->flags & VISTA_TX_AUTO)) {

@@ -83,6 +83,16 @@ page_addr(const struct vista_segment *seg, uint32_t page)
 	return seg->user + (size_t)page * VISTA_PAGE;
 }
 
+/*
+ * ld() and st(): every access to a persistent metadata word (page map
+ * entry, bitmap word) goes through them.  relaxed: an 8-byte access that
+ * must not tear -- a crash keeps a word old or new, never mixed (H1-H3).
+ * Between threads the heap lock orders the words (A3): every access
+ * holds it, or runs while the segment is being mapped, before it is
+ * published (vista__heap_open(), recovery's vista__heap_precheck()).
+ * Durability's order comes from the flushes and drains that follow (A1,
+ * A4, A6), not from these accesses.
+ */
 static inline uint64_t
 ld(const uint64_t *p)
 {
@@ -811,6 +821,9 @@ static int
 open_block(struct vista_lane *l, struct vista_segment *seg, void *p,
 	size_t n)
 {
+	/* relaxed: as in vista_set_range() (tx.c): a stale false leaves the
+	 * block's pages closed, and the first store opens them through
+	 * the fault hook. */
 	if (!__atomic_load_n(&seg->prot, __ATOMIC_RELAXED) ||
 	    (l->flags & VISTA_TX_AUTO))
 		return 0;

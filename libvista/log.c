@@ -188,6 +188,11 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 		 * domain before the tag; the compiler must not sink them
 		 * below it. */
 		__asm__ volatile("" ::: "memory");
+		/* relaxed: an 8-byte store that must not tear.  With the
+		 * compiler barrier above it comes after the record's stores
+		 * because x86 makes stores visible (and under eADR durable)
+		 * in program order; a weaker ISA would need a release
+		 * store. */
 		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);
 	} else {
 		/* Lines persist in any order, and so do the 8-byte words of
@@ -195,6 +200,8 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 		 * says it is complete... */
 		plan_flush(l, &f);
 		vista__drain(l);
+		/* relaxed: an 8-byte store that must not tear; ordering
+		 * comes from the drain above and the flush below. */
 		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);
 		/* ...and the tag's line is written back for the caller's
 		 * drain (L2). */
@@ -227,6 +234,8 @@ vista__log_check(uint64_t seed, uint64_t gen, const char *rec0,
 	*why = NULL;
 	if ((size_t)(end - pos) < sizeof(*r))
 		return VISTA__REC_END;
+	/* relaxed: the tag is read whole (stored whole by seal_rec());
+	 * recovery and the checker read a log no thread is writing. */
 	tag = __atomic_load_n(&r->tag, __ATOMIC_RELAXED) ^
 		vista_rec_tag(seed, gen, off);
 	if ((unsigned)__builtin_popcountll(tag) > VISTA_TAG_SLACK)

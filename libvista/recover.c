@@ -144,6 +144,9 @@ fix_lane_hdr(struct vista_lane *l, const struct lane_scan *s)
 {
 	struct vista_lane_hdr *h = l->hdr;
 
+	/* relaxed: 8-byte stores that must not tear; the order that matters
+	 * is durability's, given by the rio_persist() after them (this
+	 * runs in vista_init(), before any thread has a lane). */
 	if (s->fix_gen) {
 		__atomic_store_n(&h->gen_check,
 			vista_lane_gen_check(l->seed, s->gen), __ATOMIC_RELAXED);
@@ -357,6 +360,9 @@ mark_done(struct vista_lane *l, unsigned idx)
 		 * (C4), then the words it covers, in one line. */
 		uint64_t d[VISTA__SEGWORDS] = { 0 };
 		d[idx / 64] = 1ull << (idx % 64);
+		/* relaxed, here and below: 8-byte stores that must not
+		 * tear; their order is given by the flushes and drains
+		 * between them (C4). */
 		__atomic_store_n(&h->done_check,
 			vista_lane_done_check(l->seed, l->gen, d),
 			__ATOMIC_RELAXED);
@@ -373,6 +379,7 @@ mark_done(struct vista_lane *l, unsigned idx)
 		uint64_t d[VISTA__SEGWORDS];
 		memcpy(d, h->done, sizeof(d));
 		d[idx / 64] |= 1ull << (idx % 64);
+		/* relaxed: as in the branch above. */
 		__atomic_store_n(&h->done_check,
 			vista_lane_done_check(l->seed, l->gen, d),
 			__ATOMIC_RELAXED);

@@ -215,18 +215,44 @@ segtab_register(vista *v, struct vista_segment *seg)
 	return 0;
 }
 
-/* ---- the segment map (seqlock) ---- */
+/* ---- the segment map (seqlock) ----
+ *
+ * Writers (vista_map(), vista_unmap(), under v->lock) bump v->seq to odd,
+ * change map[], nmap and byidx[], and bump it to even; readers
+ * (vista__seg_lookup(), also from the fault hook in signal context) retry
+ * while the count is odd or moved.  The fences are Boehm's seqlock
+ * ("Can seqlocks get along with programming language memory models?",
+ * 2012): every field is read and written with relaxed atomics, so a
+ * reader racing a writer reads torn-free values it then discards, and
+ *
+ *   writer: seq = odd; release fence; fields...; seq = even (release)
+ *   reader: s1 = seq (acquire); fields...; acquire fence; s2 = seq
+ *
+ * The release fence pairs with the reader's acquire fence: a reader that
+ * saw any new field sees the odd count (or later) in s2.  The final
+ * release store pairs with the reader's acquire load of s1: a reader that
+ * saw the even count sees every field the writer stored, and the
+ * segment's own contents, complete before map_publish() (S3).
+ */
 
 static void
 map_write_begin(vista *v)
 {
+	/* relaxed: the fence below orders it before the field stores; the
+	 * plain read of v->seq is safe, writers hold v->lock. */
 	__atomic_store_n(&v->seq, v->seq + 1, __ATOMIC_RELAXED);
+	/* Pairs with the acquire fence in vista__seg_lookup(): makes the odd
+	 * count visible before any field this writer changes, so a reader
+	 * that read a new field sees s2 != s1 and retries. */
 	__atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
 static void
 map_write_end(vista *v)
 {
+	/* Pairs with the acquire loads of v->seq in vista__seg_lookup() and
+	 * vista__seg_find(): makes the fields stored since
+	 * map_write_begin() visible before the even count. */
 	__atomic_store_n(&v->seq, v->seq + 1, __ATOMIC_RELEASE);
 }
 
@@ -236,6 +262,11 @@ map_publish(vista *v, struct vista_segment *seg)
 	uint32_t n = v->nmap;
 
 	map_write_begin(v);
+	/* relaxed: seqlock fields, ordered by map_write_begin() and
+	 * map_write_end().  byidx[] is also read without the seqlock (tx.c,
+	 * heap.c, auto.c), but only for a segment the reader's transaction
+	 * holds, mapped before it began (API rule): atomic so that no
+	 * access is a data race, with no order of its own. */
 	__atomic_store_n(&v->map[n].lo, (uintptr_t)seg->user, __ATOMIC_RELAXED);
 	__atomic_store_n(&v->map[n].hi, (uintptr_t)seg->user + seg->user_size,
 		__ATOMIC_RELAXED);
@@ -253,6 +284,7 @@ map_remove(vista *v, struct vista_segment *seg)
 	map_write_begin(v);
 	for (uint32_t i = 0; i < n; i++) {
 		if (v->map[i].seg == seg) {
+			/* relaxed: seqlock fields, as in map_publish(). */
 			__atomic_store_n(&v->map[i].lo, v->map[n - 1].lo,
 				__ATOMIC_RELAXED);
 			__atomic_store_n(&v->map[i].hi, v->map[n - 1].hi,
@@ -271,6 +303,8 @@ struct vista_segment *
 vista__seg_lookup(struct vista_lane *l, uintptr_t a, size_t len, bool cache)
 {
 	vista *v = l->v;
+	/* Pairs with the release store in map_write_end(): an even s1 makes
+	 * the fields (and the segment) of that write visible. */
 	uint64_t s1 = __atomic_load_n(&v->seq, __ATOMIC_ACQUIRE), s2;
 	struct vista_segment *found;
 	uintptr_t lo = 0, hi = 0;
@@ -282,6 +316,8 @@ vista__seg_lookup(struct vista_lane *l, uintptr_t a, size_t len, bool cache)
 	for (;;) {
 		found = NULL;
 		if (!(s1 & 1)) {
+			/* relaxed: seqlock fields; torn-free, and validated by
+			 * the fence and the second count load below. */
 			uint32_t n = __atomic_load_n(&v->nmap, __ATOMIC_RELAXED);
 			for (uint32_t i = 0; i < n && i < VISTA_MAX_SEGMENTS;
 				i++) {
@@ -295,6 +331,10 @@ vista__seg_lookup(struct vista_lane *l, uintptr_t a, size_t len, bool cache)
 					break;
 				}
 			}
+			/* Pairs with the release fence in map_write_begin():
+			 * if a field load above saw a writer's store, s2 sees
+			 * that writer's odd count or later.  s2 itself may be
+			 * relaxed: the fence orders it after the fields. */
 			__atomic_thread_fence(__ATOMIC_ACQUIRE);
 			s2 = __atomic_load_n(&v->seq, __ATOMIC_RELAXED);
 			if (s2 == s1)
@@ -305,6 +345,7 @@ vista__seg_lookup(struct vista_lane *l, uintptr_t a, size_t len, bool cache)
 		if (++tries > 1000000)
 			return NULL;
 		__builtin_ia32_pause();
+		/* As the first load of s1. */
 		s1 = __atomic_load_n(&v->seq, __ATOMIC_ACQUIRE);
 	}
 	if (cache && found != NULL) {
@@ -445,6 +486,9 @@ seg_restore(vista *v, const char *path)
 static int
 seg_check_bind(vista *v, const struct vista_segment *seg, bool *clean)
 {
+	/* relaxed: one 8-byte word of the persistent header, read whole (it
+	 * is stored whole, seg_set_bind()); no other thread stores it while
+	 * the segment is being mapped (S1 lock). */
 	uint64_t b = __atomic_load_n(&seg->hdr->bind, __ATOMIC_RELAXED);
 	uint64_t mine = vista_seg_bound(v->log_uuid);
 	const char *path = rio_pool_path(seg->pool);
@@ -469,6 +513,9 @@ seg_check_bind(vista *v, const struct vista_segment *seg, bool *clean)
 static void
 seg_set_bind(const struct vista_segment *seg, uint64_t b)
 {
+	/* relaxed: an 8-byte store that must not tear (a crash keeps the old
+	 * or the new word); its durability comes from the persist that
+	 * follows. */
 	__atomic_store_n(&seg->hdr->bind, b, __ATOMIC_RELAXED);
 	rio_persist(seg->pool, &seg->hdr->bind, sizeof(b));
 }
@@ -477,6 +524,10 @@ seg_set_bind(const struct vista_segment *seg, uint64_t b)
 static bool
 seg_named(vista *v, const struct vista_segment *seg)
 {
+	/* relaxed: the sticky error flag (vista__set_fatal()); no data is
+	 * read on the strength of it, and a failure racing with this unmap
+	 * belongs to a transaction on another segment (a segment is not
+	 * unmapped while a transaction uses it). */
 	if (__atomic_load_n(&v->fatal, __ATOMIC_RELAXED))
 		return true; /* what the log holds is not known */
 	for (unsigned i = 0; i < v->nlanes; i++) {
@@ -664,6 +715,8 @@ vista_map(vista *v, const char *path, void *addr, size_t size,
 	if ((uintptr_t)addr % VISTA_PAGE)
 		return vista__err(-EINVAL,
 			"vista_map: address %p is not page aligned", addr);
+	/* relaxed: the sticky error flag, an early refusal only; nothing is
+	 * read on the strength of it. */
 	if (__atomic_load_n(&v->fatal, __ATOMIC_RELAXED))
 		return vista__err(VISTA_EFATAL,
 			"vista_map: the instance is in its error state");

@@ -87,6 +87,9 @@ begin_slow(vista *v, struct vista_lane *l, unsigned flags)
 	if (flags & ~VISTA_TX_AUTO)
 		return vista__err(-EINVAL,
 			"vista_begin_transaction: unknown flags 0x%x", flags);
+	/* relaxed: the sticky error flag (vista__set_fatal()); nothing is read
+	 * on the strength of it, and a transaction that misses a concurrent
+	 * set is checked again at its commit. */
 	if (__atomic_load_n(&v->fatal, __ATOMIC_RELAXED))
 		return vista__err(VISTA_EFATAL,
 			"vista_begin_transaction: the instance is in its error "
@@ -108,6 +111,7 @@ vista_begin_transaction(vista *v, unsigned flags)
 {
 	struct vista_lane *l = vista__lane_fast(v);
 
+	/* relaxed fatal: as in begin_slow(). */
 	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_IDLE ||
 		    flags != 0 || __atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
 		return begin_slow(v, l, flags);
@@ -187,6 +191,9 @@ opened:
 	 * cannot be unmapped until the transaction ends). */
 	if (VISTA__UNLIKELY(!vista__bit_test(l->touched, seg->idx)))
 		vista__bit_set(l->touched, seg->idx);
+	/* relaxed: seg->prot only goes false -> true (auto.c); a stale false
+	 * leaves the range's pages closed, and the store that then faults
+	 * is opened by the hook, which reads prot with acquire. */
 	if (VISTA__UNLIKELY(__atomic_load_n(&seg->prot, __ATOMIC_RELAXED)) &&
 	    !(l->flags & VISTA_TX_AUTO))
 		return vista__open_pages(l, seg, lo, hi, false);
@@ -339,6 +346,7 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 		(void)vista__ranges_add(&l->ranges, r[i].lo, r[i].hi, r[i].seg);
 		if (!vista__bit_test(l->touched, r[i].seg->idx))
 			vista__bit_set(l->touched, r[i].seg->idx);
+		/* relaxed: as in vista_set_range(). */
 		if (__atomic_load_n(&r[i].seg->prot, __ATOMIC_RELAXED) &&
 		    !(l->flags & VISTA_TX_AUTO))
 			rc = vista__open_pages(l, r[i].seg, r[i].lo, r[i].hi,
@@ -433,6 +441,8 @@ chain_next(struct vista_lane *l)
 	(void)vista__open_chain(l);
 	l->state = VISTA__TX_ACTIVE;
 	VISTA__STAT_ADD(l, tx_begun, 1);
+	/* relaxed: the flag this very thread may just have set in the
+	 * commit above (program order), or another's: no data follows it. */
 	if (VISTA__UNLIKELY(__atomic_load_n(&l->v->fatal, __ATOMIC_RELAXED))) {
 		/* Pages could not be protected again: end the new
 		 * transaction (it changed nothing yet). */
@@ -487,6 +497,9 @@ commit(struct vista_lane *l)
 {
 	vista *v = l->v;
 
+	/* relaxed: the sticky error flag.  A commit racing with another
+	 * thread's failure may miss it: its own flushes and drains decide
+	 * its durability, and the failure is of another lane. */
 	if (VISTA__UNLIKELY(__atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
 		return vista__err(VISTA_EFATAL,
 			"vista_end_transaction: the instance is in its error "
@@ -552,6 +565,7 @@ vista_chain_transaction(vista *v)
 	}
 	flags = l->flags;
 	if ((flags & VISTA_TX_AUTO) && l->prot_used) {
+		/* relaxed: as in commit(). */
 		if (VISTA__UNLIKELY(__atomic_load_n(&v->fatal,
 			    __ATOMIC_RELAXED)))
 			return commit(l); /* refuses, as end would */
@@ -593,6 +607,9 @@ static void
 restore(struct vista_lane *l, struct vista_segment *seg, char *dst,
 	const char *src, size_t len, bool recovering)
 {
+	/* relaxed: as in vista_set_range().  (A segment protected by
+	 * another thread's first automatic transaction in the middle of
+	 * this one: ARCHITECTURE.md, Memory ordering.) */
 	if (!recovering && __atomic_load_n(&seg->prot, __ATOMIC_RELAXED)) {
 		/* Only pages the transaction opened can differ from their
 		 * before-image: any store to another page would have
@@ -737,6 +754,7 @@ vista__tx_abort_lane(struct vista_lane *l)
 		(void)check_pools(l);
 	VISTA__STAT_ADD(l, tx_aborted, 1);
 	finish(l);
+	/* relaxed: the sticky error flag, for the return code only. */
 	if (__atomic_load_n(&l->v->fatal, __ATOMIC_RELAXED))
 		return vista__err(VISTA_EFATAL,
 			"vista_abort_transaction: rolled back in memory, but "

@@ -66,6 +66,8 @@ static uint64_t
 my_token(void)
 {
 	if (vista__tls.token == 0)
+		/* relaxed: a unique number is all it gives; nothing is
+		 * published with it. */
 		vista__tls.token =
 			__atomic_add_fetch(&next_token, 1, __ATOMIC_RELAXED);
 	return vista__tls.token;
@@ -93,12 +95,17 @@ thread_exit(void *arg)
 		if (v == NULL)
 			continue;
 		l = &v->lanes[t->own[i].idx];
+		/* relaxed: only this thread stores its own token, and it
+		 * sees its own stores; any other value means "not ours". */
 		if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) != t->token)
 			continue;
 		/* A thread that dies inside a transaction leaves nothing
 		 * half done: the transaction is rolled back. */
 		if (l->state == VISTA__TX_ACTIVE)
 			(void)vista__tx_abort_lane(l);
+		/* relaxed: v->lock orders the hand-over of the lane to the
+		 * next owner (vista__lane_get()); atomic only for the
+		 * unlocked owner loads of vista__lane_peek(). */
 		pthread_mutex_lock(&v->lock);
 		__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&v->lock);
@@ -179,6 +186,8 @@ vista__lane_peek(const vista *v)
 	if (l != NULL || v == NULL || tok == 0)
 		return l;
 	for (unsigned i = 0; i < v->nlanes; i++) {
+		/* relaxed: looking for this thread's own token, which only
+		 * this thread stores; no other lane's state is read. */
 		if (__atomic_load_n(&v->lanes[i].owner, __ATOMIC_RELAXED) ==
 		    tok) {
 			cache_set(v, &v->lanes[i]);
@@ -237,6 +246,8 @@ vista__lane_get(vista *v, int *rc)
 			vista_strerror(*rc));
 		return NULL;
 	}
+	/* relaxed: v->lock (held since the lane was found free) orders the
+	 * previous owner's last use of the lane before ours. */
 	__atomic_store_n(&l->owner, tok, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&v->lock);
 	cache_set(v, l);
@@ -257,6 +268,7 @@ vista_thread_detach(vista *v)
 		return vista__err(VISTA_EINTX,
 			"vista_thread_detach: a transaction is active on this "
 			"thread");
+	/* relaxed: as in thread_exit(). */
 	pthread_mutex_lock(&v->lock);
 	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&v->lock);
@@ -289,6 +301,9 @@ vista__set_fatal(vista *v, int rc, const char *what)
 {
 	int expect = 0;
 
+	/* The first cause sticks.  Every reader loads the flag relaxed and
+	 * nothing is published with it (the message is thread-local), so
+	 * release is stronger than needed; relaxed would do. */
 	__atomic_compare_exchange_n(&v->fatal, &expect, rc ? rc : -EIO, false,
 		__ATOMIC_RELEASE, __ATOMIC_RELAXED);
 	return vista__err(VISTA_EFATAL,
@@ -637,6 +652,8 @@ vista_pending_lanes(const vista *v)
 
 /* ---- statistics ---- */
 
+/* relaxed: per-lane counters (VISTA__STAT_ADD), each read whole; the sum
+ * is not a consistent snapshot and need not be. */
 #define VISTA__SUM(f) \
 	out->f += __atomic_load_n(&l->st.f, __ATOMIC_RELAXED)
 

@@ -41,7 +41,8 @@ extern "C" {
 #define VISTA__INLINE static inline __attribute__((always_inline))
 
 /* Relaxed counter update by the owning thread: a plain add on x86, but a
- * data-race-free one for vista_stats() reading from another thread. */
+ * data-race-free one for vista_stats() reading from another thread.
+ * relaxed: one writer (the lane's owner), and a count orders nothing. */
 #define VISTA__STAT_ADD(l, field, n)                                          \
 	__atomic_store_n(&(l)->st.field,                                      \
 		__atomic_load_n(&(l)->st.field, __ATOMIC_RELAXED) + (n),      \
@@ -49,6 +50,12 @@ extern "C" {
 
 #define VISTA__SEGWORDS (VISTA_MAX_SEGMENTS / 64)
 
+/* Per-lane segment masks (touched, allocd, freed, pend_segs).  relaxed:
+ * one writer, the lane's owner (or recovery, under v->lock); another thread
+ * reads a word whole (vista_unmap()'s seg_named()/seg_in_use(), under
+ * v->lock), and what it decides from a bit is covered by the API rule that
+ * a segment is not unmapped while a transaction uses it, not by the order
+ * of these accesses. */
 static inline void vista__bit_set(uint64_t *m, unsigned i)
 {
 	__atomic_store_n(&m[i / 64], m[i / 64] | (1ull << (i % 64)),
@@ -339,6 +346,8 @@ vista__write_header(const rio_pool *p, void *dst, const void *src, size_t n)
 	rio_flush(p, dst, n);
 	/* The body is durable before the magic declares it valid... */
 	rio_drain(p);
+	/* relaxed: an 8-byte store that must not tear; ordering comes from
+	 * the drain above and the persist below. */
 	__atomic_store_n((uint64_t *)dst, *(const uint64_t *)src,
 		__ATOMIC_RELAXED);
 	/* ...and the magic before anything relies on the header. */
@@ -354,6 +363,12 @@ struct vista_segment *vista__seg_lookup(struct vista_lane *l, uintptr_t addr,
 static inline struct vista_segment *
 vista__seg_find(struct vista_lane *l, uintptr_t a, size_t len)
 {
+	/* The lane's cached lookup is still good if the map's seqlock count
+	 * has not moved since (vista__seg_lookup()).  Acquire pairs with
+	 * the release store in map_write_end(), but is stronger than needed:
+	 * an unchanged count means this thread already synchronized with the
+	 * map state it cached, so relaxed would do (same instruction on
+	 * x86). */
 	if (VISTA__LIKELY(__atomic_load_n(&l->v->seq, __ATOMIC_ACQUIRE) ==
 			    l->cseq &&
 		    a >= l->clo && a < l->chi && len <= l->chi - a))
@@ -389,7 +404,8 @@ vista__log_truncate(struct vista_lane *l)
 {
 	/* gen + 1 and its check, in one line: a crash that keeps one of
 	 * the two is read as the generation the stored check names
-	 * (log_layout.h)... */
+	 * (log_layout.h)...  relaxed: 8-byte stores that must not tear;
+	 * ordering comes from the flush and drain that follow. */
 	__atomic_store_n(&l->hdr->gen_check,
 		vista_lane_gen_check(l->seed, l->gen + 1), __ATOMIC_RELAXED);
 	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);

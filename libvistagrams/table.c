@@ -106,6 +106,10 @@ vg__peer_find(const vg_endpoint *ep, uint64_t node, int32_t *ins)
 	if (ins)
 		*ins = -1;
 	for (uint32_t n = 0; n <= mask; n++, i = (i + 1) & mask) {
+		/* relaxed: the slot's validating word, read whole (stored
+		 * whole by vg__raw_store64(), after the record it validates
+		 * was drained); an endpoint is used by one thread at a time,
+		 * so no other order is involved. */
 		uint64_t nd = __atomic_load_n(&ep->peer[i].node,
 			__ATOMIC_RELAXED);
 		if (nd == 0) {

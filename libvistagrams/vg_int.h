@@ -312,6 +312,9 @@ static inline void
 vg__raw_store64(vg_endpoint *ep, uint64_t *word, uint64_t value)
 {
 	vg__raw_begin(ep, word, sizeof(*word));
+	/* relaxed: an 8-byte store that must not tear (a crash keeps the old
+	 * or the new word); its durability comes from the flush here and
+	 * the caller's drain, and an endpoint has one thread at a time. */
 	__atomic_store_n(word, value, __ATOMIC_RELAXED);
 	vg__raw_end(ep, word, sizeof(*word));
 	vg__flush(ep, word, sizeof(*word));

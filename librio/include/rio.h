@@ -236,7 +236,10 @@ struct rio_trace_ops {
 
 /*
  * Install (or, with NULL, remove) the tracer.  pool_mapped() is replayed
- * for every pool already open.  Returns 0.
+ * for every pool already open.  Returns 0.  Call it while no other thread
+ * uses librio (a preload library's constructor or destructor): the inline
+ * primitives read the hook with a plain load, and a pool opened while it
+ * runs may be missed by the replay.
  */
 RIO_EXPORT int rio_trace_set(const struct rio_trace_ops *ops);
 

@@ -89,6 +89,9 @@ struct region {
 
 static struct {
 	pthread_mutex_t lock;
+	/* Stored under lock (relaxed atomic stores: the lock orders the
+	 * tracer state), loaded unlocked by pmt_tracer_active() only as an
+	 * early exit, plainly under lock elsewhere. */
 	bool active;
 	int fd;
 	char *buf;
@@ -379,7 +382,7 @@ on_fork_child(void)
 	if (T.fd >= 0)
 		close(T.fd);
 	T.fd = -1;
-	T.active = false;
+	__atomic_store_n(&T.active, false, __ATOMIC_RELAXED);
 	pmt_stores_forked();
 	pthread_mutex_init(&T.lock, NULL);
 }
@@ -505,7 +508,7 @@ pmt_tracer_start(const struct pmt_tracer_cfg *cfg)
 	T.used = sizeof(h);
 	pmt_callsite_init(cfg->stack_depth, emit);
 	pthread_atfork(NULL, NULL, on_fork_child);
-	T.active = true;
+	__atomic_store_n(&T.active, true, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&T.lock);
 	return 0;
 fail:
@@ -516,6 +519,11 @@ fail:
 bool
 pmt_tracer_active(void)
 {
+	/* An unlocked early exit for the hot entry points; every caller
+	 * takes T.lock and tests T.active again before it reads tracer
+	 * state, and the lock orders that state.  So acquire (which pairs
+	 * with nothing: T.active is stored under T.lock, relaxed) is
+	 * stronger than needed; relaxed would do. */
 	return __atomic_load_n(&T.active, __ATOMIC_ACQUIRE);
 }
 
@@ -538,7 +546,8 @@ pmt_tracer_stop(int sig)
 
 	pthread_mutex_lock(&T.lock);
 	if (!T.active || T.fd < 0) {
-		T.active = false; /* ARMED, never ON: no trace to finish */
+		/* ARMED, never ON: no trace to finish */
+		__atomic_store_n(&T.active, false, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&T.lock);
 		return;
 	}
@@ -555,7 +564,7 @@ pmt_tracer_stop(int sig)
 	out_flush();
 	close(T.fd);
 	T.fd = -1;
-	T.active = false;
+	__atomic_store_n(&T.active, false, __ATOMIC_RELAXED);
 	if (T.uffd != NULL)
 		pmt_uffd_close(T.uffd);
 	T.uffd = NULL;
@@ -574,7 +583,7 @@ open_trace(void)
 	T.fd = open(T.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (T.fd < 0) {
 		warn("cannot create the trace %s; not tracing", T.path);
-		T.active = false;
+		__atomic_store_n(&T.active, false, __ATOMIC_RELAXED);
 		return false;
 	}
 	return true;
