@@ -73,10 +73,22 @@ struct rio_pool {
 	struct rio_stats stats;
 };
 
+/*
+ * The internals that librio-fc (the file cache, librio/fc, a library built
+ * on this one) shares: exported from librio.so under their rio__ names, so
+ * that the cache sets librio's thread-local message and makes its system
+ * calls through librio's one table.  Declared here only, not in rio.h:
+ * not API.
+ */
+#define RIO__SHARED __attribute__((visibility("default")))
+
 /* err.c */
-int rio__err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int rio__errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void rio__notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+RIO__SHARED int rio__err(int rc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+RIO__SHARED int rio__errno(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+RIO__SHARED void rio__notice(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
 /*
  * System calls that tests replace to inject failures (sysops.c).  Only the

@@ -60,6 +60,7 @@
 #include <urcu/rculfhash.h>
 
 #include "fc_layout.h"
+#include "rio_fc.h"
 #include "rio_int.h"
 
 #ifdef __cplusplus
