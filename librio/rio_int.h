@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "rio.h"
@@ -91,8 +92,11 @@ RIO__SHARED void rio__notice(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
 /*
- * System calls that tests replace to inject failures (sysops.c).  Only the
- * calls whose failure matters to durability go through here.
+ * System calls that tests replace to inject failures (sysops.c): the
+ * pools' calls whose failure matters to durability, and every call the
+ * file cache (librio/fc) makes on the files it caches.  The preload shim
+ * points the table at libc's definitions (its own wrappers of the same
+ * names would otherwise be called back).
  */
 struct rio__sysops {
 	ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
@@ -101,10 +105,20 @@ struct rio__sysops {
 	int (*fsync)(int fd);
 	int (*mprotect)(void *addr, size_t len, int prot);
 	int (*msync)(void *addr, size_t len, int flags);
+	/* the file cache's, on cached files and their directories */
+	int (*open)(const char *path, int flags, ...);
+	int (*close)(int fd);
+	int (*ftruncate)(int fd, off_t len);
+	int (*fstat)(int fd, struct stat *st);
+	int (*stat)(const char *path, struct stat *st);
+	int (*lstat)(const char *path, struct stat *st);
+	int (*unlink)(const char *path);
+	int (*rename)(const char *from, const char *to);
+	off_t (*lseek)(int fd, off_t off, int whence); /* size limit probe */
 };
-extern struct rio__sysops rio__sys;
+RIO__SHARED extern struct rio__sysops rio__sys;
 /* Write/read all of buf or fail with -errno (EIO for a short transfer). */
-int rio__pwrite_all(int fd, const void *buf, size_t n, off_t off);
+RIO__SHARED int rio__pwrite_all(int fd, const void *buf, size_t n, off_t off);
 int rio__pread_all(int fd, void *buf, size_t n, off_t off);
 /* fsync the directory holding path. */
 int rio__fsync_dir_of(const char *path);

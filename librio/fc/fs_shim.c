@@ -26,7 +26,7 @@
  *       directory: fsync decides whether the disk needs it), or POISON
  *       (inherited over exec: unusable, every use fails).
  *   S2. The cache itself never calls the interposed functions on cached
- *       files: its system calls go through rio__fcsys, pointed at libc's
+ *       files: its system calls go through rio__sys, pointed at libc's
  *       definitions (dlsym RTLD_NEXT) before the cache is opened.
  *   S3. A thread inside the shim (opening the cache) passes its own calls
  *       straight to libc (depth counter), so the shim never recurses.
@@ -460,19 +460,19 @@ shim_init(void)
 	LOAD(close_range);
 
 	/* S2: the cache's own calls go to libc. */
-	rio__fcsys.open = real.open;
-	rio__fcsys.close = real.close;
-	rio__fcsys.pread = real.pread;
-	rio__fcsys.pwrite = real.pwrite;
-	rio__fcsys.ftruncate = real.ftruncate;
-	rio__fcsys.fdatasync = real.fdatasync;
-	rio__fcsys.fsync = real.fsync;
-	rio__fcsys.fstat = real.fstat;
-	rio__fcsys.stat = real.stat;
-	rio__fcsys.lstat = real.lstat;
-	rio__fcsys.unlink = real.unlink;
-	rio__fcsys.rename = real.rename;
-	rio__fcsys.lseek = real.lseek;
+	rio__sys.open = real.open;
+	rio__sys.close = real.close;
+	rio__sys.pread = real.pread;
+	rio__sys.pwrite = real.pwrite;
+	rio__sys.ftruncate = real.ftruncate;
+	rio__sys.fdatasync = real.fdatasync;
+	rio__sys.fsync = real.fsync;
+	rio__sys.fstat = real.fstat;
+	rio__sys.stat = real.stat;
+	rio__sys.lstat = real.lstat;
+	rio__sys.unlink = real.unlink;
+	rio__sys.rename = real.rename;
+	rio__sys.lseek = real.lseek;
 }
 
 /* The numbers of the configuration (at load time): a bad one is an
