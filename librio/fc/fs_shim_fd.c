@@ -12,15 +12,12 @@
 
 /* ---- close and dup ---- */
 
-SHIM_EXPORT int
-close(int fd)
+/* Take fd's entry, if any, out of the table. */
+static void
+unslot(int fd)
 {
 	struct ofd *o;
-	int r;
 
-	REAL(close);
-	if (rio__fs_slot_get(fd) == NULL)
-		return rio__fs_real.close(fd);
 	pthread_rwlock_wrlock(&rio__fs_tab_lock);
 	o = rio__fs_slot_get(fd);
 	if (o != NULL) {
@@ -28,6 +25,17 @@ close(int fd)
 		rio__fs_ofd_unref(o);
 	}
 	pthread_rwlock_unlock(&rio__fs_tab_lock);
+}
+
+SHIM_EXPORT int
+close(int fd)
+{
+	int r;
+
+	REAL(close);
+	if (rio__fs_slot_get(fd) == NULL)
+		return rio__fs_real.close(fd);
+	unslot(fd);
 	r = rio__fs_real.close(fd);
 	rio__fs_maybe_release();
 	return r;
@@ -86,17 +94,9 @@ dup_entry(int fd, int newfd)
 static void
 drop_entry(int newfd)
 {
-	struct ofd *o;
-
 	if (rio__fs_slot_get(newfd) == NULL)
 		return;
-	pthread_rwlock_wrlock(&rio__fs_tab_lock);
-	o = rio__fs_slot_get(newfd);
-	if (o != NULL) {
-		rio__fs_slot_set(newfd, NULL);
-		rio__fs_ofd_unref(o);
-	}
-	pthread_rwlock_unlock(&rio__fs_tab_lock);
+	unslot(newfd);
 	rio__fs_maybe_release();
 }
 
@@ -107,15 +107,11 @@ dup(int fd)
 	return dup_entry(fd, rio__fs_real.dup(fd));
 }
 
-SHIM_EXPORT int
-dup2(int fd, int newfd)
+/* dup2 and dup3 once the real call returned r: newfd now is what fd is
+ * (an entry of ours, or none). */
+static int
+dup_onto(int fd, int newfd, int r)
 {
-	int r;
-
-	REAL(dup2);
-	if (fd == newfd)
-		return rio__fs_real.dup2(fd, newfd);
-	r = rio__fs_real.dup2(fd, newfd);
 	if (r < 0)
 		return r;
 	if (rio__fs_slot_get(fd) == NULL)
@@ -124,17 +120,19 @@ dup2(int fd, int newfd)
 }
 
 SHIM_EXPORT int
+dup2(int fd, int newfd)
+{
+	REAL(dup2);
+	if (fd == newfd)
+		return rio__fs_real.dup2(fd, newfd);
+	return dup_onto(fd, newfd, rio__fs_real.dup2(fd, newfd));
+}
+
+SHIM_EXPORT int
 dup3(int fd, int newfd, int flags)
 {
-	int r;
-
 	REAL(dup3);
-	r = rio__fs_real.dup3(fd, newfd, flags);
-	if (r < 0)
-		return r;
-	if (rio__fs_slot_get(fd) == NULL)
-		drop_entry(newfd);
-	return dup_entry(fd, r);
+	return dup_onto(fd, newfd, rio__fs_real.dup3(fd, newfd, flags));
 }
 
 static int

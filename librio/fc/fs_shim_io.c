@@ -74,101 +74,82 @@ rio__fs_file_size(struct ofd *o)
 	return size;
 }
 
-SHIM_EXPORT ssize_t
-read(int fd, void *buf, size_t n)
+/* read and write: at the descriptor's offset, which they move (a write
+ * to an O_APPEND file moves it to the end first).  wr: write wbuf, else
+ * read into rbuf. */
+static ssize_t
+rw_at_pos(int fd, void *rbuf, const void *wbuf, size_t n, bool wr)
 {
 	struct ofd *o;
 	ssize_t r;
 
-	REAL(read);
+	if (wr)
+		REAL(write);
+	else
+		REAL(read);
 	o = rio__fs_ofd_get(fd);
-	if (o == NULL)
-		return rio__fs_real.read(fd, buf, n);
-	if (o->kind == OFD_DIR) {
+	if (o != NULL && o->kind == OFD_DIR) {
 		rio__fs_ofd_put();
-		return rio__fs_real.read(fd, buf, n);
+		o = NULL;
 	}
-	if (rio__fs_unusable(o, "read"))
+	if (o == NULL)
+		return wr ? rio__fs_real.write(fd, wbuf, n) :
+			    rio__fs_real.read(fd, rbuf, n);
+	if (rio__fs_unusable(o, wr ? "write" : "read"))
 		return -1;
 	pthread_mutex_lock(&o->lock);
-	r = cached_pread(o, buf, n, o->pos);
+	if (wr && (o->flags & O_APPEND))
+		o->pos = rio__fs_file_size(o);
+	r = wr ? cached_pwrite(o, wbuf, n, o->pos) :
+		 cached_pread(o, rbuf, n, o->pos);
 	if (r > 0)
 		o->pos += (uint64_t)r;
 	pthread_mutex_unlock(&o->lock);
 	rio__fs_ofd_put();
 	return r;
+}
+
+SHIM_EXPORT ssize_t
+read(int fd, void *buf, size_t n)
+{
+	return rw_at_pos(fd, buf, NULL, n, false);
 }
 
 SHIM_EXPORT ssize_t
 write(int fd, const void *buf, size_t n)
 {
-	struct ofd *o;
-	ssize_t r;
-
-	REAL(write);
-	o = rio__fs_ofd_get(fd);
-	if (o == NULL)
-		return rio__fs_real.write(fd, buf, n);
-	if (o->kind == OFD_DIR) {
-		rio__fs_ofd_put();
-		return rio__fs_real.write(fd, buf, n);
-	}
-	if (rio__fs_unusable(o, "write"))
-		return -1;
-	pthread_mutex_lock(&o->lock);
-	if (o->flags & O_APPEND)
-		o->pos = rio__fs_file_size(o);
-	r = cached_pwrite(o, buf, n, o->pos);
-	if (r > 0)
-		o->pos += (uint64_t)r;
-	pthread_mutex_unlock(&o->lock);
-	rio__fs_ofd_put();
-	return r;
+	return rw_at_pos(fd, NULL, buf, n, true);
 }
 
+/* pread and pwrite, at off (Linux appends a pwrite to an O_APPEND file;
+ * so do we).  wr: write wbuf, else read into rbuf. */
 static ssize_t
-do_pread(int fd, void *buf, size_t n, off_t off)
+rw_at(int fd, void *rbuf, const void *wbuf, size_t n, off_t off, bool wr)
 {
 	struct ofd *o;
 	ssize_t r;
 
-	REAL(pread);
+	if (wr)
+		REAL(pwrite);
+	else
+		REAL(pread);
 	o = rio__fs_ofd_get(fd);
 	if (o == NULL)
-		return rio__fs_real.pread(fd, buf, n, off);
-	if (rio__fs_unusable(o, "pread"))
+		return wr ? rio__fs_real.pwrite(fd, wbuf, n, off) :
+			    rio__fs_real.pread(fd, rbuf, n, off);
+	if (rio__fs_unusable(o, wr ? "pwrite" : "pread"))
 		return -1;
 	if (o->kind == OFD_DIR || off < 0) {
 		rio__fs_ofd_put();
 		errno = o->kind == OFD_DIR ? EISDIR : EINVAL;
 		return -1;
 	}
-	r = cached_pread(o, buf, n, (uint64_t)off);
-	rio__fs_ofd_put();
-	return r;
-}
-
-static ssize_t
-do_pwrite(int fd, const void *buf, size_t n, off_t off)
-{
-	struct ofd *o;
-	ssize_t r;
-	uint64_t at;
-
-	REAL(pwrite);
-	o = rio__fs_ofd_get(fd);
-	if (o == NULL)
-		return rio__fs_real.pwrite(fd, buf, n, off);
-	if (rio__fs_unusable(o, "pwrite"))
-		return -1;
-	if (o->kind == OFD_DIR || off < 0) {
-		rio__fs_ofd_put();
-		errno = o->kind == OFD_DIR ? EISDIR : EINVAL;
-		return -1;
-	}
-	/* Linux appends a pwrite to an O_APPEND file; so do we. */
-	at = (o->flags & O_APPEND) ? rio__fs_file_size(o) : (uint64_t)off;
-	r = cached_pwrite(o, buf, n, at);
+	if (!wr)
+		r = cached_pread(o, rbuf, n, (uint64_t)off);
+	else if (o->flags & O_APPEND)
+		r = cached_pwrite(o, wbuf, n, rio__fs_file_size(o));
+	else
+		r = cached_pwrite(o, wbuf, n, (uint64_t)off);
 	rio__fs_ofd_put();
 	return r;
 }
@@ -176,7 +157,7 @@ do_pwrite(int fd, const void *buf, size_t n, off_t off)
 SHIM_EXPORT ssize_t
 pread(int fd, void *buf, size_t n, off_t off)
 {
-	return do_pread(fd, buf, n, off);
+	return rw_at(fd, buf, NULL, n, off, false);
 }
 
 SHIM_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
@@ -185,7 +166,7 @@ SHIM_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off_t off)
 SHIM_EXPORT ssize_t
 pwrite(int fd, const void *buf, size_t n, off_t off)
 {
-	return do_pwrite(fd, buf, n, off);
+	return rw_at(fd, NULL, buf, n, off, true);
 }
 
 SHIM_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off)
@@ -204,7 +185,7 @@ __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
 {
 	if (n > buflen)
 		abort();
-	return do_pread(fd, buf, n, off);
+	return rw_at(fd, buf, NULL, n, off, false);
 }
 
 SHIM_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off,
