@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "rio.h"
@@ -74,14 +75,29 @@ struct rio_pool {
 	struct rio_stats stats;
 };
 
+/*
+ * The internals that librio-fc (the file cache, librio/fc, a library built
+ * on this one) shares: exported from librio.so under their rio__ names, so
+ * that the cache sets librio's thread-local message and makes its system
+ * calls through librio's one table.  Declared here only, not in rio.h:
+ * not API.
+ */
+#define RIO__SHARED __attribute__((visibility("default")))
+
 /* err.c */
-int rio__err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int rio__errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void rio__notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+RIO__SHARED int rio__err(int rc, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+RIO__SHARED int rio__errno(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+RIO__SHARED void rio__notice(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
 /*
- * System calls that tests replace to inject failures (sysops.c).  Only the
- * calls whose failure matters to durability go through here.
+ * System calls that tests replace to inject failures (sysops.c): the
+ * pools' calls whose failure matters to durability, and every call the
+ * file cache (librio/fc) makes on the files it caches.  The preload shim
+ * points the table at libc's definitions (its own wrappers of the same
+ * names would otherwise be called back).
  */
 struct rio__sysops {
 	ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
@@ -90,10 +106,20 @@ struct rio__sysops {
 	int (*fsync)(int fd);
 	int (*mprotect)(void *addr, size_t len, int prot);
 	int (*msync)(void *addr, size_t len, int flags);
+	/* the file cache's, on cached files and their directories */
+	int (*open)(const char *path, int flags, ...);
+	int (*close)(int fd);
+	int (*ftruncate)(int fd, off_t len);
+	int (*fstat)(int fd, struct stat *st);
+	int (*stat)(const char *path, struct stat *st);
+	int (*lstat)(const char *path, struct stat *st);
+	int (*unlink)(const char *path);
+	int (*rename)(const char *from, const char *to);
+	off_t (*lseek)(int fd, off_t off, int whence); /* size limit probe */
 };
-extern struct rio__sysops rio__sys;
+RIO__SHARED extern struct rio__sysops rio__sys;
 /* Write/read all of buf or fail with -errno (EIO for a short transfer). */
-int rio__pwrite_all(int fd, const void *buf, size_t n, off_t off);
+RIO__SHARED int rio__pwrite_all(int fd, const void *buf, size_t n, off_t off);
 int rio__pread_all(int fd, void *buf, size_t n, off_t off);
 /* fsync the directory holding path. */
 int rio__fsync_dir_of(const char *path);

@@ -1,14 +1,28 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * sysops.c -- the system calls librio's durability depends on, behind a
- * table that tests replace to inject failures (SQLite's aSyscall[] idea)
+ * sysops.c -- the system calls librio's durability depends on, and those
+ * the file cache makes on the files it caches, behind one table that tests
+ * replace to inject failures (SQLite's aSyscall[] idea)
+ *
+ * The file cache's calls are behind it for two reasons: the preload shim
+ * (librio/fc/fs_shim.c) defines open, pwrite, ... itself and points this
+ * table at the next definitions (libc's), so the cache never calls back
+ * into the shim; and tests replace entries to make the disk fail (a full
+ * disk during write-back, an EIO from fdatasync).
+ *
+ * Invariant
+ *   Y1. Every system call the file cache makes on a cached file or its
+ *       directory goes through rio__sys (realpath(3) and faccessat(2)
+ *       excepted: the shim does not interpose them).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +35,15 @@ struct rio__sysops rio__sys = {
 	.fsync = fsync,
 	.mprotect = mprotect,
 	.msync = msync,
+	.open = open,
+	.close = close,
+	.ftruncate = ftruncate,
+	.fstat = fstat,
+	.stat = stat,
+	.lstat = lstat,
+	.unlink = unlink,
+	.rename = rename,
+	.lseek = lseek,
 };
 
 /* Async-signal-safe: used by the fatal-signal safe sync. */

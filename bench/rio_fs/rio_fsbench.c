@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rio.h"
+#include "rio_fc.h"
 
 #define FILE_SIZE (4u << 20)
 #define SQLITE "/usr/bin/sqlite3"

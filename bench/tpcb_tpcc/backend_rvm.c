@@ -39,7 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rio.h"
+#include "rio_fc.h"
 #include "rvm.h"
 #include "rvm_io.h"
 #include "tpcbench.h"

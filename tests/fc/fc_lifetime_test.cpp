@@ -29,7 +29,7 @@ enum { IDLE, SETTLING, IN_FSYNC, DONE } settler = IDLE;
 bool go_on, armed;
 thread_local bool is_settler;
 rio_fc_cache *cache;
-rio__fc_sysops saved;
+rio__sysops saved;
 
 void set_state(int s)
 {
@@ -101,9 +101,9 @@ TEST_CASE("directory settling never uses a file that rename frees",
 			    rio_fc_pwrite(f, data.data(), data.size(), 0) ||
 			    rio_fc_close(f))
 				_exit(11);
-			saved = rio__fcsys;
-			rio__fcsys.fsync = hook_fsync;
-			rio__fcsys.fdatasync = hook_fdatasync;
+			saved = rio__sys;
+			rio__sys.fsync = hook_fsync;
+			rio__sys.fdatasync = hook_fdatasync;
 			go_on = false;
 			armed = true;
 			settler = IDLE;
@@ -114,7 +114,7 @@ TEST_CASE("directory settling never uses a file that rename frees",
 			pthread_mutex_unlock(&mu);
 			void *ret = nullptr;
 			pthread_join(settler_tid, &ret);
-			rio__fcsys = saved;
+			rio__sys = saved;
 			if (rc != 0)
 				_exit(12);
 			if (ret != nullptr)

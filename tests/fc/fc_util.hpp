@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../common/test_util.hpp"
+#include "rio_fc.h"
 
 namespace fct {
 

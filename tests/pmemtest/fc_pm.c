@@ -39,7 +39,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <rio.h>
+#include <rio_fc.h>
 
 #define NFILES 3
 #define BLK RIO_FC_BLOCK

@@ -40,7 +40,7 @@ canonical(const char *path, char *out)
 	if (strlen(path) >= PATH_MAX)
 		return -ENAMETOOLONG;
 	/* A final symlink is followed, as open(2) would. */
-	if (rio__fcsys.lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+	if (rio__sys.lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
 		if (realpath(path, out) == NULL)
 			return -errno;
 		return 0;

@@ -250,10 +250,10 @@ finish_unlink(rio_fc_cache *c, struct fc_file *f)
 {
 	struct stat st;
 
-	if (rio__fcsys.lstat(f->abs, &st) == 0 &&
+	if (rio__sys.lstat(f->abs, &st) == 0 &&
 	    (uint64_t)st.st_ino == f->fst.ino &&
 	    (uint64_t)st.st_dev == f->fst.dev &&
-	    rio__fcsys.unlink(f->abs) != 0)
+	    rio__sys.unlink(f->abs) != 0)
 		rio__notice("file cache: could not finish removing %s: %s",
 			f->abs, strerror(errno));
 	pthread_mutex_lock(&c->lock);
@@ -282,7 +282,7 @@ replay(rio_fc_cache *c, struct fc_file *f)
 	struct stat st;
 	int rc;
 
-	if (rio__fcsys.stat(f->abs, &st) != 0) {
+	if (rio__sys.stat(f->abs, &st) != 0) {
 		if (errno != ENOENT || !(flags & RIO_FC_FF_NEW)) {
 			conflict(c, f, "is missing on disk");
 			return 0;
@@ -367,7 +367,7 @@ rio__fc_recover(rio_fc_cache *c)
 	for (uint32_t s = 0; s < c->nfiles; s++) {
 		struct fc_file *f = c->files[s];
 		if (f != NULL && f->fd >= 0 && !f->conflict) {
-			rio__fcsys.close(f->fd);
+			rio__sys.close(f->fd);
 			f->fd = -1;
 		}
 	}

@@ -60,6 +60,7 @@
 #include <urcu/rculfhash.h>
 
 #include "fc_layout.h"
+#include "rio_fc.h"
 #include "rio_int.h"
 
 #ifdef __cplusplus
@@ -164,27 +165,9 @@ struct rio_fc_file {
 };
 
 /*
- * The system calls the cache makes on the files it caches.  The preload
- * shim points them at the real libc functions (its own wrappers of the same
- * names would otherwise be called back); tests replace them to inject
- * failures.
+ * The system calls the cache makes on the files it caches go through
+ * librio's fault-injection table, rio__sys (rio_int.h, sysops.c: Y1).
  */
-struct rio__fc_sysops {
-	int (*open)(const char *path, int flags, ...);
-	int (*close)(int fd);
-	ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
-	ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
-	int (*ftruncate)(int fd, off_t len);
-	int (*fdatasync)(int fd);
-	int (*fsync)(int fd);
-	int (*fstat)(int fd, struct stat *st);
-	int (*stat)(const char *path, struct stat *st);
-	int (*lstat)(const char *path, struct stat *st);
-	int (*unlink)(const char *path);
-	int (*rename)(const char *from, const char *to);
-	off_t (*lseek)(int fd, off_t off, int whence); /* size limit probe */
-};
-extern struct rio__fc_sysops rio__fcsys;
 
 struct rio_fc_cache {
 	rio_pool *pool;
@@ -378,7 +361,7 @@ bool rio__fc_size_by_id(rio_fc_cache *c, uint64_t dev, uint64_t ino,
 	uint64_t *size);
 
 /* fc_writeback.c */
-/* fsync the directory holding path, through rio__fcsys. */
+/* fsync the directory holding path, through rio__sys. */
 int rio__fc_fsync_dir(const char *path);
 int rio__fc_wb_file(rio_fc_cache *c, struct fc_file *f);
 bool rio__fc_wb_needed(const struct fc_file *f);

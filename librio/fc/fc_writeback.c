@@ -78,21 +78,11 @@ rio__fc_wb_needed(const struct fc_file *f)
 static int
 pwrite_all(int fd, const char *p, size_t n, uint64_t off, const char *path)
 {
-	while (n > 0) {
-		ssize_t w = rio__fcsys.pwrite(fd, p, n, (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return rio__errno("write back %s at %llu", path,
-				(unsigned long long)off);
-		if (w == 0)
-			return rio__err(-EIO, "write back %s at %llu: short "
-					      "write", path,
-				(unsigned long long)off);
-		p += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
+	int rc = rio__pwrite_all(fd, p, n, (off_t)off);
+
+	if (rc)
+		return rio__err(rc, "write back %s at %llu: %s", path,
+			(unsigned long long)off, strerror(-rc));
 	return 0;
 }
 
@@ -108,12 +98,12 @@ rio__fc_fsync_dir(const char *path)
 		return -EINVAL;
 	memcpy(dir, path, n);
 	dir[n] = '\0';
-	fd = rio__fcsys.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = rio__sys.open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (rio__fcsys.fsync(fd) != 0)
+	if (rio__sys.fsync(fd) != 0)
 		rc = -errno;
-	rio__fcsys.close(fd);
+	rio__sys.close(fd);
 	return rc;
 }
 
@@ -130,10 +120,10 @@ write_disk(rio_fc_cache *c, struct fc_file *f, int fd, struct snap *s,
 	uint64_t size = f->size, limit = f->disk_limit, n = 0;
 	struct stat st;
 
-	if (rio__fcsys.fstat(fd, &st) != 0)
+	if (rio__sys.fstat(fd, &st) != 0)
 		return rio__errno("fstat %s", f->abs);
 	if ((uint64_t)st.st_size > limit &&
-	    rio__fcsys.ftruncate(fd, (off_t)limit) != 0)
+	    rio__sys.ftruncate(fd, (off_t)limit) != 0)
 		return rio__errno("truncate %s to %llu", f->abs,
 			(unsigned long long)limit);
 	pthread_mutex_lock(&c->lock);
@@ -156,14 +146,14 @@ write_disk(rio_fc_cache *c, struct fc_file *f, int fd, struct snap *s,
 			 * past limit are not content, B1; they are still
 			 * dirty here), so that a full disk does not stay
 			 * full for the other files. */
-			(void)rio__fcsys.ftruncate(fd, (off_t)limit);
+			(void)rio__sys.ftruncate(fd, (off_t)limit);
 			return rc;
 		}
 	}
-	if (rio__fcsys.ftruncate(fd, (off_t)size) != 0) {
+	if (rio__sys.ftruncate(fd, (off_t)size) != 0) {
 		int rc = rio__errno("truncate %s to %llu", f->abs,
 			(unsigned long long)size);
-		(void)rio__fcsys.ftruncate(fd, (off_t)limit);
+		(void)rio__sys.ftruncate(fd, (off_t)limit);
 		return rc;
 	}
 	f->wb_low = size;
@@ -184,7 +174,7 @@ failed_identity(rio_fc_cache *c, struct fc_file *f, int fd)
 {
 	struct stat st;
 
-	if (rio__fcsys.fstat(fd, &st) == 0 &&
+	if (rio__sys.fstat(fd, &st) == 0 &&
 	    !rio__fc_fst_matches(&f->fst, &st))
 		rio__fc_fst_write(c, f, f->size, f->disk_limit, &st);
 }
@@ -242,7 +232,7 @@ rio__fc_wb_file(rio_fc_cache *c, struct fc_file *f)
 	if (f->fd_rdonly) {
 		/* Opened read-only (then truncated through O_TRUNC): a
 		 * descriptor of our own for this write-back. */
-		wfd = rio__fcsys.open(f->abs, O_RDWR | O_CLOEXEC);
+		wfd = rio__sys.open(f->abs, O_RDWR | O_CLOEXEC);
 		if (wfd < 0) {
 			rc = rio__errno("write back %s", f->abs);
 			goto out_locked;
@@ -257,13 +247,13 @@ rio__fc_wb_file(rio_fc_cache *c, struct fc_file *f)
 	}
 	pthread_rwlock_unlock(&f->lock);
 	/* Step 3, without the file lock: writers go on meanwhile. */
-	if (rio__fcsys.fdatasync(wfd) != 0) {
+	if (rio__sys.fdatasync(wfd) != 0) {
 		rc = rio__errno("fdatasync %s", f->abs);
 		pthread_rwlock_rdlock(&f->lock);
 		failed_identity(c, f, wfd);
 		goto out_locked;
 	}
-	if (rio__fcsys.fstat(wfd, &st) != 0) {
+	if (rio__sys.fstat(wfd, &st) != 0) {
 		rc = rio__errno("fstat %s", f->abs);
 		goto out;
 	}
@@ -307,7 +297,7 @@ out:
 	if (rc)
 		wb_failed(c, f, rc);
 	if (wfd >= 0 && wfd != f->fd)
-		rio__fcsys.close(wfd);
+		rio__sys.close(wfd);
 	pthread_mutex_unlock(&f->wb_lock);
 	free(s);
 	return rc;
@@ -329,7 +319,7 @@ close_idle(struct fc_file *f)
 {
 	if (f->handles == 0 && f->refs == 0 && f->fd >= 0 &&
 	    !rio__fc_wb_needed(f) && f->nmapped == 0) {
-		rio__fcsys.close(f->fd);
+		rio__sys.close(f->fd);
 		f->fd = -1;
 	}
 }

@@ -111,7 +111,7 @@ read_disk(rio_fc_cache *c, struct fc_file *f, uint64_t pos, char *dst,
 	if (want > 0 && (rc = rio__fc_file_fd(c, f, false)) != 0)
 		return rc;
 	while (got < want) {
-		ssize_t r = rio__fcsys.pread(f->fd, dst + got, want - got,
+		ssize_t r = rio__sys.pread(f->fd, dst + got, want - got,
 			(off_t)(pos + got));
 		if (r < 0 && errno == EINTR)
 			continue;

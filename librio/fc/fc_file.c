@@ -220,7 +220,7 @@ rio__fc_file_free(struct fc_file *f)
 	if (f == NULL)
 		return;
 	if (f->fd >= 0)
-		rio__fcsys.close(f->fd);
+		rio__sys.close(f->fd);
 	pthread_rwlock_destroy(&f->lock);
 	pthread_mutex_destroy(&f->wb_lock);
 	pthread_mutex_destroy(&f->pop_lock);
@@ -237,10 +237,10 @@ rio__fc_file_fd(rio_fc_cache *c, struct fc_file *f, bool create)
 	(void)c;
 	if (f->fd >= 0)
 		return 0;
-	fd = rio__fcsys.open(f->abs, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0),
+	fd = rio__sys.open(f->abs, O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0),
 		0666);
 	if (fd < 0 && errno == EACCES) {
-		fd = rio__fcsys.open(f->abs, O_RDONLY | O_CLOEXEC);
+		fd = rio__sys.open(f->abs, O_RDONLY | O_CLOEXEC);
 		f->fd_rdonly = true;
 	}
 	if (fd < 0)
@@ -293,16 +293,16 @@ rio__fc_size_limit(rio_fc_cache *c, struct fc_file *f, uint64_t end,
 	pthread_rwlock_rdlock(&f->lock);
 	fd = f->fd;
 	if (fd < 0)
-		fd = rio__fcsys.open(f->abs, O_RDONLY | O_CLOEXEC);
+		fd = rio__sys.open(f->abs, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
-		off_t at = rio__fcsys.lseek(fd, (off_t)end, SEEK_SET);
+		off_t at = rio__sys.lseek(fd, (off_t)end, SEEK_SET);
 		if (at < 0 && errno == EINVAL)
 			rc = rio__err(-EFBIG, "%s %s: %llu bytes exceed the "
 						"largest file its file system "
 						"keeps", what, f->abs,
 				(unsigned long long)end);
 		if (fd != f->fd)
-			rio__fcsys.close(fd);
+			rio__sys.close(fd);
 	}
 	pthread_rwlock_unlock(&f->lock);
 	if (rc == 0) {
@@ -359,7 +359,7 @@ rio__fc_file_drop(rio_fc_cache *c, struct fc_file *f, bool unlinked)
 		/* Settled (fsync of the directory, then FREE) by write-back,
 		 * which may do so as soon as the reference goes (R1). */
 		if (f->fd >= 0) {
-			rio__fcsys.close(f->fd);
+			rio__sys.close(f->fd);
 			f->fd = -1;
 		}
 		pthread_rwlock_unlock(&f->lock);
@@ -556,9 +556,9 @@ open_disk(const char *abs, int flags, unsigned mode, struct stat *st,
 	bool *created)
 {
 	int acc = flags & O_ACCMODE, fd;
-	bool existed = rio__fcsys.lstat(abs, st) == 0;
+	bool existed = rio__sys.lstat(abs, st) == 0;
 
-	fd = rio__fcsys.open(abs, (acc == O_RDONLY ? O_RDONLY : O_RDWR) |
+	fd = rio__sys.open(abs, (acc == O_RDONLY ? O_RDONLY : O_RDWR) |
 			O_CLOEXEC | (flags & (O_CREAT | O_EXCL | O_NOFOLLOW)),
 		mode);
 	if (fd < 0 && errno == EACCES && acc == O_WRONLY)
@@ -567,13 +567,13 @@ open_disk(const char *abs, int flags, unsigned mode, struct stat *st,
 			"part of a block", abs);
 	if (fd < 0)
 		return rio__errno("open %s", abs);
-	if (rio__fcsys.fstat(fd, st) != 0) {
+	if (rio__sys.fstat(fd, st) != 0) {
 		int rc = rio__errno("fstat %s", abs);
-		rio__fcsys.close(fd);
+		rio__sys.close(fd);
 		return rc;
 	}
 	if (!S_ISREG(st->st_mode)) {
-		rio__fcsys.close(fd);
+		rio__sys.close(fd);
 		return rio__err(S_ISDIR(st->st_mode) ? -EISDIR : -EINVAL,
 			"%s is not a regular file: the file cache keeps only "
 			"regular files", abs);
@@ -590,7 +590,7 @@ check_access(const char *abs, int flags, struct stat *st)
 	int acc = flags & O_ACCMODE;
 	int mode = acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK;
 
-	if (rio__fcsys.stat(abs, st) != 0)
+	if (rio__sys.stat(abs, st) != 0)
 		return errno == ENOENT ? -ENOENT : rio__errno("stat %s", abs);
 	if ((flags & O_CREAT) && (flags & O_EXCL))
 		return rio__err(-EEXIST, "open %s: file exists", abs);
@@ -670,13 +670,13 @@ again:
 		}
 		pthread_mutex_lock(&c->lock);
 		if (rio__fc_file_find(c, rel) != NULL) {
-			rio__fcsys.close(fd); /* lost a race: use theirs */
+			rio__sys.close(fd); /* lost a race: use theirs */
 			fd = -1;
 			goto again;
 		}
 		rc = record_create(c, rel, &st, created, &f);
 		if (rc == -EAGAIN) {
-			rio__fcsys.close(fd);
+			rio__sys.close(fd);
 			fd = -1;
 			goto again;
 		}
@@ -698,7 +698,7 @@ again:
 	    (f->fst.ino != (uint64_t)st.st_ino || f->fd_rdonly)) {
 		/* The name reaches another file now, or we need write
 		 * access: this descriptor replaces the old one. */
-		rio__fcsys.close(f->fd);
+		rio__sys.close(f->fd);
 		f->fd = -1;
 	}
 	if (f->fd < 0 && fd >= 0) {
@@ -713,7 +713,7 @@ again:
 	if (rc)
 		goto fail_handle;
 	if (fd >= 0) {
-		rio__fcsys.close(fd);
+		rio__sys.close(fd);
 		fd = -1;
 	}
 	/* O_RDONLY|O_TRUNC truncates too, as on Linux. */
@@ -726,7 +726,7 @@ again:
 
 fail_handle:
 	if (fd >= 0)
-		rio__fcsys.close(fd);
+		rio__sys.close(fd);
 	fd = -1;
 	rio_fc_close(h);
 	h = NULL;
@@ -845,7 +845,7 @@ rio_fc_unlink(rio_fc_cache *c, const char *path)
 	f = rio__fc_file_find(c, rel);
 	if (f == NULL) {
 		pthread_mutex_unlock(&c->lock);
-		if (rio__fcsys.unlink(abs) != 0)
+		if (rio__sys.unlink(abs) != 0)
 			rc = rio__errno("unlink %s", abs);
 		goto out;
 	}
@@ -857,7 +857,7 @@ rio_fc_unlink(rio_fc_cache *c, const char *path)
 	pthread_mutex_lock(&f->wb_lock);
 	r = &c->frecs[f->slot];
 	/* F4: the record says UNLINKED, durably, before the name goes. */
-	if (rio__fcsys.lstat(abs, &st) == 0 && S_ISREG(st.st_mode) &&
+	if (rio__sys.lstat(abs, &st) == 0 && S_ISREG(st.st_mode) &&
 	    (uint64_t)st.st_ino != f->fst.ino) {
 		/* The name reaches another inode than the one recorded (it
 		 * was replaced behind the cache): remember that one. */
@@ -868,7 +868,7 @@ rio_fc_unlink(rio_fc_cache *c, const char *path)
 	fc_store8(&r->state, RIO_FC_F_UNLINKED);
 	/* Durable before unlink(2): recovery finishes it, never undoes it. */
 	rio_persist(c->pool, &r->state, sizeof(r->state));
-	if (rio__fcsys.unlink(abs) != 0 && errno != ENOENT) {
+	if (rio__sys.unlink(abs) != 0 && errno != ENOENT) {
 		rc = rio__errno("unlink %s", abs);
 		fc_store8(&r->state, RIO_FC_F_LIVE);
 		/* Undone: the file stays, with every block it had. */
@@ -955,7 +955,7 @@ replace_target(rio_fc_cache *c, struct fc_file *f, const char *from)
 	rc = write_back_and_lock(c, f, "rename over");
 	if (rc)
 		return rc;
-	if (rio__fcsys.rename(from, f->abs) != 0) {
+	if (rio__sys.rename(from, f->abs) != 0) {
 		rc = rio__errno("rename %s to %s", from, f->abs);
 		pthread_rwlock_unlock(&f->lock);
 		pthread_mutex_unlock(&f->wb_lock);
@@ -997,7 +997,7 @@ rio_fc_rename(rio_fc_cache *c, const char *from, const char *to)
 	rc = 0;
 	if (rel[0] != NULL && rel[1] != NULL && strcmp(rel[0], rel[1]) == 0) {
 		struct stat st; /* rename to itself: nothing to do */
-		if (rio__fcsys.lstat(abs[0], &st) != 0)
+		if (rio__sys.lstat(abs[0], &st) != 0)
 			rc = rio__errno("rename %s", from);
 		goto out;
 	}
@@ -1037,7 +1037,7 @@ rio_fc_rename(rio_fc_cache *c, const char *from, const char *to)
 		if (k == 1)
 			goto out; /* replace_target renamed */
 	}
-	if (rio__fcsys.rename(abs[0] ? abs[0] : from, abs[1] ? abs[1] : to))
+	if (rio__sys.rename(abs[0] ? abs[0] : from, abs[1] ? abs[1] : to))
 		rc = rio__errno("rename %s to %s", from, to);
 out:
 	for (int k = 0; k < 2; k++) {
@@ -1099,8 +1099,8 @@ set_times(rio_fc_cache *c, struct fc_file *f, int (*apply)(void *), void *arg)
 		return rc;
 	rc = apply(arg) == 0 ? 0 : -errno;
 	if (rc == 0 && !f->conflict &&
-	    (f->fd >= 0 ? rio__fcsys.fstat(f->fd, &st) :
-			  rio__fcsys.stat(f->abs, &st)) == 0 &&
+	    (f->fd >= 0 ? rio__sys.fstat(f->fd, &st) :
+			  rio__sys.stat(f->abs, &st)) == 0 &&
 	    (uint64_t)st.st_ino == f->fst.ino)
 		rio__fc_fst_write(c, f, f->size, f->disk_limit, &st);
 	pthread_rwlock_unlock(&f->lock);
