@@ -193,6 +193,9 @@ struct dc__vols {
 	bool active;
 	bool recovered;
 	bool fatal;
+	bool winch_bounce;      /* recovery asked for a repaint: the next
+	                         * window size asked is one row short
+	                         * (kstate.c invariant 7) */
 	char dir[PATH_MAX];
 	char stats_path[PATH_MAX]; /* DC_STATS: counters written at exit */
 	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;

@@ -36,7 +36,10 @@
  *  7. The settings of each terminal the program holds (termios: raw
  *     mode, echo ...) and its window size are recorded at each
  *     checkpoint; recovery puts the settings back and has a full-screen
- *     program repaint (SIGWINCH).
+ *     program repaint: a SIGWINCH, and the first window size the program
+ *     asks for after it is one row short, followed by a second SIGWINCH
+ *     (a program that redraws only when the size changed sees two
+ *     changes and ends at the real size; the terminal is never resized).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -514,6 +517,39 @@ real_pid(long pid)
 	return pid;
 }
 
+/*
+ * Invariant 7, the repaint a recovery asks for.  Some full-screen programs
+ * (nvi) answer a SIGWINCH by asking the window size (TIOCGWINSZ)
+ * and redraw only if it differs from the one they drew for; after a
+ * recovery it does not.  So the first size asked of a terminal after the
+ * recovery's SIGWINCH is answered one row short (one row more for a
+ * one-row terminal) and a second SIGWINCH is made pending: the program
+ * redraws for the short size, asks again when the signal arrives, gets the
+ * real size and redraws the whole screen for it.  Only the answer is
+ * changed, never the terminal: nothing else on it sees a resize, and a
+ * program that never asks is left with nothing to undo.  A terminal that
+ * reports no size (0 rows or columns) is answered as it is.
+ */
+static long
+winch_bounce(long *a)
+{
+	struct winsize *w = (struct winsize *)a[2];
+	hot(w, sizeof(*w)); /* the kernel writes it, then libdc */
+	long r = dc__sys6(SYS_ioctl, a[0], a[1], a[2], 0, 0, 0);
+	int d = dc__desc_of((int)a[0]);
+	if (r != 0 || d < 0 || dc__st.desc[d].kind != DC__K_TTY)
+		return r;
+	dc__vol.winch_bounce = false;
+	if (w->ws_row == 0 || w->ws_col == 0)
+		return r;
+	w->ws_row = w->ws_row > 1 ? w->ws_row - 1 : w->ws_row + 1;
+	/* pending until the program runs with its own mask again: after
+	 * this answer is in its memory */
+	dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), SIGWINCH,
+		0, 0, 0, 0);
+	return r;
+}
+
 long
 dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 {
@@ -696,6 +732,11 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 		}
 		return r;
 	}
+	case SYS_ioctl:
+		if (a[1] == TIOCGWINSZ && dc__vol.winch_bounce)
+			return winch_bounce(a);
+		*handled = false;
+		return 0;
 	case SYS_getpid:
 	case SYS_gettid:
 		/* invariant 6 */
@@ -762,7 +803,7 @@ reopen(struct dc__desc *x)
  * undone after the crash), at once (TCSANOW: nothing is in flight).  The
  * window size is the terminal's own -- it may have been resized meanwhile
  * -- and is not forced; a full-screen program is told to repaint instead
- * (dc__k_repaint).
+ * (dc__k_repaint, winch_bounce).
  */
 static void
 tty_restore(void)
@@ -781,9 +822,10 @@ tty_restore(void)
 }
 
 /* After a recovery, a program that holds a terminal and handles SIGWINCH
- * gets one, pending until it runs with its own mask again: curses
- * programs and editors answer it with a full redraw of the screen the
- * crash left behind.  Call with every signal blocked. */
+ * gets one, pending until it runs with its own mask again, and the next
+ * window size it asks for is one row short (winch_bounce): curses
+ * programs and editors answer with a full redraw of the screen the crash
+ * left behind.  Call with every signal blocked. */
 void
 dc__k_repaint(void)
 {
@@ -795,6 +837,9 @@ dc__k_repaint(void)
 		return;
 	for (int d = 0; d < DC__MAX_DESC; d++)
 		if (dc__st.desc[d].refs > 0 && dc__st.desc[d].has_tio) {
+#ifndef DC_BROKEN_WINCH_SAME_SIZE /* broken build: the size unchanged */
+			dc__vol.winch_bounce = true;
+#endif
 			dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0,
 				0), SIGWINCH, 0, 0, 0, 0);
 			return;

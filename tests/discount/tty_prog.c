@@ -10,13 +10,18 @@
  * is resumed at the checkpoint -- after something (a shell) set the
  * terminal back to cooked mode -- and prints whether the terminal is raw
  * again and whether it was asked to repaint (SIGWINCH), within a second.
+ * Asked, it answers as nvi does: it asks the window size, and again at
+ * each further SIGWINCH (within a second), and prints the rows of each
+ * answer (a program that redraws only when the size changed repaints
+ * when two answers differ).
  *
- * Invariants: prints one line "resumed raw=R winch=W" only when resumed;
- * exits 0 then, 1 if dc_init fails.
+ * Invariants: prints one line "resumed raw=R winch=W rows=N,N..." only
+ * when resumed; exits 0 then, 1 if dc_init fails.
  */
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -55,7 +60,19 @@ main(int argc, char **argv)
 	if (tcgetattr(0, &t) != 0)
 		return 2;
 	int raw = !(t.c_lflag & (ICANON | ECHO));
-	printf("resumed raw=%d winch=%d\r\n", raw, (int)winch);
+	int got = winch;
+	char rows[64] = "";
+	for (int k = 0; k < 4 && winch; k++) {
+		winch = 0;
+		struct winsize w;
+		if (ioctl(0, TIOCGWINSZ, &w) != 0)
+			return 2;
+		snprintf(rows + strlen(rows), sizeof(rows) - strlen(rows),
+			"%s%d", k ? "," : "", w.ws_row);
+		for (int i = 0; i < 100 && !winch; i++)
+			usleep(10000);
+	}
+	printf("resumed raw=%d winch=%d rows=%s\r\n", raw, got, rows);
 	fflush(stdout);
 	return 0;
 }
