@@ -84,45 +84,37 @@ rio__notice(const char *fmt, ...)
 	fprintf(stderr, "rio: %s\n", line);
 }
 
-#define RIO__ERR_TEXT(name, value, text) \
-	case name:                       \
-		return text;
-#define RIO__ERR_NAME(name, value, text) \
-	case name:                       \
-		return #name;
+/* rc's row of the error table: its name, or its text; NULL if none. */
+static const char *
+row(int rc, bool name)
+{
+#define RIO__ERR_ROW(n, value, text) \
+	case n:                      \
+		return name ? #n : text;
+	switch (rc) {
+		RIO_ERRNO_MAP(RIO__ERR_ROW)
+	default:
+		return NULL;
+	}
+#undef RIO__ERR_ROW
+}
 
 const char *
 rio_strerror(int rc)
 {
-	if (rc == 0)
-		return "success";
-	switch (rc) {
-		RIO_ERRNO_MAP(RIO__ERR_TEXT)
-	default:
-		break;
-	}
-	if (rc < 0 && rc > -4096) {
-		const char *s = strerrordesc_np(-rc);
-		if (s)
-			return s;
-	}
-	return "unknown error";
+	const char *s = rc == 0 ? "success" : row(rc, false);
+
+	if (s == NULL && rc < 0 && rc > -4096)
+		s = strerrordesc_np(-rc);
+	return s ? s : "unknown error";
 }
 
 const char *
 rio_err_name(int rc)
 {
-	if (rc == 0)
-		return "OK";
-	switch (rc) {
-		RIO_ERRNO_MAP(RIO__ERR_NAME)
-	default:
-		break;
-	}
-	if (rc < 0 && rc > -4096) {
-		const char *s = strerrorname_np(-rc);
-		if (s)
-			return s;
-	}
-	return "UNKNOWN";
+	const char *s = rc == 0 ? "OK" : row(rc, true);
+
+	if (s == NULL && rc < 0 && rc > -4096)
+		s = strerrorname_np(-rc);
+	return s ? s : "UNKNOWN";
 }
