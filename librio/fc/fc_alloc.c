@@ -162,6 +162,9 @@ evict_clean(rio_fc_cache *c, uint64_t want)
 		next = blk->next;
 		if (blk->pins)
 			continue;
+		/* Relaxed: ref is a hint set by readers without the lock
+		 * (rio__fc_touch); a stale value only moves a block's
+		 * eviction by one pass. */
 		if (__atomic_load_n(&blk->ref, __ATOMIC_RELAXED)) {
 			/* second chance */
 			__atomic_store_n(&blk->ref, 0, __ATOMIC_RELAXED);
@@ -385,5 +388,6 @@ rio__fc_drop(rio_fc_cache *c, uint32_t b)
 void
 rio__fc_touch(rio_fc_cache *c, uint32_t b)
 {
+	/* Relaxed: a second-chance hint the evictor reads without order. */
 	__atomic_store_n(&c->blks[b].ref, 1, __ATOMIC_RELAXED);
 }

@@ -405,6 +405,8 @@ rio_fc_fsync(rio_fc_file *h)
 int
 rio_fc_size(rio_fc_file *h, uint64_t *size)
 {
+	/* Relaxed: a snapshot of one word, stored whole under the file's
+	 * lock; the caller orders nothing by it. */
 	*size = __atomic_load_n(&h->f->size, __ATOMIC_RELAXED);
 	return 0;
 }

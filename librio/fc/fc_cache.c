@@ -45,6 +45,9 @@
 RIO_STATIC_ASSERT(offsetof(struct rio_fc_stats, recovered) ==
 	21 * sizeof(uint64_t), "counters first, all uint64_t");
 
+/* Bumped in the child after fork (single-threaded then), compared by the
+ * cache's calls: relaxed everywhere, the child's own thread is the only
+ * one that can see the new value. */
 static uint64_t fork_gen;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -496,7 +499,8 @@ rio_fc_stats(const rio_fc_cache *cc, struct rio_fc_stats *out)
 	const uint64_t *src = (const uint64_t *)(const void *)&c->stats;
 	uint64_t *dst = (uint64_t *)(void *)out;
 
-	/* The counters are bumped with atomic adds, without c->lock. */
+	/* The counters are bumped with atomic adds, without c->lock; relaxed:
+	 * statistics, each word read whole, no order among them. */
 	for (size_t i = 0; i < offsetof(struct rio_fc_stats, recovered) / 8; i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	out->recovered = c->stats.recovered;

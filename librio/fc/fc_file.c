@@ -275,6 +275,9 @@ rio__fc_size_limit(rio_fc_cache *c, struct fc_file *f, uint64_t end,
 	int fd, rc = 0;
 
 	(void)c;
+	/* Relaxed: size_ok only grows, and a stale (smaller) value only
+	 * makes the check below run again; the kernel checks the limit
+	 * again at write-back. */
 	if (end <= __atomic_load_n(&f->size_ok, __ATOMIC_RELAXED))
 		return 0;
 	/* The kernel's write checks, at the call rather than at write-back
@@ -306,6 +309,8 @@ rio__fc_size_limit(rio_fc_cache *c, struct fc_file *f, uint64_t end,
 	}
 	pthread_rwlock_unlock(&f->lock);
 	if (rc == 0) {
+		/* Relaxed, as above: a monotonic maximum, nothing else
+		 * published with it. */
 		uint64_t ok = __atomic_load_n(&f->size_ok, __ATOMIC_RELAXED);
 		while (ok < end && !__atomic_compare_exchange_n(&f->size_ok,
 				&ok, end, false, __ATOMIC_RELAXED,
@@ -1147,6 +1152,7 @@ rio_fc_stat_size(rio_fc_cache *c, const char *path, uint64_t *size)
 
 	if (rc)
 		return rc;
+	/* Relaxed: a snapshot of one word stored whole under f->lock. */
 	*size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
@@ -1163,6 +1169,7 @@ rio__fc_size_by_id(rio_fc_cache *c, uint64_t dev, uint64_t ino,
 		struct fc_file *f = c->files[s];
 		if (f != NULL && !f->unlinked && f->fst.ino == ino &&
 		    f->fst.dev == dev) {
+			/* Relaxed: a snapshot, as in rio_fc_size. */
 			*size = __atomic_load_n(&f->size, __ATOMIC_RELAXED);
 			found = true;
 		}

@@ -216,6 +216,7 @@ struct rio_fc_cache {
 	struct rio_fc_stats stats;
 };
 
+/* Relaxed: statistics counters, read whole, ordering nothing. */
 #define FC_STAT_ADD(c, field, n) \
 	__atomic_fetch_add(&(c)->stats.field, (n), __ATOMIC_RELAXED)
 
@@ -231,13 +232,19 @@ fc_data(const rio_fc_cache *c, uint32_t b)
 	return c->data + (uint64_t)b * FC_BS;
 }
 
+/* Relaxed: only a unique increasing number is needed; the persist order
+ * of what carries it comes from flushes and fences. */
 static inline uint64_t
 fc_next_seq(rio_fc_cache *c)
 {
 	return __atomic_add_fetch(&c->seq, 1, __ATOMIC_RELAXED);
 }
 
-/* One aligned 8-byte store: the unit of power-fail atomicity. */
+/* One aligned 8-byte store: the unit of power-fail atomicity.  Release,
+ * paired with fc_load8's acquire, so that a reader holding no lock sees
+ * what the writer stored before the word; where both sides hold c->lock
+ * relaxed would do.  Durability order comes from the flushes and fences
+ * around them, never from these. */
 static inline void
 fc_store8(uint64_t *p, uint64_t v)
 {

@@ -260,6 +260,8 @@ rio__fc_wb_file(rio_fc_cache *c, struct fc_file *f)
 	pthread_rwlock_rdlock(&f->lock);
 	/* Step 4: size and identity of the durable disk copy. */
 	rio__fc_fst_write(c, f, f->size, f->wb_low, &st);
+	/* Relaxed: one word readers take whole; the file-state record just
+	 * written, not this copy, is what recovery trusts. */
 	__atomic_store_n(&f->disk_limit, f->fst.disk_limit, __ATOMIC_RELAXED);
 	/* Step 5. */
 	pthread_mutex_lock(&c->lock);

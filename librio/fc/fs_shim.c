@@ -73,6 +73,7 @@ static size_t dir_len;
 static char *pool_path;
 static struct rio_fc_opts cfg; /* from the environment (config_numbers) */
 unsigned long rio__fs_meta_dirty; /* directory changes the disk must sync */
+/* Open cache handles: relaxed counts, tested for zero at exit. */
 static unsigned long open_files;
 __thread int rio__fs_depth;      /* S3 */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -140,6 +141,9 @@ rio__fs_slot_get(int fd)
 
 	if (fd < 0 || fd >= TAB_PAGE * TAB_PAGES)
 		return NULL;
+	/* Acquire, both: pair with the release stores in rio__fs_slot_set,
+	 * so the page's zeroed slots and the ofd's fields are seen before
+	 * their pointers (lookups take no lock). */
 	page = __atomic_load_n(&rio__fs_tab[fd / TAB_PAGE], __ATOMIC_ACQUIRE);
 	if (page == NULL)
 		return NULL;
@@ -159,9 +163,12 @@ rio__fs_slot_set(int fd, struct ofd *o)
 		page = calloc(TAB_PAGE, sizeof(*page));
 		if (page == NULL)
 			return -ENOMEM;
+		/* Release: the zeroed page before its pointer (pairs with
+		 * the acquire in the lookup above). */
 		__atomic_store_n(&rio__fs_tab[fd / TAB_PAGE], page,
 			__ATOMIC_RELEASE);
 	}
+	/* Release: the ofd, made by this thread, before its pointer. */
 	__atomic_store_n(&page[fd % TAB_PAGE], o, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -198,6 +205,7 @@ rio__fs_ofd_unref(struct ofd *o)
 		rio__fs_depth++;
 		rio_fc_close(o->h);
 		rio__fs_depth--;
+		/* Relaxed: a count tested only for zero at exit. */
 		__atomic_sub_fetch(&open_files, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_destroy(&o->lock);
@@ -219,6 +227,7 @@ rio__fs_ofd_new(int kind, rio_fc_file *h, const char *path, int flags)
 	o->flags = flags & (O_ACCMODE | O_APPEND);
 	pthread_mutex_init(&o->lock, NULL);
 	if (h != NULL)
+		/* Relaxed: as in the put above. */
 		__atomic_add_fetch(&open_files, 1, __ATOMIC_RELAXED);
 	return o;
 }

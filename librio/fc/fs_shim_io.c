@@ -394,6 +394,10 @@ do_sync(int fd, bool data)
 	if (rio__fs_unusable(o, "fsync"))
 		return -1;
 	if (o->kind == OFD_DIR) {
+		/* Acquire: pairs with meta_changed()'s release add, so the
+		 * name change it counts is done before this fsync decides;
+		 * the release CAS below clears only the count it saw (a
+		 * change made meanwhile keeps it nonzero). */
 		unsigned long m = __atomic_load_n(&rio__fs_meta_dirty,
 			__ATOMIC_ACQUIRE);
 		rio__fs_ofd_put();

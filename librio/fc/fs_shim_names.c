@@ -16,6 +16,8 @@
 static void
 meta_changed(void)
 {
+	/* Release: the name change before the count a directory fsync reads
+	 * with acquire (fs_shim_io.c). */
 	__atomic_add_fetch(&rio__fs_meta_dirty, 1, __ATOMIC_RELEASE);
 }
 

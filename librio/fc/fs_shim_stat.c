@@ -16,6 +16,8 @@ patch_size(struct stat *st)
 {
 	uint64_t size;
 
+	/* Relaxed: an early test only; the cache is used under
+	 * rio__fs_cache_lock below. */
 	if (rio__fs_forked || !S_ISREG(st->st_mode) ||
 	    __atomic_load_n(&rio__fs_cache, __ATOMIC_RELAXED) == NULL)
 		return;
