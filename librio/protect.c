@@ -38,6 +38,7 @@ static struct {
 	void *ctx;
 } hooks[RIO__MAX_HOOKS];
 static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
+static int hook_readers; /* handlers inside rio__fault_hooks_run */
 
 static __thread uint32_t pkey_windows[RIO__MAX_PKEYS];
 
@@ -320,12 +321,13 @@ rio_fault_hook_remove(rio_fault_fn fn, void *ctx)
 	for (int i = 0; i < RIO__MAX_HOOKS; i++) {
 		if (hooks[i].fn == fn && hooks[i].ctx == ctx) {
 			/* A NULL publishes nothing: release is stronger
-			 * than needed.  Nothing waits here for a handler
-			 * that loaded fn before this store: it may still
-			 * call fn(addr, ctx) after we return (unlike
-			 * rio__registry_remove(), which drains readers). */
+			 * than needed. */
 			__atomic_store_n(&hooks[i].fn, NULL, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&hooks_lock);
+			/* A handler that loaded fn before the store runs it
+			 * inside a read section (rio__fault_hooks_run): wait
+			 * for it, so that ctx may be freed once we return. */
+			rio__rs_quiesce(&hook_readers);
 			return 0;
 		}
 	}
@@ -333,19 +335,24 @@ rio_fault_hook_remove(rio_fault_fn fn, void *ctx)
 	return rio__err(-ENOENT, "fault hook not registered");
 }
 
-/* Signal context: newest hook first. */
+/* Signal context: newest hook first, inside a read section so that
+ * rio_fault_hook_remove() waits for a hook still running (and pool close,
+ * which waits for the registry's readers, does not). */
 bool
 rio__fault_hooks_run(void *addr)
 {
-	for (int i = RIO__MAX_HOOKS - 1; i >= 0; i--) {
+	bool done = false;
+
+	rio__rs_enter(&hook_readers);
+	for (int i = RIO__MAX_HOOKS - 1; i >= 0 && !done; i--) {
 		/* Pairs with the release store in rio_fault_hook_add():
 		 * makes the slot's ctx visible before fn is called. */
 		rio_fault_fn fn = __atomic_load_n(&hooks[i].fn,
 			__ATOMIC_ACQUIRE);
-		if (fn != NULL && fn(addr, hooks[i].ctx))
-			return true;
+		done = fn != NULL && fn(addr, hooks[i].ctx);
 	}
-	return false;
+	rio__rs_exit(&hook_readers);
+	return done;
 }
 
 int

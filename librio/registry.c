@@ -97,34 +97,57 @@ rio__registry_remove(rio_pool *p)
 	pthread_mutex_lock(&writers);
 	/* Release is stronger than needed (a NULL publishes nothing;
 	 * relaxed would do): what orders this store against the readers is
-	 * F_w below (R2). */
+	 * F_w in rio__rs_quiesce() (R2). */
 	__atomic_store_n(&slots[p->reg_slot], NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&writers);
-	/* F_w (R2): pairs with F_r in rio__registry_foreach() and
-	 * rio__registry_enter(): the NULL store is ordered before the load
-	 * of `readers` below, so a reader that still saw the old pointer is
-	 * counted there. */
+	rio__rs_quiesce(&readers);
+}
+
+/*
+ * Read sections (the pattern above, for any count of readers): a reader
+ * brackets its loads of published pointers with rio__rs_enter() and
+ * rio__rs_exit(); a writer that stored NULL over one calls
+ * rio__rs_quiesce() before freeing what it pointed to.
+ */
+void
+rio__rs_enter(int *count)
+{
+	/* Acq_rel is stronger than needed (relaxed would do: nothing is
+	 * published or consumed through the increment); F_r below is what
+	 * orders it before the pointer loads (R2). */
+	__atomic_fetch_add(count, 1, __ATOMIC_ACQ_REL);
+	/* F_r (R2): pairs with F_w in rio__rs_quiesce(): the increment is
+	 * ordered before the caller's pointer loads, so a writer that misses
+	 * it has already made its NULL visible to them. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	/* A handler that loaded the pointer before the store may still use
-	 * the pool: wait for it before the caller frees anything.  Acquire
-	 * (R3): pairs with the release decrements in
-	 * rio__registry_foreach() and rio__registry_exit(): makes the
-	 * readers' last uses of the pool happen before the free. */
-	while (__atomic_load_n(&readers, __ATOMIC_ACQUIRE) != 0)
+}
+
+void
+rio__rs_exit(int *count)
+{
+	/* R3: pairs with the acquire load in rio__rs_quiesce(): makes the
+	 * section's uses of what it loaded happen before the writer's free
+	 * (the release half is the one needed). */
+	__atomic_fetch_sub(count, 1, __ATOMIC_ACQ_REL);
+}
+
+void
+rio__rs_quiesce(int *count)
+{
+	/* F_w (R2): pairs with F_r in rio__rs_enter(): the caller's NULL
+	 * store is ordered before the load of the count below, so a reader
+	 * that still saw the old pointer is counted there. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Wait for such a reader before the caller frees anything.  Acquire
+	 * (R3): pairs with the release decrement in rio__rs_exit(). */
+	while (__atomic_load_n(count, __ATOMIC_ACQUIRE) != 0)
 		sched_yield();
 }
 
 void
 rio__registry_foreach(void (*fn)(rio_pool *p, void *arg), void *arg)
 {
-	/* Acq_rel is stronger than needed (relaxed would do: nothing is
-	 * published or consumed through the increment); F_r below is what
-	 * orders it before the slot loads (R2). */
-	__atomic_fetch_add(&readers, 1, __ATOMIC_ACQ_REL);
-	/* F_r (R2): pairs with F_w in rio__registry_remove(): the increment
-	 * is ordered before the slot loads, so a remover that misses it
-	 * has already made its NULL visible to them. */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	rio__rs_enter(&readers);
 	for (int i = 0; i < RIO__MAX_POOLS; i++) {
 		/* R1: pairs with the release store in rio__registry_add():
 		 * makes the pool's fields visible before fn reads them. */
@@ -132,31 +155,19 @@ rio__registry_foreach(void (*fn)(rio_pool *p, void *arg), void *arg)
 		if (p != NULL)
 			fn(p, arg);
 	}
-	/* R3: pairs with the acquire load of `readers` in
-	 * rio__registry_remove(): makes every use of the pools above
-	 * happen before a remover frees one (the release half is the one
-	 * needed). */
-	__atomic_fetch_sub(&readers, 1, __ATOMIC_ACQ_REL);
+	rio__rs_exit(&readers);
 }
 
 void
 rio__registry_enter(void)
 {
-	/* Acq_rel stronger than needed, as in rio__registry_foreach(). */
-	__atomic_fetch_add(&readers, 1, __ATOMIC_ACQ_REL);
-	/* F_r (R2): pairs with F_w in rio__registry_remove(): orders the
-	 * increment before the slot loads of rio__registry_find(). */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	rio__rs_enter(&readers);
 }
 
 void
 rio__registry_exit(void)
 {
-	/* R3: pairs with the acquire load of `readers` in
-	 * rio__registry_remove(): makes the caller's uses of the pool that
-	 * rio__registry_find() returned happen before its free (the
-	 * release half is the one needed). */
-	__atomic_fetch_sub(&readers, 1, __ATOMIC_ACQ_REL);
+	rio__rs_exit(&readers);
 }
 
 /* Between rio__registry_enter() and rio__registry_exit() only. */

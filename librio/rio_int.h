@@ -141,6 +141,11 @@ void rio__registry_exit(void);
 rio_pool *rio__registry_find(const void *addr);
 /* Call fn for each registered pool; safe in signal context. */
 void rio__registry_foreach(void (*fn)(rio_pool *p, void *arg), void *arg);
+/* Read sections over pointers a writer may unpublish (registry.c): any
+ * count of readers, async-signal-safe. */
+void rio__rs_enter(int *count);
+void rio__rs_exit(int *count);
+void rio__rs_quiesce(int *count);
 
 /* signals.c */
 int rio__signals_install(void);

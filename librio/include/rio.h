@@ -487,6 +487,8 @@ RIO_EXPORT bool rio_pkeys_available(void);
  * each hook, newest first, for a write fault; a hook that returns true has
  * resolved the fault and the store is retried.  Hooks run in signal
  * context on an alternate stack: async-signal-safe code only.
+ * rio_fault_hook_remove() returns once no handler still runs the hook, so
+ * ctx may be freed then; it must not be called from the hook itself.
  */
 typedef bool (*rio_fault_fn)(void *addr, void *ctx);
 RIO_EXPORT int rio_fault_hook_add(rio_fault_fn fn, void *ctx);

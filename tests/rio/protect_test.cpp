@@ -2,6 +2,9 @@
 // protect_test.cpp -- write windows, and wild stores caught in a child
 #include "../common/test_util.hpp"
 
+#include <atomic>
+#include <thread>
+
 using test::TempDir;
 
 static const size_t POOL = 1 << 20;
@@ -248,5 +251,45 @@ TEST_CASE("fault hooks resolve faults before they are called wild",
 	REQUIRE_OK(rio_write_end(hook_pool, b + 4096, 4096));
 	REQUIRE_OK(rio_fault_hook_remove(open_page, nullptr));
 	REQUIRE_RC(rio_fault_hook_remove(open_page, nullptr), -ENOENT);
+	REQUIRE_OK(rio_pool_close(hook_pool));
+}
+
+// rio_fault_hook_remove() returns only when no handler still runs the
+// hook it removed, so the caller may free the hook's context.
+static std::atomic<int> slow_state; // 1: inside the hook, 2: hook done
+static bool slow_open(void *addr, void *ctx)
+{
+	if (!open_page(addr, ctx))
+		return false;
+	slow_state = 1;
+	usleep(200 * 1000); // long enough for a remover that does not wait
+	slow_state = 2;
+	return true;
+}
+
+TEST_CASE("removing a fault hook waits for a handler still running it",
+	"[protect][hooks]")
+{
+	TempDir d;
+	std::string path = make_pool(d);
+	REQUIRE_OK(rio_pool_open(path.c_str(), RIO_PROTECT, &hook_pool));
+	int ctx;
+	REQUIRE_OK(rio_fault_hook_add(slow_open, &ctx));
+	char *b = (char *)rio_pool_base(hook_pool);
+	slow_state = 0;
+	int end_rc = -1;
+	std::thread t([&] {
+		b[5000] = 'h';
+		end_rc = rio_write_end(hook_pool, b + 4096, 4096);
+	});
+	while (slow_state == 0)
+		usleep(1000);
+	int rc = rio_fault_hook_remove(slow_open, &ctx);
+	int state = slow_state;
+	t.join();
+	REQUIRE_OK(rc);
+	REQUIRE(state == 2);
+	REQUIRE(b[5000] == 'h');
+	REQUIRE_OK(end_rc);
 	REQUIRE_OK(rio_pool_close(hook_pool));
 }
