@@ -8,8 +8,8 @@
 #       [-t TRACKING] [-b BUILD_DIR] [-s SEED] [-o CSV] [--quick]
 #
 # For each program (-p, comma-separated; default bc, lua5.4, ed, gawk,
-# python3, sqlite3, sc) and protocol (-P; default cbndvs,cpvs), with the
-# dirty tracking -t (default: dc-run's, uffd):
+# python3, sqlite3, sc), dirty tracking (-t, comma-separated: uffd, wp,
+# undo; default: dc-run's, uffd) and protocol (-P; default cbndvs,cpvs):
 #
 # 1. reference: the program under dc-run, not killed, fed its input
 #    script (bench/discount/campaign/) through a pipe, its output and
@@ -18,7 +18,7 @@
 #    same program without dc-run must leave the same output and files.
 # 2. kills: the same command in a fresh directory, SIGKILLed after a
 #    random time (uniform, 20 ms .. max(300 ms, 3 x reference time /
-#    KILLS)), then run again -- recovery -- fed the script from the byte
+#    max(KILLS, 10))), then run again -- recovery -- fed the script from the byte
 #    its checkpoint had consumed (dc-run --status: input_bytes; from the
 #    start when there is no checkpoint yet), until KILLS kills have
 #    happened; then it runs to its end.  A program that ends before its
@@ -52,7 +52,8 @@
 # output, and as CSV in bench/results/discount_campaign.csv (-o CSV;
 # --quick writes none unless -o is given).  A failing round is kept
 # under /dev/shm/dc-campaign-keep-* (input offsets and kill times in
-# trace.txt) and named on standard error.  Exit 1 when a round failed.
+# trace.txt) and named on standard error.  Exit 1 when a round failed,
+# 77 when a program is not installed.
 # --quick: 3 kills, bc and lua5.4 (a smoke run).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -60,7 +61,7 @@ SRC=$(pwd)
 KILLS=20 PROGRAMS=bc,lua5.4,ed,gawk,python3,sqlite3,sc PROTOCOLS=cbndvs,cpvs
 TRACKING= B=build SEED=1 CSV= QUICK=0
 usage() {
-	sed -n '5,7p' "$0" | sed 's/^# *//' >&2
+	sed -n '7,8p' "$0" | sed 's/^# *//' >&2
 	exit 2
 }
 while [ $# -gt 0 ]; do
@@ -110,8 +111,9 @@ prog() {
 	*) echo "campaign.sh: unknown program $1" >&2; exit 2 ;;
 	esac
 	IN=$IN_DIR/$IN
+	# 77: skipped (meson test), the program is not installed
 	command -v "${CMD[0]}" >/dev/null ||
-		{ echo "campaign.sh: ${CMD[0]} not installed" >&2; exit 2; }
+		{ echo "campaign.sh: ${CMD[0]} not installed" >&2; exit 77; }
 }
 
 now() { date +%s.%N; }
@@ -148,7 +150,7 @@ finish() {
 # dc ARGS...: dc-run on the program (the checkpoint in $CK)
 dcargs() {
 	DC=("$DCRUN" --dir "$CK" --protocol "$proto")
-	[ -n "$TRACKING" ] && DC+=(--tracking "$TRACKING")
+	[ -n "$tracking" ] && DC+=(--tracking "$tracking")
 	DC+=(--events "$1" --)
 	DC+=("${CMD[@]}")
 }
@@ -170,7 +172,12 @@ ROWS=()
 FAIL=0
 IFS=, read -ra PLIST <<<"$PROGRAMS"
 IFS=, read -ra QLIST <<<"$PROTOCOLS"
-TR=${TRACKING:-uffd}
+IFS=, read -ra TLIST <<<"$TRACKING"
+[ ${#TLIST[@]} = 0 ] && TLIST=("")
+COMBOS=()
+for t in "${TLIST[@]}"; do
+	for q in "${QLIST[@]}"; do COMBOS+=("$q/$t"); done
+done
 for name in "${PLIST[@]}"; do
 	prog "$name"
 	# the program alone: its output and files
@@ -178,7 +185,9 @@ for name in "${PLIST[@]}"; do
 	rm -rf "$P"; mkdir -p "$P/work"; : >"$P/out"
 	start "$P" 0 "${CMD[@]}"
 	finish "$P" 600000 || { kill -KILL "$(cat "$P/pid")"; wait "$BG" || true; }
-	for proto in "${QLIST[@]}"; do
+	for combo in "${COMBOS[@]}"; do
+		proto=${combo%%/*} tracking=${combo#*/}
+		TR=${tracking:-uffd}
 		label="$name $proto $TR"
 		# the reference: under dc-run, not killed
 		R=$W/ref
@@ -206,7 +215,7 @@ for name in "${PLIST[@]}"; do
 		saves=1
 		[ -z "$(ls -A "$R/work")" ] && saves=0
 		# the longest time before a kill, in ms
-		maxd=$(python3 -c "print(max(300, int(3000 * $tref / max($KILLS, 1))))")
+		maxd=$(python3 -c "print(max(300, int(3000 * $tref / max($KILLS, 10))))")
 		kills=0 rounds=0 ncomp=0 nequiv=0 nfiles=0 runs=0
 		final_to=$(python3 -c "print(int(20000 * $tref) + 60000)")
 		while { [ $kills -lt "$KILLS" ] || [ $rounds = 0 ]; } &&
