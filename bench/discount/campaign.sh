@@ -18,10 +18,11 @@
 #    same program without dc-run must leave the same output and files.
 # 2. kills: the same command in a fresh directory, SIGKILLed after a
 #    random time (uniform, 20 ms .. max(300 ms, 3 x reference time /
-#    max(KILLS, 10))), then run again -- recovery -- fed the script from the byte
-#    its checkpoint had consumed (dc-run --status: input_bytes; from the
-#    start when there is no checkpoint yet), until KILLS kills have
-#    happened; then it runs to its end.  A program that ends before its
+#    max(KILLS, 10))), then run again -- recovery -- fed the script
+#    from the byte its checkpoint had consumed (dc-run --status:
+#    input_bytes; from the start when there is no checkpoint yet; the
+#    progress line names the checkpoint's generation), until KILLS kills
+#    have happened; then it runs to its end.  A program that ends before its
 #    kills are used up starts a new round, from scratch.  A kill that
 #    lands after the exiting program removed its checkpoint ends the
 #    round: the program had finished.
@@ -155,9 +156,14 @@ dcargs() {
 	DC+=("${CMD[@]}")
 }
 has_ckpt() { "$DCRUN" --status --dir "$CK" -- "${CMD[@]}" >/dev/null 2>&1; }
-consumed() {
-	"$DCRUN" --status --dir "$CK" -- "${CMD[@]}" 2>/dev/null |
-		sed -n 's/^input_bytes=//p' | grep . || echo 0
+# resume_point: the checkpoint the next run resumes: its generation GEN
+# and the standard-input bytes it had consumed OFF (0 0 without one)
+resume_point() {
+	local s
+	s=$("$DCRUN" --status --dir "$CK" -- "${CMD[@]}" 2>/dev/null) || s=
+	OFF=$(sed -n 's/^input_bytes=//p' <<<"$s")
+	GEN=$(sed -n 's/^generation=//p' <<<"$s")
+	OFF=${OFF:-0} GEN=${GEN:-0}
 }
 # same_files A B: the same names in the two directories, equal by cmp
 same_files() {
@@ -210,7 +216,10 @@ for name in "${PLIST[@]}"; do
 			continue
 		fi
 		if ! cmp -s "$P/out" "$R/out" || ! same_files "$P/work" "$R/work"; then
-			echo "$label: note: under dc-run the output or files differ from the program alone" >&2
+			echo "$label: under dc-run, not killed, the output or files differ from the program's alone" >&2
+			ROWS+=("$name,$proto,$TR,0,0,reference-differs,-,-")
+			FAIL=1
+			continue
 		fi
 		saves=1
 		[ -z "$(ls -A "$R/work")" ] && saves=0
@@ -234,7 +243,9 @@ for name in "${PLIST[@]}"; do
 					rc=too-many-runs
 					break
 				fi
-				off=$(consumed)
+				resume_point
+				off=$OFF
+				from="generation $GEN, input byte $OFF"
 				start "$O" "$off" "${DC[@]}"
 				ts=$(now)
 				if [ $kills -ge "$KILLS" ]; then
@@ -246,7 +257,7 @@ for name in "${PLIST[@]}"; do
 						wait "$BG" || true
 						rc="timeout-${final_to}ms"
 					fi
-					echo "  run from byte $off to the end: exit $rc" >>"$O/trace.txt"
+					echo "  run from $from to the end: exit $rc" >>"$O/trace.txt"
 					break
 				fi
 				d=$((20 + RANDOM % (maxd - 20)))
@@ -254,7 +265,7 @@ for name in "${PLIST[@]}"; do
 				if finish "$O" "$d"; then
 					# ended before its kill
 					rc=$(cat "$O/rc")
-					echo "  run from byte $off ended before its kill at $ds s: exit $rc" >>"$O/trace.txt"
+					echo "  run from $from ended before its kill at $ds s: exit $rc" >>"$O/trace.txt"
 					break
 				fi
 				had=0
@@ -269,13 +280,13 @@ for name in "${PLIST[@]}"; do
 				ds=$(python3 -c "print('%.3f' % ($tk - $ts))")
 				rc=$(cat "$O/rc" 2>/dev/null || echo 0)
 				if [ "$rc" != 137 ]; then
-					echo "  run from byte $off ended before its kill at $ds s: exit $rc" >>"$O/trace.txt"
+					echo "  run from $from ended before its kill at $ds s: exit $rc" >>"$O/trace.txt"
 					break
 				fi
 				kills=$((kills + 1))
-				echo "  run from byte $off killed at $ds s" >>"$O/trace.txt"
-				printf '%s: kill %d/%d at %s s (round %d, input from byte %d)\n' \
-					"$label" $kills "$KILLS" "$ds" $rounds "$off" >&2
+				echo "  run from $from killed at $ds s" >>"$O/trace.txt"
+				printf '%s: kill %d/%d at %s s (round %d, run from %s)\n' \
+					"$label" $kills "$KILLS" "$ds" $rounds "$from" >&2
 				if [ $had = 1 ] && ! has_ckpt; then
 					# killed exiting, its checkpoint removed
 					rc=0
