@@ -42,6 +42,8 @@ PACKAGES=(
 	ed
 	libjpeg-turbo-progs
 	gzip
+	# discount: the kill campaign (bench/discount/campaign.sh) adds gawk
+	gawk
 	# python3 with C extensions (_bz2, _lzma) loaded by dlopen: the
 	# discount [dlopen] test
 	python3
