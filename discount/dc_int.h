@@ -31,7 +31,7 @@
 #include "ckpt_layout.h"
 #include "dc.h"
 #include "rio.h"
-#include "uapi_compat.h"
+#include "linux_compat.h"
 
 #define DC__PAGE 4096ul
 #define DC__HOT 4096ul     /* first page of dc__st: copied at every commit */

@@ -766,7 +766,7 @@ dc__dispatch(long nr, long *a, void *ucv)
 		 * copies one faults: answered as a kernel without them does,
 		 * so the program falls back to mprotect(PROT_NONE), which is
 		 * checkpointed. */
-		if (a[2] == DC__MADV_GUARD_INSTALL)
+		if (a[2] == RIO_MADV_GUARD_INSTALL)
 			return -EINVAL;
 		if ((a[2] == MADV_DONTNEED || a[2] == MADV_FREE ||
 		     a[2] == MADV_REMOVE) &&

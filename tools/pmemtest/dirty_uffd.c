@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "tracer_int.h"
-#include "uffd_compat.h"
+#include "linux_compat.h"
 
 #define PAGE 4096u
 #define VEC 256

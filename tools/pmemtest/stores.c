@@ -54,7 +54,7 @@
 #include <unistd.h>
 
 #include "tracer_int.h"
-#include "uffd_compat.h"
+#include "linux_compat.h"
 
 #define PAGE 4096u
 #define TF 0x100ull /* EFLAGS trap flag */

@@ -1,18 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * uapi_compat.h -- kernel interfaces newer than Debian 12's headers
+ * linux_compat.h -- kernel interfaces newer than Debian 12's headers,
+ * spelled out once for the whole tree (discount, tools/pmemtest)
  *
- * userfaultfd write-protect async mode (Linux 6.7), PAGEMAP_SCAN (6.7) and
- * syscall user dispatch (5.11).  Values from the kernel uapi headers.
+ * userfaultfd write-protect async mode and PAGEMAP_SCAN (Linux 6.7), syscall
+ * user dispatch (5.11), madvise guard pages (6.13).  Values from the kernel
+ * uapi headers; each is defined only where the system's headers lack it.
  */
-#ifndef DC_UAPI_COMPAT_H
-#define DC_UAPI_COMPAT_H
+#ifndef RIO_LINUX_COMPAT_H
+#define RIO_LINUX_COMPAT_H
 
 #include <linux/ioctl.h>
 #include <linux/types.h>
 #include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 
+#ifndef UFFD_FEATURE_EXACT_ADDRESS
+#define UFFD_FEATURE_EXACT_ADDRESS (1 << 11)
+#endif
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
+#endif
 #ifndef UFFD_FEATURE_WP_UNPOPULATED
 #define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
 #endif
@@ -65,7 +74,7 @@ struct pm_scan_arg {
 #define SYSCALL_DISPATCH_FILTER_BLOCK 1
 #endif
 
-/* madvise guard pages (6.13) */
-#define DC__MADV_GUARD_INSTALL 102
+/* madvise guard pages (6.13): a fixed value, whatever the headers say */
+#define RIO_MADV_GUARD_INSTALL 102
 
-#endif /* DC_UAPI_COMPAT_H */
+#endif /* RIO_LINUX_COMPAT_H */
