@@ -22,25 +22,30 @@
 
 #include "rio.h"
 
-// REQUIRE_OK(call): on failure prints the expression, the code's name and
-// text, and the thread's error message.
-#define REQUIRE_OK(expr)                                                  \
+// TEST_REQUIRE_OK(name, msg, call): the call returns 0; on failure prints
+// the expression, the code's name (name(rc)) and the library's thread
+// error message (msg()).  TEST_REQUIRE_RC(name, msg, call, code): the call
+// fails with exactly `code` and says why.  Each library's tests name their
+// pair once: REQUIRE_OK/REQUIRE_RC (librio), VREQUIRE_* (libvista),
+// VG_REQUIRE_* (libvistagrams), DC_REQUIRE_* (libdc).
+#define TEST_REQUIRE_OK(name, msg, expr)                                  \
 	do {                                                              \
 		int rc_ = (expr);                                         \
-		INFO(#expr << " -> " << rio_err_name(rc_) << " ("         \
-			   << rio_strerror(rc_) << "): " << rio_errormsg()); \
+		INFO(#expr << " -> " << name(rc_) << ": " << msg());      \
 		REQUIRE(rc_ == 0);                                        \
 	} while (0)
-
-// REQUIRE_RC(call, code): the call fails with exactly `code`, and says why.
-#define REQUIRE_RC(expr, want)                                            \
+#define TEST_REQUIRE_RC(name, msg, expr, want)                            \
 	do {                                                              \
 		int rc_ = (expr);                                         \
-		INFO(#expr << " -> " << rio_err_name(rc_) << ": "         \
-			   << rio_errormsg());                            \
-		REQUIRE(rio_err_name(rc_) == std::string(rio_err_name(want))); \
-		REQUIRE(std::string(rio_errormsg()).size() > 0);          \
+		INFO(#expr << " -> " << name(rc_) << ": " << msg());      \
+		REQUIRE(std::string(name(rc_)) == std::string(name(want))); \
+		REQUIRE(rc_ == (want));                                   \
+		REQUIRE(std::string(msg()).size() > 0);                   \
 	} while (0)
+
+#define REQUIRE_OK(expr) TEST_REQUIRE_OK(rio_err_name, rio_errormsg, expr)
+#define REQUIRE_RC(expr, want) \
+	TEST_REQUIRE_RC(rio_err_name, rio_errormsg, expr, want)
 
 namespace test {
 

@@ -35,22 +35,9 @@
 // libdc's names and message (its codes are unknown to rio_err_name, and a
 // sanitizer build gives libdc a private librio whose message rio_errormsg
 // does not see).
-#define DC_REQUIRE_OK(expr)                                               \
-	do {                                                              \
-		int rc_ = (expr);                                         \
-		INFO(#expr << " -> " << dc_err_name(rc_) << ": "          \
-			   << dc_errormsg());                             \
-		REQUIRE(rc_ == 0);                                        \
-	} while (0)
-#define DC_REQUIRE_RC(expr, want)                                         \
-	do {                                                              \
-		int rc_ = (expr);                                         \
-		INFO(#expr << " -> " << dc_err_name(rc_) << ": "          \
-			   << dc_errormsg());                             \
-		REQUIRE(std::string(dc_err_name(rc_)) == dc_err_name(want)); \
-		REQUIRE(rc_ == (want));                                   \
-		REQUIRE(std::string(dc_errormsg()).size() > 0);           \
-	} while (0)
+#define DC_REQUIRE_OK(expr) TEST_REQUIRE_OK(dc_err_name, dc_errormsg, expr)
+#define DC_REQUIRE_RC(expr, want) \
+	TEST_REQUIRE_RC(dc_err_name, dc_errormsg, expr, want)
 
 namespace dctest {
 

@@ -14,24 +14,10 @@
 #include "vista.h"
 
 // Like REQUIRE_OK / REQUIRE_RC, but naming VISTA_E* codes too.
-#define VREQUIRE_OK(expr)                                                  \
-	do {                                                               \
-		int rc_ = (expr);                                          \
-		INFO(#expr << " -> " << vista_err_name(rc_) << " ("        \
-			   << vista_strerror(rc_) << "): "                 \
-			   << vista_errormsg());                           \
-		REQUIRE(rc_ == 0);                                         \
-	} while (0)
-
-#define VREQUIRE_RC(expr, want)                                            \
-	do {                                                               \
-		int rc_ = (expr);                                          \
-		INFO(#expr << " -> " << vista_err_name(rc_) << ": "        \
-			   << vista_errormsg());                           \
-		REQUIRE(std::string(vista_err_name(rc_)) ==                \
-			std::string(vista_err_name(want)));                \
-		REQUIRE(std::string(vista_errormsg()).size() > 0);         \
-	} while (0)
+#define VREQUIRE_OK(expr) \
+	TEST_REQUIRE_OK(vista_err_name, vista_errormsg, expr)
+#define VREQUIRE_RC(expr, want) \
+	TEST_REQUIRE_RC(vista_err_name, vista_errormsg, expr, want)
 
 // In a child process, a failing call prints its message and exits 10.
 #define CHILD_OK(expr)                                                   \

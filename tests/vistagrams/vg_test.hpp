@@ -17,23 +17,9 @@
 #include "vistagrams.h"
 
 // REQUIRE_OK / REQUIRE_RC naming VG_E* and VISTA_E* codes too.
-#define VG_REQUIRE_OK(expr)                                                \
-	do {                                                               \
-		int rc_ = (expr);                                          \
-		INFO(#expr << " -> " << vg_err_name(rc_) << " ("           \
-			   << vg_strerror(rc_) << "): " << vg_errormsg()); \
-		REQUIRE(rc_ == 0);                                         \
-	} while (0)
-
-#define VG_REQUIRE_RC(expr, want)                                          \
-	do {                                                               \
-		int rc_ = (expr);                                          \
-		INFO(#expr << " -> " << vg_err_name(rc_) << ": "           \
-			   << vg_errormsg());                              \
-		REQUIRE(std::string(vg_err_name(rc_)) ==                   \
-			std::string(vg_err_name(want)));                   \
-		REQUIRE(std::string(vg_errormsg()).size() > 0);            \
-	} while (0)
+#define VG_REQUIRE_OK(expr) TEST_REQUIRE_OK(vg_err_name, vg_errormsg, expr)
+#define VG_REQUIRE_RC(expr, want) \
+	TEST_REQUIRE_RC(vg_err_name, vg_errormsg, expr, want)
 
 namespace vgt {
 
