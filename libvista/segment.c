@@ -83,14 +83,6 @@ seg_hdr_checksum(const struct vista_seg_hdr *h)
 		offsetof(struct vista_seg_hdr, checksum) - b, c);
 }
 
-static bool
-zero8(const void *p)
-{
-	uint64_t w;
-	memcpy(&w, p, 8);
-	return w == 0;
-}
-
 /* Write the header of a new (or unfinished) segment (S4). */
 static int
 seg_format(rio_pool *p)
@@ -198,7 +190,8 @@ bool
 vista__segent_valid(const vista *v, unsigned i)
 {
 	const struct vista_segent *e = &v->segtab[i];
-	return e->checksum == segent_checksum(e, i) && !zero8(e->uuid);
+	return e->checksum == segent_checksum(e, i) &&
+		!rio__all_zero(e->uuid, 8);
 }
 
 static int
@@ -431,7 +424,7 @@ seg_open_existing(vista *v, const char *path, int fd, void *addr,
 	if (h == NULL)
 		return vista__err(-ENOMEM, "out of memory");
 	n = pread(fd, h, sizeof(*h), RIO_POOL_HDR_SIZE);
-	if (n != (ssize_t)sizeof(*h) || zero8(h->magic)) {
+	if (n != (ssize_t)sizeof(*h) || rio__all_zero(h->magic, 8)) {
 		free(h);
 		/* Too short for a header, or one that was never written:
 		 * librio judges the pool; an unfinished create is finished
