@@ -199,6 +199,27 @@ TEST_CASE("superblock header rules: one test per rule, a refusal changes "
 		});
 }
 
+TEST_CASE("an empty cache of another version or with an unknown feature is "
+	  "not formatted over",
+	"[fc-cache][hdr]")
+{
+	Env e;
+	rio_fc_cache *c = nullptr;
+	struct rio_fc_opts o = {};
+	o.flags = RIO_FC_CREATE | RIO_FC_NO_THREAD;
+	o.pool_size = 1 << 20;
+	REQUIRE_OK(rio_fc_cache_open(e.pool.c_str(), e.dir.c_str(), &o, &c));
+	REQUIRE_OK(rio_fc_cache_close(c)); // no file: the tables are zero
+	std::string good = test::read_file(e.pool);
+	Geo g(e.pool);
+	rio_fc_super sb = g.sb;
+	SECTION("another major") { sb.major++; }
+	SECTION("an unknown incompat feature") { sb.incompat |= 1u << 30; }
+	sb.checksum = sb_checksum(sb);
+	test::patch_file(e.pool, RIO_POOL_HDR_SIZE, &sb, sizeof(sb));
+	open_fails(e, sb.major != g.sb.major ? RIO_EVERSION : RIO_EFEATURE);
+}
+
 TEST_CASE("a corrupt pool is refused and left as it was", "[fc-cache]")
 {
 	Env e;
