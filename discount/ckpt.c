@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "dc_int.h"
+#include "rio_int.h"
 
 
 #ifdef DC_TEST_CRASHPOINTS
@@ -292,16 +293,45 @@ dc__files_create(const char *dir)
 	return 0;
 }
 
+/* The superblock's identity and versioning (librio/hdr.c, H1..H8).  A
+ * directory is always written (recovery, further checkpoints); libdc has
+ * no error of its own for a feature: an unknown incompat bit is a newer
+ * format (DC_EVERSION). */
+static const uint64_t sb_magic = DC_SB_MAGIC;
+static const struct rio__hdr_rule sb_rule = {
+	.what = "checkpoint directory",
+	.magic = &sb_magic,
+	.magic_len = sizeof(sb_magic),
+	.major = DC_MAJOR,
+	.minor = DC_MINOR,
+	.fields = RIO__HDR_INCOMPAT,
+	.incompat_known = 0,
+	.code = {
+		[RIO__HDR_BADMAGIC] = DC_ECORRUPT,
+		[RIO__HDR_BADCSUM] = DC_ECORRUPT,
+		[RIO__HDR_VERSION] = DC_EVERSION,
+		[RIO__HDR_FEATURE] = DC_EVERSION,
+		[RIO__HDR_RESERVED] = DC_ECORRUPT,
+	},
+};
+
 static int
 check_sb(const struct dc_superblock *sb, const char *dir)
 {
-	if (sb->magic != DC_SB_MAGIC ||
-	    sb->checksum != rio_checksum(sb, 4088, DC_SB_SEED))
-		return dc__err(DC_ECORRUPT, "%s/ctl: bad superblock", dir);
-	if (sb->major > DC_MAJOR)
-		return dc__err(DC_EVERSION, "%s/ctl: format %u.%u is newer "
-			"than %u.%u", dir, sb->major, sb->minor, DC_MAJOR,
-			DC_MINOR);
+	struct rio__hdr_view v = {
+		.magic = &sb->magic,
+		.csum_ok = sb->checksum == rio_checksum(sb, 4088, DC_SB_SEED),
+		.major = sb->major,
+		.minor = sb->minor,
+		.incompat = sb->incompat,
+		.reserved = { { sb->reserved, sizeof(sb->reserved) } },
+	};
+	char why[160];
+	int rc = rio__hdr_check(&sb_rule, &v, RIO__HDR_WRITE, why,
+		sizeof(why));
+
+	if (rc)
+		return dc__err(rc, "%s/ctl: %s", dir, why);
 	return 0;
 }
 

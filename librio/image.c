@@ -70,24 +70,65 @@ forget_slot(struct rio__image *im, int k)
 		im->table[k][i] = HASH_UNKNOWN;
 }
 
-/*
- * Read superblock k and its table; true if both are consistent with each
- * other and with `uuid` (NULL: any) and `pool_size` (0: any).
- */
+/* A superblock's identity and versioning (hdr.c, H1..H8). */
+static const struct rio__hdr_rule img_rule = {
+	.what = "safe-sync image",
+	.magic = RIO_IMG_MAGIC,
+	.magic_len = 8,
+	.major = RIO_IMG_MAJOR,
+	.minor = RIO_IMG_MINOR,
+	.fields = RIO__HDR_INCOMPAT,
+	.incompat_known = 0,
+	.code = {
+		[RIO__HDR_BADMAGIC] = RIO_EBADMAGIC,
+		[RIO__HDR_BADCSUM] = RIO_EBADCSUM,
+		[RIO__HDR_VERSION] = RIO_EVERSION,
+		[RIO__HDR_FEATURE] = RIO_EFEATURE,
+		[RIO__HDR_RESERVED] = RIO_EBADHDR,
+	},
+};
+
+/* An image (or slot) this code must neither use nor write over. */
 static bool
+foreign(int rc)
+{
+	return rc == RIO_EVERSION || rc == RIO_EFEATURE;
+}
+
+/*
+ * Read superblock k and its table; 0 if both are consistent with each
+ * other and with `uuid` (NULL: any) and `pool_size` (0: any).  Otherwise
+ * the header rule's code (foreign(): another format version) or
+ * RIO_EBADHDR, with the reason in why[] and no message set: an unusable
+ * slot is normal (torn, retracted) and the callers decide.
+ */
+static int
 load_super(int fd, unsigned k, const uint8_t *uuid, uint64_t pool_size,
-	uint64_t file_size, struct rio_img_super *sb, uint64_t **table)
+	uint64_t file_size, struct rio_img_super *sb, uint64_t **table,
+	char why[160])
 {
 	uint64_t npages, tbytes;
+	struct rio__hdr_view v;
+	int rc;
 
 	*table = NULL;
+	why[0] = '\0';
 	if (rio__pread_all(fd, sb, sizeof(*sb), (off_t)k * RIO_IMG_BLOCK))
-		return false;
-	if (memcmp(sb->magic, RIO_IMG_MAGIC, sizeof(sb->magic)) != 0 ||
-	    sb->checksum != super_checksum(sb) || sb->slot != k ||
-	    sb->major != RIO_IMG_MAJOR || sb->incompat != 0 ||
-	    sb->generation == 0 || sb->page_size != RIO_IMG_PAGE)
-		return false;
+		return RIO_EBADHDR;
+	v = (struct rio__hdr_view){
+		.magic = sb->magic,
+		.csum_ok = sb->checksum == super_checksum(sb),
+		.major = sb->major,
+		.minor = sb->minor,
+		.incompat = sb->incompat,
+		.reserved = { { sb->reserved, sizeof(sb->reserved) } },
+	};
+	rc = rio__hdr_check(&img_rule, &v, RIO__HDR_WRITE, why, 160);
+	if (rc)
+		return rc;
+	if (sb->slot != k || sb->generation == 0 ||
+	    sb->page_size != RIO_IMG_PAGE)
+		return RIO_EBADHDR;
 	npages = sb->npages;
 	if (npages == 0 || sb->pool_size != npages * RIO_IMG_PAGE ||
 	    (pool_size && sb->pool_size != pool_size) ||
@@ -95,19 +136,19 @@ load_super(int fd, unsigned k, const uint8_t *uuid, uint64_t pool_size,
 	    sb->table_off != rio_img_slot_off(npages, k) ||
 	    sb->data_off != sb->table_off + rio_img_table_bytes(npages) ||
 	    rio_img_file_size(npages) > file_size)
-		return false;
+		return RIO_EBADHDR;
 	tbytes = rio_img_table_bytes(npages);
 	*table = malloc(tbytes);
 	if (*table == NULL)
-		return false;
+		return -ENOMEM;
 	if (rio__pread_all(fd, *table, tbytes, (off_t)sb->table_off) ||
 	    rio_checksum(*table, npages * sizeof(uint64_t),
 		    RIO_IMG_TABLE_CSUM_SEED) != sb->table_csum) {
 		free(*table);
 		*table = NULL;
-		return false;
+		return RIO_EBADHDR;
 	}
-	return true;
+	return 0;
 }
 
 int
@@ -146,8 +187,15 @@ rio__image_attach(rio_pool *p)
 	 * to overwrite. */
 	for (unsigned k = 0; k < 2; k++) {
 		uint64_t *t;
-		if (!load_super(im->fd, k, NULL, 0, (uint64_t)st.st_size, &sb,
-			    &t)) {
+		char why[160];
+		rc = load_super(im->fd, k, NULL, 0, (uint64_t)st.st_size, &sb,
+			&t, why);
+		if (foreign(rc)) {
+			rc = rio__err(rc, "%s: %s; move it away to open %s",
+				p->image_path, why, p->path);
+			goto fail;
+		}
+		if (rc) {
 			forget_slot(im, k);
 			continue;
 		}
@@ -463,8 +511,15 @@ load_candidates(int fd, const char *image, struct candidate c[2], int *n)
 	if (fstat(fd, &st) != 0)
 		return rio__errno("fstat %s", image);
 	for (unsigned k = 0; k < 2; k++) {
-		if (!load_super(fd, k, have_uuid ? uuid : NULL, 0,
-			    (uint64_t)st.st_size, &c[*n].sb, &c[*n].table))
+		char why[160];
+		int rc = load_super(fd, k, have_uuid ? uuid : NULL, 0,
+			(uint64_t)st.st_size, &c[*n].sb, &c[*n].table, why);
+		if (foreign(rc)) {
+			while (*n > 0)
+				free(c[--(*n)].table);
+			return rio__err(rc, "%s: %s", image, why);
+		}
+		if (rc)
 			continue;
 		memcpy(uuid, c[*n].sb.pool_uuid, 16);
 		have_uuid = true;

@@ -45,14 +45,25 @@ hdr_checksum(const struct rio_pool_hdr *h)
 		RIO_POOL_CSUM_SEED);
 }
 
-static bool
-all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
+/* The pool header's identity and versioning (hdr.c, H1..H8). */
+static const struct rio__hdr_rule pool_rule = {
+	.what = "rio pool",
+	.magic = RIO_POOL_MAGIC,
+	.magic_len = 8,
+	.major = RIO_POOL_MAJOR,
+	.minor = RIO_POOL_MINOR,
+	.fields = RIO__HDR_INCOMPAT | RIO__HDR_RO_COMPAT | RIO__HDR_COMPAT,
+	.incompat_known = RIO_FEAT_INCOMPAT_KNOWN,
+	.ro_compat_known = RIO_FEAT_RO_COMPAT_KNOWN,
+	.compat_known = RIO_FEAT_COMPAT_KNOWN,
+	.code = {
+		[RIO__HDR_BADMAGIC] = RIO_EBADMAGIC,
+		[RIO__HDR_BADCSUM] = RIO_EBADCSUM,
+		[RIO__HDR_VERSION] = RIO_EVERSION,
+		[RIO__HDR_FEATURE] = RIO_EFEATURE,
+		[RIO__HDR_RESERVED] = RIO_EBADHDR,
+	},
+};
 
 static char *
 default_image_path(const char *path, const struct rio_pool_opts *opts)
@@ -78,36 +89,30 @@ static int
 validate_hdr(const struct rio_pool_hdr *h, const char *path, off_t file_size,
 	unsigned flags, const struct rio_pool_opts *opts)
 {
-	if (memcmp(h->magic, RIO_POOL_MAGIC, sizeof(h->magic)) != 0)
-		return rio__err(RIO_EBADMAGIC,
-			"%s: not a rio pool (bad magic)", path);
-	if (h->checksum != hdr_checksum(h))
-		return rio__err(RIO_EBADCSUM,
-			"%s: pool header checksum mismatch "
-			"(stored %016llx, computed %016llx)",
-			path, (unsigned long long)h->checksum,
-			(unsigned long long)hdr_checksum(h));
-	if (h->major > RIO_POOL_MAJOR)
-		return rio__err(RIO_EVERSION,
-			"%s: pool format %u.%u is newer than this library's "
-			"%u.%u", path, h->major, h->minor, RIO_POOL_MAJOR,
-			RIO_POOL_MINOR);
-	if (h->major < 1 || h->hdr_size != RIO_POOL_HDR_SIZE)
-		return rio__err(RIO_EBADHDR,
-			"%s: invalid header (major %u, header size %u)", path,
-			h->major, h->hdr_size);
-	if (h->incompat & ~RIO_FEAT_INCOMPAT_KNOWN)
-		return rio__err(RIO_EFEATURE,
-			"%s: unknown incompat features 0x%x", path,
-			h->incompat & ~RIO_FEAT_INCOMPAT_KNOWN);
-	if ((h->ro_compat & ~RIO_FEAT_RO_COMPAT_KNOWN) && !(flags & RIO_RDONLY))
-		return rio__err(RIO_EFEATURE,
-			"%s: unknown ro_compat features 0x%x: "
-			"only read-only opens are possible", path,
-			h->ro_compat & ~RIO_FEAT_RO_COMPAT_KNOWN);
+	struct rio__hdr_view v = {
+		.magic = h->magic,
+		.csum_ok = h->checksum == hdr_checksum(h),
+		.major = h->major,
+		.minor = h->minor,
+		.incompat = h->incompat,
+		.ro_compat = h->ro_compat,
+		.compat = h->compat,
+		.reserved = { { h->reserved, sizeof(h->reserved) } },
+	};
+	char why[160];
+	int rc;
+
+	rc = rio__hdr_check(&pool_rule, &v,
+		(flags & RIO_RDONLY) ? RIO__HDR_READ : RIO__HDR_WRITE, why,
+		sizeof(why));
+	if (rc)
+		return rio__err(rc, "%s: %s", path, why);
+	/* Then this format's own fields. */
+	if (h->hdr_size != RIO_POOL_HDR_SIZE)
+		return rio__err(RIO_EBADHDR, "%s: invalid header size %u",
+			path, h->hdr_size);
 	if (!(h->compat & ~RIO_FEAT_COMPAT_KNOWN) &&
-	    (!all_zero(h->reserved, sizeof(h->reserved)) ||
-		    (h->flags & ~RIO_HDR_F_KNOWN) ||
+	    ((h->flags & ~RIO_HDR_F_KNOWN) ||
 		    h->layout[RIO_LAYOUT_MAX - 1] != '\0'))
 		return rio__err(RIO_EBADHDR,
 			"%s: header has non-zero reserved bits", path);

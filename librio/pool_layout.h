@@ -8,7 +8,8 @@
  * rename that publishes it, so a torn header can only come from outside
  * damage, which the checksum detects.  docs/FORMAT.md has the table.
  *
- * Versioning: a reader refuses a higher major version (RIO_EVERSION) and any
+ * Versioning (docs/FORMAT.md, Header rules; librio/hdr.c): a reader refuses
+ * another major version, higher or lower (RIO_EVERSION), and any
  * incompat feature bit it does not know (RIO_EFEATURE); an unknown ro_compat
  * bit allows read-only opens only; unknown compat bits are ignored.  Reserved
  * bytes must be zero unless an unknown compat bit explains them.

@@ -93,6 +93,60 @@ RIO__SHARED void rio__notice(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
 /*
+ * hdr.c: the one header check of every persistent format (docs/FORMAT.md,
+ * "Header rules").  A format describes its header with a rule (static
+ * const, one per format) and passes a view of the fields read from media;
+ * rio__hdr_check() applies rules H1..H8 of hdr.c in order and returns 0 or
+ * rule->code[verdict], the calling library's code, with the reason in
+ * msg (no path: the caller adds it and sets its own library's message).
+ * It reads only.  Exported for libvista, libvistagrams and libdc.
+ */
+#define RIO__HDR_INCOMPAT (1u << 0)  /* the format has an incompat mask */
+#define RIO__HDR_RO_COMPAT (1u << 1) /* ... a ro_compat mask */
+#define RIO__HDR_COMPAT (1u << 2)    /* ... a compat mask */
+#define RIO__HDR_NRESERVED 3
+
+enum rio__hdr_verdict {
+	RIO__HDR_BADMAGIC, /* H1 */
+	RIO__HDR_BADCSUM,  /* H2 */
+	RIO__HDR_VERSION,  /* H3 */
+	RIO__HDR_FEATURE,  /* H5, H6 */
+	RIO__HDR_RESERVED, /* H8 */
+	RIO__HDR_NVERDICTS
+};
+
+/* How the caller will use what the header describes (H6). */
+#define RIO__HDR_READ 0u
+#define RIO__HDR_WRITE 1u
+
+struct rio__hdr_rule {
+	const char *what;   /* "rio pool", "vista segment": for messages */
+	const void *magic;  /* the bytes the magic field must hold */
+	size_t magic_len;
+	unsigned major, minor; /* this code's version of the format */
+	unsigned fields;    /* RIO__HDR_*: the masks the format has */
+	uint32_t incompat_known, ro_compat_known, compat_known;
+	int code[RIO__HDR_NVERDICTS]; /* the library's code per verdict */
+};
+
+/* The fields as read from media; absent masks 0, unused reserved NULL. */
+struct rio__hdr_view {
+	const void *magic;
+	bool csum_ok;       /* the format's own checksum matched */
+	unsigned major, minor;
+	uint32_t incompat, ro_compat, compat;
+	struct {
+		const void *p;
+		size_t n;
+	} reserved[RIO__HDR_NRESERVED]; /* must be zero (H8) */
+};
+
+RIO__SHARED int rio__hdr_check(const struct rio__hdr_rule *rule,
+	const struct rio__hdr_view *h, unsigned mode, char *msg, size_t len);
+/* True if the n bytes at p are all zero. */
+RIO__SHARED bool rio__all_zero(const void *p, size_t n);
+
+/*
  * System calls that tests replace to inject failures (sysops.c): the
  * pools' calls whose failure matters to durability, and every call the
  * file cache (librio/fc) makes on the files it caches.  The preload shim

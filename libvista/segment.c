@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "rio_int.h"
 #include "vista_int.h"
 
 size_t
@@ -82,14 +83,6 @@ seg_hdr_checksum(const struct vista_seg_hdr *h)
 		offsetof(struct vista_seg_hdr, checksum) - b, c);
 }
 
-static bool
-zero8(const void *p)
-{
-	uint64_t w;
-	memcpy(&w, p, 8);
-	return w == 0;
-}
-
 /* Write the header of a new (or unfinished) segment (S4). */
 static int
 seg_format(rio_pool *p)
@@ -122,25 +115,55 @@ seg_format(rio_pool *p)
 	return 0;
 }
 
-/* Checks that need only the header bytes. */
+/* The segment header's identity and versioning (librio/hdr.c, H1..H8):
+ * the same verdicts as the log header's (vista.c). */
+static const struct rio__hdr_rule seg_rule = {
+	.what = "vista segment",
+	.magic = VISTA_SEG_MAGIC,
+	.magic_len = 8,
+	.major = VISTA_SEG_MAJOR,
+	.minor = VISTA_SEG_MINOR,
+	.fields = RIO__HDR_INCOMPAT | RIO__HDR_RO_COMPAT | RIO__HDR_COMPAT,
+	.incompat_known = VISTA_SEG_INCOMPAT_KNOWN,
+	.ro_compat_known = VISTA_SEG_RO_COMPAT_KNOWN,
+	.compat_known = VISTA_SEG_COMPAT_KNOWN,
+	.code = {
+		[RIO__HDR_BADMAGIC] = VISTA_ECORRUPT,
+		[RIO__HDR_BADCSUM] = VISTA_ECORRUPT,
+		[RIO__HDR_VERSION] = VISTA_ELAYOUT,
+		[RIO__HDR_FEATURE] = VISTA_ELAYOUT,
+		[RIO__HDR_RESERVED] = VISTA_ECORRUPT,
+	},
+};
+
+/* Checks that need only the header bytes.  Segments are always mapped
+ * for writing (vista has no read-only mode): an unknown ro_compat
+ * feature refuses the segment. */
 static int
 seg_check_hdr(const struct vista_seg_hdr *h, const char *path)
 {
-	if (memcmp(h->magic, VISTA_SEG_MAGIC, sizeof(h->magic)) != 0)
-		return vista__err(VISTA_ECORRUPT,
-			"segment %s: bad magic in the segment header", path);
-	if (h->checksum != seg_hdr_checksum(h))
-		return vista__err(VISTA_ECORRUPT,
-			"segment %s: header checksum mismatch", path);
-	if (h->major != VISTA_SEG_MAJOR ||
-	    (h->incompat & ~VISTA_SEG_INCOMPAT_KNOWN) ||
-	    (h->ro_compat & ~VISTA_SEG_RO_COMPAT_KNOWN) ||
-	    h->nclasses != VISTA_NCLASSES)
+	struct rio__hdr_view v = {
+		.magic = h->magic,
+		.csum_ok = h->checksum == seg_hdr_checksum(h),
+		.major = h->major,
+		.minor = h->minor,
+		.incompat = h->incompat,
+		.ro_compat = h->ro_compat,
+		.compat = h->compat,
+		.reserved = { { h->reserved, sizeof(h->reserved) },
+			{ &h->reserved0, sizeof(h->reserved0) } },
+	};
+	char why[160];
+	int rc = rio__hdr_check(&seg_rule, &v, RIO__HDR_WRITE, why,
+		sizeof(why));
+
+	if (rc)
+		return vista__err(rc, "segment %s: %s", path, why);
+	/* Then this format's own fields. */
+	if (h->nclasses != VISTA_NCLASSES)
 		return vista__err(VISTA_ELAYOUT,
-			"segment %s: format %u.%u (incompat 0x%x, %u size "
-			"classes) is not this library's %u.%u",
-			path, h->major, h->minor, h->incompat, h->nclasses,
-			VISTA_SEG_MAJOR, VISTA_SEG_MINOR);
+			"segment %s: %u size classes, this library has %u",
+			path, h->nclasses, VISTA_NCLASSES);
 	if (h->hdr_size != VISTA_SEG_HDR_SIZE || h->page_size != VISTA_PAGE ||
 	    h->base % VISTA_PAGE || h->base == 0 ||
 	    h->heap_off != RIO_POOL_HDR_SIZE + VISTA_SEG_HDR_SIZE ||
@@ -148,14 +171,9 @@ seg_check_hdr(const struct vista_seg_hdr *h, const char *path)
 	    h->heap_size != vista_heap_meta_size(h->npages) ||
 	    h->user_off != h->heap_off + h->heap_size ||
 	    h->user_size != h->npages * VISTA_PAGE ||
-	    h->user_off + h->user_size > h->map_size || h->reserved0)
+	    h->user_off + h->user_size > h->map_size)
 		return vista__err(VISTA_ECORRUPT,
 			"segment %s: invalid header fields", path);
-	for (size_t i = 0; i < sizeof(h->reserved); i++)
-		if (h->reserved[i])
-			return vista__err(VISTA_ECORRUPT,
-				"segment %s: reserved header bytes are not "
-				"zero", path);
 	return 0;
 }
 
@@ -172,7 +190,8 @@ bool
 vista__segent_valid(const vista *v, unsigned i)
 {
 	const struct vista_segent *e = &v->segtab[i];
-	return e->checksum == segent_checksum(e, i) && !zero8(e->uuid);
+	return e->checksum == segent_checksum(e, i) &&
+		!rio__all_zero(e->uuid, 8);
 }
 
 static int
@@ -405,7 +424,7 @@ seg_open_existing(vista *v, const char *path, int fd, void *addr,
 	if (h == NULL)
 		return vista__err(-ENOMEM, "out of memory");
 	n = pread(fd, h, sizeof(*h), RIO_POOL_HDR_SIZE);
-	if (n != (ssize_t)sizeof(*h) || zero8(h->magic)) {
+	if (n != (ssize_t)sizeof(*h) || rio__all_zero(h->magic, 8)) {
 		free(h);
 		/* Too short for a header, or one that was never written:
 		 * librio judges the pool; an unfinished create is finished

@@ -36,6 +36,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "rio_int.h"
 #include "vista_int.h"
 
 __thread struct vista__tls vista__tls
@@ -314,15 +315,26 @@ vista__set_fatal(vista *v, int rc, const char *what)
 
 /* ---- the log pool ---- */
 
-static bool
-all_zero(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
-}
+/* The log header's identity and versioning (librio/hdr.c, H1..H8): the
+ * same verdicts as the segment header's (segment.c). */
+static const struct rio__hdr_rule log_rule = {
+	.what = "vista log",
+	.magic = VISTA_LOG_MAGIC,
+	.magic_len = 8,
+	.major = VISTA_LOG_MAJOR,
+	.minor = VISTA_LOG_MINOR,
+	.fields = RIO__HDR_INCOMPAT | RIO__HDR_RO_COMPAT | RIO__HDR_COMPAT,
+	.incompat_known = VISTA_LOG_INCOMPAT_KNOWN,
+	.ro_compat_known = VISTA_LOG_RO_COMPAT_KNOWN,
+	.compat_known = VISTA_LOG_COMPAT_KNOWN,
+	.code = {
+		[RIO__HDR_BADMAGIC] = VISTA_ECORRUPT,
+		[RIO__HDR_BADCSUM] = VISTA_ECORRUPT,
+		[RIO__HDR_VERSION] = VISTA_ELAYOUT,
+		[RIO__HDR_FEATURE] = VISTA_ELAYOUT,
+		[RIO__HDR_RESERVED] = VISTA_ECORRUPT,
+	},
+};
 
 static uint64_t
 log_hdr_checksum(const struct vista_log_hdr *h)
@@ -399,28 +411,32 @@ log_check(vista *v)
 	const char *path = rio_pool_path(v->log);
 	size_t user = rio_pool_size(v->log);
 
-	if (memcmp(h->magic, VISTA_LOG_MAGIC, sizeof(h->magic)) != 0)
-		return vista__err(VISTA_ECORRUPT,
-			"log %s: bad magic in the vista log header", path);
-	if (h->checksum != log_hdr_checksum(h))
-		return vista__err(VISTA_ECORRUPT,
-			"log %s: header checksum mismatch", path);
-	if (h->major != VISTA_LOG_MAJOR ||
-	    (h->incompat & ~VISTA_LOG_INCOMPAT_KNOWN) ||
-	    (h->ro_compat & ~VISTA_LOG_RO_COMPAT_KNOWN))
-		return vista__err(VISTA_ELAYOUT,
-			"log %s: format %u.%u (incompat 0x%x, ro_compat 0x%x) "
-			"is not this library's %u.%u",
-			path, h->major, h->minor, h->incompat, h->ro_compat,
-			VISTA_LOG_MAJOR, VISTA_LOG_MINOR);
+	struct rio__hdr_view hv = {
+		.magic = h->magic,
+		.csum_ok = h->checksum == log_hdr_checksum(h),
+		.major = h->major,
+		.minor = h->minor,
+		.incompat = h->incompat,
+		.ro_compat = h->ro_compat,
+		.compat = h->compat,
+		.reserved = { { h->reserved, sizeof(h->reserved) },
+			{ &h->reserved0, sizeof(h->reserved0) } },
+	};
+	char why[160];
+	/* The log is always written (vista has no read-only mode). */
+	int rc = rio__hdr_check(&log_rule, &hv, RIO__HDR_WRITE, why,
+		sizeof(why));
+
+	if (rc)
+		return vista__err(rc, "log %s: %s", path, why);
+	/* Then this format's own fields. */
 	if (h->hdr_size != VISTA_LOG_HDR_SIZE || h->nlanes == 0 ||
 	    h->nlanes > VISTA__MAX_LANES || h->lane_size % VISTA_PAGE ||
 	    h->lane_size < VISTA_MIN_LANE_SIZE ||
 	    h->lane_size > UINT32_MAX || h->lanes_off != VISTA_LANES_OFF ||
 	    h->segtab_off != VISTA_SEGTAB_OFF ||
-	    h->segtab_len != VISTA_MAX_SEGMENTS || h->reserved0 ||
-	    h->lanes_off + (uint64_t)h->nlanes * h->lane_size > user ||
-	    !all_zero(h->reserved, sizeof(h->reserved)))
+	    h->segtab_len != VISTA_MAX_SEGMENTS ||
+	    h->lanes_off + (uint64_t)h->nlanes * h->lane_size > user)
 		return vista__err(VISTA_ECORRUPT,
 			"log %s: invalid header fields (%u lanes of %llu bytes)",
 			path, h->nlanes, (unsigned long long)h->lane_size);
@@ -467,7 +483,7 @@ log_open(vista *v, const struct vista_opts *o)
 		return vista__err(errno == EWOULDBLOCK ? -EBUSY : -errno,
 			"log %s is in use by another vista instance or process",
 			o->log_path);
-	if (all_zero(rio_pool_base(v->log), 8)) {
+	if (rio__all_zero(rio_pool_base(v->log), 8)) {
 		rc = log_format(v, o->lanes);
 		if (rc)
 			return rc;

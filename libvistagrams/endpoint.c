@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "rio_int.h"
 #include "vg_int.h"
 
 #define DEF_REQUESTS 64u
@@ -245,38 +246,51 @@ super_init(struct vg_super *sb, const struct vg_endpoint_opts *o)
 	sb->checksum = super_csum(sb);
 }
 
-static bool
-zero(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		if (b[i])
-			return false;
-	return true;
-}
+/* The superblock's identity and versioning (librio/hdr.c, H1..H8).
+ * Tables are always written (no read-only open): an unknown ro_compat
+ * feature refuses them. */
+static const struct rio__hdr_rule super_rule = {
+	.what = "Vistagrams tables",
+	.magic = VG_TBL_MAGIC,
+	.magic_len = sizeof(VG_TBL_MAGIC),
+	.major = VG_TBL_MAJOR,
+	.minor = VG_TBL_MINOR,
+	.fields = RIO__HDR_INCOMPAT | RIO__HDR_RO_COMPAT | RIO__HDR_COMPAT,
+	.incompat_known = VG_TBL_FEAT_INCOMPAT_KNOWN,
+	.ro_compat_known = VG_TBL_FEAT_RO_COMPAT_KNOWN,
+	.compat_known = 0,
+	.code = {
+		[RIO__HDR_BADMAGIC] = VG_EBADMAGIC,
+		[RIO__HDR_BADCSUM] = VG_ECORRUPT,
+		[RIO__HDR_VERSION] = VG_EVERSION,
+		[RIO__HDR_FEATURE] = VG_EFEATURE,
+		[RIO__HDR_RESERVED] = VG_ECORRUPT,
+	},
+};
 
 /* E2: reads only. */
 static int
 validate_super(const struct vg_super *sb, uint64_t node, size_t seg_size)
 {
 	struct vg_super g;
+	struct rio__hdr_view v = {
+		.magic = sb->magic,
+		.csum_ok = sb->checksum == super_csum(sb),
+		.major = sb->major,
+		.minor = sb->minor,
+		.incompat = sb->incompat,
+		.ro_compat = sb->ro_compat,
+		.compat = sb->compat,
+		.reserved = { { sb->reserved, sizeof(sb->reserved) } },
+	};
+	char why[160];
+	int rc = rio__hdr_check(&super_rule, &v, RIO__HDR_WRITE, why,
+		sizeof(why));
 
-	if (memcmp(sb->magic, VG_TBL_MAGIC, sizeof(VG_TBL_MAGIC)) != 0)
-		return vg__err(VG_EBADMAGIC, "the segment does not start with "
-			"Vistagrams tables (magic)");
-	if (sb->checksum != super_csum(sb))
-		return vg__err(VG_ECORRUPT, "superblock checksum mismatch");
-	if (sb->major > VG_TBL_MAJOR)
-		return vg__err(VG_EVERSION, "tables of version %u.%u, this "
-			"library reads %u.x", sb->major, sb->minor,
-			VG_TBL_MAJOR);
-	if (sb->incompat & ~VG_TBL_FEAT_INCOMPAT_KNOWN ||
-	    sb->ro_compat & ~VG_TBL_FEAT_RO_COMPAT_KNOWN)
-		return vg__err(VG_EFEATURE, "tables use features incompat "
-			"%#x ro_compat %#x", sb->incompat, sb->ro_compat);
-	if (sb->super_size != sizeof(*sb) || sb->flags != 0 ||
-	    !zero(sb->reserved, sizeof(sb->reserved)))
+	if (rc)
+		return vg__err(rc, "%s", why);
+	/* Then this format's own fields. */
+	if (sb->super_size != sizeof(*sb) || sb->flags != 0)
 		return vg__err(VG_ECORRUPT, "superblock has invalid fields");
 	if (sb->node_id != node)
 		return vg__err(VG_ENODE, "tables belong to node %llu, not %llu",
@@ -425,7 +439,7 @@ recover(vg_endpoint *ep)
 	int rc;
 
 	if (t->next_seq == 0 || t->reserved0 != 0 ||
-	    !zero(t->reserved, sizeof(t->reserved)))
+	    !rio__all_zero(t->reserved, sizeof(t->reserved)))
 		return vg__err(VG_ECORRUPT, "transaction header has invalid "
 			"fields");
 	if ((rc = vg__tables_check(ep)) != 0)
@@ -497,7 +511,7 @@ vg_endpoint_open(vista *v, vista_segment *seg,
 			return rc;
 		}
 		ep->area = base;
-		if (zero(base, sizeof(struct vg_super))) {
+		if (rio__all_zero(base, sizeof(struct vg_super))) {
 			if (!(o.flags & VG_CREATE)) {
 				rc = vg__err(VG_ENOTABLES, "the segment holds no "
 					"tables (open with VG_CREATE to make "

@@ -152,16 +152,24 @@ sb_checksum(const struct rio_fc_super *sb)
 			offsetof(struct rio_fc_super, dir), h);
 }
 
-static bool
-all_zero(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++)
-		if (s[i])
-			return false;
-	return true;
-}
+/* The superblock's identity and versioning (librio/hdr.c, H1..H8). */
+static const struct rio__hdr_rule sb_rule = {
+	.what = "file cache",
+	.magic = RIO_FC_MAGIC,
+	.magic_len = 8,
+	.major = RIO_FC_MAJOR,
+	.minor = RIO_FC_MINOR,
+	.fields = RIO__HDR_INCOMPAT | RIO__HDR_COMPAT,
+	.incompat_known = RIO_FC_INCOMPAT_KNOWN,
+	.compat_known = RIO_FC_COMPAT_KNOWN,
+	.code = {
+		[RIO__HDR_BADMAGIC] = RIO_EBADMAGIC,
+		[RIO__HDR_BADCSUM] = RIO_ECORRUPT,
+		[RIO__HDR_VERSION] = RIO_EVERSION,
+		[RIO__HDR_FEATURE] = RIO_EFEATURE,
+		[RIO__HDR_RESERVED] = RIO_ECORRUPT,
+	},
+};
 
 /* Write the superblock of an empty cache (C1). */
 static int
@@ -203,31 +211,32 @@ validate_sb(rio_fc_cache *c, const struct fc_geometry *g)
 {
 	const struct rio_fc_super *sb = c->sb;
 	const char *path = rio_pool_path(c->pool);
+	struct rio__hdr_view v = {
+		.magic = sb->magic,
+		.csum_ok = sb->checksum == sb_checksum(sb),
+		.major = sb->major,
+		.minor = sb->minor,
+		.incompat = sb->incompat,
+		.compat = sb->compat,
+		.reserved = { { sb->reserved0, sizeof(sb->reserved0) },
+			{ sb->reserved1, sizeof(sb->reserved1) } },
+	};
+	char why[160];
+	int rc = rio__hdr_check(&sb_rule, &v, RIO__HDR_WRITE, why,
+		sizeof(why));
 
-	if (memcmp(sb->magic, RIO_FC_MAGIC, sizeof(sb->magic)) != 0)
-		return rio__err(RIO_ECORRUPT, "%s: not a file cache (bad "
-					      "superblock magic)", path);
-	if (sb->checksum != sb_checksum(sb))
-		return rio__err(RIO_ECORRUPT, "%s: file cache superblock "
-					      "checksum mismatch", path);
-	if (sb->major > RIO_FC_MAJOR)
-		return rio__err(RIO_EVERSION, "%s: file cache format %u.%u is "
-					      "newer than this library's %u.%u",
-			path, sb->major, sb->minor, RIO_FC_MAJOR, RIO_FC_MINOR);
-	if (sb->incompat & ~RIO_FC_INCOMPAT_KNOWN)
-		return rio__err(RIO_EFEATURE, "%s: unknown file cache incompat "
-					      "features 0x%x", path,
-			sb->incompat & ~RIO_FC_INCOMPAT_KNOWN);
-	if (sb->major < 1 || sb->block_size != RIO_FC_BLOCK ||
+	if (rc)
+		return rio__err(rc, "%s: %s", path, why);
+	/* Then the geometry this cache was configured with. */
+	if (sb->block_size != RIO_FC_BLOCK ||
 	    sb->nfiles != g->nfiles || sb->nblocks != g->nblocks ||
 	    sb->files_off != g->files_off || sb->descs_off != g->descs_off ||
 	    sb->data_off != g->data_off ||
 	    sb->user_size != rio_pool_size(c->pool) ||
 	    sb->dir_len == 0 || sb->dir_len >= RIO_FC_DIR_MAX ||
 	    sb->dir[0] != '/' || strlen(sb->dir) != sb->dir_len ||
-	    !all_zero(sb->dir + sb->dir_len, RIO_FC_DIR_MAX - sb->dir_len) ||
-	    !all_zero(sb->reserved0, sizeof(sb->reserved0)) ||
-	    !all_zero(sb->reserved1, sizeof(sb->reserved1)) ||
+	    !rio__all_zero(sb->dir + sb->dir_len,
+		    RIO_FC_DIR_MAX - sb->dir_len) ||
 	    (sb->state != RIO_FC_SB_CLEAN && sb->state != RIO_FC_SB_MOUNTED))
 		return rio__err(RIO_ECORRUPT, "%s: file cache superblock has "
 					      "invalid fields", path);
@@ -389,9 +398,12 @@ rio_fc_cache_open(const char *pool_path, const char *dir,
 	c->data_file_off = RIO_POOL_HDR_SIZE + g.data_off;
 
 	rc = validate_sb(c, &g);
-	if (rc && (created ||
-		    (all_zero(c->frecs, (size_t)g.nfiles * RIO_FC_FREC_SIZE) &&
-			    all_zero(c->descs,
+	/* A superblock of another version or with features this code does
+	 * not know is some other writer's: never formatted over. */
+	if (rc && rc != RIO_EVERSION && rc != RIO_EFEATURE && (created ||
+		    (rio__all_zero(c->frecs,
+			     (size_t)g.nfiles * RIO_FC_FREC_SIZE) &&
+			    rio__all_zero(c->descs,
 				    (size_t)g.nblocks * RIO_FC_DESC_SIZE)))) {
 		/* C1: never formatted, or formatting was interrupted. */
 		if (dir == NULL) {

@@ -528,7 +528,10 @@ struct rio_image_info {
  * Verify an image file and describe its newest valid copy.  Returns 0 when
  * at least one copy verifies (a restore would use it: check
  * present_slots > valid_slots for a bad copy beside it), RIO_EIMAGE when
- * none does, -errno when the file cannot be read.
+ * none does, RIO_EVERSION or RIO_EFEATURE when a copy is of another major
+ * version or uses an unknown incompat feature (docs/FORMAT.md, Header
+ * rules: such an image is neither used nor synced over), -errno when the
+ * file cannot be read.
  */
 RIO_EXPORT int rio_image_check(const char *image_path,
 	struct rio_image_info *info);

@@ -4,6 +4,8 @@
 #include <sys/xattr.h>
 
 #include "harness.hpp"
+#include "../common/hdr_rules.hpp"
+#include "../../discount/ckpt_layout.h"
 
 static int equiv(const std::string &ref, const std::string &obs,
 	const char *mode = "")
@@ -170,6 +172,53 @@ TEST_CASE("dc_status reports a missing or corrupt directory", "[refuse]")
 	DC_REQUIRE_OK(dc_protocol_parse("CBNDVS-LOG", &pr));
 	REQUIRE(pr == DC_CBNDVS_LOG);
 	DC_REQUIRE_RC(dc_checkpoint(), DC_ENOTINIT);
+}
+
+TEST_CASE("superblock header rules: one test per rule, a refusal changes "
+	  "nothing",
+	"[refuse][hdr]")
+{
+	using R = hdr_rules::Rule<dc_superblock>;
+	test::TempDir d;
+	std::string ck = d / "ck", ctl = ck + "/ctl";
+	counter(ck, 40, 200);
+	struct dc_status st;
+	DC_REQUIRE_OK(dc_status(ck.c_str(), &st));
+	// The superblock has no compat or ro_compat mask, and no feature
+	// code: an unknown incompat bit is a newer format (DC_EVERSION).
+	hdr_rules::run(hdr_rules::files({ ctl }),
+		std::vector<R>{
+			{ "bad magic", [](dc_superblock &s) { s.magic ^= 1; },
+				DC_ECORRUPT },
+			{ "newer major", [](dc_superblock &s) { s.major++; },
+				DC_EVERSION },
+			{ "older major", [](dc_superblock &s) { s.major--; },
+				DC_EVERSION },
+			{ "newer minor accepted",
+				[](dc_superblock &s) { s.minor++; }, 0 },
+			{ "unknown incompat refused",
+				[](dc_superblock &s) { s.incompat |= 1u << 30; },
+				DC_EVERSION },
+			{ "non-zero reserved refused",
+				[](dc_superblock &s) {
+					s.reserved[sizeof(s.reserved) - 1] = 1;
+				},
+				DC_ECORRUPT },
+		},
+		[&](const std::function<void(dc_superblock &)> &fn) {
+			struct dc_superblock sb;
+			std::string f = test::read_file(ctl);
+			REQUIRE(f.size() >= RIO_POOL_HDR_SIZE + sizeof(sb));
+			memcpy(&sb, f.data() + RIO_POOL_HDR_SIZE, sizeof(sb));
+			fn(sb);
+			sb.checksum = rio_checksum(&sb, 4088, DC_SB_SEED);
+			test::patch_file(ctl, RIO_POOL_HDR_SIZE, &sb,
+				sizeof(sb));
+		},
+		[&](bool) {
+			struct dc_status s;
+			return dc_status(ck.c_str(), &s);
+		});
 }
 
 // Runs dc-test-files until it finishes by itself (at most 4 runs); the

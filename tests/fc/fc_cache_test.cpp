@@ -3,6 +3,7 @@
 // wrong options, another directory, a pool in use, a corrupt pool, a fork
 #include "fc_int.h"
 #include "fc_util.hpp"
+#include "../common/hdr_rules.hpp"
 
 using fct::Env;
 using fct::get;
@@ -137,6 +138,86 @@ TEST_CASE("create, reopen, directory and options", "[fc-cache]")
 	rio_pool_close(p);
 	REQUIRE_RC(rio_fc_cache_open((e.tmp / "plainpool").c_str(),
 			   e.dir.c_str(), nullptr, &c), RIO_ELAYOUT);
+}
+
+TEST_CASE("superblock header rules: one test per rule, a refusal changes "
+	  "nothing",
+	"[fc-cache][hdr]")
+{
+	using R = hdr_rules::Rule<rio_fc_super>;
+	Env e;
+	// A cleanly closed cache keeps its blocks (tables in use: a bad
+	// superblock is never formatted over).
+	rio_fc_cache *c = nullptr;
+	struct rio_fc_opts o = {};
+	o.flags = RIO_FC_CREATE | RIO_FC_NO_THREAD;
+	o.pool_size = 1 << 20;
+	REQUIRE_OK(rio_fc_cache_open(e.pool.c_str(), e.dir.c_str(), &o, &c));
+	rio_fc_file *f = fct::open_file(c, e.file("keep"));
+	put(f, 0, "kept");
+	rio_fc_close(f);
+	REQUIRE_OK(rio_fc_cache_close(c));
+	// The cache is always written: no read-only open, no ro_compat mask.
+	hdr_rules::run(hdr_rules::files({ e.pool }),
+		std::vector<R>{
+			{ "bad magic", [](rio_fc_super &s) { s.magic[0] ^= 1; },
+				RIO_EBADMAGIC },
+			{ "newer major", [](rio_fc_super &s) { s.major++; },
+				RIO_EVERSION },
+			{ "older major", [](rio_fc_super &s) { s.major--; },
+				RIO_EVERSION },
+			{ "newer minor accepted",
+				[](rio_fc_super &s) { s.minor++; }, 0 },
+			{ "unknown incompat refused",
+				[](rio_fc_super &s) { s.incompat |= 1u << 30; },
+				RIO_EFEATURE },
+			{ "unknown compat accepted",
+				[](rio_fc_super &s) { s.compat |= 1u << 30; }, 0 },
+			{ "non-zero reserved refused",
+				[](rio_fc_super &s) {
+					s.reserved1[sizeof(s.reserved1) - 1] = 1;
+				},
+				RIO_ECORRUPT },
+			{ "non-zero reserved0 refused",
+				[](rio_fc_super &s) { s.reserved0[0] = 1; },
+				RIO_ECORRUPT },
+		},
+		[&](const std::function<void(rio_fc_super &)> &fn) {
+			Geo g(e.pool);
+			fn(g.sb);
+			g.sb.checksum = sb_checksum(g.sb);
+			test::patch_file(e.pool, RIO_POOL_HDR_SIZE, &g.sb,
+				sizeof(g.sb));
+		},
+		[&](bool) {
+			rio_fc_cache *c = nullptr;
+			int rc = rio_fc_cache_open(e.pool.c_str(), e.dir.c_str(),
+				nullptr, &c);
+			if (rc == 0)
+				REQUIRE_OK(rio_fc_cache_close(c));
+			return rc;
+		});
+}
+
+TEST_CASE("an empty cache of another version or with an unknown feature is "
+	  "not formatted over",
+	"[fc-cache][hdr]")
+{
+	Env e;
+	rio_fc_cache *c = nullptr;
+	struct rio_fc_opts o = {};
+	o.flags = RIO_FC_CREATE | RIO_FC_NO_THREAD;
+	o.pool_size = 1 << 20;
+	REQUIRE_OK(rio_fc_cache_open(e.pool.c_str(), e.dir.c_str(), &o, &c));
+	REQUIRE_OK(rio_fc_cache_close(c)); // no file: the tables are zero
+	std::string good = test::read_file(e.pool);
+	Geo g(e.pool);
+	rio_fc_super sb = g.sb;
+	SECTION("another major") { sb.major++; }
+	SECTION("an unknown incompat feature") { sb.incompat |= 1u << 30; }
+	sb.checksum = sb_checksum(sb);
+	test::patch_file(e.pool, RIO_POOL_HDR_SIZE, &sb, sizeof(sb));
+	open_fails(e, sb.major != g.sb.major ? RIO_EVERSION : RIO_EFEATURE);
 }
 
 TEST_CASE("a corrupt pool is refused and left as it was", "[fc-cache]")

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 
+#include "../common/hdr_rules.hpp"
 #include "../common/test_util.hpp"
 #include "pool_layout.h"
 
@@ -188,6 +189,51 @@ TEST_CASE("bad input to open: each case has its own code and changes nothing",
 	{
 		REQUIRE_RC(rio_pool_open(d.path.c_str(), 0, &p), -EISDIR);
 	}
+}
+
+TEST_CASE("header rules: one test per rule, a refusal changes nothing",
+	"[pool][badinput][hdr]")
+{
+	using R = hdr_rules::Rule<rio_pool_hdr>;
+	TempDir d;
+	std::string path = d / "p";
+	REQUIRE_OK(rio_pool_close(make(path)));
+	hdr_rules::run(hdr_rules::files({ path }),
+		std::vector<R>{
+			{ "bad magic", [](rio_pool_hdr &h) { h.magic[3] ^= 0x20; },
+				RIO_EBADMAGIC, RIO_EBADMAGIC },
+			{ "newer major", [](rio_pool_hdr &h) { h.major++; },
+				RIO_EVERSION, RIO_EVERSION },
+			{ "older major", [](rio_pool_hdr &h) { h.major--; },
+				RIO_EVERSION, RIO_EVERSION },
+			{ "newer minor accepted",
+				[](rio_pool_hdr &h) { h.minor++; }, 0, 0 },
+			{ "unknown incompat refused",
+				[](rio_pool_hdr &h) { h.incompat |= 1u << 30; },
+				RIO_EFEATURE, RIO_EFEATURE },
+			{ "unknown ro_compat: read-only only",
+				[](rio_pool_hdr &h) { h.ro_compat |= 1u << 30; },
+				RIO_EFEATURE, 0 },
+			{ "unknown compat accepted",
+				[](rio_pool_hdr &h) { h.compat |= 1u << 30; }, 0,
+				0 },
+			{ "non-zero reserved refused",
+				[](rio_pool_hdr &h) {
+					h.reserved[sizeof(h.reserved) - 1] = 1;
+				},
+				RIO_EBADHDR, RIO_EBADHDR },
+		},
+		[&](const std::function<void(rio_pool_hdr &)> &fn) {
+			edit_header(path, fn);
+		},
+		[&](bool ro) {
+			rio_pool *p = nullptr;
+			int rc = rio_pool_open(path.c_str(), ro ? RIO_RDONLY : 0,
+				&p);
+			if (rc == 0)
+				REQUIRE_OK(rio_pool_close(p));
+			return rc;
+		});
 }
 
 TEST_CASE("fixed address: mapped there, never over an existing mapping",

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // safesync_test.cpp -- the disk image of an emulated pool
+#include "../common/hdr_rules.hpp"
 #include "../common/test_util.hpp"
 #include "image_layout.h"
 #include "rio_int.h"
@@ -296,4 +297,91 @@ TEST_CASE("read-only opens never restore and never sync", "[safesync]")
 	REQUIRE(unlink(path.c_str()) == 0);
 	REQUIRE_RC(rio_pool_open(path.c_str(), RIO_RDONLY, &p), -ENOENT);
 	REQUIRE_RC(rio_pool_open(path.c_str(), RIO_NO_RESTORE, &p), -ENOENT);
+}
+
+// Apply fn to both superblocks of an image and reseal them.
+template <typename F> static void edit_supers(const std::string &img, F fn)
+{
+	std::string f = test::read_file(img);
+	for (unsigned k = 0; k < 2; k++) {
+		struct rio_img_super sb;
+		memcpy(&sb, f.data() + k * RIO_IMG_BLOCK, sizeof(sb));
+		fn(sb);
+		sb.checksum = rio_checksum(&sb,
+			offsetof(struct rio_img_super, checksum),
+			RIO_IMG_SUPER_CSUM_SEED);
+		test::patch_file(img, (off_t)k * RIO_IMG_BLOCK, &sb,
+			sizeof(sb));
+	}
+}
+
+TEST_CASE("image header rules: one test per rule, a refusal changes nothing",
+	"[safesync][badinput][hdr]")
+{
+	using R = hdr_rules::Rule<rio_img_super>;
+	TempDir d;
+	std::string path = d / "p", img = path + ".img";
+	rio_pool *p = create(path);
+	strcpy((char *)rio_pool_base(p), "kept");
+	REQUIRE_OK(rio_pool_close(p));
+	std::string pool = test::read_file(path);
+	REQUIRE(unlink(path.c_str()) == 0);
+
+	// An unusable slot (bad magic, damage) is one a sync may retract: with
+	// no usable slot the image is RIO_EIMAGE.  Another version or an
+	// unknown feature refuses the whole image.  The image has no compat
+	// or ro_compat mask.  Read-only use: rio_image_check; read-write:
+	// restoring the missing pool from it.
+	hdr_rules::State st{
+		[&] { return test::read_file(img) + (test::exists(path) ?
+				"+pool" : ""); },
+		[&](const std::string &s) {
+			unlink(path.c_str());
+			test::write_file(img, s);
+		},
+	};
+	hdr_rules::run(st,
+		std::vector<R>{
+			{ "bad magic", [](rio_img_super &s) { s.magic[0] ^= 1; },
+				RIO_EIMAGE, RIO_EIMAGE },
+			{ "newer major", [](rio_img_super &s) { s.major++; },
+				RIO_EVERSION, RIO_EVERSION },
+			{ "older major", [](rio_img_super &s) { s.major--; },
+				RIO_EVERSION, RIO_EVERSION },
+			{ "newer minor accepted",
+				[](rio_img_super &s) { s.minor++; }, 0, 0 },
+			{ "unknown incompat refused",
+				[](rio_img_super &s) { s.incompat |= 1u << 30; },
+				RIO_EFEATURE, RIO_EFEATURE },
+			{ "non-zero reserved refused",
+				[](rio_img_super &s) {
+					s.reserved[sizeof(s.reserved) - 1] = 1;
+				},
+				RIO_EIMAGE, RIO_EIMAGE },
+		},
+		[&](const std::function<void(rio_img_super &)> &fn) {
+			edit_supers(img, fn);
+		},
+		[&](bool ro) {
+			if (ro) {
+				struct rio_image_info info;
+				return rio_image_check(img.c_str(), &info);
+			}
+			rio_pool *q = nullptr;
+			int rc = rio_pool_open(path.c_str(), 0, &q);
+			if (rc == 0) {
+				REQUIRE(std::string((char *)rio_pool_base(q)) ==
+					"kept");
+				REQUIRE_OK(rio_pool_close(q));
+			}
+			return rc;
+		});
+
+	// With the pool present, an image of another version is not synced
+	// over: the open is refused and the image left as it was.
+	test::write_file(path, pool);
+	edit_supers(img, [](rio_img_super &s) { s.major++; });
+	std::string before = test::read_file(img);
+	REQUIRE_RC(rio_pool_open(path.c_str(), 0, &p), RIO_EVERSION);
+	REQUIRE(test::read_file(img) == before);
 }

@@ -2,6 +2,7 @@
 // map_test.cpp -- vista_init and vista_map: create, reopen, fixed
 // addresses, and every bad input (which must change nothing)
 #include "vista_test.hpp"
+#include "../common/hdr_rules.hpp"
 
 #include "heap_layout.h"
 #include "log_layout.h"
@@ -339,5 +340,73 @@ TEST_CASE("with RIO_SAFE_SYNC a lost memory copy comes back from the images",
 	uint64_t *root;
 	VREQUIRE_OK(vista_root(s, 64, (void **)&root));
 	REQUIRE(root[0] == 1234);
+	VREQUIRE_OK(vista_fini(v));
+}
+
+// The rules of docs/FORMAT.md "Header rules", the same verdicts for the
+// log and the segment header.  vista has no read-only mode: an unknown
+// ro_compat bit refuses.
+template <typename H> static std::vector<hdr_rules::Rule<H>> vista_rules()
+{
+	return {
+		{ "bad magic", [](H &h) { h.magic[0] ^= 1; }, VISTA_ECORRUPT },
+		{ "newer major", [](H &h) { h.major++; }, VISTA_ELAYOUT },
+		{ "older major", [](H &h) { h.major--; }, VISTA_ELAYOUT },
+		{ "newer minor accepted", [](H &h) { h.minor++; }, 0 },
+		{ "unknown incompat refused",
+			[](H &h) { h.incompat |= 1u << 30; }, VISTA_ELAYOUT },
+		{ "unknown ro_compat refused (no read-only mode)",
+			[](H &h) { h.ro_compat |= 1u << 30; }, VISTA_ELAYOUT },
+		{ "unknown compat accepted",
+			[](H &h) { h.compat |= 1u << 30; }, 0 },
+		{ "non-zero reserved refused",
+			[](H &h) { h.reserved[sizeof(h.reserved) - 1] = 1; },
+			VISTA_ECORRUPT },
+		{ "non-zero reserved0 refused", [](H &h) { h.reserved0 = 1; },
+			VISTA_ECORRUPT },
+	};
+}
+
+TEST_CASE("log header rules: one test per rule, a refusal changes nothing",
+	"[init][hdr]")
+{
+	Env e;
+	VREQUIRE_OK(vista_fini(e.open()));
+	hdr_rules::run(hdr_rules::files({ e.log }), vista_rules<vista_log_hdr>(),
+		[&](const std::function<void(vista_log_hdr &)> &fn) {
+			edit_log(e.log, fn);
+		},
+		[&](bool) {
+			vista *v = nullptr;
+			int rc = e.init(&v);
+			if (rc == 0)
+				VREQUIRE_OK(vista_fini(v));
+			return rc;
+		});
+}
+
+TEST_CASE("segment header rules: one test per rule, a refusal changes "
+	  "nothing",
+	"[map][hdr]")
+{
+	Env e;
+	std::string a = e.seg("a");
+	{
+		vista *v = e.open();
+		vt::map(v, a, 0);
+		VREQUIRE_OK(vista_fini(v));
+	}
+	vista *v = e.open();
+	hdr_rules::run(hdr_rules::files({ a }), vista_rules<vista_seg_hdr>(),
+		[&](const std::function<void(vista_seg_hdr &)> &fn) {
+			edit_seg(a, fn);
+		},
+		[&](bool) {
+			vista_segment *s = nullptr;
+			int rc = vista_map(v, a.c_str(), nullptr, 0, 0, &s);
+			if (rc == 0)
+				VREQUIRE_OK(vista_unmap(s));
+			return rc;
+		});
 	VREQUIRE_OK(vista_fini(v));
 }

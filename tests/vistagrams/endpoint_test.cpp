@@ -4,6 +4,7 @@
 #include "vg_test.hpp"
 
 #include "vg_int.h"
+#include "../common/hdr_rules.hpp"
 
 using namespace vgt;
 
@@ -35,6 +36,60 @@ TEST_CASE("tables are created once and found again", "[endpoint]")
 	REQUIRE(ep->max_message == 1024);
 	VG_REQUIRE_OK(vg_endpoint_error(ep));
 	w.close(ep);
+}
+
+TEST_CASE("superblock header rules: one test per rule, a refusal changes "
+	  "nothing",
+	"[endpoint][hdr]")
+{
+	using R = hdr_rules::Rule<vg_super>;
+	World w;
+	vista_segment *seg = w.segment(0);
+	auto *base = (char *)vista_segment_base(seg);
+	auto o = opts(3);
+	w.close(w.open(seg, o));
+	size_t area = ((struct vg_super *)base)->area_size;
+	// The tables live in a segment: the state is its bytes.  Tables are
+	// always written: no read-only open; an unknown ro_compat refuses.
+	hdr_rules::State st{
+		[&] { return std::string(base, area); },
+		[&](const std::string &s) { memcpy(base, s.data(), s.size()); },
+	};
+	hdr_rules::run(st,
+		std::vector<R>{
+			{ "bad magic", [](vg_super &s) { s.magic[0] ^= 1; },
+				VG_EBADMAGIC },
+			{ "newer major", [](vg_super &s) { s.major++; },
+				VG_EVERSION },
+			{ "older major", [](vg_super &s) { s.major--; },
+				VG_EVERSION },
+			{ "newer minor accepted", [](vg_super &s) { s.minor++; },
+				0 },
+			{ "unknown incompat refused",
+				[](vg_super &s) { s.incompat |= 1u << 30; },
+				VG_EFEATURE },
+			{ "unknown ro_compat refused (no read-only open)",
+				[](vg_super &s) { s.ro_compat |= 1u << 30; },
+				VG_EFEATURE },
+			{ "unknown compat accepted",
+				[](vg_super &s) { s.compat |= 1u << 30; }, 0 },
+			{ "non-zero reserved refused",
+				[](vg_super &s) {
+					s.reserved[sizeof(s.reserved) - 1] = 1;
+				},
+				VG_ECORRUPT },
+		},
+		[&](const std::function<void(vg_super &)> &fn) {
+			fn(*(struct vg_super *)base);
+			reseal_super(base);
+		},
+		[&](bool) {
+			vg_endpoint *ep = nullptr;
+			int rc = vg_endpoint_open(w.v, seg, &o, &ep);
+			if (rc == 0)
+				VG_REQUIRE_OK(vg_endpoint_close(ep));
+			return rc;
+		});
 }
 
 TEST_CASE("open refuses what is not valid tables and changes nothing",
