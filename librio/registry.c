@@ -8,11 +8,11 @@
  * `readers`, which close waits to drain before it frees a pool.
  *
  * Memory ordering
- *   R1. Publication: rio__registry_add() stores a slot with release after
+ *   Q1. Publication: rio__registry_add() stores a slot with release after
  *       the pool is complete; a reader's acquire load of that slot makes
  *       every field of the pool (map_base, map_size, path, img...) visible
  *       before the reader uses it.
- *   R2. Retirement is the store-buffering (Dekker) pattern:
+ *   Q2. Retirement is the store-buffering (Dekker) pattern:
  *
  *         rio__registry_remove()          reader (foreach, enter + find)
  *           slots[i] = NULL                 readers += 1
@@ -36,7 +36,7 @@
  *       is then written at the two points that need it, and the slot
  *       loads of a reader scanning 256 slots stay acquire loads (plain
  *       loads on x86-64).
- *   R3. Drain: a reader's decrement is a release and the writer's load of
+ *   Q3. Drain: a reader's decrement is a release and the writer's load of
  *       `readers` an acquire; every change of `readers` is a
  *       read-modify-write, so a load that reads 0 synchronizes with the
  *       decrement of every reader counted before, and the reader's last
@@ -75,7 +75,7 @@ rio__registry_add(rio_pool *p)
 		/* relaxed: slots change only under `writers`, held. */
 		if (__atomic_load_n(&slots[i], __ATOMIC_RELAXED) == NULL) {
 			p->reg_slot = i;
-			/* R1: pairs with the acquire slot loads in
+			/* Q1: pairs with the acquire slot loads in
 			 * rio__registry_foreach() and rio__registry_find():
 			 * makes the finished pool visible before its
 			 * pointer. */
@@ -97,17 +97,17 @@ rio__registry_remove(rio_pool *p)
 	pthread_mutex_lock(&writers);
 	/* Release is stronger than needed (a NULL publishes nothing;
 	 * relaxed would do): what orders this store against the readers is
-	 * F_w below (R2). */
+	 * F_w below (Q2). */
 	__atomic_store_n(&slots[p->reg_slot], NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&writers);
-	/* F_w (R2): pairs with F_r in rio__registry_foreach() and
+	/* F_w (Q2): pairs with F_r in rio__registry_foreach() and
 	 * rio__registry_enter(): the NULL store is ordered before the load
 	 * of `readers` below, so a reader that still saw the old pointer is
 	 * counted there. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* A handler that loaded the pointer before the store may still use
 	 * the pool: wait for it before the caller frees anything.  Acquire
-	 * (R3): pairs with the release decrements in
+	 * (Q3): pairs with the release decrements in
 	 * rio__registry_foreach() and rio__registry_exit(): makes the
 	 * readers' last uses of the pool happen before the free. */
 	while (__atomic_load_n(&readers, __ATOMIC_ACQUIRE) != 0)
@@ -119,20 +119,20 @@ rio__registry_foreach(void (*fn)(rio_pool *p, void *arg), void *arg)
 {
 	/* Acq_rel is stronger than needed (relaxed would do: nothing is
 	 * published or consumed through the increment); F_r below is what
-	 * orders it before the slot loads (R2). */
+	 * orders it before the slot loads (Q2). */
 	__atomic_fetch_add(&readers, 1, __ATOMIC_ACQ_REL);
-	/* F_r (R2): pairs with F_w in rio__registry_remove(): the increment
+	/* F_r (Q2): pairs with F_w in rio__registry_remove(): the increment
 	 * is ordered before the slot loads, so a remover that misses it
 	 * has already made its NULL visible to them. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (int i = 0; i < RIO__MAX_POOLS; i++) {
-		/* R1: pairs with the release store in rio__registry_add():
+		/* Q1: pairs with the release store in rio__registry_add():
 		 * makes the pool's fields visible before fn reads them. */
 		rio_pool *p = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
 		if (p != NULL)
 			fn(p, arg);
 	}
-	/* R3: pairs with the acquire load of `readers` in
+	/* Q3: pairs with the acquire load of `readers` in
 	 * rio__registry_remove(): makes every use of the pools above
 	 * happen before a remover frees one (the release half is the one
 	 * needed). */
@@ -144,7 +144,7 @@ rio__registry_enter(void)
 {
 	/* Acq_rel stronger than needed, as in rio__registry_foreach(). */
 	__atomic_fetch_add(&readers, 1, __ATOMIC_ACQ_REL);
-	/* F_r (R2): pairs with F_w in rio__registry_remove(): orders the
+	/* F_r (Q2): pairs with F_w in rio__registry_remove(): orders the
 	 * increment before the slot loads of rio__registry_find(). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
@@ -152,7 +152,7 @@ rio__registry_enter(void)
 void
 rio__registry_exit(void)
 {
-	/* R3: pairs with the acquire load of `readers` in
+	/* Q3: pairs with the acquire load of `readers` in
 	 * rio__registry_remove(): makes the caller's uses of the pool that
 	 * rio__registry_find() returned happen before its free (the
 	 * release half is the one needed). */
@@ -166,7 +166,7 @@ rio__registry_find(const void *addr)
 	uintptr_t a = (uintptr_t)addr;
 
 	for (int i = 0; i < RIO__MAX_POOLS; i++) {
-		/* R1: pairs with the release store in rio__registry_add():
+		/* Q1: pairs with the release store in rio__registry_add():
 		 * makes map_base and map_size visible before they are
 		 * compared. */
 		rio_pool *p = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
