@@ -96,19 +96,24 @@ rio__assert_fail(const char *lib, const char *label, const char *cond,
 	abort();
 }
 
+/* text is the condition as written (stringized by the macros below,
+ * before any macro in it is expanded). */
 #ifdef NDEBUG
 /* Type-checked, never evaluated. */
-#define RIO__ASSERT_LIB(lib, cond, label) ((void)sizeof(!(cond)))
+#define RIO__ASSERT_LIB(lib, cond, text, label) ((void)sizeof(!(cond)))
 #else
-#define RIO__ASSERT_LIB(lib, cond, label) \
+#define RIO__ASSERT_LIB(lib, cond, text, label) \
 	(__builtin_expect(!!(cond), 1) ? (void)0 : \
-	    rio__assert_fail(lib, label, #cond, __FILE__, __LINE__))
+	    rio__assert_fail(lib, label, text, __FILE__, __LINE__))
 #endif
 
 /* One per library, so the message says whose invariant failed. */
-#define RIO_ASSERT(cond, label) RIO__ASSERT_LIB("librio", cond, label)
-#define VISTA_ASSERT(cond, label) RIO__ASSERT_LIB("libvista", cond, label)
-#define VG_ASSERT(cond, label) RIO__ASSERT_LIB("libvistagrams", cond, label)
+#define RIO_ASSERT(cond, label) \
+	RIO__ASSERT_LIB("librio", cond, #cond, label)
+#define VISTA_ASSERT(cond, label) \
+	RIO__ASSERT_LIB("libvista", cond, #cond, label)
+#define VG_ASSERT(cond, label) \
+	RIO__ASSERT_LIB("libvistagrams", cond, #cond, label)
 
 #ifdef __cplusplus
 }
