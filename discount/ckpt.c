@@ -868,7 +868,12 @@ commit_body(void)
 	dc__crashpoint("redo", gen);
 
 	/* The segment is durable (dc__redo_append synced it); now the commit
-	 * record that vouches for it. */
+	 * record that vouches for it.  Invariant 4: generations advance by
+	 * one, so slot gen & 1 is the one the committed checkpoint's valid
+	 * record is not in. */
+	DC_ASSERT(gen == dc__vol.committed + 1, "ckpt 4");
+	DC_ASSERT(dc__vol.committed == 0 ||
+		dc__last_commit() == slot(dc__vol.committed), "ckpt 4");
 	struct dc_commit *c = slot(gen);
 	memset(c, 0, sizeof(*c));
 	c->magic = DC_COMMIT_MAGIC;
@@ -895,6 +900,7 @@ commit_body(void)
 	/* Commit point: once this record is durable, generation gen is the
 	 * checkpoint a crash returns to. */
 	rio_persist(dc__vol.ctl, c, sizeof(*c));
+	DC_ASSERT(dc__last_commit() == c, "ckpt 4");
 	dc__vol.committed = gen;
 	dc__mu_restart(); /* with committed: seg.c invariant 2 */
 	dc__track_interval();
@@ -902,6 +908,8 @@ commit_body(void)
 
 	if ((rc = dc__redo_committed(gen, n, &seg)))
 		return rc;
+	/* Invariant 1: the shadow is at most at the committed generation. */
+	DC_ASSERT(words()->applied <= gen, "ckpt 1");
 
 	/* A new interval: its log entries carry gen + 1 and start at 0. */
 	dc__vol.nd_off = dc__vol.nd_seq = 0;

@@ -32,6 +32,7 @@
 #include "dc.h"
 #include "rio.h"
 #include "linux_compat.h"
+#include "rio_assert.h"
 
 #define DC__PAGE 4096ul
 #define DC__HOT 4096ul     /* first page of dc__st: copied at every commit */
@@ -306,6 +307,21 @@ extern union dc__vol_pages dc__volp;
 void dc__say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dc__refuse(const char *what);
 void dc__refuse_call(const char *what, const char *why, int err);
+/* An invariant failed: say which with a raw write(2), then end the
+ * process with a raw exit_group(134) -- no libc, no signal a program's
+ * handler could catch: libdc may be running while libc's memory is being
+ * replaced (recovery, a checkpoint's commit). */
+__attribute__((cold, noreturn)) void dc__assert_fail(const char *label,
+	const char *cond, const char *file, int line);
+/* DC_ASSERT(cond, "label"): discount's RIO_ASSERT (rio_assert.h), with
+ * raw system calls for its failure path. */
+#ifdef NDEBUG
+#define DC_ASSERT(cond, label) ((void)sizeof(!(cond)))
+#else
+#define DC_ASSERT(cond, label) \
+	(__builtin_expect(!!(cond), 1) ? (void)0 : \
+	    dc__assert_fail(label, #cond, __FILE__, __LINE__))
+#endif
 
 /* maps.c */
 int dc__maps_read(struct dc__region *out, unsigned max, unsigned *n);

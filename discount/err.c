@@ -69,6 +69,19 @@ dc__say(const char *fmt, ...)
 	dc__sys6(SYS_write, 2, (long)buf, n, 0, 0, 0);
 }
 
+void
+dc__assert_fail(const char *label, const char *cond, const char *file,
+	int line)
+{
+	char buf[512];
+	size_t n = rio__assert_format(buf, sizeof(buf), "libdc", label, cond,
+		file, line);
+
+	dc__sys6(SYS_write, 2, (long)buf, (long)n, 0, 0, 0);
+	for (;;) /* 134: as a shell reports a death by SIGABRT */
+		dc__sys6(SYS_exit_group, 134, 0, 0, 0, 0, 0);
+}
+
 /* The name of a refusal's errno, as the program will see it. */
 static const char *
 err_name(int err)

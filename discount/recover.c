@@ -382,6 +382,11 @@ dc__recover(void)
 	int rc = dc__redo_recover(cm);
 	if (rc)
 		return rc;
+	/* Step 1 done: the shadow holds the committed generation
+	 * (ckpt.c invariant 1). */
+	DC_ASSERT(((const struct dc_words *)(const void *)(dc__vol.ctlb +
+		DC_CTL_WORDS_OFF))->applied == cm->gen &&
+		dc__vol.committed == cm->gen, "ckpt 1");
 	dc__rstep();
 	/* the segment's changes of the interval after the checkpoint (UNDO,
 	 * seg.c): it holds dc__st too */
@@ -405,6 +410,9 @@ dc__recover(void)
 		return rc;
 	struct dc_words *w = (struct dc_words *)(void *)(dc__vol.ctlb +
 		DC_CTL_WORDS_OFF);
+	/* Step 3: the incarnation moves on by one, once the file undo is
+	 * complete (fundo.c invariant 2). */
+	DC_ASSERT(w->incarnation == dc__vol.incarnation, "fundo 2");
 	w->incarnation = dc__vol.incarnation + 1;
 	/* The undo is complete (its writes synced by fundo.c when the
 	 * directory is not memory); the new incarnation makes the applied

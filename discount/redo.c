@@ -345,6 +345,9 @@ set_applied(uint64_t gen)
 		return rc;
 	struct dc_words *w = (struct dc_words *)(void *)(dc__vol.ctlb +
 		DC_CTL_WORDS_OFF);
+	/* Invariant 1: applied only moves forward, and never past the
+	 * committed generation (ckpt.c invariant 1). */
+	DC_ASSERT(w->applied <= gen && gen <= dc__vol.committed, "redo 1");
 	w->applied = gen;
 	/* The shadow holds gen (synced above); applied must be durable
 	 * before the log restarts at offset 0 (invariant 1). */

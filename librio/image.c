@@ -348,6 +348,11 @@ sync_locked(rio_pool *p, struct rio__image *im, unsigned k, uint64_t *gen_out)
 	uint64_t i = 0;
 	int rc;
 
+#ifndef RIO_BROKEN_INPLACE_SYNC
+	/* I2: never the slot holding the newest generation. */
+	RIO_ASSERT(k < 2 && (im->gen[k] == 0 || im->gen[k] < im->gen[k ^ 1]),
+		"I2");
+#endif
 	/* Slot k is about to change under its superblock.  Retract the
 	 * superblock first, durably: otherwise a crash part-way through would
 	 * leave a superblock vouching for pages it no longer describes, and

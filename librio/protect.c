@@ -14,11 +14,11 @@
  *             run, to keep the number of VMAs (vm.max_map_count) low.
  *
  * Invariants (mprotect mode, under prot_lock)
- *   W1. win_count[i] is the number of open windows covering user page i.
- *   W2. While prot_on, user page i is writable iff win_count[i] > 0, and
+ *   G1. win_count[i] is the number of open windows covering user page i.
+ *   G2. While prot_on, user page i is writable iff win_count[i] > 0, and
  *       the header page is read-only.  While !prot_on the mapping is
  *       writable (read-only pools excepted).
- *   W3. rio_write_end() changes nothing unless every page of its range is
+ *   G3. rio_write_end() changes nothing unless every page of its range is
  *       covered (RIO_EWINDOW otherwise).
  *
  * Faults are reported by the SIGSEGV handler in signals.c, which first
@@ -237,7 +237,7 @@ rio_write_begin(rio_pool *p, void *addr, size_t len)
 	if (p->prot_on) {
 		rc = apply_runs(p, first, last, 1, PROT_READ | PROT_WRITE);
 		if (rc) {
-			/* Leave W1/W2 as they were before this call. */
+			/* Leave G1/G2 as they were before this call. */
 			for (i = first; i <= last; i++)
 				p->win_count[i]--;
 			(void)apply_runs(p, first, last, 0, PROT_READ);

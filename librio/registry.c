@@ -8,11 +8,11 @@
  * `readers`, which close waits to drain before it frees a pool.
  *
  * Memory ordering
- *   R1. Publication: rio__registry_add() stores a slot with release after
+ *   Q1. Publication: rio__registry_add() stores a slot with release after
  *       the pool is complete; a reader's acquire load of that slot makes
  *       every field of the pool (map_base, map_size, path, img...) visible
  *       before the reader uses it.
- *   R2. Retirement is the store-buffering (Dekker) pattern:
+ *   Q2. Retirement is the store-buffering (Dekker) pattern:
  *
  *         rio__registry_remove()          reader (foreach, enter + find)
  *           slots[i] = NULL                 readers += 1
@@ -36,7 +36,7 @@
  *       is then written at the two points that need it, and the slot
  *       loads of a reader scanning 256 slots stay acquire loads (plain
  *       loads on x86-64).
- *   R3. Drain: a reader's decrement is a release and the writer's load of
+ *   Q3. Drain: a reader's decrement is a release and the writer's load of
  *       `readers` an acquire; every change of `readers` is a
  *       read-modify-write, so a load that reads 0 synchronizes with the
  *       decrement of every reader counted before, and the reader's last
@@ -75,7 +75,7 @@ rio__registry_add(rio_pool *p)
 		/* relaxed: slots change only under `writers`, held. */
 		if (__atomic_load_n(&slots[i], __ATOMIC_RELAXED) == NULL) {
 			p->reg_slot = i;
-			/* R1: pairs with the acquire slot loads in
+			/* Q1: pairs with the acquire slot loads in
 			 * rio__registry_foreach() and rio__registry_find():
 			 * makes the finished pool visible before its
 			 * pointer. */
@@ -97,7 +97,7 @@ rio__registry_remove(rio_pool *p)
 	pthread_mutex_lock(&writers);
 	/* Release is stronger than needed (a NULL publishes nothing;
 	 * relaxed would do): what orders this store against the readers is
-	 * F_w in rio__rs_quiesce() (R2). */
+	 * F_w in rio__rs_quiesce() (Q2). */
 	__atomic_store_n(&slots[p->reg_slot], NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&writers);
 	rio__rs_quiesce(&readers);
@@ -114,9 +114,9 @@ rio__rs_enter(int *count)
 {
 	/* Acq_rel is stronger than needed (relaxed would do: nothing is
 	 * published or consumed through the increment); F_r below is what
-	 * orders it before the pointer loads (R2). */
+	 * orders it before the pointer loads (Q2). */
 	__atomic_fetch_add(count, 1, __ATOMIC_ACQ_REL);
-	/* F_r (R2): pairs with F_w in rio__rs_quiesce(): the increment is
+	/* F_r (Q2): pairs with F_w in rio__rs_quiesce(): the increment is
 	 * ordered before the caller's pointer loads, so a writer that misses
 	 * it has already made its NULL visible to them. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -125,7 +125,7 @@ rio__rs_enter(int *count)
 void
 rio__rs_exit(int *count)
 {
-	/* R3: pairs with the acquire load in rio__rs_quiesce(): makes the
+	/* Q3: pairs with the acquire load in rio__rs_quiesce(): makes the
 	 * section's uses of what it loaded happen before the writer's free
 	 * (the release half is the one needed). */
 	__atomic_fetch_sub(count, 1, __ATOMIC_ACQ_REL);
@@ -134,12 +134,12 @@ rio__rs_exit(int *count)
 void
 rio__rs_quiesce(int *count)
 {
-	/* F_w (R2): pairs with F_r in rio__rs_enter(): the caller's NULL
+	/* F_w (Q2): pairs with F_r in rio__rs_enter(): the caller's NULL
 	 * store is ordered before the load of the count below, so a reader
 	 * that still saw the old pointer is counted there. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* Wait for such a reader before the caller frees anything.  Acquire
-	 * (R3): pairs with the release decrement in rio__rs_exit(). */
+	 * (Q3): pairs with the release decrement in rio__rs_exit(). */
 	while (__atomic_load_n(count, __ATOMIC_ACQUIRE) != 0)
 		sched_yield();
 }
@@ -149,7 +149,7 @@ rio__registry_foreach(void (*fn)(rio_pool *p, void *arg), void *arg)
 {
 	rio__rs_enter(&readers);
 	for (int i = 0; i < RIO__MAX_POOLS; i++) {
-		/* R1: pairs with the release store in rio__registry_add():
+		/* Q1: pairs with the release store in rio__registry_add():
 		 * makes the pool's fields visible before fn reads them. */
 		rio_pool *p = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);
 		if (p != NULL)
@@ -177,7 +177,7 @@ rio__registry_find(const void *addr)
 	uintptr_t a = (uintptr_t)addr;
 
 	for (int i = 0; i < RIO__MAX_POOLS; i++) {
-		/* R1: pairs with the release store in rio__registry_add():
+		/* Q1: pairs with the release store in rio__registry_add():
 		 * makes map_base and map_size visible before they are
 		 * compared. */
 		rio_pool *p = __atomic_load_n(&slots[i], __ATOMIC_ACQUIRE);

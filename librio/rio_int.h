@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "rio.h"
+#include "rio_assert.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -706,6 +706,8 @@ alloc_locked(struct vista_lane *l, struct vista_segment *seg, size_t size,
 			b = 0;
 		} else {
 			b = run_free_block(h, p, cls);
+			/* A run on its class's list has a free block. */
+			VISTA_ASSERT(b >= 0, "A3");
 		}
 		o.kind = VISTA_OBJ_SMALL;
 		o.cls = (uint8_t)cls;
@@ -715,6 +717,8 @@ alloc_locked(struct vista_lane *l, struct vista_segment *seg, size_t size,
 		if (rc)
 			return rc;
 		if (fresh) {
+			VISTA_ASSERT(vista_pg_kind(ld(&h->pmap[p])) ==
+				VISTA_PG_FREE, "A4");
 			/* A4: an empty run is as consistent as a free page,
 			 * so the new run's entry needs no record; it rides on
 			 * the record's fence below, and is durable before any
@@ -729,6 +733,8 @@ alloc_locked(struct vista_lane *l, struct vista_segment *seg, size_t size,
 			fm_set(h, p, 1, false);
 			list_add(h, cls, p);
 		}
+		/* A3: the block handed out is free, its bit clear. */
+		VISTA_ASSERT(!((ld(&h->bits[p][b / 64]) >> (b % 64)) & 1), "A3");
 		st(&h->bits[p][b / 64], ld(&h->bits[p][b / 64]) | (1ull << (b % 64)));
 		st(&h->pmap[p], run_entry(h->bits[p], cls)); /* A6 */
 		if (run_free_block(h, p, cls) < 0)
@@ -759,6 +765,9 @@ alloc_locked(struct vista_lane *l, struct vista_segment *seg, size_t size,
 			return rc;
 		/* A1 */
 		vista__drain(l);
+		/* A3: the first page handed out is free (find_pages). */
+		VISTA_ASSERT(vista_pg_kind(ld(&h->pmap[p])) == VISTA_PG_FREE,
+			"A3");
 		st(&h->pmap[p], vista_pg_make(VISTA_PG_LARGE, 0, n));
 		for (uint32_t i = 1; i < n; i++)
 			st(&h->pmap[p + i], vista_pg_make(VISTA_PG_CONT, 0, i));
@@ -1018,6 +1027,10 @@ vista__heap_undo(struct vista_lane *l, struct vista_segment *seg,
 		return; /* never applied: commit applies frees */
 	if (o->kind == VISTA_OBJ_SMALL) {
 		uint64_t *w = &bits[p][o->n / 64], bit = 1ull << (o->n % 64);
+		/* A1: an abort undoes an allocation this process made, so
+		 * its bit is set (after a crash it may never have been). */
+		VISTA_ASSERT(recovering || type != VISTA_REC_ALLOC ||
+			(ld(w) & bit) != 0, "A1");
 		st(w, type == VISTA_REC_ALLOC ? ld(w) & ~bit : ld(w) | bit);
 		/* The run's check follows its bitmap (A6).  For a FREE the
 		 * block was allocated when it was freed, so its page is a
@@ -1074,6 +1087,8 @@ vista__heap_lock(struct vista_lane *l, bool aborting)
 	/* In segment order, set bits only. */
 	for (unsigned w = 0; w < VISTA__SEGWORDS; w++) {
 		uint64_t m = l->freed[w] | (aborting ? l->allocd[w] : 0);
+		/* A3: held once, from commit or abort to heap_after. */
+		VISTA_ASSERT(l->locked[w] == 0, "A3");
 		l->locked[w] = m;
 		for (; m; m &= m - 1)
 			pthread_mutex_lock(&l->v->byidx[w * 64 +
@@ -1094,6 +1109,9 @@ apply_free(struct vista_lane *l, uint16_t type, const struct vista_robj *o,
 		return;
 	if (o->kind == VISTA_OBJ_SMALL) {
 		uint64_t *w = &h->bits[p][o->n / 64];
+		/* A3: the block freed is still allocated when its free
+		 * becomes final (a second free is refused, pend_has). */
+		VISTA_ASSERT((ld(w) >> (o->n % 64)) & 1, "A3");
 		st(w, ld(w) & ~(1ull << (o->n % 64)));
 		st(&h->pmap[p], run_entry(h->bits[p], o->cls)); /* A6 */
 		/* Both durable with the transaction's data, before the
@@ -1105,6 +1123,9 @@ apply_free(struct vista_lane *l, uint16_t type, const struct vista_robj *o,
 #endif
 		return;
 	}
+	/* H1: a large block freed starts at its LARGE head of n pages. */
+	VISTA_ASSERT(vista_pg_kind(ld(&h->pmap[p])) == VISTA_PG_LARGE &&
+		vista_pg_n(ld(&h->pmap[p])) == o->n, "H1");
 	for (uint32_t i = 0; i < o->n; i++)
 		st(&h->pmap[p + i], vista_pg_make(VISTA_PG_FREE, 0, 0));
 	/* As above: durable with the data, before the truncation. */

@@ -182,6 +182,12 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 	uint64_t tag = vista_rec_tag(l->seed, l->gen, pos);
 	struct plan f = { (uintptr_t)r, floor, 0 };
 
+	/* L1: appended at the cursor, inside the lane, in the generation
+	 * the lane header holds, by a transaction. */
+	VISTA_ASSERT((char *)r == l->cur && (char *)r + len <= l->end, "L1");
+	VISTA_ASSERT(l->gen == l->hdr->gen && l->state != VISTA__TX_IDLE,
+		"L1");
+	VISTA_ASSERT((l->nrec == 0) == (l->cur == l->rec0), "L1");
 	r->check = checksum_of(l->seed, l->gen, pos, r, len);
 	if (l->v->sealed) {
 		/* Byte domain: every store above reaches the persistence

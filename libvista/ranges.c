@@ -110,6 +110,7 @@ vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 {
 	uint32_t i, j;
 
+	VISTA_ASSERT(lo < hi, "R1");
 	/* Fast path: above everything declared so far, not adjacent. */
 	if (r->n == 0 || r->v[r->n - 1].hi < lo) {
 		if (vista__ranges_reserve(r, 1))
@@ -122,6 +123,9 @@ vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	i = first_reaching(r, lo, true);
 	for (j = i; j < r->n && r->v[j].lo <= hi; j++)
 		;
+	/* R2: what merges is of the same segment. */
+	VISTA_ASSERT(i == j || (r->v[i].seg == seg && r->v[j - 1].seg == seg),
+		"R2");
 	if (i == j) {
 		if (vista__ranges_reserve(r, 1))
 			return -ENOMEM;
@@ -137,6 +141,9 @@ vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	r->v[i] = (struct vista_ival){ lo, hi, seg };
 	memmove(&r->v[i + 1], &r->v[j], sizeof(r->v[0]) * (r->n - j));
 	r->n -= j - i - 1;
+	/* R1, around the merged interval. */
+	VISTA_ASSERT((i == 0 || r->v[i - 1].hi < r->v[i].lo) &&
+		(i + 1 == r->n || r->v[i].hi < r->v[i + 1].lo), "R1");
 	return 0;
 }
 

@@ -343,6 +343,10 @@ mark_done(struct vista_lane *l, unsigned idx)
 	struct vista_lane_hdr *h = l->hdr;
 	bool any = false;
 
+	/* C4: only a segment the lane's transaction still waits for, on a
+	 * lane no transaction of this process uses yet. */
+	VISTA_ASSERT(l->pending && vista__bit_test(l->pend_segs, idx) &&
+		l->state == VISTA__TX_IDLE, "C4");
 	l->pend_segs[idx / 64] &= ~(1ull << (idx % 64));
 	for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
 		any |= l->pend_segs[w] != 0;

@@ -259,6 +259,7 @@ map_write_begin(vista *v)
 {
 	/* relaxed: the fence below orders it before the field stores; the
 	 * plain read of v->seq is safe, writers hold v->lock. */
+	VISTA_ASSERT((v->seq & 1) == 0, "S3"); /* one writer at a time */
 	__atomic_store_n(&v->seq, v->seq + 1, __ATOMIC_RELAXED);
 	/* Pairs with the acquire fence in vista__seg_lookup(): makes the odd
 	 * count visible before any field this writer changes, so a reader
@@ -272,6 +273,7 @@ map_write_end(vista *v)
 	/* Pairs with the acquire loads of v->seq in vista__seg_lookup() and
 	 * vista__seg_find(): makes the fields stored since
 	 * map_write_begin() visible before the even count. */
+	VISTA_ASSERT((v->seq & 1) == 1, "S3");
 	__atomic_store_n(&v->seq, v->seq + 1, __ATOMIC_RELEASE);
 }
 
@@ -280,6 +282,13 @@ map_publish(vista *v, struct vista_segment *seg)
 {
 	uint32_t n = v->nmap;
 
+	/* S1: one mapping of a segment per instance.  S5: bound to this
+	 * log, durably, before it is published and any record can name it
+	 * (relaxed: the word is stored whole, by this thread). */
+	VISTA_ASSERT(n < VISTA_MAX_SEGMENTS && v->byidx[seg->idx] == NULL,
+		"S1");
+	VISTA_ASSERT(__atomic_load_n(&seg->hdr->bind, __ATOMIC_RELAXED) ==
+		vista_seg_bound(v->log_uuid), "S5");
 	map_write_begin(v);
 	/* relaxed: seqlock fields, ordered by map_write_begin() and
 	 * map_write_end().  byidx[] is also read without the seqlock (tx.c,
@@ -300,6 +309,7 @@ map_remove(vista *v, struct vista_segment *seg)
 {
 	uint32_t n = v->nmap;
 
+	VISTA_ASSERT(v->byidx[seg->idx] == seg, "S1");
 	map_write_begin(v);
 	for (uint32_t i = 0; i < n; i++) {
 		if (v->map[i].seg == seg) {

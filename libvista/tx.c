@@ -14,13 +14,15 @@
  * takes a lock, executes an atomic read-modify-write, makes a system call
  * or allocates (the range set grows past 16 entries only once per lane).
  *
- * State machine of a lane (lane->state), owning thread only:
+ * State machine of a lane (lane->state), owning thread only; the whole
+ * diagram, every transition with what triggers it, and the instance's
+ * fatal state are in vista_int.h (M1-M3):
  *
  *   IDLE --begin--> ACTIVE --end--> COMMITTING --truncated--> IDLE
- *                     |  ^                |
- *                     |  +----------------+  chain: truncated, changed
- *                     |                      pages logged again (auto.c)
- *                     +--abort--> ABORTING --truncated--> IDLE
+ *    ^               | |  ^                |
+ *    +--fast commit--+ |  +----------------+  chain: truncated, changed
+ *    (declared ranges  |                      pages logged again (auto.c)
+ *     only, or none)   +--abort--> ABORTING --truncated--> IDLE
  *
  * Invariants
  *   T1. A range is stored to only after its before-image is durable (the
@@ -100,7 +102,7 @@ begin_slow(vista *v, struct vista_lane *l, unsigned flags)
 			return rc;
 	}
 	l->flags = flags;
-	l->state = VISTA__TX_ACTIVE;
+	vista__lane_set_state(l, VISTA__TX_ACTIVE);
 	vista__tx_push(l);
 	VISTA__STAT_ADD(l, tx_begun, 1);
 	return 0;
@@ -115,7 +117,7 @@ vista_begin_transaction(vista *v, unsigned flags)
 	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_IDLE ||
 		    flags != 0 || __atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
 		return begin_slow(v, l, flags);
-	l->state = VISTA__TX_ACTIVE;
+	vista__lane_set_state(l, VISTA__TX_ACTIVE);
 	vista__tx_push(l);
 	VISTA__STAT_ADD(l, tx_begun, 1);
 	return 0;
@@ -387,6 +389,10 @@ finish(struct vista_lane *l)
 		memset(l->touched, 0, sizeof(l->touched));
 	}
 	if (l->nrec) {
+		/* L3 (T2, T3): the transaction's records are dead -- the first
+		 * one no longer carries the lane's generation. */
+		VISTA_ASSERT(((const struct vista_rec *)l->rec0)->tag !=
+			vista_rec_tag(l->seed, l->gen, 0), "L3");
 		memset(l->touched, 0, sizeof(l->touched));
 		if (VISTA__UNLIKELY(l->nalloc_recs || l->nfree_recs)) {
 			memset(l->freed, 0, sizeof(l->freed));
@@ -396,7 +402,10 @@ finish(struct vista_lane *l)
 	}
 	vista__ranges_clear(&l->ranges);
 	l->flags = 0;
-	l->state = VISTA__TX_IDLE;
+	vista__lane_set_state(l, VISTA__TX_IDLE);
+	/* M2 */
+	VISTA_ASSERT(l->nrec == 0 && l->cur == l->rec0 && l->ranges.n == 0,
+		"M2");
 	vista__tx_pop(l);
 }
 
@@ -439,7 +448,7 @@ chain_next(struct vista_lane *l)
 	}
 	vista__ranges_clear(&l->ranges);
 	(void)vista__open_chain(l);
-	l->state = VISTA__TX_ACTIVE;
+	vista__lane_set_state(l, VISTA__TX_ACTIVE);
 	VISTA__STAT_ADD(l, tx_begun, 1);
 	/* relaxed: the flag this very thread may just have set in the
 	 * commit above (program order), or another's: no data follows it. */
@@ -462,7 +471,7 @@ commit_slow(struct vista_lane *l, bool chain)
 {
 	int rc = 0;
 
-	l->state = VISTA__TX_COMMITTING;
+	vista__lane_set_state(l, VISTA__TX_COMMITTING);
 	if (l->nfree_recs) {
 		vista__heap_lock(l, false);
 		vista__heap_commit_frees(l);
@@ -506,6 +515,7 @@ commit(struct vista_lane *l)
 			"state; abort the transaction and reopen");
 	if (l->nrec == 0) {
 		/* Nothing was logged, so nothing was declared either. */
+		VISTA_ASSERT(l->ranges.n == 0, "T1");
 		VISTA__STAT_ADD(l, tx_committed, 1);
 		finish(l);
 		return 0;
@@ -736,7 +746,7 @@ vista__tx_abort_lane(struct vista_lane *l)
 {
 	bool heap = l->nfree_recs || l->nalloc_recs;
 
-	l->state = VISTA__TX_ABORTING;
+	vista__lane_set_state(l, VISTA__TX_ABORTING);
 	if (l->nrec > 0) {
 		if (heap)
 			vista__heap_lock(l, true);

@@ -27,6 +27,7 @@
 
 #include "heap_layout.h"
 #include "log_layout.h"
+#include "rio_assert.h"
 #include "segment_layout.h"
 #include "vista.h"
 
@@ -170,12 +171,94 @@ struct vista_pageset {
 
 /* ---- lanes ---- */
 
+/*
+ * The transaction state machine.
+ *
+ * Two levels: the instance (v->fatal) and, under it, each lane
+ * (l->state), changed only by the lane's owning thread.
+ *
+ * Instance:
+ *
+ *      vista_init (recovery)             vista__set_fatal(v, rc, what)
+ *     -----------------------> OPEN -----------------------------> FATAL
+ *                                |                                   |
+ *                                +---------> vista_fini <------------+
+ *
+ *   OPEN   v->fatal == 0: transactions begin, commit and abort.
+ *   FATAL  v->fatal != 0, the first cause, sticky (compare-and-swap
+ *          from 0; nothing stores 0 again): a flush, drain, msync or
+ *          re-protection failed, so what is durable is uncertain
+ *          (STYLE: failures stick).  Begin and commit are refused with
+ *          VISTA_EFATAL; abort still rolls back in memory and returns
+ *          VISTA_EFATAL; mapping a segment is refused.  Only vista_fini
+ *          and vista_init again (which rolls back from the log) leave it.
+ *
+ * Lane (enum vista_tx_state):
+ *
+ *     +----------- begin (begin_slow) ----------------+
+ *     |                                               v
+ *   IDLE <------ fast commit (commit) ------------- ACTIVE
+ *    ^ ^                                            ^ |  |
+ *    | |                                      chain | |  |
+ *    | |                                            | v  |
+ *    | +------ truncated (finish) ---------- COMMITTING  | abort, thread
+ *    |                                                   | exit (vista__
+ *    |                                                   v tx_abort_lane)
+ *    +------ rolled back, truncated (finish) ------- ABORTING
+ *
+ *   (ACTIVE -> COMMITTING: commit_slow, an end or chain with FREE
+ *   records, open pages, or in the page domain.)
+ *
+ * Transitions, each with what triggers it (every one through
+ * vista__lane_set_state(), which asserts M1):
+ *   IDLE -> ACTIVE          vista_begin_transaction; also vista_malloc /
+ *                           vista_free outside a transaction (their own).
+ *   ACTIVE -> IDLE          vista_end_transaction when nothing was logged,
+ *                           or only declared ranges: flush, drain,
+ *                           truncate (T2) in commit(), then finish().
+ *   ACTIVE -> COMMITTING    end/chain of a transaction with FREE records,
+ *                           open pages or in the page domain (commit_slow).
+ *   COMMITTING -> IDLE      its truncation done (T2), finish(); also when
+ *                           an msync failed (the instance is then FATAL).
+ *   COMMITTING -> ACTIVE    vista_chain_transaction of an automatic
+ *                           transaction: the next one begins with the
+ *                           changed pages still open (chain_next).
+ *   ACTIVE -> ABORTING      vista_abort_transaction, a chain whose pages
+ *                           could not be protected again, or the owning
+ *                           thread exiting inside a transaction
+ *                           (vista__tx_abort_lane).
+ *   ABORTING -> IDLE        before-images back in place and the log
+ *                           truncated (T3), finish().
+ * A FATAL instance stops no transition already under way: a lane in
+ * COMMITTING or ABORTING finishes to IDLE (or ACTIVE, chain, which then
+ * aborts); from then on IDLE -> ACTIVE is refused.
+ *
+ * Invariants
+ *   M1. l->state changes only along an edge above, only in
+ *       vista__lane_set_state().
+ *   M2. A lane in IDLE holds no record of its DRAM state (nrec == 0,
+ *       cur == rec0) and no declared range; its persistent records, if
+ *       any, are of an older generation (L3).
+ *   M3. v->fatal, once set, is never cleared in that instance.
+ */
 enum vista_tx_state {
 	VISTA__TX_IDLE = 0,
 	VISTA__TX_ACTIVE,     /* begin .. end/abort */
 	VISTA__TX_COMMITTING, /* inside vista_end_transaction */
 	VISTA__TX_ABORTING,   /* inside vista_abort_transaction */
 };
+
+/* The edges of the lane state machine, one bit each (M1). */
+#define VISTA__TX_EDGE(from, to) \
+	(1u << ((unsigned)(from) * 4u + (unsigned)(to)))
+#define VISTA__TX_EDGES \
+	(VISTA__TX_EDGE(VISTA__TX_IDLE, VISTA__TX_ACTIVE) | \
+	 VISTA__TX_EDGE(VISTA__TX_ACTIVE, VISTA__TX_IDLE) | \
+	 VISTA__TX_EDGE(VISTA__TX_ACTIVE, VISTA__TX_COMMITTING) | \
+	 VISTA__TX_EDGE(VISTA__TX_ACTIVE, VISTA__TX_ABORTING) | \
+	 VISTA__TX_EDGE(VISTA__TX_COMMITTING, VISTA__TX_IDLE) | \
+	 VISTA__TX_EDGE(VISTA__TX_COMMITTING, VISTA__TX_ACTIVE) | \
+	 VISTA__TX_EDGE(VISTA__TX_ABORTING, VISTA__TX_IDLE))
 
 struct vista_lane {
 	/* Hot: written only by the owning thread. */
@@ -228,6 +311,15 @@ struct vista_lane {
 	bool pending;
 	uint64_t pend_segs[VISTA__SEGWORDS]; /* segments still to roll back */
 } __attribute__((aligned(64)));
+
+/* The one place a lane changes state (M1). */
+static inline void
+vista__lane_set_state(struct vista_lane *l, enum vista_tx_state to)
+{
+	VISTA_ASSERT(l->state < 4 &&
+		(VISTA__TX_EDGES & VISTA__TX_EDGE(l->state, to)), "M1");
+	l->state = to;
+}
 
 /* ---- the instance ---- */
 
@@ -402,6 +494,8 @@ uint64_t vista__log_seed(uint64_t salt, unsigned lane);
 VISTA__INLINE void
 vista__log_truncate(struct vista_lane *l)
 {
+	/* L3: the DRAM generation is the persistent one. */
+	VISTA_ASSERT(l->gen == l->hdr->gen, "L3");
 	/* gen + 1 and its check, in one line: a crash that keeps one of
 	 * the two is read as the generation the stored check names
 	 * (log_layout.h)...  relaxed: 8-byte stores that must not tear;

@@ -384,6 +384,8 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 			"(max_requests)", ep->req_live);
 	if ((rc = vg__op_room(ep, 1)) != 0)
 		return rc;
+	/* T5: sequence numbers only grow, from 1. */
+	VG_ASSERT(seq != 0 && seq >= ep->committed_next_seq, "T5");
 	if (vg__req_find(ep, seq, &slot) >= 0)
 		return vg__fatal(ep, VG_ECORRUPT, "request table: sequence "
 			"number %llu is in use", (unsigned long long)seq);

@@ -69,6 +69,10 @@ vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
 
 	if (rc)
 		return rc;
+	/* L2: the transaction writes generation committed_gen + 1 (txhdr
+	 * says so, declared, after its first record). */
+	VG_ASSERT(ep->tx.gen == ep->txh->committed_gen + (ep->tx.nops == 0),
+		"L2");
 	memset(&o, 0, sizeof(o));
 	o.gen = ep->tx.gen;
 	o.type = (uint16_t)type;

@@ -18,11 +18,11 @@
  * per datagram, besides the sendmsg.
  *
  * Invariants
- *   E1. A datagram is parsed before anything looks at it; a refused one
+ *   P1. A datagram is parsed before anything looks at it; a refused one
  *       only increments its drop counter.
- *   E2. One datagram per readable socket and turn: a flood on one socket
+ *   P2. One datagram per readable socket and turn: a flood on one socket
  *       cannot starve the timers or the other socket.
- *   E3. Receive buffers come from a fixed pool; when it is empty datagrams
+ *   P3. Receive buffers come from a fixed pool; when it is empty datagrams
  *       are read into a scratch buffer and dropped (nobuf_dropped): the
  *       sender retransmits, memory stays bounded.
  */
@@ -88,7 +88,7 @@ receive_one(vg_endpoint *ep, int fd, bool retrans)
 		return false; /* EAGAIN: drained; anything else: try later */
 	ep->st.received++;
 	if (p == NULL) {
-		ep->st.nobuf_dropped++; /* E3 */
+		ep->st.nobuf_dropped++; /* P3 */
 		return true;
 	}
 	if ((size_t)got > cap) {
@@ -98,7 +98,7 @@ receive_one(vg_endpoint *ep, int fd, bool retrans)
 	enum vg__wire_verdict v = vg__wire_parse(p->data, (size_t)got,
 		ep->max_message, &p->w);
 	if (v != VG__WIRE_OK) {
-		count_refused(ep, v); /* E1 */
+		count_refused(ep, v); /* P1 */
 		return true;
 	}
 	ep->free_pkts = p->next;
@@ -172,7 +172,7 @@ vg__wait(vg_endpoint *const *eps, size_t n, int timeout_ms,
 				"ms", timeout_ms);
 			goto out;
 		}
-		/* One system call to wait, one per datagram to read (E2). */
+		/* One system call to wait, one per datagram to read (P2). */
 		struct timespec ts, *tsp = NULL;
 		if (next != UINT64_MAX) {
 			uint64_t d = next > now ? next - now : 0;

@@ -434,6 +434,7 @@ reclaim(vg_endpoint *ep, uint64_t now)
 		if (!reclaimable(ep, i, &p, &due) || due > now)
 			continue;
 #ifndef VG_BROKEN_RECLAIM_UNRECORDED
+		VG_ASSERT(ep->resp[i].seq <= p->expired[p->sel], "R1");
 		if (ep->resp[i].seq > p->expired[p->sel])
 			continue; /* cannot happen: R1 covered it */
 #endif

@@ -269,8 +269,11 @@ vg__req_delete_tx(vg_endpoint *ep, uint32_t slot)
 {
 	struct tbl t;
 	bool others;
-	uint32_t st = delete_plan(ep, req_tbl(ep, &t), slot, &others);
+	uint32_t st;
 
+	/* T4: only a live entry is deleted (a tombstone stays one). */
+	VG_ASSERT(vg_slot_state(ep->req[slot].word) == VG_REQ_LIVE, "T4");
+	st = delete_plan(ep, req_tbl(ep, &t), slot, &others);
 	/* Declared in the transaction by the caller. */
 	ep->req[slot].word = vg_slot_word(st, 0);
 	return others;
@@ -289,8 +292,12 @@ vg__resp_delete(vg_endpoint *ep, uint32_t slot)
 {
 	struct tbl t;
 	bool others;
-	uint32_t st = delete_plan(ep, resp_tbl(ep, &t), slot, &others);
+	uint32_t st;
 
+	/* T4 */
+	VG_ASSERT(vg_slot_state(ep->resp[slot].word) == VG_RESP_RECEIVED ||
+		vg_slot_state(ep->resp[slot].word) == VG_RESP_ANSWERED, "T4");
+	st = delete_plan(ep, resp_tbl(ep, &t), slot, &others);
 	/* Only this slot changes: LIVE -> DELETED or FREE in one store;
 	 * whatever becomes durable first is consistent. */
 	vg__raw_store64(ep, &ep->resp[slot].word, vg_slot_word(st, 0));

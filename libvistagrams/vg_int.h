@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "rio_assert.h"
 #include "table_layout.h"
 #include "vistagrams.h"
 #include "wire_layout.h"
@@ -234,7 +235,7 @@ struct vg_endpoint {
 	uint64_t reclaim_due; /* no response expires before this */
 	bool gc_dirty;        /* a watermark or incarnation moved since the
 				 last collection */
-	uint32_t inbox_max;   /* requests queued at most (E3: the rest of
+	uint32_t inbox_max;   /* requests queued at most (pump.c P3: the rest of
 				 the receive buffers stay for acks) */
 	uint32_t resp_live;
 	uint32_t peers_used;

@@ -129,6 +129,9 @@ rio__fc_reclaim_stale(rio_fc_cache *c)
 	rio__fc_index_sync();
 	for (int k = 0; k < 2; k++) {
 		while ((b = lists[k]->head) != FC_NONE) {
+			/* A2: only stale and dropped copies, durably FREE
+			 * by the drains above. */
+			RIO_ASSERT(c->blks[b].state == FC_B_STALE, "A2");
 			rio__fc_list_remove(c, lists[k], b);
 			c->blks[b].state = FC_B_FREE;
 			c->blks[b].file = FC_NONE;
@@ -192,6 +195,8 @@ take(rio_fc_cache *c, uint32_t n, uint32_t *out)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t b = c->free.head;
+		/* A1: the free list holds FREE blocks only. */
+		RIO_ASSERT(b != FC_NONE && c->blks[b].state == FC_B_FREE, "A1");
 		rio__fc_list_remove(c, &c->free, b);
 		c->blks[b].state = FC_B_RESERVED;
 		out[i] = b;
@@ -311,6 +316,9 @@ rio__fc_unreserve(rio_fc_cache *c, const uint32_t *b, uint32_t n)
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < n; i++) {
 		/* Its descriptor was never published: still durably FREE. */
+		RIO_ASSERT(c->blks[b[i]].state == FC_B_RESERVED &&
+			fc_load8(&fc_desc(c, b[i])->state) == RIO_FC_D_FREE,
+			"A1");
 		c->blks[b[i]].state = FC_B_FREE;
 		c->blks[b[i]].file = FC_NONE;
 		rio__fc_list_push(c, &c->free, FC_L_FREE, b[i]);
@@ -325,6 +333,10 @@ rio__fc_mark_dirty(rio_fc_cache *c, struct fc_file *f, uint32_t b)
 {
 	struct fc_blk *blk = &c->blks[b];
 
+	/* L2: DIRTY in DRAM only once the commit word says DIRTY (the
+	 * caller's fence 2), and never for a copy that is not live. */
+	RIO_ASSERT(blk->state != FC_B_FREE && blk->state != FC_B_STALE, "L2");
+	RIO_ASSERT(fc_load8(&fc_desc(c, b)->state) == RIO_FC_D_DIRTY, "L2");
 	if (blk->state == FC_B_RESERVED)
 		c->nreserved--;
 	else
@@ -341,6 +353,10 @@ rio__fc_mark_clean(rio_fc_cache *c, struct fc_file *f, uint32_t b)
 {
 	struct fc_blk *blk = &c->blks[b];
 
+	/* L1: CLEAN in DRAM only once the commit word says CLEAN (a copy
+	 * read in, or written back: W1). */
+	RIO_ASSERT(blk->state != FC_B_FREE && blk->state != FC_B_STALE, "L1");
+	RIO_ASSERT(fc_load8(&fc_desc(c, b)->state) == RIO_FC_D_CLEAN, "L1");
 	if (blk->state == FC_B_RESERVED) {
 		c->nreserved--;
 	} else {
@@ -361,6 +377,8 @@ rio__fc_supersede(rio_fc_cache *c, uint32_t b)
 {
 	struct fc_blk *blk = &c->blks[b];
 
+	/* L2: only a live copy is superseded. */
+	RIO_ASSERT(blk->state == FC_B_CLEAN || blk->state == FC_B_DIRTY, "L2");
 	if (blk->state == FC_B_DIRTY)
 		c->ndirty--;
 	unlist(c, b);

@@ -83,7 +83,10 @@ rio__fc_desc_fill(rio_fc_cache *c, struct fc_file *f, uint32_t b,
 	struct rio_fc_desc *d = fc_desc(c, b);
 	struct fc_blk *blk = &c->blks[b];
 
-	/* L1: only the fields; the state word still says FREE. */
+	/* L1: only the fields; the state word still says FREE (step 3 of a
+	 * write: B is a reserved block, step 1). */
+	RIO_ASSERT(blk->state == FC_B_RESERVED &&
+		fc_load8(&d->state) == RIO_FC_D_FREE, "L1");
 	d->seq = fc_next_seq(c);
 	d->fbn = fbn;
 	d->fsize = fsize;
@@ -295,6 +298,10 @@ write_chunk(rio_fc_cache *c, struct fc_file *f, const char *src, uint64_t off,
 	rio_drain(p);
 	for (uint32_t i = 0; i < k; i++) {
 		struct rio_fc_desc *d = fc_desc(c, newb[i]);
+		/* L2, step 5: a new copy goes from FREE straight to DIRTY;
+		 * the block it replaces is another one. */
+		RIO_ASSERT(fc_load8(&d->state) == RIO_FC_D_FREE &&
+			newb[i] != oldb[i], "L2");
 		fc_store8(&d->state, RIO_FC_D_DIRTY);
 		rio_flush(p, &d->state, sizeof(d->state)); /* fence 2 */
 	}

@@ -30,12 +30,12 @@
  *      the files written back;
  *   6. fsyncs the directories of UNLINKED and NEW records (settle).
  * Invariants
- *   R1. Nothing is written before every record and descriptor has been
+ *   V1. Nothing is written before every record and descriptor has been
  *       validated (a corrupt pool is left as it was).
- *   R2. Recovery is idempotent: a crash during it is recovered by running
+ *   V2. Recovery is idempotent: a crash during it is recovered by running
  *       it again (write-back rewrites whole blocks; nothing is freed
  *       before its data is on disk, or before the copies it supersedes).
- *   R3. A disk copy that changed behind the cache is never overwritten.
+ *   V3. A disk copy that changed behind the cache is never overwritten.
  *
  * Deliberately broken build (crash test only): RIO_BROKEN_FC_ORDER keeps
  * the copy with the lowest seq when a block has several.

@@ -433,3 +433,49 @@ TEST_CASE("a failed persist puts the instance in its error state", "[tx]")
 	VREQUIRE_OK(vista_end_transaction(v));
 	VREQUIRE_OK(vista_fini(v));
 }
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vista_int.h"
+
+#ifndef NDEBUG
+// The lane state machine (vista_int.h) is checked where the state changes:
+// IDLE -> COMMITTING is no edge of it, so the change aborts, naming M1.
+TEST_CASE("a lane state change off the state machine aborts, naming its "
+	"invariant", "[tx]")
+{
+	int fd[2];
+	REQUIRE(pipe(fd) == 0);
+	pid_t pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		struct rlimit nocore = { 0, 0 };
+		static struct vista_lane l; // zero: IDLE
+		(void)setrlimit(RLIMIT_CORE, &nocore);
+		dup2(fd[1], 2);
+		vista__lane_set_state(&l, VISTA__TX_ACTIVE);  // an edge
+		vista__lane_set_state(&l, VISTA__TX_IDLE);    // an edge
+		vista__lane_set_state(&l, VISTA__TX_COMMITTING); // none
+		_exit(0);
+	}
+	close(fd[1]);
+	std::string out;
+	char buf[256];
+	ssize_t n;
+	while ((n = read(fd[0], buf, sizeof(buf))) > 0)
+		out.append(buf, (size_t)n);
+	close(fd[0]);
+	int st = 0;
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	REQUIRE(WIFSIGNALED(st));
+	REQUIRE(WTERMSIG(st) == SIGABRT);
+	INFO(out);
+	REQUIRE(out.find("libvista: invariant M1 violated: ") != std::string::npos);
+	// the condition as written, not macro-expanded
+	REQUIRE(out.find("VISTA__TX_EDGE(l->state, to)") != std::string::npos);
+	REQUIRE(out.find("(vista_int.h:") != std::string::npos);
+}
+#endif
