@@ -124,8 +124,13 @@ open_node(vista *v, const char *dir, const char *name, uint64_t id,
 	int rc = vg_endpoint_open(v, n->seg, &o, &n->ep);
 	if (rc == VG_ENOTABLES)
 		return 2; /* crashed before the tables were made */
-	if (rc == -EADDRINUSE && port)
-		return 3; /* someone else took the port meanwhile */
+	if (rc == -EADDRINUSE && port) {
+		/* Someone else took the port meanwhile: the caller maps the
+		 * segment again, so let it go (a second mapping in this
+		 * process would find it locked: VISTA_EMAPPED). */
+		OK(vista_unmap(n->seg));
+		return 3;
+	}
 	OK(rc);
 	n->data = (char *)vista_segment_base(n->seg) + tables;
 	return 0;
