@@ -463,7 +463,11 @@ int dc__nd_scan(uint64_t gen, uint64_t *end, uint64_t *count,
 struct dc_log_ent;
 int dc__nd_next(struct dc_log_ent *e, void *payload, uint64_t max);
 
-/* log helpers shared by ndlog.c and fundo.c */
+/* log helpers shared by ndlog.c and fundo.c (the checksum by seg.c too) */
+/* Payload bytes per checksum piece of a log entry (log.c). */
+#define DC__LOG_CHUNK 65536u
+uint64_t dc__log_csum(const struct dc_log_ent *h, const void *p1,
+	uint64_t l1, const void *p2, uint64_t l2);
 int dc__log_write(int fd, uint64_t *off, uint64_t *seq, uint64_t gen,
 	uint64_t inc, int type, int64_t a, int64_t b, int64_t c,
 	const void *d1, uint64_t l1, const void *d2, uint64_t l2);

@@ -30,14 +30,17 @@
 
 #include "dc_int.h"
 
-#define CHUNK 65536u
+#define CHUNK DC__LOG_CHUNK
 
 /* Checksum of the header (csum = 0) and the payload d1 ++ d2, chained
- * over 64 KiB pieces of the payload: readers reproduce it piecewise. */
-static uint64_t
-ent_csum(const struct dc_log_ent *h, const char *d1, uint64_t l1,
-	const char *d2, uint64_t l2)
+ * over 64 KiB pieces of the payload: readers reproduce it piecewise.  The
+ * one definition for every writer of the format (here and seg.c's undo
+ * log); async-signal-safe when the payload is in one piece. */
+uint64_t
+dc__log_csum(const struct dc_log_ent *h, const void *p1, uint64_t l1,
+	const void *p2, uint64_t l2)
 {
+	const char *d1 = p1, *d2 = p2;
 	char *tmp = dc__vol.logtmp;
 	struct dc_log_ent t = *h;
 	t.csum = 0;
@@ -67,7 +70,7 @@ dc__log_write(int fd, uint64_t *off, uint64_t *seq, uint64_t gen,
 	struct dc_log_ent h = { .magic = DC_LOG_MAGIC, .type = (uint16_t)type,
 		.gen = gen, .inc = inc, .seq = *seq, .a = a, .b = b, .c = c,
 		.len = l1 + l2 };
-	h.csum = ent_csum(&h, d1, l1, d2, l2);
+	h.csum = dc__log_csum(&h, d1, l1, d2, l2);
 	uint64_t pad = ((h.len + 7) & ~7ull) - h.len;
 	struct iovec iov[4] = { { &h, sizeof(h) }, { (void *)d1, l1 },
 		{ (void *)d2, l2 }, { (void *)zero, pad } };

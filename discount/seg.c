@@ -78,8 +78,8 @@
 #define SYS(nr, a, b, c, d, e, f) \
 	dc__sys6(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), \
 		(long)(f))
-#define MU_CHUNK 65536ull /* payload bytes per entry: one checksum chunk
-                           * of dc__log_read */
+#define MU_CHUNK ((uint64_t)DC__LOG_CHUNK) /* payload bytes per entry:
+                                            * one checksum piece */
 #define MU_WINDOW (16ull << 20) /* mapped part of the log (tmpfs) */
 #define MU_SHRINK MU_WINDOW      /* give back what grew past it */
 
@@ -136,10 +136,9 @@ mu_append(int type, uint64_t a, int64_t c, const void *data, uint64_t len)
 		.gen = dc__vol.committed + 1, .inc = dc__vol.incarnation,
 		.seq = dc__vol.mu_seq, .a = (int64_t)a, .b = dc__vol.mu_prev,
 		.c = c, .len = len };
-	/* the checksum dc__log_read computes: header with csum 0, then the
-	 * payload as one chunk (len <= MU_CHUNK, a multiple of 8: no pad) */
-	uint64_t cs = rio_checksum(&h, sizeof(h), DC_LOG_SEED);
-	h.csum = len ? rio_checksum(data, len, cs) : cs;
+	/* the format's one checksum (log.c); the payload is one piece
+	 * (len <= MU_CHUNK, a multiple of 8: no pad) */
+	h.csum = dc__log_csum(&h, data, len, NULL, 0);
 	long want = (long)(sizeof(h) + len);
 #ifdef DC_TEST_CRASHPOINTS
 	if (dc__vol.mu_cap && dc__vol.mu_off + (uint64_t)want > dc__vol.mu_cap)
