@@ -127,13 +127,7 @@ static const struct rio__hdr_rule seg_rule = {
 	.incompat_known = VISTA_SEG_INCOMPAT_KNOWN,
 	.ro_compat_known = VISTA_SEG_RO_COMPAT_KNOWN,
 	.compat_known = VISTA_SEG_COMPAT_KNOWN,
-	.code = {
-		[RIO__HDR_BADMAGIC] = VISTA_ECORRUPT,
-		[RIO__HDR_BADCSUM] = VISTA_ECORRUPT,
-		[RIO__HDR_VERSION] = VISTA_ELAYOUT,
-		[RIO__HDR_FEATURE] = VISTA_ELAYOUT,
-		[RIO__HDR_RESERVED] = VISTA_ECORRUPT,
-	},
+	.code = VISTA__HDR_CODES,
 };
 
 /* Checks that need only the header bytes.  Segments are always mapped
@@ -142,17 +136,8 @@ static const struct rio__hdr_rule seg_rule = {
 static int
 seg_check_hdr(const struct vista_seg_hdr *h, const char *path)
 {
-	struct rio__hdr_view v = {
-		.magic = h->magic,
-		.csum_ok = h->checksum == seg_hdr_checksum(h),
-		.major = h->major,
-		.minor = h->minor,
-		.incompat = h->incompat,
-		.ro_compat = h->ro_compat,
-		.compat = h->compat,
-		.reserved = { { h->reserved, sizeof(h->reserved) },
-			{ &h->reserved0, sizeof(h->reserved0) } },
-	};
+	struct rio__hdr_view v = VISTA__HDR_VIEW(h,
+		h->checksum == seg_hdr_checksum(h));
 	char why[160];
 	int rc = rio__hdr_check(&seg_rule, &v, RIO__HDR_WRITE, why,
 		sizeof(why));

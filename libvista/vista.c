@@ -327,13 +327,7 @@ static const struct rio__hdr_rule log_rule = {
 	.incompat_known = VISTA_LOG_INCOMPAT_KNOWN,
 	.ro_compat_known = VISTA_LOG_RO_COMPAT_KNOWN,
 	.compat_known = VISTA_LOG_COMPAT_KNOWN,
-	.code = {
-		[RIO__HDR_BADMAGIC] = VISTA_ECORRUPT,
-		[RIO__HDR_BADCSUM] = VISTA_ECORRUPT,
-		[RIO__HDR_VERSION] = VISTA_ELAYOUT,
-		[RIO__HDR_FEATURE] = VISTA_ELAYOUT,
-		[RIO__HDR_RESERVED] = VISTA_ECORRUPT,
-	},
+	.code = VISTA__HDR_CODES,
 };
 
 static uint64_t
@@ -411,17 +405,8 @@ log_check(vista *v)
 	const char *path = rio_pool_path(v->log);
 	size_t user = rio_pool_size(v->log);
 
-	struct rio__hdr_view hv = {
-		.magic = h->magic,
-		.csum_ok = h->checksum == log_hdr_checksum(h),
-		.major = h->major,
-		.minor = h->minor,
-		.incompat = h->incompat,
-		.ro_compat = h->ro_compat,
-		.compat = h->compat,
-		.reserved = { { h->reserved, sizeof(h->reserved) },
-			{ &h->reserved0, sizeof(h->reserved0) } },
-	};
+	struct rio__hdr_view hv = VISTA__HDR_VIEW(h,
+		h->checksum == log_hdr_checksum(h));
 	char why[160];
 	/* The log is always written (vista has no read-only mode). */
 	int rc = rio__hdr_check(&log_rule, &hv, RIO__HDR_WRITE, why,

@@ -49,6 +49,26 @@ extern "C" {
 		__atomic_load_n(&(l)->st.field, __ATOMIC_RELAXED) + (n),      \
 		__ATOMIC_RELAXED)
 
+/* The header rules' view of a log or segment header (the two share their
+ * field names) and the codes both give (librio/hdr.c, H1..H8). */
+#define VISTA__HDR_VIEW(h, csum_ok_)                                     \
+	{                                                                \
+		.magic = (h)->magic, .csum_ok = (csum_ok_),              \
+		.major = (h)->major, .minor = (h)->minor,                \
+		.incompat = (h)->incompat, .ro_compat = (h)->ro_compat,  \
+		.compat = (h)->compat,                                   \
+		.reserved = { { (h)->reserved, sizeof((h)->reserved) },  \
+			{ &(h)->reserved0, sizeof((h)->reserved0) } },   \
+	}
+#define VISTA__HDR_CODES                                                 \
+	{                                                                \
+		[RIO__HDR_BADMAGIC] = VISTA_ECORRUPT,                    \
+		[RIO__HDR_BADCSUM] = VISTA_ECORRUPT,                     \
+		[RIO__HDR_VERSION] = VISTA_ELAYOUT,                      \
+		[RIO__HDR_FEATURE] = VISTA_ELAYOUT,                      \
+		[RIO__HDR_RESERVED] = VISTA_ECORRUPT,                    \
+	}
+
 #define VISTA__SEGWORDS (VISTA_MAX_SEGMENTS / 64)
 
 /* Per-lane segment masks (touched, allocd, freed, pend_segs).  relaxed:
