@@ -15,9 +15,12 @@
 // clients (bursts of valid requests from sockets of this test, never
 // acknowledged) and a short horizon, so that responses are reclaimed --
 // the forged ones, and the client's when a kill keeps it away long enough
-// -- under the same kills: a reclaimed request must run at most once.  The
-// build that reclaims without recording it (VG_BROKEN_RECLAIM_UNRECORDED)
-// must be caught there: a returning client's request runs again.
+// -- under the same kills: a reclaimed request must run at most once.
+// Every tenth round of it kills the client on purpose while its request
+// is answered but unreceived (the client stops after sending; the test
+// waits for the server's commit), so the build that reclaims without
+// recording it (VG_BROKEN_RECLAIM_UNRECORDED) is caught every run: the
+// returning client's request runs again.
 #include "vg_test.hpp"
 #include "workload.hpp"
 
@@ -108,7 +111,7 @@ static std::string campaign(struct vg_endpoint_opts co,
 	std::mt19937_64 rng(co.faults.seed);
 	wl::Shared *sh = wl::shared_new();
 	*shared = sh;
-	int kills[2] = { 0, 0 };
+	int kills[2] = { 0, 0 }, held_answered = 0;
 	int ffd = socket(AF_INET, SOCK_DGRAM, 0);
 	uint64_t fseq[2] = { 1, 1 };
 	REQUIRE(ffd >= 0);
@@ -125,10 +128,25 @@ static std::string campaign(struct vg_endpoint_opts co,
 			for (int f = 0; f < 2; f++)
 				forge(ffd, sh->server_port, 100 + f, &fseq[f],
 					(int)so.max_responses / 2);
-		// Mostly a few ms, sometimes long enough for many cycles.
-		usleep((useconds_t)(rng() % 8 == 0 ? 20000 + rng() % 30000
-						    : 500 + rng() % 6000));
-		bool kc = rng() % 2;
+		// Every tenth round with forged clients, the client is killed
+		// at the worst moment for reclaiming: its request sent and
+		// answered by a committed response it never received.
+		bool held = forged && (kills[0] + kills[1]) % 10 == 5;
+		if (held) {
+			sh->held = 0;
+			sh->hold = 1;
+			for (int ms = 0; ms < 2000 && !(sh->held &&
+					   sh->served >= sh->held); ms++)
+				usleep(1000);
+			held_answered += sh->held && sh->served >= sh->held;
+		} else {
+			// Mostly a few ms, sometimes long enough for many
+			// cycles.
+			usleep((useconds_t)(rng() % 8 == 0
+					? 20000 + rng() % 30000
+					: 500 + rng() % 6000));
+		}
+		bool kc = held || rng() % 2;
 		pid_t &victim = kc ? client : server;
 		kill(victim, SIGKILL);
 		int st;
@@ -138,7 +156,8 @@ static std::string campaign(struct vg_endpoint_opts co,
 				" exited by itself, status " +
 				std::to_string(st);
 		kills[kc]++;
-		if (forged && kc && rng() % 3 == 0) {
+		sh->hold = 0;
+		if (forged && kc && (held || rng() % 3 == 0)) {
 			// The client stays away past the horizon while the
 			// table fills: its answer, if it had one, is reclaimed.
 			usleep((useconds_t)so.horizon_ms * 1500);
@@ -169,9 +188,13 @@ static std::string campaign(struct vg_endpoint_opts co,
 	WARN(kills[1] << " client and " << kills[0] << " server kills, "
 		      << cycles << " cycles, " << sh->expired
 		      << " ended VG_EEXPIRED, " << sh->reclaimed
-		      << " responses reclaimed");
+		      << " responses reclaimed, " << held_answered
+		      << " answers lost on purpose");
 	REQUIRE(kills[0] + kills[1] == target);
 	REQUIRE(cycles > 0);
+	// the deterministic rounds happened: a lost answer was reclaimable
+	if (forged)
+		REQUIRE(held_answered > 0);
 	return bad;
 }
 

@@ -45,6 +45,9 @@ struct Shared {
 	std::atomic<uint64_t> finished{ 0 }; // cycles the client committed
 	std::atomic<uint64_t> expired{ 0 };  // ... that ended VG_EEXPIRED
 	std::atomic<uint64_t> reclaimed{ 0 }; // responses_expired, all servers
+	std::atomic<int> hold{ 0 };          // client: stop after the next send
+	std::atomic<uint64_t> held{ 0 };     // ... the cycle it stopped in
+	std::atomic<uint64_t> served{ 0 };   // the last cycle a server committed
 	struct vg_stats client_stats;        // of the last client run
 	struct vg_stats server_stats;        // of the server, now and then
 };
@@ -178,6 +181,11 @@ inline void client_main(const std::string &dir, Shared *sh,
 		st->pending = 1;
 		st->pending_seq = seq;
 		WL_OK(53, vg_commit(n.v));
+		if (sh->hold) { // the test kills it here, request out
+			sh->held = i;
+			for (;;)
+				pause();
+		}
 	}
 	// The acknowledgement of the last response goes now.
 	vg_poll(n.ep, 30);
@@ -226,6 +234,7 @@ inline void server_main(const std::string &dir, Shared *sh,
 		st->e[i].given = v;
 		WL_OK(73, vista_send_response(n.ep, &id, &v, sizeof(v)));
 		WL_OK(74, vg_commit(n.v));
+		sh->served = i;
 		if ((st->counter & 63) == 0)
 			vg_stats(n.ep, &sh->server_stats);
 	}
