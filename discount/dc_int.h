@@ -33,6 +33,7 @@
 #include "rio.h"
 #include "linux_compat.h"
 #include "rio_assert.h"
+#include "rio_clock.h"
 
 #define DC__PAGE 4096ul
 #define DC__HOT 4096ul     /* first page of dc__st: copied at every commit */
@@ -484,13 +485,6 @@ int dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 int dc__log_undo_pop(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 	int (*apply)(const struct dc_log_ent *e, const char *payload),
 	const char *what, uint64_t *n);
-
-static inline uint64_t dc__now_ns(int clk)
-{
-	struct timespec t;
-	clock_gettime(clk, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 #define DC__PROT_LOG(p) ((p) == DC_CAND_LOG || (p) == DC_CBNDVS_LOG)
 

@@ -402,7 +402,7 @@ sync_locked(rio_pool *p, struct rio__image *im, unsigned k, uint64_t *gen_out)
 	sb.data_off = data_off;
 	sb.table_csum = rio_checksum(im->table[k],
 		im->npages * sizeof(uint64_t), RIO_IMG_TABLE_CSUM_SEED);
-	sb.sync_time_ns = rio__now_ns();
+	sb.sync_time_ns = rio_now_ns(CLOCK_REALTIME);
 	sb.checksum = super_checksum(&sb);
 	rc = rio__pwrite_all(im->fd, &sb, sizeof(sb),
 		(off_t)k * RIO_IMG_BLOCK);

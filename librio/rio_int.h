@@ -13,6 +13,7 @@
 
 #include "rio.h"
 #include "rio_assert.h"
+#include "rio_clock.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -231,9 +232,6 @@ void rio__sync_thread_stop(rio_pool *p);
 /* trace.c */
 void rio__trace_mapped(rio_pool *p);
 void rio__trace_unmapping(rio_pool *p);
-
-/* time */
-uint64_t rio__now_ns(void);
 
 #ifdef __cplusplus
 }

@@ -106,11 +106,3 @@ rio__fsync_dir_of(const char *path)
 	close(fd);
 	return rc;
 }
-
-uint64_t
-rio__now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}

@@ -388,7 +388,8 @@ wait_one(struct pmt_runner *r)
 		}
 		if (pid < 0 && errno == ECHILD)
 			return;
-		uint64_t now = pmt_now_ns(), next = now + 1000000000ull;
+		uint64_t now = rio_now_ns(CLOCK_MONOTONIC);
+		uint64_t next = now + 1000000000ull;
 		for (unsigned i = 0; i < r->nslots; i++) {
 			struct slot *s = &r->slots[i];
 			if (s->pid == 0 || s->deadline == 0)
@@ -434,7 +435,8 @@ pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
 		run_child(r, s, m, chosen, n);
 	s->pid = pid;
 	s->deadline = r->o.timeout_s ?
-		pmt_now_ns() + (uint64_t)r->o.timeout_s * 1000000000ull : 0;
+		rio_now_ns(CLOCK_MONOTONIC) +
+		(uint64_t)r->o.timeout_s * 1000000000ull : 0;
 }
 
 void
