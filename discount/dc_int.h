@@ -386,7 +386,6 @@ struct dc_redo_seg {
 	uint64_t off, len, csum;
 	bool punch;
 };
-int dc__pwrite_all(int fd, const void *buf, uint64_t len, uint64_t off);
 int dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out);
 int dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg);
 int dc__redo_flush_pending(void);

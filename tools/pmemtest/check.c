@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "pmemtest_int.h"
+#include "rio_int.h"
 
 #define OUTPUT_MAX 4096
 
@@ -173,17 +174,12 @@ slot_prepare(struct slot *s, struct pmt_model *m)
 	}
 }
 
+/* In the child: write all of buf or give up on the image. */
 static void
 pwrite_all(int fd, const void *buf, size_t n, off_t off)
 {
-	while (n > 0) {
-		ssize_t k = pwrite(fd, buf, n, off);
-		if (k <= 0)
-			_exit(125); /* the image could not be written */
-		buf = (const uint8_t *)buf + k;
-		n -= (size_t)k;
-		off += k;
-	}
+	if (rio__pwrite_all(fd, buf, n, off) != 0)
+		_exit(125); /* the image could not be written */
 }
 
 /* In the child: one pool file becomes dur + its chosen lines. */
