@@ -79,13 +79,7 @@ static const struct rio__hdr_rule img_rule = {
 	.minor = RIO_IMG_MINOR,
 	.fields = RIO__HDR_INCOMPAT,
 	.incompat_known = 0,
-	.code = {
-		[RIO__HDR_BADMAGIC] = RIO_EBADMAGIC,
-		[RIO__HDR_BADCSUM] = RIO_EBADCSUM,
-		[RIO__HDR_VERSION] = RIO_EVERSION,
-		[RIO__HDR_FEATURE] = RIO_EFEATURE,
-		[RIO__HDR_RESERVED] = RIO_EBADHDR,
-	},
+	.code = RIO__HDR_CODES,
 };
 
 /* An image (or slot) this code must neither use nor write over. */

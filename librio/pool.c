@@ -56,13 +56,7 @@ static const struct rio__hdr_rule pool_rule = {
 	.incompat_known = RIO_FEAT_INCOMPAT_KNOWN,
 	.ro_compat_known = RIO_FEAT_RO_COMPAT_KNOWN,
 	.compat_known = RIO_FEAT_COMPAT_KNOWN,
-	.code = {
-		[RIO__HDR_BADMAGIC] = RIO_EBADMAGIC,
-		[RIO__HDR_BADCSUM] = RIO_EBADCSUM,
-		[RIO__HDR_VERSION] = RIO_EVERSION,
-		[RIO__HDR_FEATURE] = RIO_EFEATURE,
-		[RIO__HDR_RESERVED] = RIO_EBADHDR,
-	},
+	.code = RIO__HDR_CODES,
 };
 
 static char *

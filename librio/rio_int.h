@@ -132,6 +132,17 @@ struct rio__hdr_rule {
 	int code[RIO__HDR_NVERDICTS]; /* the library's code per verdict */
 };
 
+/* librio's code per verdict, for the pool header and the image superblock
+ * (the file cache maps a bad checksum and reserved bytes to RIO_ECORRUPT). */
+#define RIO__HDR_CODES                                \
+	{                                             \
+		[RIO__HDR_BADMAGIC] = RIO_EBADMAGIC,  \
+		[RIO__HDR_BADCSUM] = RIO_EBADCSUM,    \
+		[RIO__HDR_VERSION] = RIO_EVERSION,    \
+		[RIO__HDR_FEATURE] = RIO_EFEATURE,    \
+		[RIO__HDR_RESERVED] = RIO_EBADHDR,    \
+	}
+
 /* The fields as read from media; absent masks 0, unused reserved NULL. */
 struct rio__hdr_view {
 	const void *magic;
