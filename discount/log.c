@@ -87,7 +87,6 @@ dc__log_append(int fd, char *win, uint64_t win_len, uint64_t *off,
 	h->magic = DC_LOG_MAGIC;
 	h->seq = *seq;
 	h->len = l1 + l2;
-	h->csum = 0;
 	h->csum = log_csum(h, d1, l1, d2, l2);
 	uint64_t want = dc__log_span(h->len);
 	uint64_t pad = want - sizeof(*h) - h->len;
