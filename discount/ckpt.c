@@ -274,7 +274,7 @@ dc__files_create(const char *dir)
 	sb->magic = DC_SB_MAGIC;
 	sb->major = DC_MAJOR;
 	sb->minor = DC_MINOR;
-	sb->ctime_ns = dc__now_ns(CLOCK_REALTIME);
+	sb->ctime_ns = rio_now_ns(CLOCK_REALTIME);
 	sb->ctl_addr = (uint64_t)(uintptr_t)dc__vol.ctlb;
 	struct stat st;
 	if (stat("/proc/self/exe", &st) == 0) {
@@ -1003,7 +1003,7 @@ dc__commit(void)
 		dc__vol.selector = sel;
 		dc__vol.in_commit = 0;
 	}
-	dc__vol.commit_time = dc__now_ns(CLOCK_REALTIME); /* one clock read */
+	dc__vol.commit_time = rio_now_ns(CLOCK_REALTIME); /* one clock read */
 	dc__k_before_commit();
 	if (dc__st.maps_changed)
 		dc__st.brk_end = (uint64_t)syscall(SYS_brk, 0);

@@ -33,6 +33,7 @@
 #include "rio.h"
 #include "linux_compat.h"
 #include "rio_assert.h"
+#include "rio_clock.h"
 
 #define DC__PAGE 4096ul
 #define DC__HOT 4096ul     /* first page of dc__st: copied at every commit */
@@ -385,7 +386,6 @@ struct dc_redo_seg {
 	uint64_t off, len, csum;
 	bool punch;
 };
-int dc__pwrite_all(int fd, const void *buf, uint64_t len, uint64_t off);
 int dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out);
 int dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg);
 int dc__redo_flush_pending(void);
@@ -463,14 +463,18 @@ int dc__nd_scan(uint64_t gen, uint64_t *end, uint64_t *count,
 struct dc_log_ent;
 int dc__nd_next(struct dc_log_ent *e, void *payload, uint64_t max);
 
-/* log helpers shared by ndlog.c and fundo.c (the checksum by seg.c too) */
-/* Payload bytes per checksum piece of a log entry (log.c). */
+/* log.c: the entry format of ndlog, fundo and mundo (ckpt_layout.h) --
+ * one writer, one reader, one undo walk */
+/* Payload bytes per checksum piece of a log entry. */
 #define DC__LOG_CHUNK 65536u
-uint64_t dc__log_csum(const struct dc_log_ent *h, const void *p1,
-	uint64_t l1, const void *p2, uint64_t l2);
-int dc__log_write(int fd, uint64_t *off, uint64_t *seq, uint64_t gen,
-	uint64_t inc, int type, int64_t a, int64_t b, int64_t c,
-	const void *d1, uint64_t l1, const void *d2, uint64_t l2);
+/* Bytes an entry with len payload bytes takes: header, payload, pad to 8. */
+static inline uint64_t dc__log_span(uint64_t len)
+{
+	return sizeof(struct dc_log_ent) + ((len + 7) & ~7ull);
+}
+int dc__log_append(int fd, char *win, uint64_t win_len, uint64_t *off,
+	uint64_t *seq, struct dc_log_ent *h, const void *d1, uint64_t l1,
+	const void *d2, uint64_t l2);
 int dc__log_read(int fd, uint64_t off, uint64_t gen, uint64_t seq,
 	const uint64_t *inc, struct dc_log_ent *e, void *payload,
 	uint64_t max);
@@ -480,13 +484,6 @@ int dc__log_undo(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 int dc__log_undo_pop(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 	int (*apply)(const struct dc_log_ent *e, const char *payload),
 	const char *what, uint64_t *n);
-
-static inline uint64_t dc__now_ns(int clk)
-{
-	struct timespec t;
-	clock_gettime(clk, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
 
 #define DC__PROT_LOG(p) ((p) == DC_CAND_LOG || (p) == DC_CBNDVS_LOG)
 

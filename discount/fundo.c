@@ -53,13 +53,15 @@ dc__fu_log(int type, int64_t a, const char *p1, const char *p2,
 	if (dc__vol.fu_off == 0)
 		last_off = -1;
 	int64_t here = (int64_t)dc__vol.fu_off;
-	int rc = dc__log_write(dc__vol.fundo_fd, &dc__vol.fu_off,
-		&dc__vol.fu_seq, dc__vol.committed + 1, dc__vol.incarnation,
-		type, a, last_off, (int64_t)(l1 + l2), names, l1 + l2, data,
-		len);
-	if (rc == 0)
-		last_off = here;
-	return rc;
+	struct dc_log_ent h = { .type = (uint16_t)type,
+		.gen = dc__vol.committed + 1, .inc = dc__vol.incarnation,
+		.a = a, .b = last_off, .c = (int64_t)(l1 + l2) };
+	int rc = dc__log_append(dc__vol.fundo_fd, NULL, 0, &dc__vol.fu_off,
+		&dc__vol.fu_seq, &h, names, l1 + l2, data, len);
+	if (rc)
+		return dc__err(rc, "fundo append: %s", strerror(-rc));
+	last_off = here;
+	return 0;
 }
 
 /* Log what a write of len bytes at off into descriptor fd will change. */

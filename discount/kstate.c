@@ -674,7 +674,7 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 			struct dc__itimer *t = &dc__st.itimer[a[0]];
 			t->armed = v->it_value.tv_sec || v->it_value.tv_usec;
 			t->interval = v->it_interval;
-			t->expires_ns = dc__now_ns(CLOCK_MONOTONIC) +
+			t->expires_ns = rio_now_ns(CLOCK_MONOTONIC) +
 				(uint64_t)v->it_value.tv_sec * 1000000000ull +
 				(uint64_t)v->it_value.tv_usec * 1000ull;
 		}
@@ -684,7 +684,7 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 		struct dc__itimer *t = &dc__st.itimer[ITIMER_REAL];
 		t->armed = a[0] != 0;
 		t->interval = (struct timeval){ 0, 0 };
-		t->expires_ns = dc__now_ns(CLOCK_MONOTONIC) +
+		t->expires_ns = rio_now_ns(CLOCK_MONOTONIC) +
 			(uint64_t)a[0] * 1000000000ull;
 		return r;
 	}
@@ -889,7 +889,7 @@ dc__k_restore(int keep_fd)
 	for (int s = 1; s <= 64; s++)
 		if (dc__st.sig[s].handler != 0 || dc__st.sig[s].flags != 0)
 			dc__install_handler(s);
-	uint64_t now = dc__now_ns(CLOCK_MONOTONIC);
+	uint64_t now = rio_now_ns(CLOCK_MONOTONIC);
 	for (int w = 0; w < 3; w++) {
 		struct dc__itimer *t = &dc__st.itimer[w];
 		if (!t->armed)

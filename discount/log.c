@@ -3,8 +3,9 @@
  * log.c -- the append-only logs of an interval (ndlog, fundo)
  *
  * An entry is a struct dc_log_ent header and its payload padded to 8
- * bytes, written with one pwritev and made durable before the caller acts
- * on it (the action the entry guards comes after).
+ * bytes, appended by dc__log_append -- the format's one writer, for all
+ * three logs -- and made durable before the caller acts on it (the
+ * action the entry guards comes after).
  *
  * Invariants:
  *  1. An entry is valid when its magic, generation, sequence number (and,
@@ -25,6 +26,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -33,11 +35,11 @@
 #define CHUNK DC__LOG_CHUNK
 
 /* Checksum of the header (csum = 0) and the payload d1 ++ d2, chained
- * over 64 KiB pieces of the payload: readers reproduce it piecewise.  The
- * one definition for every writer of the format (here and seg.c's undo
- * log); async-signal-safe when the payload is in one piece. */
-uint64_t
-dc__log_csum(const struct dc_log_ent *h, const void *p1, uint64_t l1,
+ * over 64 KiB pieces of the payload: the reader reproduces it piecewise.
+ * Async-signal-safe when the payload is in one piece (d2 empty); a piece
+ * that straddles d1 and d2 is gathered in dc__vol.logtmp. */
+static uint64_t
+log_csum(const struct dc_log_ent *h, const void *p1, uint64_t l1,
 	const void *p2, uint64_t l2)
 {
 	const char *d1 = p1, *d2 = p2;
@@ -61,28 +63,62 @@ dc__log_csum(const struct dc_log_ent *h, const void *p1, uint64_t l1,
 	return c;
 }
 
+/*
+ * The one writer of the format (ndlog.c, fundo.c, seg.c's mundo): fills
+ * h's magic, seq, len and csum, then writes the entry at *off -- stored
+ * into win when the log's first win_len bytes are mapped there and the
+ * entry fits (tmpfs: a store is what a write would make the file's page;
+ * a torn entry fails its checksum), else one pwritev -- and makes it
+ * durable before returning (fdatasync unless the directory is memory):
+ * the caller acts on what the entry guards only after (invariant 1 of
+ * fundo.c and seg.c).  Then *off and *seq advance.
+ *
+ * Raw system calls, no error message, no write to anything but the log,
+ * *off and *seq: it runs in the SIGSEGV handler (seg.c invariant 5).
+ * Returns 0, -errno, or -ENOSPC for a short write; the caller says what
+ * failed.
+ */
 int
-dc__log_write(int fd, uint64_t *off, uint64_t *seq, uint64_t gen,
-	uint64_t inc, int type, int64_t a, int64_t b, int64_t c,
-	const void *d1, uint64_t l1, const void *d2, uint64_t l2)
+dc__log_append(int fd, char *win, uint64_t win_len, uint64_t *off,
+	uint64_t *seq, struct dc_log_ent *h, const void *d1, uint64_t l1,
+	const void *d2, uint64_t l2)
 {
 	static const char zero[8];
-	struct dc_log_ent h = { .magic = DC_LOG_MAGIC, .type = (uint16_t)type,
-		.gen = gen, .inc = inc, .seq = *seq, .a = a, .b = b, .c = c,
-		.len = l1 + l2 };
-	h.csum = dc__log_csum(&h, d1, l1, d2, l2);
-	uint64_t pad = ((h.len + 7) & ~7ull) - h.len;
-	struct iovec iov[4] = { { &h, sizeof(h) }, { (void *)d1, l1 },
-		{ (void *)d2, l2 }, { (void *)zero, pad } };
-	uint64_t want = sizeof(h) + h.len + pad;
-	ssize_t k = pwritev(fd, iov, 4, (off_t)*off);
-	if (k != (ssize_t)want)
-		return dc__err(k < 0 ? -errno : -EIO, "log append: %s",
-			k < 0 ? strerror(errno) : "short write");
-	/* The entry must be durable before what it guards happens. */
-	int rc = dc__sync_fd(fd);
-	if (rc)
-		return rc;
+	h->magic = DC_LOG_MAGIC;
+	h->seq = *seq;
+	h->len = l1 + l2;
+	h->csum = log_csum(h, d1, l1, d2, l2);
+	uint64_t want = dc__log_span(h->len);
+	uint64_t pad = want - sizeof(*h) - h->len;
+	if (win != NULL && *off + want <= win_len) {
+		char *p = win + *off;
+		memcpy(p, h, sizeof(*h));
+		p += sizeof(*h);
+		if (l1)
+			memcpy(p, d1, l1);
+		if (l2)
+			memcpy(p + l1, d2, l2);
+		if (pad)
+			memset(p + l1 + l2, 0, pad);
+	} else {
+		struct iovec iov[4] = { { h, sizeof(*h) } };
+		int n = 1;
+		if (l1)
+			iov[n++] = (struct iovec){ (void *)d1, l1 };
+		if (l2)
+			iov[n++] = (struct iovec){ (void *)d2, l2 };
+		if (pad)
+			iov[n++] = (struct iovec){ (void *)zero, pad };
+		long k = dc__sys6(SYS_pwritev, fd, (long)iov, n, (long)*off,
+			0, 0);
+		if (k != (long)want)
+			return k < 0 ? (int)k : -ENOSPC;
+		/* The entry must be durable before what it guards happens;
+		 * on tmpfs the write itself is (ckpt.c dc__sync_fd). */
+		if (!dc__vol.dir_is_mem &&
+		    (k = dc__sys6(SYS_fdatasync, fd, 0, 0, 0, 0, 0)) < 0)
+			return (int)k;
+	}
 	*off += want;
 	*seq += 1;
 	return 0;
@@ -139,7 +175,7 @@ undo_walk(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 
 	while (dc__log_read(fd, off, gen, seq, &inc, &e, NULL, 0) == 0) {
 		last = off;
-		off += sizeof(e) + ((e.len + 7) & ~7ull);
+		off += dc__log_span(e.len);
 		seq++;
 	}
 	uint64_t k = seq, at = last;

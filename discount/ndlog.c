@@ -24,12 +24,14 @@ int
 dc__nd_append(int type, int64_t a, int64_t b, int64_t c, const void *d1,
 	uint64_t l1, const void *d2, uint64_t l2)
 {
-	int rc = dc__log_write(dc__vol.ndlog_fd, &dc__vol.nd_off,
-		&dc__vol.nd_seq, dc__vol.committed + 1, 0, type, a, b, c, d1, l1,
-		d2, l2);
-	if (rc == 0)
-		dc__st.stats.logged_events++;
-	return rc;
+	struct dc_log_ent h = { .type = (uint16_t)type,
+		.gen = dc__vol.committed + 1, .a = a, .b = b, .c = c };
+	int rc = dc__log_append(dc__vol.ndlog_fd, NULL, 0, &dc__vol.nd_off,
+		&dc__vol.nd_seq, &h, d1, l1, d2, l2);
+	if (rc)
+		return dc__err(rc, "input log append: %s", strerror(-rc));
+	dc__st.stats.logged_events++;
+	return 0;
 }
 
 /* Find the valid entries of interval gen: their end, count, and the
@@ -44,7 +46,7 @@ dc__nd_scan(uint64_t gen, uint64_t *end, uint64_t *count,
 		       0) == 0) {
 		if (e.type == DC_ND_READ && e.a == 0 && e.b > 0)
 			in += (uint64_t)e.b;
-		off += sizeof(e) + ((e.len + 7) & ~7ull);
+		off += dc__log_span(e.len);
 		seq++;
 	}
 	*end = off;
@@ -69,7 +71,7 @@ dc__nd_next(struct dc_log_ent *e, void *payload, uint64_t max)
 			"(%lu) than the call's buffer (%lu)",
 			(unsigned long)dc__vol.replay_seq,
 			(unsigned long)e->len, (unsigned long)max);
-	dc__vol.replay_off += sizeof(*e) + ((e->len + 7) & ~7ull);
+	dc__vol.replay_off += dc__log_span(e->len);
 	dc__vol.replay_seq++;
 	if (dc__vol.replay_off >= dc__vol.replay_end)
 		dc__vol.replaying = false;

@@ -42,26 +42,9 @@
 #include <unistd.h>
 
 #include "dc_int.h"
+#include "rio_int.h"
 
 #define CHUNK (64u * 1024u)
-
-int
-dc__pwrite_all(int fd, const void *buf, uint64_t len, uint64_t off)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t k = pwrite(fd, p, len, (off_t)off);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return dc__err(-errno, "pwrite: %s", strerror(errno));
-		}
-		p += k;
-		len -= (uint64_t)k;
-		off += (uint64_t)k;
-	}
-	return 0;
-}
 
 static int
 pread_all(int fd, void *buf, uint64_t len, uint64_t off)
@@ -148,11 +131,14 @@ dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out)
 				/* rare short write: finish vector by vector */
 				uint64_t o = off;
 				for (int k = 0; k < ni; k++) {
-					int rc = dc__pwrite_all(dc__vol.redo_fd,
+					int rc = rio__pwrite_all(dc__vol.redo_fd,
 						iov[k].iov_base,
-						iov[k].iov_len, o);
+						iov[k].iov_len, (off_t)o);
 					if (rc)
-						return rc;
+						return dc__err(rc, "redo log: "
+							"write at %lu: %s",
+							(unsigned long)o,
+							strerror(-rc));
 					o += iov[k].iov_len;
 				}
 			}

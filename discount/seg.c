@@ -70,7 +70,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "dc_int.h"
@@ -124,6 +123,9 @@ dc__seg_any(uint64_t a, uint64_t b)
 
 /* ---- the undo log (invariants 1, 2 and 5) ---- */
 
+/* Append one entry to the interval's undo log through the format's one
+ * writer (log.c), chained to the previous entry by b.  The payload is one
+ * checksum piece (len <= MU_CHUNK, a multiple of 8: no pad). */
 static int
 mu_append(int type, uint64_t a, int64_t c, const void *data, uint64_t len)
 {
@@ -132,43 +134,21 @@ mu_append(int type, uint64_t a, int64_t c, const void *data, uint64_t len)
 	(void)type, (void)a, (void)c, (void)data, (void)len;
 	return 0;
 #endif
-	struct dc_log_ent h = { .magic = DC_LOG_MAGIC, .type = (uint16_t)type,
-		.gen = dc__vol.committed + 1, .inc = dc__vol.incarnation,
-		.seq = dc__vol.mu_seq, .a = (int64_t)a, .b = dc__vol.mu_prev,
-		.c = c, .len = len };
-	/* the format's one checksum (log.c); the payload is one piece
-	 * (len <= MU_CHUNK, a multiple of 8: no pad) */
-	h.csum = dc__log_csum(&h, data, len, NULL, 0);
-	long want = (long)(sizeof(h) + len);
 #ifdef DC_TEST_CRASHPOINTS
-	if (dc__vol.mu_cap && dc__vol.mu_off + (uint64_t)want > dc__vol.mu_cap)
+	if (dc__vol.mu_cap && dc__vol.mu_off + dc__log_span(len) >
+	    dc__vol.mu_cap)
 		return -ENOSPC; /* DC_TEST_MUNDO_MAX */
 #endif
-	if (dc__vol.mu_map && dc__vol.mu_off + (uint64_t)want <=
-	    dc__vol.mu_map_len) {
-		/* tmpfs: stores into the file's pages are what a write would
-		 * make them (a kill leaves them; a torn entry fails its
-		 * checksum, and what it guards was not written yet) */
-		char *p = dc__vol.mu_map + dc__vol.mu_off;
-		memcpy(p, &h, sizeof(h));
-		if (len)
-			memcpy(p + sizeof(h), data, len);
-		goto appended;
-	}
-	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)data, len } };
-	long k = SYS(SYS_pwritev, dc__vol.mundo_fd, iov, len ? 2 : 1,
-		dc__vol.mu_off, 0, 0);
-	if (k != want)
-		return k < 0 ? (int)k : -ENOSPC;
-	/* The before-image must be durable before the byte it guards
-	 * changes (invariant 1); on tmpfs the write itself is. */
-	if (!dc__vol.dir_is_mem &&
-	    (k = SYS(SYS_fdatasync, dc__vol.mundo_fd, 0, 0, 0, 0, 0)) < 0)
-		return (int)k;
-appended:
-	dc__vol.mu_prev = (int64_t)dc__vol.mu_off;
-	dc__vol.mu_off += (uint64_t)want;
-	dc__vol.mu_seq++;
+	struct dc_log_ent h = { .type = (uint16_t)type,
+		.gen = dc__vol.committed + 1, .inc = dc__vol.incarnation,
+		.a = (int64_t)a, .b = dc__vol.mu_prev, .c = c };
+	int64_t here = (int64_t)dc__vol.mu_off;
+	int rc = dc__log_append(dc__vol.mundo_fd, dc__vol.mu_map,
+		dc__vol.mu_map_len, &dc__vol.mu_off, &dc__vol.mu_seq, &h, data,
+		len, NULL, 0);
+	if (rc)
+		return rc;
+	dc__vol.mu_prev = here;
 	dc__st.stats.undo_bytes += len;
 	return 0;
 }

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "dc_int.h"
+#include "rio_int.h"
 
 #define SLOT_SIZE (1ull << DC_SLOT_SHIFT)
 #define SYS(nr, a, b, c, d, e, f) \
@@ -122,8 +123,10 @@ each_piece(uint64_t a, uint64_t len, bool create, piece_fn fn,
 static long
 write_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
 {
-	return dc__pwrite_all(dc__vol.shadow_fd, c->p + (a - c->a0), k,
-		(uint64_t)off);
+	int rc = rio__pwrite_all(dc__vol.shadow_fd, c->p + (a - c->a0), k,
+		(off_t)off);
+	return rc ? dc__err(rc, "shadow: write at %ld: %s", (long)off,
+		strerror(-rc)) : 0;
 }
 
 int

@@ -47,15 +47,9 @@ rio_seterr(int rc, const char *fmt, ...)
 	return rc;
 }
 
-int
-rio__err(int rc, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vset(fmt, ap);
-	va_end(ap);
-	return rc;
-}
+/* librio's own name for rio_seterr(): the same function. */
+int rio__err(int rc, const char *fmt, ...)
+	__attribute__((alias("rio_seterr")));
 
 /* Set "<context>: <strerror(errno)>" and return -errno. */
 int

@@ -79,13 +79,7 @@ static const struct rio__hdr_rule img_rule = {
 	.minor = RIO_IMG_MINOR,
 	.fields = RIO__HDR_INCOMPAT,
 	.incompat_known = 0,
-	.code = {
-		[RIO__HDR_BADMAGIC] = RIO_EBADMAGIC,
-		[RIO__HDR_BADCSUM] = RIO_EBADCSUM,
-		[RIO__HDR_VERSION] = RIO_EVERSION,
-		[RIO__HDR_FEATURE] = RIO_EFEATURE,
-		[RIO__HDR_RESERVED] = RIO_EBADHDR,
-	},
+	.code = RIO__HDR_CODES,
 };
 
 /* An image (or slot) this code must neither use nor write over. */
@@ -402,7 +396,7 @@ sync_locked(rio_pool *p, struct rio__image *im, unsigned k, uint64_t *gen_out)
 	sb.data_off = data_off;
 	sb.table_csum = rio_checksum(im->table[k],
 		im->npages * sizeof(uint64_t), RIO_IMG_TABLE_CSUM_SEED);
-	sb.sync_time_ns = rio__now_ns();
+	sb.sync_time_ns = rio_now_ns(CLOCK_REALTIME);
 	sb.checksum = super_checksum(&sb);
 	rc = rio__pwrite_all(im->fd, &sb, sizeof(sb),
 		(off_t)k * RIO_IMG_BLOCK);

@@ -56,13 +56,7 @@ static const struct rio__hdr_rule pool_rule = {
 	.incompat_known = RIO_FEAT_INCOMPAT_KNOWN,
 	.ro_compat_known = RIO_FEAT_RO_COMPAT_KNOWN,
 	.compat_known = RIO_FEAT_COMPAT_KNOWN,
-	.code = {
-		[RIO__HDR_BADMAGIC] = RIO_EBADMAGIC,
-		[RIO__HDR_BADCSUM] = RIO_EBADCSUM,
-		[RIO__HDR_VERSION] = RIO_EVERSION,
-		[RIO__HDR_FEATURE] = RIO_EFEATURE,
-		[RIO__HDR_RESERVED] = RIO_EBADHDR,
-	},
+	.code = RIO__HDR_CODES,
 };
 
 static char *
@@ -373,7 +367,7 @@ build_pool_file(const char *path, size_t size, unsigned flags,
 	int fd = -1, rc;
 
 	if (getrandom(&rnd, sizeof(rnd), 0) < 0)
-		rnd = (uint32_t)rio__now_ns();
+		rnd = (uint32_t)rio_now_ns(CLOCK_REALTIME);
 	if (asprintf(&tmp, "%s.tmp-%d-%08x", path, (int)getpid(), rnd) < 0)
 		return rio__err(-ENOMEM, "out of memory");
 	h = calloc(1, sizeof(*h));
@@ -404,7 +398,7 @@ build_pool_file(const char *path, size_t size, unsigned flags,
 	h->uuid[6] = (uint8_t)((h->uuid[6] & 0x0f) | 0x40); /* RFC 4122 v4 */
 	h->uuid[8] = (uint8_t)((h->uuid[8] & 0x3f) | 0x80);
 	h->pool_size = size;
-	h->ctime_ns = rio__now_ns();
+	h->ctime_ns = rio_now_ns(CLOCK_REALTIME);
 	h->map_addr = opts ? (uint64_t)(uintptr_t)opts->addr : 0;
 	if (opts != NULL && opts->layout != NULL)
 		strncpy(h->layout, opts->layout, RIO_LAYOUT_MAX - 1);

@@ -13,6 +13,8 @@
 
 #include "rio.h"
 #include "rio_assert.h"
+#include "rio_clock.h"
+#include "rio_testhook.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -130,6 +132,17 @@ struct rio__hdr_rule {
 	int code[RIO__HDR_NVERDICTS]; /* the library's code per verdict */
 };
 
+/* librio's code per verdict, for the pool header and the image superblock
+ * (the file cache maps a bad checksum and reserved bytes to RIO_ECORRUPT). */
+#define RIO__HDR_CODES                                \
+	{                                             \
+		[RIO__HDR_BADMAGIC] = RIO_EBADMAGIC,  \
+		[RIO__HDR_BADCSUM] = RIO_EBADCSUM,    \
+		[RIO__HDR_VERSION] = RIO_EVERSION,    \
+		[RIO__HDR_FEATURE] = RIO_EFEATURE,    \
+		[RIO__HDR_RESERVED] = RIO_EBADHDR,    \
+	}
+
 /* The fields as read from media; absent masks 0, unused reserved NULL. */
 struct rio__hdr_view {
 	const void *magic;
@@ -152,25 +165,14 @@ RIO__SHARED bool rio__all_zero(const void *p, size_t n);
  * pools' calls whose failure matters to durability, and every call the
  * file cache (librio/fc) makes on the files it caches.  The preload shim
  * points the table at libc's definitions (its own wrappers of the same
- * names would otherwise be called back).
+ * names would otherwise be called back).  One field per entry of
+ * rio_testhook.h's list; tests swap entries through rio_testhook_swap(),
+ * never by writing the table.
  */
 struct rio__sysops {
-	ssize_t (*pwrite)(int fd, const void *buf, size_t n, off_t off);
-	ssize_t (*pread)(int fd, void *buf, size_t n, off_t off);
-	int (*fdatasync)(int fd);
-	int (*fsync)(int fd);
-	int (*mprotect)(void *addr, size_t len, int prot);
-	int (*msync)(void *addr, size_t len, int flags);
-	/* the file cache's, on cached files and their directories */
-	int (*open)(const char *path, int flags, ...);
-	int (*close)(int fd);
-	int (*ftruncate)(int fd, off_t len);
-	int (*fstat)(int fd, struct stat *st);
-	int (*stat)(const char *path, struct stat *st);
-	int (*lstat)(const char *path, struct stat *st);
-	int (*unlink)(const char *path);
-	int (*rename)(const char *from, const char *to);
-	off_t (*lseek)(int fd, off_t off, int whence); /* size limit probe */
+#define RIO__SYSOPS_FIELD(NAME, name, ret, args) rio_sys_##name##_fn name;
+	RIO_TESTHOOK_SYSCALLS(RIO__SYSOPS_FIELD)
+#undef RIO__SYSOPS_FIELD
 };
 RIO__SHARED extern struct rio__sysops rio__sys;
 /* Write/read all of buf or fail with -errno (EIO for a short transfer). */
@@ -231,9 +233,6 @@ void rio__sync_thread_stop(rio_pool *p);
 /* trace.c */
 void rio__trace_mapped(rio_pool *p);
 void rio__trace_unmapping(rio_pool *p);
-
-/* time */
-uint64_t rio__now_ns(void);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * sysops.c -- the system calls librio's durability depends on, and those
- * the file cache makes on the files it caches, behind one table that tests
- * replace to inject failures (SQLite's aSyscall[] idea)
+ * the file cache makes on the files it caches, behind one table whose
+ * entries tests swap to inject failures (rio_testhook.h; SQLite's
+ * aSyscall[] idea)
  *
  * The file cache's calls are behind it for two reasons: the preload shim
  * (librio/fc/fs_shim.c) defines open, pwrite, ... itself and points this
@@ -45,6 +46,31 @@ struct rio__sysops rio__sys = {
 	.rename = rename,
 	.lseek = lseek,
 };
+
+/*
+ * rio_testhook.h: swap one entry.  Plain loads and stores, as the table's
+ * readers make: the caller guarantees no other thread uses the entry
+ * meanwhile (the header's contract).
+ */
+rio_testhook_fn
+rio_testhook_swap(enum rio_testhook_call which, rio_testhook_fn fn)
+{
+	rio_testhook_fn old;
+
+	switch (which) {
+#define RIO__SYSOPS_SWAP(NAME, name, ret, args)                        \
+	case RIO_SYS_##NAME:                                            \
+		old = (rio_testhook_fn)rio__sys.name;                   \
+		if (fn != NULL)                                         \
+			rio__sys.name = (rio_sys_##name##_fn)fn;        \
+		return old;
+		RIO_TESTHOOK_SYSCALLS(RIO__SYSOPS_SWAP)
+#undef RIO__SYSOPS_SWAP
+	case RIO_SYS_NCALLS:
+		break;
+	}
+	return NULL;
+}
 
 /* Async-signal-safe: used by the fatal-signal safe sync. */
 int
@@ -105,12 +131,4 @@ rio__fsync_dir_of(const char *path)
 		rc = -errno;
 	close(fd);
 	return rc;
-}
-
-uint64_t
-rio__now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

@@ -195,7 +195,7 @@ void
 vg__client_replay_send(vg_endpoint *ep, uint32_t slot)
 {
 	struct vg__reqv *rv = &ep->reqv[slot];
-	uint64_t now = vg__now_ns();
+	uint64_t now = rio_now_ns(CLOCK_MONOTONIC);
 
 	if (!rv->outstanding) {
 		int32_t di = dest_get(ep, &ep->req[slot].dest);
@@ -221,7 +221,7 @@ queue_ack(vg_endpoint *ep, int32_t di, uint64_t seq)
 	if (d->nacks == VG_WIRE_MAX_ACKS)
 		send_ack(ep, d);
 	if (d->nacks == 0)
-		d->ack_since = vg__now_ns();
+		d->ack_since = rio_now_ns(CLOCK_MONOTONIC);
 	d->acks[d->nacks++] = seq;
 }
 
@@ -260,7 +260,7 @@ vg__client_commit_taken(vg_endpoint *ep, uint32_t slot)
 int
 vg__client_recover(vg_endpoint *ep)
 {
-	uint64_t now = vg__now_ns();
+	uint64_t now = rio_now_ns(CLOCK_MONOTONIC);
 
 	ep->req_live = 0;
 	ep->resp_ready = 0;

@@ -47,15 +47,6 @@ struct vg__held {
 #define PORT_TRIES 64
 #define RCVBUF_BYTES (4 << 20)
 
-uint64_t
-vg__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- addresses ---- */
 
 bool
@@ -339,7 +330,7 @@ vg__net_send(vg_endpoint *ep, const struct sockaddr *to, socklen_t tolen,
 		return;
 	}
 
-	uint64_t now = vg__now_ns();
+	uint64_t now = rio_now_ns(CLOCK_MONOTONIC);
 	if (chance(n, n->f.drop)) {
 		ep->st.fault_dropped++;
 		return;

@@ -140,7 +140,8 @@ vg__wait(vg_endpoint *const *eps, size_t n, int timeout_ms,
 {
 	struct pollfd stack_fds[2 * VG__STACK_EPS], *fds = stack_fds;
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX
-		: vg__now_ns() + (uint64_t)timeout_ms * 1000000ull;
+		: rio_now_ns(CLOCK_MONOTONIC) +
+			(uint64_t)timeout_ms * 1000000ull;
 	int rc = -ETIMEDOUT;
 
 	if (n > VG__STACK_EPS) {
@@ -155,7 +156,7 @@ vg__wait(vg_endpoint *const *eps, size_t n, int timeout_ms,
 	/* The first turn only peeks at the timers: a retransmission falls
 	 * due while the response waits in the socket buffer, unread. */
 	for (bool fire = false;; fire = true) {
-		uint64_t now = vg__now_ns(), next = deadline;
+		uint64_t now = rio_now_ns(CLOCK_MONOTONIC), next = deadline;
 		for (size_t i = 0; i < n; i++) {
 			if ((rc = vg__check(eps[i])) != 0)
 				goto out;

@@ -148,7 +148,7 @@ vg__server_replay_send(vg_endpoint *ep, uint32_t slot)
 
 	send_response(ep, slot, (struct sockaddr *)&to, len);
 	ep->st.responses_sent++;
-	ep->resp_since[slot] = vg__now_ns();
+	ep->resp_since[slot] = rio_now_ns(CLOCK_MONOTONIC);
 	if (ep->reclaim_due == UINT64_MAX)
 		ep->reclaim_due = later(ep->resp_since[slot], ep->horizon_ns);
 #ifdef VG_BROKEN_FORGET_RESPONSE
@@ -194,7 +194,7 @@ peer_insert(vg_endpoint *ep, int32_t i, uint64_t node, uint64_t inc,
 	vg__raw_store64(ep, &p->node, node);
 	ep->wm_undrained = true;
 	ep->peers_used++;
-	ep->peer_heard[i] = vg__now_ns();
+	ep->peer_heard[i] = rio_now_ns(CLOCK_MONOTONIC);
 	return i;
 }
 
@@ -254,7 +254,7 @@ doom(vg_endpoint *ep, uint32_t slot)
 	if (ep->ndoomed == VG__DOOM_BATCH)
 		vg__server_forget_doomed(ep);
 	if (ep->ndoomed == 0)
-		ep->doomed_since = vg__now_ns();
+		ep->doomed_since = rio_now_ns(CLOCK_MONOTONIC);
 	ep->doomed[ep->ndoomed++] = (struct vg__doomed){ slot, s->node, s->inc,
 		s->seq };
 }
@@ -324,7 +324,7 @@ peer_update(vg_endpoint *ep, const struct vg__wire *w, uint64_t *wm,
 		ep->wm_undrained = true;
 		ep->gc_dirty = true;
 	}
-	ep->peer_heard[i] = vg__now_ns();
+	ep->peer_heard[i] = rio_now_ns(CLOCK_MONOTONIC);
 	*wm = r->wm;
 	*expired = p->expired[p->sel];
 	for (unsigned a = 0; a < w->nacks; a++) {
@@ -463,7 +463,7 @@ room(vg_endpoint *ep, uint32_t need)
 		collect(ep);
 	if (ep->resp_live + need <= limit)
 		return true;
-	uint64_t now = vg__now_ns();
+	uint64_t now = rio_now_ns(CLOCK_MONOTONIC);
 	if (now >= ep->reclaim_due)
 		reclaim(ep, now);
 	return ep->resp_live + need <= limit;
@@ -615,7 +615,7 @@ vg__server_ready(const vg_endpoint *ep)
 int
 vg__server_recover(vg_endpoint *ep)
 {
-	uint64_t now = vg__now_ns();
+	uint64_t now = rio_now_ns(CLOCK_MONOTONIC);
 
 	ep->resp_live = 0;
 	ep->peers_used = 0;

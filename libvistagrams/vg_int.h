@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "rio_assert.h"
+#include "rio_clock.h"
 #include "table_layout.h"
 #include "vistagrams.h"
 #include "wire_layout.h"
@@ -113,7 +114,6 @@ int vg__addr_from_sockaddr(const struct sockaddr *sa, socklen_t len,
 socklen_t vg__addr_to_sockaddr(const struct vg_addr *a, unsigned port_add,
 	struct sockaddr_storage *out);
 bool vg__addr_valid(const struct vg_addr *a);
-uint64_t vg__now_ns(void);
 
 /* ------------------------------------------------------------------------
  * Volatile state

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rio_clock.h"
 #include "rio_fc.h"
 
 #define FILE_SIZE (4u << 20)
@@ -68,15 +69,6 @@ tmp_path(const char *dir, const char *what)
 	if (asprintf(&s, "%s/rio-fsbench-%s-%d", dir, what, (int)getpid()) < 0)
 		abort();
 	return s;
-}
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int
@@ -133,11 +125,12 @@ posix_run(const char *path, int n, struct row *r)
 		goto fail;
 	for (int s = 0; s < 2; s++) {
 		for (int i = 0; i < n; i++) {
-			uint64_t off = next_off(sizes[s]), t0 = now_ns();
+			uint64_t off = next_off(sizes[s]);
+			uint64_t t0 = rio_now_ns(CLOCK_MONOTONIC);
 			if (pwrite(fd, buf, sizes[s], (off_t)off) !=
 				    (ssize_t)sizes[s] || fsync(fd) != 0)
 				goto fail;
-			lat[i] = now_ns() - t0;
+			lat[i] = rio_now_ns(CLOCK_MONOTONIC) - t0;
 		}
 		summarize(lat, n, &r->med[s], &r->p99[s], &r->mean[s]);
 	}
@@ -181,11 +174,12 @@ cache_run(const char *diskdir, const char *tmpfsdir, unsigned force, int n,
 		rc = rio_fc_sync_all(c);
 	for (int s = 0; rc == 0 && s < 2; s++) {
 		for (int i = 0; rc == 0 && i < n; i++) {
-			uint64_t off = next_off(sizes[s]), t0 = now_ns();
+			uint64_t off = next_off(sizes[s]);
+			uint64_t t0 = rio_now_ns(CLOCK_MONOTONIC);
 			rc = rio_fc_pwrite(f, buf, sizes[s], off);
 			if (rc == 0)
 				rc = rio_fc_fsync(f);
-			lat[i] = now_ns() - t0;
+			lat[i] = rio_now_ns(CLOCK_MONOTONIC) - t0;
 		}
 		if (rc == 0)
 			summarize(lat, n, &r->med[s], &r->p99[s], &r->mean[s]);
@@ -273,9 +267,9 @@ sqlite_run(const char *dbdir, const char *tmpfsdir, int n, bool shim)
 		cmd = NULL;
 		goto out;
 	}
-	t0 = now_ns();
+	t0 = rio_now_ns(CLOCK_MONOTONIC);
 	st = system(cmd);
-	t1 = now_ns();
+	t1 = rio_now_ns(CLOCK_MONOTONIC);
 out:
 	unlink(db);
 	unlink(sql);

@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rio_clock.h"
+
 #define TB_MAX_STREAMS 16
 #define TB_MAX_FILES 4
 
@@ -118,7 +120,7 @@ extern const struct tb_workload tb_synthetic;
 
 /* util.c */
 void tb_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-uint64_t tb_now_ns(void);
+#define tb_now_ns() rio_now_ns(CLOCK_MONOTONIC) /* rio_clock.h */
 static inline uint64_t
 tb_rand(uint64_t *s) /* splitmix64 */
 {

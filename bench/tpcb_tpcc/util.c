@@ -40,14 +40,6 @@ tb_err(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-uint64_t
-tb_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 const char *
 tb_domain_name(enum tb_domain d)
 {

@@ -36,16 +36,10 @@
 
 #include <vista.h>
 
+#include "rio_clock.h"
+
 #define SEG_ADDR ((void *)0x5c0000000000ull)
 #define PAGE 4096u
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 static int
 cmp_u64(const void *a, const void *b)
@@ -119,11 +113,11 @@ run(vista *v, char *base, const struct cfg *c, enum mode m)
 		CHECK(vista_begin_transaction(v, VISTA_TX_AUTO));
 	CHECK(vista_stats(v, &s0));
 	for (unsigned t = 0; t < c->tx; t++) {
-		uint64_t t0 = now_ns(), t1, t2, t3;
+		uint64_t t0 = rio_now_ns(CLOCK_MONOTONIC), t1, t2, t3;
 		if (m != AUTO_CHAIN)
 			CHECK(vista_begin_transaction(v, m == EXPLICIT ? 0 :
 				VISTA_TX_AUTO));
-		t1 = now_ns();
+		t1 = rio_now_ns(CLOCK_MONOTONIC);
 		if (m == EXPLICIT) {
 			size_t n = 0;
 			for (unsigned i = 0; i < c->pages; i++)
@@ -138,14 +132,14 @@ run(vista *v, char *base, const struct cfg *c, enum mode m)
 			for (unsigned k = 0; k < c->lines; k++)
 				p[line_off(c, k)] = (char)(t + k + 1);
 		}
-		t2 = now_ns();
+		t2 = rio_now_ns(CLOCK_MONOTONIC);
 		if (m == AUTO_ABORT)
 			CHECK(vista_abort_transaction(v));
 		else if (m == AUTO_CHAIN)
 			CHECK(vista_chain_transaction(v));
 		else
 			CHECK(vista_end_transaction(v));
-		t3 = now_ns();
+		t3 = rio_now_ns(CLOCK_MONOTONIC);
 		st[t] = t2 - t1;
 		en[t] = t3 - t2;
 		tot[t] = t3 - t0;

@@ -69,6 +69,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rio_clock.h"
 #include "vistagrams.h"
 #ifdef HAVE_ZMQ
 #include <zmq.h>
@@ -114,15 +115,6 @@ static const char *dir = "/dev/shm";
 			exit(1);                                            \
 		}                                                           \
 	} while (0)
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- counting persist barriers (librio's tracing hook) ---- */
 
@@ -600,9 +592,9 @@ run_block(struct client *c, const struct sys *s, size_t size, int block,
 
 	cycle(c, s, size);
 	for (int i = 0; i < block; i++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = rio_now_ns(CLOCK_MONOTONIC);
 		cycle(c, s, size);
-		t[i] = now_ns() - t0;
+		t[i] = rio_now_ns(CLOCK_MONOTONIC) - t0;
 	}
 	settle(c, s);
 	memcpy(tmp, t, sizeof(tmp));

@@ -345,7 +345,7 @@ rio__fc_mark_dirty(rio_fc_cache *c, struct fc_file *f, uint32_t b)
 	rio__fc_list_push(c, &f->dirty, FC_L_DIRTY, b);
 	c->ndirty++;
 	if (f->dirty.n == 1)
-		f->first_dirty_ns = rio__fc_now_ns();
+		f->first_dirty_ns = rio_now_ns(CLOCK_MONOTONIC);
 }
 
 void

@@ -101,15 +101,6 @@ rio__fc_deadline(unsigned ms, struct timespec *ts)
 	}
 }
 
-uint64_t
-rio__fc_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t
 round_up(uint64_t v, uint64_t a)
 {

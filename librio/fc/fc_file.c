@@ -470,7 +470,7 @@ record_create(rio_fc_cache *c, const char *rel, const struct stat *st,
 	n.gen = r->gen + 1;
 	n.path_len = (uint32_t)strlen(rel);
 	n.seq = fc_next_seq(c);
-	n.ctime_ns = rio__fc_now_ns();
+	n.ctime_ns = rio_now_ns(CLOCK_MONOTONIC);
 	n.fst[0].seq = fc_next_seq(c);
 	n.fst[0].size = (uint64_t)st->st_size;
 	n.fst[0].disk_limit = (uint64_t)st->st_size;

@@ -261,7 +261,6 @@ fc_load8(const uint64_t *p)
 /* 0, RIO_EFORKED (used in a fork child) or RIO_EFATAL (pool error). */
 int rio__fc_check(const rio_fc_cache *c);
 bool rio__fc_forked(const rio_fc_cache *c);
-uint64_t rio__fc_now_ns(void);
 /* ms from now, CLOCK_REALTIME (for pthread_cond_timedwait). */
 void rio__fc_deadline(unsigned ms, struct timespec *ts);
 struct fc_geometry {

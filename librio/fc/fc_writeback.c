@@ -200,7 +200,7 @@ wb_failed(rio_fc_cache *c, struct fc_file *f, int rc)
 		<< (f->wb_failures < 8 ? f->wb_failures : 8);
 	if (wait_ms > FC_WB_RETRY_MAX_MS)
 		wait_ms = FC_WB_RETRY_MAX_MS;
-	f->wb_retry_ns = rio__fc_now_ns() + wait_ms * 1000000ull;
+	f->wb_retry_ns = rio_now_ns(CLOCK_MONOTONIC) + wait_ms * 1000000ull;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -329,7 +329,8 @@ close_idle(struct fc_file *f)
 int
 rio__fc_wb_pass(rio_fc_cache *c, bool all)
 {
-	uint64_t now = rio__fc_now_ns(), age = (uint64_t)c->wb_ms * 1000000ull;
+	uint64_t now = rio_now_ns(CLOCK_MONOTONIC);
+	uint64_t age = (uint64_t)c->wb_ms * 1000000ull;
 	struct fc_file **v;
 	uint32_t n = 0;
 	int first = 0, rc;

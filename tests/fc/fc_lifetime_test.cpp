@@ -5,12 +5,12 @@
 // The interleaving that the safe-save pattern hits at random (write a
 // temporary file, close, rename it over the target while the write-back
 // thread settles the directory of the files the cache created), forced
-// with the fault-injection table: rename's write-back of the temporary
-// file starts directory settling in another thread and lets it run up to
-// its directory fsync, then finishes the rename (which drops the file),
-// then lets settling go on.  A settling that took the file being renamed
-// uses it after rename freed it: the child dies (freed memory is poisoned
-// with mallopt(M_PERTURB)).
+// with the fault-injection hook (rio_testhook.h): rename's write-back of
+// the temporary file starts directory settling in another thread and lets
+// it run up to its directory fsync, then finishes the rename (which drops
+// the file), then lets settling go on.  A settling that took the file
+// being renamed uses it after rename freed it: the child dies (freed
+// memory is poisoned with mallopt(M_PERTURB)).
 // Broken build: RIO_BROKEN_FC_LIFETIME (settling takes busy files, and a
 // released record is freed whatever holds it) must be caught.
 #include <malloc.h>
@@ -18,6 +18,7 @@
 
 #include "fc_int.h"
 #include "fc_util.hpp"
+#include "rio_testhook.h"
 
 using fct::Env;
 
@@ -29,7 +30,8 @@ enum { IDLE, SETTLING, IN_FSYNC, DONE } settler = IDLE;
 bool go_on, armed;
 thread_local bool is_settler;
 rio_fc_cache *cache;
-rio__sysops saved;
+rio_sys_fsync_fn saved_fsync;
+rio_sys_fdatasync_fn saved_fdatasync;
 
 void set_state(int s)
 {
@@ -57,7 +59,7 @@ int hook_fsync(int fd)
 			pthread_cond_wait(&cv, &mu);
 		pthread_mutex_unlock(&mu);
 	}
-	return saved.fsync(fd);
+	return saved_fsync(fd);
 }
 
 pthread_t settler_tid;
@@ -74,7 +76,7 @@ int hook_fdatasync(int fd)
 			pthread_cond_wait(&cv, &mu);
 		pthread_mutex_unlock(&mu);
 	}
-	return saved.fdatasync(fd);
+	return saved_fdatasync(fd);
 }
 
 } // namespace
@@ -101,9 +103,9 @@ TEST_CASE("directory settling never uses a file that rename frees",
 			    rio_fc_pwrite(f, data.data(), data.size(), 0) ||
 			    rio_fc_close(f))
 				_exit(11);
-			saved = rio__sys;
-			rio__sys.fsync = hook_fsync;
-			rio__sys.fdatasync = hook_fdatasync;
+			saved_fsync = rio_testhook_fsync(hook_fsync);
+			saved_fdatasync =
+				rio_testhook_fdatasync(hook_fdatasync);
 			go_on = false;
 			armed = true;
 			settler = IDLE;
@@ -114,7 +116,8 @@ TEST_CASE("directory settling never uses a file that rename frees",
 			pthread_mutex_unlock(&mu);
 			void *ret = nullptr;
 			pthread_join(settler_tid, &ret);
-			rio__sys = saved;
+			rio_testhook_fsync(saved_fsync);
+			rio_testhook_fdatasync(saved_fdatasync);
 			if (rc != 0)
 				_exit(12);
 			if (ret != nullptr)

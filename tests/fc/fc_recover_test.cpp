@@ -6,6 +6,7 @@
 
 #include "fc_int.h"
 #include "fc_util.hpp"
+#include "rio_testhook.h"
 
 using fct::Env;
 using fct::get;
@@ -202,9 +203,16 @@ static int failing_fdatasync(int)
 	return -1;
 }
 
+// The entries a test swaps, put back by restore() and at scope exit.
 struct SysopsGuard {
-	rio__sysops saved = rio__sys;
-	~SysopsGuard() { rio__sys = saved; }
+	rio_sys_pwrite_fn pwrite = rio_testhook_pwrite(nullptr);
+	rio_sys_fdatasync_fn fdatasync = rio_testhook_fdatasync(nullptr);
+	void restore()
+	{
+		rio_testhook_pwrite(pwrite);
+		rio_testhook_fdatasync(fdatasync);
+	}
+	~SysopsGuard() { restore(); }
 };
 
 TEST_CASE("a write-back interrupted by the crash is written again",
@@ -218,7 +226,7 @@ TEST_CASE("a write-back interrupted by the crash is written again",
 		cput(f, 0, std::string(8192, 'n'));
 		// The disk takes the data, then fdatasync fails and we die:
 		// the disk copy changed, and the record says why.
-		rio__sys.fdatasync = failing_fdatasync;
+		rio_testhook_fdatasync(failing_fdatasync);
 		if (rio_fc_sync_all(c) != -EIO)
 			_exit(108);
 		raise(SIGKILL);
@@ -240,7 +248,7 @@ TEST_CASE("a failing disk: write-back errors keep the data", "[fc-recover]")
 	std::string data;
 
 	fail_errno = ENOSPC;
-	rio__sys.pwrite = failing_pwrite;
+	rio_testhook_pwrite(failing_pwrite);
 	// Write until the cache is full of dirty blocks and write-back
 	// cannot empty it: the write that cannot be taken fails, cleanly.
 	int rc = 0;
@@ -257,14 +265,14 @@ TEST_CASE("a failing disk: write-back errors keep the data", "[fc-recover]")
 	REQUIRE(get(f, 0, data.size() + 10) == data);
 	REQUIRE_RC(rio_fc_sync_all(c), -ENOSPC);
 	// The disk recovers: everything acknowledged goes to it.
-	rio__sys = g.saved;
+	g.restore();
 	REQUIRE_OK(rio_fc_sync_all(c));
 	REQUIRE(test::read_file(e.file("full")) == data);
 	// And an EIO from fdatasync is not taken for success later.
 	put(f, 0, "after");
-	rio__sys.fdatasync = failing_fdatasync;
+	rio_testhook_fdatasync(failing_fdatasync);
 	REQUIRE_RC(rio_fc_sync_all(c), -EIO);
-	rio__sys = g.saved;
+	g.restore();
 	REQUIRE(fct::stats(c).blocks_dirty == 1);
 	REQUIRE_OK(rio_fc_sync_all(c));
 	REQUIRE(test::read_file(e.file("full")).substr(0, 5) == "after");
@@ -304,7 +312,7 @@ TEST_CASE("a failing file at recovery: the cache opens, the others are "
 	SysopsGuard g;
 	fail_errno = EIO;
 	fail_name = "/r";
-	rio__sys.pwrite = failing_pwrite_of;
+	rio_testhook_pwrite(failing_pwrite_of);
 	struct rio_fc_opts o = {};
 	o.flags = RIO_FC_NO_THREAD;
 	rio_fc_cache *c = nullptr;
@@ -325,7 +333,7 @@ TEST_CASE("a failing file at recovery: the cache opens, the others are "
 	rio_fc_close(f);
 	rio_fc_close(k);
 	REQUIRE_RC(rio_fc_cache_close(c), -EIO);
-	rio__sys = g.saved;
+	g.restore();
 	c = reopen(e);
 	REQUIRE(fct::stats(c).recovered_blocks == 1);
 	REQUIRE_OK(rio_fc_cache_close(c));
@@ -344,7 +352,7 @@ TEST_CASE("riotool fc lists the files not written back and the failing "
 		cput(copen(c, e.file("ok")), 0, "other file");
 		fail_errno = ENOSPC;
 		fail_name = "/r";
-		rio__sys.pwrite = failing_pwrite_of;
+		rio_testhook_pwrite(failing_pwrite_of);
 		if (rio_fc_sync_all(c) != -ENOSPC)
 			_exit(108);
 		raise(SIGKILL);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // domain_test.cpp -- persistence domains: detection, forcing, primitives
+#include <sys/mman.h>
+
 #include "../common/test_util.hpp"
 #include "rio_int.h"
+#include "rio_testhook.h"
 
 using test::TempDir;
 
@@ -183,13 +186,12 @@ TEST_CASE("page domain: a failed msync puts the pool in its error state",
 	rio_pool *p = nullptr;
 	REQUIRE_OK(rio_pool_create((d / "p").c_str(), POOL,
 		RIO_FORCE_PAGE | RIO_SAFE_SYNC, &p));
-	auto saved = rio__sys.msync;
-	rio__sys.msync = [](void *, size_t, int) {
+	rio_sys_msync_fn saved = rio_testhook_msync([](void *, size_t, int) {
 		errno = EIO;
 		return -1;
-	};
+	});
 	rio_persist(p, rio_pool_base(p), 8);
-	rio__sys.msync = saved;
+	rio_testhook_msync(saved);
 	REQUIRE(rio_pool_error(p) == RIO_EFATAL);
 	// It sticks: later successes do not clear it, and safe sync refuses
 	// to copy data of uncertain durability over the good image.
@@ -200,4 +202,38 @@ TEST_CASE("page domain: a failed msync puts the pool in its error state",
 	REQUIRE_OK(rio_pool_open((d / "p").c_str(), 0, &p));
 	REQUIRE(rio_pool_error(p) == 0);
 	REQUIRE_OK(rio_pool_close(p));
+}
+
+static int counted_msyncs;
+
+TEST_CASE("the fault-injection hook swaps one entry and gives the old one "
+	  "back", "[domain][errors]")
+{
+	TempDir d;
+	rio_sys_msync_fn real = rio_testhook_msync(nullptr);
+	REQUIRE(real != nullptr);
+	// NULL reads the entry and changes nothing.
+	REQUIRE(rio_testhook_msync(nullptr) == real);
+	rio_sys_fdatasync_fn other = rio_testhook_fdatasync(nullptr);
+	rio_sys_msync_fn counting = [](void *a, size_t n, int f) {
+		counted_msyncs++;
+		return msync(a, n, f);
+	};
+	counted_msyncs = 0;
+	REQUIRE(rio_testhook_msync(counting) == real);
+	rio_pool *p = nullptr;
+	REQUIRE_OK(rio_pool_create((d / "p").c_str(), POOL, RIO_FORCE_PAGE,
+		&p));
+	rio_persist(p, rio_pool_base(p), 8);
+	REQUIRE(counted_msyncs > 0);
+	REQUIRE(rio_pool_error(p) == 0);
+	// Swapping one entry leaves the others alone; the old one comes back.
+	REQUIRE(rio_testhook_fdatasync(nullptr) == other);
+	REQUIRE(rio_testhook_msync(real) == counting);
+	int seen = counted_msyncs;
+	rio_persist(p, rio_pool_base(p), 8);
+	REQUIRE(counted_msyncs == seen);
+	REQUIRE_OK(rio_pool_close(p));
+	// An entry that does not exist is refused.
+	REQUIRE(rio_testhook_swap(RIO_SYS_NCALLS, nullptr) == nullptr);
 }

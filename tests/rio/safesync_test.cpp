@@ -3,7 +3,7 @@
 #include "../common/hdr_rules.hpp"
 #include "../common/test_util.hpp"
 #include "image_layout.h"
-#include "rio_int.h"
+#include "rio_testhook.h"
 
 using test::TempDir;
 
@@ -178,13 +178,12 @@ TEST_CASE("a failing fdatasync leaves the previous generation loadable",
 	strcpy(b, "good");
 	uint64_t g = sync_now(p);
 	strcpy(b, "lost");
-	auto saved = rio__sys.fdatasync;
-	rio__sys.fdatasync = [](int) {
+	rio_sys_fdatasync_fn saved = rio_testhook_fdatasync([](int) {
 		errno = EIO;
 		return -1;
-	};
+	});
 	REQUIRE_RC(rio_safe_sync(p, nullptr), -EIO);
-	rio__sys.fdatasync = saved;
+	rio_testhook_fdatasync(saved);
 	struct rio_image_info info;
 	REQUIRE_OK(rio_image_check((path + ".img").c_str(), &info));
 	REQUIRE(info.generation == g);

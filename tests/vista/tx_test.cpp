@@ -398,8 +398,8 @@ TEST_CASE("the page domain persists with msync and commits correctly",
 	VREQUIRE_OK(vista_fini(v));
 }
 
-// librio's fault-injection table: make msync fail.
-#include "rio_int.h"
+// librio's fault-injection hook: make msync fail.
+#include "rio_testhook.h"
 
 TEST_CASE("a failed persist puts the instance in its error state", "[tx]")
 {
@@ -407,17 +407,16 @@ TEST_CASE("a failed persist puts the instance in its error state", "[tx]")
 	vista *v = e.open();
 	vista_segment *s = vt::map(v, e.seg("a"), 0);
 	uint64_t *w = (uint64_t *)vista_segment_base(s);
-	auto real = rio__sys.msync;
 
 	VREQUIRE_OK(vista_begin_transaction(v, 0));
 	VREQUIRE_OK(vista_set_range(v, w, 8));
 	w[0] = 1;
-	rio__sys.msync = [](void *, size_t, int) {
+	rio_sys_msync_fn real = rio_testhook_msync([](void *, size_t, int) {
 		errno = EIO;
 		return -1;
-	};
+	});
 	VREQUIRE_RC(vista_end_transaction(v), VISTA_EFATAL);
-	rio__sys.msync = real;
+	rio_testhook_msync(real);
 	REQUIRE(std::string(vista_errormsg()).find("uncertain") !=
 		std::string::npos);
 	// It sticks: nothing more until the instance is reopened.

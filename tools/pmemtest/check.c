@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "pmemtest_int.h"
+#include "rio_int.h"
 
 #define OUTPUT_MAX 4096
 
@@ -173,17 +174,12 @@ slot_prepare(struct slot *s, struct pmt_model *m)
 	}
 }
 
+/* In the child: write all of buf or give up on the image. */
 static void
 pwrite_all(int fd, const void *buf, size_t n, off_t off)
 {
-	while (n > 0) {
-		ssize_t k = pwrite(fd, buf, n, off);
-		if (k <= 0)
-			_exit(125); /* the image could not be written */
-		buf = (const uint8_t *)buf + k;
-		n -= (size_t)k;
-		off += k;
-	}
+	if (rio__pwrite_all(fd, buf, n, off) != 0)
+		_exit(125); /* the image could not be written */
 }
 
 /* In the child: one pool file becomes dur + its chosen lines. */
@@ -388,7 +384,8 @@ wait_one(struct pmt_runner *r)
 		}
 		if (pid < 0 && errno == ECHILD)
 			return;
-		uint64_t now = pmt_now_ns(), next = now + 1000000000ull;
+		uint64_t now = rio_now_ns(CLOCK_MONOTONIC);
+		uint64_t next = now + 1000000000ull;
 		for (unsigned i = 0; i < r->nslots; i++) {
 			struct slot *s = &r->slots[i];
 			if (s->pid == 0 || s->deadline == 0)
@@ -434,7 +431,8 @@ pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
 		run_child(r, s, m, chosen, n);
 	s->pid = pid;
 	s->deadline = r->o.timeout_s ?
-		pmt_now_ns() + (uint64_t)r->o.timeout_s * 1000000000ull : 0;
+		rio_now_ns(CLOCK_MONOTONIC) +
+		(uint64_t)r->o.timeout_s * 1000000000ull : 0;
 }
 
 void

@@ -409,9 +409,9 @@ cmd_run(int argc, char **argv)
 		atexit(cleanup);
 	}
 	trace = pmt_xasprintf("%s/trace", work);
-	t0 = pmt_now_ns();
+	t0 = rio_now_ns(CLOCK_MONOTONIC);
 	st = trace_program(&o, trace);
-	t1 = pmt_now_ns();
+	t1 = rio_now_ns(CLOCK_MONOTONIC);
 	rc = pmt_model_open(&m, trace);
 	if (rc == -ENOENT) {
 		/* The tracer creates the trace at the first traced mapping. */
@@ -454,7 +454,7 @@ cmd_run(int argc, char **argv)
 	c.rec = pmt_recovery_new(o.crash_recovery, o.e.seed, work);
 	pmt_model_run(&m, on_cp, &c);
 	pmt_runner_wait_all(c.runner);
-	t2 = pmt_now_ns();
+	t2 = rio_now_ns(CLOCK_MONOTONIC);
 
 	unique = pmt_report_print(rep, stdout);
 	if (!o.no_lints)

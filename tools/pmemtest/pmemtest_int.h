@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "rio_clock.h"
 #include "trace_layout.h"
 
 /* ---- trace_read.c ---- */
@@ -275,7 +276,6 @@ void *pmt_xrealloc(void *p, size_t n);
 char *pmt_xstrdup(const char *s);
 char *pmt_xasprintf(const char *fmt, ...) __attribute__((format(printf, 1,
 	2)));
-uint64_t pmt_now_ns(void);
 /* Zeroed, huge-page backed where possible (cheap to fork); pmt_big_free
  * with the same size. */
 void *pmt_xbig(size_t n);

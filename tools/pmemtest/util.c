@@ -80,14 +80,6 @@ pmt_xasprintf(const char *fmt, ...)
 	return s;
 }
 
-uint64_t
-pmt_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int
 pmt_mkdir_p(const char *path)
 {
