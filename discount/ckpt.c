@@ -46,6 +46,10 @@
  *     a mapping with a few pages given back by madvise, and after a
  *     recovery -- the heap one mapping, the change list the checkpoint's
  *     own -- the heap, when the checkpoint's interval moved the break.)
+ *  6. The region table covers the program's live stack at every commit:
+ *     a stack pointer below the stack's region and in none makes the
+ *     commit fold (stack_grew), so frames the grown stack holds are
+ *     copied, and recovery grows the stack down to them.
  *
  * State machine of the directory: EMPTY --create--> CREATED (no valid
  * commit: a new run starts over) --first commit--> COMMITTED(g)
@@ -871,6 +875,41 @@ add_own(unsigned *n)
 	return rc;
 }
 
+/*
+ * Invariant 6: the main stack's mapping grows down when the program
+ * touches the page below it -- a page fault, no system call, so no
+ * mapping change is noted.  When the program's stack pointer (less the
+ * red zone) is below the stack region of the table and in no region at
+ * all, the stack grew since the last fold: this checkpoint folds, and the
+ * grown region is copied whole.
+ */
+static bool
+stack_grew(void)
+{
+#ifdef DC_BROKEN_STACK_NO_FOLD /* broken build: never noticed */
+	return false;
+#endif
+	uint64_t sp = dc__st.ctx.rsp, a0, a1;
+	uint64_t s0 = (uint64_t)(uintptr_t)dc__vol.stack;
+	dc__sud_altstack(&a0, &a1);
+	if ((sp >= a0 && sp < a1) ||
+	    (sp >= s0 && sp < s0 + sizeof(dc__vol.stack)))
+		sp = dc__vol.prog_sp; /* a commit in a handler of libdc */
+	if (sp < 128 + DC__PAGE)
+		return false;
+	sp = (sp - 128) & ~(DC__PAGE - 1);
+	bool below = false;
+	for (unsigned i = 0; i < dc__st.nreg; i++) {
+		const struct dc__region *r = &dc__st.reg[i];
+		if (sp >= r->start && sp < r->end)
+			return false;
+		if ((r->kind & DC__R_STACK) && !(r->kind & DC__R_SEG) &&
+		    sp < r->start)
+			below = true;
+	}
+	return below;
+}
+
 static int
 commit_body(void)
 {
@@ -878,6 +917,8 @@ commit_body(void)
 	unsigned n = 0;
 	int rc = 0;
 
+	if (!dc__st.maps_changed && dc__st.nreg > 0 && stack_grew())
+		dc__st.maps_changed = true;
 	bool folded = dc__st.maps_changed || dc__st.nreg == 0;
 	if (folded) {
 		/* the fold rewrites the region table and reads the maps */

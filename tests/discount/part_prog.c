@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * part_prog.c -- a linked program whose mapping changes touch only part of
- *                a region, with stores into the rest of it in the same
- *                interval, then is killed (unit_test.cpp, [part])
+ * part_prog.c -- a linked program whose mappings change in part: by a
+ *                call that touches part of a region, with stores into the
+ *                rest of it in the same interval, or by the kernel alone
+ *                (the stack grows), then is killed (unit_test.cpp, [part])
  *
  *   dc-test-part DIR STAGE
  *
@@ -14,11 +15,16 @@
  *      bytes, within H's last page (the heap's VMA does not change).
  * The fold of c2 sees each region inside one it saw at c1, touched in part
  * by a change; the stores into their first pages are in no changed range:
- * only the scan that follows the fold can find them.  STAGE 1 kills the
- * process after c1 (nothing to check but the start), STAGE 2 after c2;
- * run again, it resumes there and prints "resumed s ok" when both regions
- * hold what they held at that checkpoint.  Exit 3: a check failed (the
- * line says which), 4: not killed.
+ * only the scan that follows the fold can find them.  Then the stack:
+ *   S  a recursion 64 frames of 8 KiB deep, each frame filled with a byte
+ *      of its depth, and c3 at its bottom: the kernel grew the stack's
+ *      mapping (512 KiB, more than the fold of c2 saw) and no system call
+ *      changed a mapping since.
+ * STAGE 1 kills the process after c1 (nothing to check but the start),
+ * STAGE 2 after c2, STAGE 3 after c3; run again, it resumes there and
+ * prints "resumed s ok" when the regions hold what they held at that
+ * checkpoint (S: every frame, checked on the way back up).  Exit 3: a
+ * check failed (the line says which), 4: not killed.
  *
  * Invariants: the state the checks need is in tracked memory (globals);
  * the program break is moved only by this program between c1 and the
@@ -49,6 +55,7 @@ check(int k)
 		need(all(H, 16 * PG, 'h'), "H at c1");
 		break;
 	case 2:
+	case 3:
 		need(all(A, PG, 'A'), "A at c2: the store beside the madvise");
 		need(all(A + PG, 7 * PG, 'a') && all(A + 8 * PG, 4 * PG, 0) &&
 			all(A + 12 * PG, 4 * PG, 'a'), "A at c2");
@@ -65,6 +72,31 @@ ckpt(int k)
 	ckpt_checked(k, check);
 	if (k == stage)
 		kill(getpid(), SIGKILL);
+}
+
+#define FRAMES 64
+
+/* Frame d of S: filled with its byte, c3 at the bottom (d == 0); returns
+ * what the checkpoint returned there (1: resumed), every frame checked on
+ * the way back up. */
+static int
+deep(int d)
+{
+	volatile char pad[8192];
+	char v = (char)('0' + d % 64);
+	memset((char *)pad, v, sizeof(pad));
+	int rc;
+	if (d == 0) {
+		rc = dc_checkpoint();
+		need(rc >= 0, "checkpoint");
+		check(3);
+		if (rc == 0 && stage == 3)
+			kill(getpid(), SIGKILL);
+	} else {
+		rc = deep(d - 1);
+	}
+	need(all((const char *)pad, sizeof(pad), v), "S at c3: a frame");
+	return rc;
 }
 
 int
@@ -91,5 +123,10 @@ main(int argc, char **argv)
 	memset(H, 'H', PG);
 	need(sbrk(-100) != (void *)-1, "brk down by 100 bytes");
 	ckpt(2);
+
+	if (deep(FRAMES) == 1) {
+		printf("resumed 3 ok\n");
+		return 0;
+	}
 	return 4;
 }
