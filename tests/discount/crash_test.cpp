@@ -223,24 +223,29 @@ TEST_CASE("sqlite3 with its rollback journal runs and survives SIGKILL "
 	// typed at a terminal and killed, under a commit protocol and a
 	// logging one (whose only checkpoints are those the full table of
 	// deletions takes; the re-execution must see the process id the
-	// logged run saw), with write-protect tracking.  With the default,
-	// userfaultfd, a recovered sqlite3 still finds its heap corrupt
-	// ("double free detected in tcache 2") in about one run of three
-	// when the machine is loaded (two CPU hogs beside the test), always
-	// after kills that landed in or right after a recovery; it has not
-	// been seen on an idle machine in 1,600 kills.  Under write protection
-	// it has not been seen loaded or idle.
+	// logged run saw), with the default tracking (userfaultfd) and with
+	// write protection.  A recovered sqlite3 has its heap in one mapping
+	// (the fresh process grew it in one piece), and the first fold after
+	// the recovery sees the ranges the checkpoint's own interval changed
+	// (its heap grew then): the fold must copy and protect only those,
+	// and leave the heap's other stores to the scan (ckpt.c invariant 5).
+	// A fold that protected the whole heap lost them, and the next
+	// recovery found the heap corrupt ("double free detected in tcache
+	// 2"), most often with the machine loaded; tests/discount [part] and
+	// its broken build check the fold itself.
 	test::Rng rng(test::seed());
 	int kills = 0;
 	struct {
 		const char *proto, *tracking;
-	} legs[] = { { "cbndvs", "wp" }, { "cand-log", "wp" } };
+	} legs[] = { { "cbndvs", nullptr }, { "cand-log", nullptr },
+		{ "cbndvs", "wp" }, { "cand-log", "wp" } };
 	for (auto &l : legs) {
 		const char *pr = l.proto;
+		const char *tr = l.tracking ? l.tracking : "uffd (default)";
 		Outcome o = dctest::crash_run(dctest::sqlite_prog(), pr,
 			total_kills() / 5, rng, "", 4, "/dev/shm", l.tracking);
-		INFO(pr << ": " << o.why);
-		WARN(pr << "/" << l.tracking << ": " << o.kills << " kills");
+		INFO(pr << "/" << tr << ": " << o.why);
+		WARN(pr << "/" << tr << ": " << o.kills << " kills");
 		REQUIRE(o.equivalent);
 		REQUIRE(o.files_equal);
 		kills += o.kills;

@@ -176,14 +176,7 @@ check(int k)
 static void
 ckpt(int k)
 {
-	int rc = dc_checkpoint();
-	need(rc >= 0, "checkpoint");
-	if (rc == 1) {
-		check(k);
-		printf("resumed %d ok\n", k);
-		exit(0);
-	}
-	check(k); /* the first run holds it too */
+	ckpt_checked(k, check);
 }
 
 /* the changes after checkpoint k; then, at the chosen stage, the kill */

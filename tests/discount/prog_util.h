@@ -2,7 +2,7 @@
 /*
  * prog_util.h -- start and checks of the linked test programs
  *                (files_prog.c, cold_prog.c, seg_prog.c, hist_prog.c,
- *                dlopen_prog.c)
+ *                part_prog.c, dlopen_prog.c)
  *
  * Invariants: returns only with Discount Checking running (or, in a
  * resumed run, never: the program continues at its checkpoint); exits 1
@@ -34,7 +34,7 @@ dc_test_start(int argc, char **argv)
 }
 
 /* A check of the programs that verify their memory (seg_prog.c,
- * hist_prog.c): on failure, says which and exits 3. */
+ * hist_prog.c, part_prog.c): on failure, says which and exits 3. */
 static inline void
 need(bool ok, const char *what)
 {
@@ -52,6 +52,22 @@ all(const char *p, size_t n, char v)
 		if (p[i] != v)
 			return false;
 	return true;
+}
+
+/* Checkpoint k of a program that verifies its memory: check(k) says
+ * whether it holds what checkpoint k holds, in the first run and, resumed
+ * there, in the next, which then prints "resumed k ok" and exits 0. */
+static inline void
+ckpt_checked(int k, void (*check)(int))
+{
+	int rc = dc_checkpoint();
+	need(rc >= 0, "checkpoint");
+	if (rc == 1) {
+		check(k);
+		printf("resumed %d ok\n", k);
+		exit(0);
+	}
+	check(k); /* the first run holds it too */
 }
 
 #endif /* DC_TEST_PROG_UTIL_H */

@@ -323,19 +323,27 @@ TEST_CASE("writes into cold regions or write-protected pages, by the "
 	REQUIRE(out == "resumed b b c d b d q q\n");
 }
 
-// prog DIR STAGE kills itself; run again, it must resume and say
-// "resumed STAGE ok" (seg_prog.c, hist_prog.c).
-static void killed_then_resumed(const std::string &prog, int stage)
+// prog DIR STAGE kills itself; run again, it resumes: the second run's
+// output, its wait status in *st.
+static std::string killed_then_run(const std::string &prog, int stage,
+	int *st)
 {
 	test::TempDir d;
-	int st;
 	std::string out = dctest::run_capture({ prog, d / "ck",
-		std::to_string(stage) }, &st);
+		std::to_string(stage) }, st);
 	INFO(out);
-	REQUIRE(WIFSIGNALED(st));
-	REQUIRE(WTERMSIG(st) == SIGKILL);
-	out = dctest::run_capture({ prog, d / "ck", std::to_string(stage) },
-		&st);
+	REQUIRE(WIFSIGNALED(*st));
+	REQUIRE(WTERMSIG(*st) == SIGKILL);
+	return dctest::run_capture({ prog, d / "ck", std::to_string(stage) },
+		st);
+}
+
+// ... and must say "resumed STAGE ok" (seg_prog.c, hist_prog.c,
+// part_prog.c).
+static void killed_then_resumed(const std::string &prog, int stage)
+{
+	int st;
+	std::string out = killed_then_run(prog, stage, &st);
 	INFO(out);
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 0);
@@ -582,6 +590,57 @@ TEST_CASE("stores after an mprotect that makes tracked memory writable, "
 	INFO(out);
 	REQUIRE(out.find(wp ? "check failed: P at c2" :
 			      "check failed: Q at c1") != std::string::npos);
+}
+
+TEST_CASE("stores beside a mapping change that touches part of a region, "
+	  "and frames of a grown stack, are checkpointed", "[part]")
+{
+	// a madvise over some pages of a mapping, the program break moved
+	// within the heap's last page: the fold must leave the interval's
+	// other stores in those regions to the scan (ckpt.c invariant 5);
+	// the stack grown by a recursion, with no mapping change since the
+	// last fold: its frames must be in the checkpoint taken at the
+	// bottom (invariant 6)
+	const char *tr = GENERATE("uffd", "wp", "undo");
+	const int stage = GENERATE(1, 2, 3);
+	INFO("tracking " << tr << ", killed after checkpoint " << stage);
+	dctest::Tracking use(tr);
+	killed_then_resumed(dctest::env_or("DC_TEST_PART", "dc-test-part"),
+		stage);
+}
+
+TEST_CASE("a fold that write-protects the whole of a region a change "
+	  "touched in part is caught", "[part]")
+{
+	// the broken build protects the region whole before the scan: the
+	// store into A's first page, made before the madvise, is lost
+	dctest::Tracking use("uffd");
+	std::string prog = dctest::env_or("DC_TEST_PART_BROKEN_FOLD", "");
+	REQUIRE(!prog.empty());
+	int st;
+	std::string out = killed_then_run(prog, 2, &st);
+	INFO(out);
+	REQUIRE(out.find("check failed: A at c2: the store beside the "
+			 "madvise") != std::string::npos);
+}
+
+TEST_CASE("a commit that does not notice the grown stack is caught",
+	"[part]")
+{
+	// the broken build takes the checkpoint at the bottom of the
+	// recursion without a fold: the frames below the stack region of the
+	// last fold are in no checkpoint, and the resumed run does not come
+	// back up through them
+	const char *tr = GENERATE("uffd", "wp");
+	INFO("tracking " << tr);
+	dctest::Tracking use(tr);
+	std::string prog = dctest::env_or("DC_TEST_PART_BROKEN_STACK", "");
+	REQUIRE(!prog.empty());
+	int st;
+	std::string out = killed_then_run(prog, 3, &st);
+	INFO(out);
+	REQUIRE(out != "resumed 3 ok\n");
+	REQUIRE(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
 }
 
 // Output of argv run with standard input from the file `in` and standard
