@@ -23,7 +23,7 @@ for p in line_flag line_flag_flag_first parity_stripe parity_stripe_repair_self 
 	flag_after_flush flag_after_flush_missing_fence \
 	flag_after_flush_missing_flush pstack pstack_node_unpersisted \
 	pstack_top_early cceh_split cceh_split_segment_unpersisted \
-	cceh_split_key_first; do
+	cceh_split_key_first stripe_intent stripe_intent_unannounced; do
 	rc=0
 	/usr/bin/time -f '%e %U %S' -o "$W/time" "$B/pmemtest" run --jobs 2 \
 		--seed 7 --max-failures 400 --lints-fatal --workdir "$W" \

@@ -50,6 +50,7 @@ struct slot {
 	pid_t pid;            /* 0: FREE */
 	char *dir;
 	int out_fd;
+	int reads_fd;         /* the checker's reads (reads.c), or -1 */
 	struct slot_file *f;  /* [pool id] */
 	unsigned nf;
 	uint64_t deadline;
@@ -121,6 +122,15 @@ pmt_runner_new(const struct pmt_check_opts *o, pmt_fail_fn on_fail,
 		if (s->out_fd < 0)
 			pmt_die("cannot create %s: %m", out);
 		free(out);
+		s->reads_fd = -1;
+		if (o->reads) {
+			out = pmt_xasprintf("%s/reads-%u", o->workdir, i);
+			s->reads_fd = open(out, O_RDWR | O_CREAT | O_TRUNC |
+				O_CLOEXEC, 0600);
+			if (s->reads_fd < 0)
+				pmt_die("cannot create %s: %m", out);
+			free(out);
+		}
 	}
 	/* Children are reaped with sigtimedwait (K3): SIGCHLD stays
 	 * pending instead of being delivered. */
@@ -268,6 +278,16 @@ run_child(struct pmt_runner *r, struct slot *s, struct pmt_model *m,
 	dup2(s->out_fd, STDERR_FILENO);
 	child_materialize(s, m, chosen, n);
 	if (r->o.fn != NULL) {
+		if (s->reads_fd >= 0) {
+			struct pmt_reads_file *f = pmt_xcalloc(m->npools + 1,
+				sizeof(*f));
+			unsigned nf = 0;
+			for (unsigned i = 0; i < m->npools; i++)
+				if (m->pools[i].present)
+					f[nf++] = (struct pmt_reads_file){
+						s->f[i].dev, s->f[i].ino, i };
+			pmt_reads_begin(s->reads_fd, f, nf);
+		}
 		rc = r->o.fn(image, s->dir);
 		if (rc == 0 && r->o.twice)
 			rc = r->o.fn(image, s->dir);
@@ -347,7 +367,28 @@ pmt_job_free(struct pmt_job *j)
 	free(j->desc);
 	free(j->output);
 	free(j->saved);
+	free(j->reads);
 	free(j);
+}
+
+/* The pages the checker of the slot's last image read (reads.c). */
+static void
+load_reads(struct slot *s, struct pmt_job *j)
+{
+	struct stat st;
+
+	j->nreads = SIZE_MAX;
+	if (s->reads_fd < 0 || fstat(s->reads_fd, &st) != 0 ||
+	    st.st_size % (2 * sizeof(uint32_t)) != 0)
+		return;
+	j->reads = pmt_xmalloc((size_t)st.st_size + 1);
+	if (pread(s->reads_fd, j->reads, (size_t)st.st_size, 0) !=
+	    st.st_size) {
+		free(j->reads);
+		j->reads = NULL;
+		return;
+	}
+	j->nreads = (size_t)st.st_size / (2 * sizeof(uint32_t));
 }
 
 static void
@@ -359,6 +400,12 @@ reap(struct pmt_runner *r, struct slot *s, int status, struct pmt_model *m)
 	s->job = NULL;
 	r->checked++;
 	j->status = status;
+	if (r->o.reads)
+		load_reads(s, j);
+	else
+		j->nreads = SIZE_MAX;
+	if (r->o.on_done != NULL)
+		r->o.on_done(j, r->o.done_arg);
 	if (j->timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		char buf[OUTPUT_MAX + 1];
 		ssize_t k = pread(s->out_fd, buf, OUTPUT_MAX, 0);
@@ -425,6 +472,10 @@ pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
 		wait_one(r);
 	}
 	slot_prepare(s, m); /* K1, K2 */
+	/* Empty until the child records: no record, every pool read. */
+	if (s->reads_fd >= 0 && (ftruncate(s->reads_fd, 0) != 0 ||
+		lseek(s->reads_fd, 0, SEEK_SET) != 0))
+		pmt_die("cannot reset %s/reads: %m", r->o.workdir);
 	s->job = job_new(r, m, cp, chosen, n, pending, npending);
 	fflush(NULL);
 	pid = fork();
@@ -469,6 +520,8 @@ pmt_runner_free(struct pmt_runner *r)
 		free(s->f);
 		free(s->dir);
 		close(s->out_fd);
+		if (s->reads_fd >= 0)
+			close(s->reads_fd);
 	}
 	free(r->slots);
 	sigprocmask(SIG_UNBLOCK, &r->chld, NULL);

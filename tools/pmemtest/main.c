@@ -59,6 +59,7 @@ struct run_opts {
 	bool no_lints;
 	bool lints_fatal;
 	unsigned crash_recovery;
+	const char *explore;
 	char **argv;
 };
 
@@ -92,6 +93,9 @@ usage(FILE *f)
 "  --max-per-fence N   try at most N subsets per crash point (20000)\n"
 "  --missing N         every image with all but <= N pending lines (1)\n"
 "  --exhaustive N      every crash state where there are <= 2^N (5)\n"
+"  --explore reads|subsets  past 2^N states: branch on the pending lines\n"
+"                      the recovery read (reads; default with --check-lib)\n"
+"                      or try subsets (k, --missing, --random)\n"
 "  --versions N        intermediate line values tried per crash point (32)\n"
 "  --max-failures N    stop after N inconsistent images (no limit)\n"
 "  --seed S            seed of the random subsets (time)\n"
@@ -222,6 +226,24 @@ on_image(const struct pmt_lref *chosen, size_t n, const struct pmt_lref *pend,
 	return true;
 }
 
+/* Every checked image: its recovery's reads go with its key (images.c). */
+static void
+on_done(struct pmt_job *j, void *arg)
+{
+	struct ctx *c = arg;
+
+	pmt_imgset_set_reads(c->seen, j->key, j->reads, j->nreads);
+	j->reads = NULL;
+}
+
+static void
+wait_checked(void *arg)
+{
+	struct ctx *c = arg;
+
+	pmt_runner_wait_all(c->runner);
+}
+
 static void
 on_cp(struct pmt_model *m, const struct pmt_cp *cp, void *arg)
 {
@@ -328,6 +350,7 @@ cmd_run(int argc, char **argv)
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "no-lints", no_argument, NULL, 'L' },
 		{ "lints-fatal", no_argument, NULL, 'W' },
+		{ "explore", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -382,6 +405,7 @@ cmd_run(int argc, char **argv)
 		case 'w': o.workdir = optarg; break;
 		case 'L': o.no_lints = true; break;
 		case 'W': o.lints_fatal = true; break;
+		case 'e': o.explore = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -397,6 +421,22 @@ cmd_run(int argc, char **argv)
 		pmt_die("--dirty must be auto, stores, uffd or scan");
 	if (o.jobs == 0)
 		o.jobs = 1;
+	if (o.explore != NULL && strcmp(o.explore, "reads") != 0 &&
+	    strcmp(o.explore, "subsets") != 0)
+		pmt_die("--explore must be reads or subsets");
+	if (o.explore != NULL && strcmp(o.explore, "reads") == 0 &&
+	    o.check_lib == NULL)
+		pmt_die("--explore reads needs --check-lib (a command's reads "
+			"are not seen)");
+	if (o.explore != NULL && strcmp(o.explore, "reads") == 0 &&
+	    !pmt_reads_available())
+		pmt_die("--explore reads: userfaultfd minor faults on shared "
+			"memory are not available here");
+	/* Read-driven where it is sound: a library checker, whose reads of
+	 * the pools it maps are seen (reads.c). */
+	o.e.reads = o.explore != NULL ? strcmp(o.explore, "reads") == 0 :
+		o.check_lib != NULL && pmt_reads_available();
+	o.e.wait = wait_checked;
 	o.argv = argv + optind;
 	if (o.check_lib != NULL)
 		co.fn = load_checker(o.check_lib);
@@ -440,6 +480,9 @@ cmd_run(int argc, char **argv)
 	co.timeout_s = o.timeout_s;
 	co.workdir = work;
 	co.image_pool = image_pool(&m, &o);
+	co.reads = o.e.reads;
+	co.on_done = on_done;
+	co.done_arg = &c;
 	char *desc = o.check_cmd ? pmt_xasprintf("cmd %s", o.check_cmd) :
 		pmt_xasprintf("lib %s", o.check_lib);
 	struct pmt_report_opts ro = { .outdir = o.outdir,
@@ -448,9 +491,9 @@ cmd_run(int argc, char **argv)
 		.image_name = m.npools ? m.pools[co.image_pool].name : "",
 		.twice = o.twice, .trace_path = trace };
 	rep = pmt_report_new(&m, &ro);
+	c.seen = pmt_imgset_new();
 	c.rep = rep;
 	c.runner = pmt_runner_new(&co, pmt_report_fail, rep);
-	c.seen = pmt_imgset_new();
 	c.rec = pmt_recovery_new(o.crash_recovery, o.e.seed, work);
 	pmt_model_run(&m, on_cp, &c);
 	pmt_runner_wait_all(c.runner);
@@ -477,6 +520,19 @@ cmd_run(int argc, char **argv)
 			(unsigned long long)c.st.version_images,
 			100.0 * c.st.covered / c.st.space,
 			(unsigned long long)c.st.full_cps, o.e.exhaustive);
+	if (o.e.reads)
+		printf("pmemtest: read-driven exploration at %llu crash points "
+			"(more than 2^%u states): %llu images checked, each "
+			"covering every state that agrees on the pending lines "
+			"its recovery read%s\n",
+			(unsigned long long)c.st.read_cps, o.e.exhaustive,
+			(unsigned long long)c.st.read_runs,
+			c.st.read_cut ? "; cut at --max-per-fence at some, "
+			"the classic subsets tried there too" : "");
+	else
+		printf("pmemtest: exploration by subsets (k, all but "
+			"--missing, random)%s\n", o.check_lib ? "" :
+			": a command checker's reads are not seen");
 	if (m.tr.flags & PMT_TRACE_STORES)
 		printf("pmemtest: lints per line: %llu stores seen one by one; "
 			"%llu pages x epochs past the step budget judged per "

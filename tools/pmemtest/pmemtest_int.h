@@ -211,6 +211,11 @@ struct pmt_imgset *pmt_imgset_new(void);
 void pmt_imgset_free(struct pmt_imgset *s);
 /* true if the key was not there (and adds it). */
 bool pmt_imgset_add(struct pmt_imgset *s, const uint64_t k[2]);
+/* The pages a checked image's recovery read ((pool, page) pairs, page
+ * PMT_READS_MAPPED: the pool was mapped; reads.c), kept with its key
+ * (first word); n = SIZE_MAX: unknown.  Takes p. */
+void pmt_imgset_set_reads(struct pmt_imgset *s, uint64_t k0, uint32_t *p,
+	size_t n);
 
 struct pmt_enum_opts {
 	unsigned k;              /* every subset of at most k pending lines */
@@ -223,6 +228,13 @@ struct pmt_enum_opts {
 				    most 2^exhaustive of them */
 	unsigned max_versions;   /* intermediate values tried per crash
 				    point (images.c) */
+	/* Read-driven exploration (images.c): where set, a crash point with
+	 * more than 2^exhaustive states branches only on the pending lines
+	 * its images' recoveries read.  wait(arg) returns once every image
+	 * handed to the image callback has been checked and its reads are
+	 * in the image set (pmt_imgset_set_reads). */
+	bool reads;
+	void (*wait)(void *arg);
 };
 struct pmt_enum_stats {
 	uint64_t generated;      /* subsets tried */
@@ -236,6 +248,9 @@ struct pmt_enum_stats {
 	uint64_t cps;            /* crash points enumerated */
 	uint64_t full_cps;       /* ... whose every state was tried */
 	uint64_t version_images; /* images with an intermediate value */
+	uint64_t read_cps;       /* crash points explored by reads */
+	uint64_t read_runs;      /* images those explorations checked */
+	uint64_t read_cut;       /* ... of them stopped at max_per_cp */
 };
 /* Calls fn for every new image of the crash point: the chosen pending
  * lines (those that reached memory) sorted; `pending` is every pending line
@@ -248,6 +263,22 @@ void pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 /* The image key of dur + chosen. */
 void pmt_image_key(struct pmt_model *m, const struct pmt_lref *chosen,
 	size_t n, uint64_t k[2]);
+
+/* ---- reads.c: the pages a library checker touched ---- */
+
+#define PMT_READS_MAPPED 0xffffffffu
+struct pmt_reads_file {
+	dev_t dev;
+	ino_t ino;
+	uint32_t pool;
+};
+/* Can this process record a checker's reads (userfaultfd minor faults on
+ * shared memory)? */
+bool pmt_reads_available(void);
+/* In a checker's child: record every page of the files it maps through
+ * librio, as (pool, page) pairs written to out_fd. */
+void pmt_reads_begin(int out_fd, const struct pmt_reads_file *files,
+	unsigned nfiles);
 
 /* ---- materialize.c: crash images as pool files ---- */
 
@@ -290,6 +321,8 @@ uint64_t pmt_rand(uint64_t *state);
 /* ---- check.c: run the checker on crash images, in parallel ---- */
 
 typedef int (*pmt_check_fn)(const char *image, const char *dir);
+struct pmt_job;
+typedef void (*pmt_fail_fn)(struct pmt_job *job, void *arg); /* owns job */
 
 struct pmt_check_opts {
 	const char *cmd;      /* shell command with {image} and {dir}, or */
@@ -299,6 +332,10 @@ struct pmt_check_opts {
 	unsigned timeout_s;   /* per image; 0 = none */
 	const char *workdir;  /* slot directories go here */
 	unsigned image_pool;  /* {image} = this pool's file */
+	bool reads;           /* record the library checker's reads */
+	pmt_fail_fn on_done;  /* every job, before on_fail or freeing; does
+				 not own it */
+	void *done_arg;
 };
 
 /* What the report needs to know about one line of an image. */
@@ -331,10 +368,11 @@ struct pmt_job {
 	uint64_t key;          /* image content key (first word) */
 	uint64_t sig;          /* failure signature */
 	char *saved;           /* saved image directory, or NULL */
+	uint32_t *reads;       /* pages its checker read (reads.c), or */
+	size_t nreads;         /* SIZE_MAX: unknown */
 };
 
 struct pmt_runner;
-typedef void (*pmt_fail_fn)(struct pmt_job *job, void *arg); /* owns job */
 struct pmt_runner *pmt_runner_new(const struct pmt_check_opts *o,
 	pmt_fail_fn on_fail, void *arg);
 /* Check dur + chosen of the model's present pools (forks; returns when a
