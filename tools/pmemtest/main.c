@@ -60,6 +60,7 @@ struct run_opts {
 	bool lints_fatal;
 	unsigned crash_recovery;
 	const char *explore;
+	bool group_keys;
 	char **argv;
 };
 
@@ -116,6 +117,8 @@ usage(FILE *f)
 "  --workdir DIR       scratch directory (/dev/shm)\n"
 "  --keep              keep the scratch directory (trace, slots)\n"
 "  --no-lints          do not print lints\n"
+"  --group-keys        print each failure group's keys (--crash-recovery's\n"
+"                      nested runs; groups sharing a key are one)\n"
 "  --lints-fatal       exit 3 when lints were reported (and images are\n"
 "                      consistent)\n");
 }
@@ -351,6 +354,7 @@ cmd_run(int argc, char **argv)
 		{ "no-lints", no_argument, NULL, 'L' },
 		{ "lints-fatal", no_argument, NULL, 'W' },
 		{ "explore", required_argument, NULL, 'e' },
+		{ "group-keys", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -406,6 +410,7 @@ cmd_run(int argc, char **argv)
 		case 'L': o.no_lints = true; break;
 		case 'W': o.lints_fatal = true; break;
 		case 'e': o.explore = optarg; break;
+		case 'G': o.group_keys = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -489,7 +494,8 @@ cmd_run(int argc, char **argv)
 		.save_max = o.save_max, .verbose = o.verbose,
 		.check_desc = desc,
 		.image_name = m.npools ? m.pools[co.image_pool].name : "",
-		.twice = o.twice, .trace_path = trace };
+		.twice = o.twice, .trace_path = trace,
+		.group_keys = o.group_keys };
 	rep = pmt_report_new(&m, &ro);
 	c.seen = pmt_imgset_new();
 	c.rep = rep;
@@ -566,10 +572,14 @@ cmd_run(int argc, char **argv)
 		int rrc = pmt_recovery_run(c.rec, &m, &ra, stdout, &rt);
 		printf("\nrecovery images: %llu checked, %llu inconsistent, %llu "
 			"unique (the recoveries of %llu images crashed at every "
-			"fence)\n", (unsigned long long)rt.checked,
+			"fence; grouped across the runs by missing operation, "
+			"fence's function or checker message: %llu groups as "
+			"the runs counted them)\n",
+			(unsigned long long)rt.checked,
 			(unsigned long long)rt.inconsistent,
 			(unsigned long long)rt.unique,
-			(unsigned long long)rt.images);
+			(unsigned long long)rt.images,
+			(unsigned long long)rt.reported);
 		if (rrc > rc_rec)
 			rc_rec = rrc;
 	}

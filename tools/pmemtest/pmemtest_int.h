@@ -397,6 +397,7 @@ struct pmt_report_opts {
 	const char *image_name; /* the {image} pool's file name */
 	bool twice;
 	const char *trace_path;
+	bool group_keys;        /* print each group's keys (nested runs) */
 };
 struct pmt_report;
 struct pmt_report *pmt_report_new(struct pmt_model *m,
@@ -425,7 +426,9 @@ struct pmt_recovery_args {
 };
 struct pmt_recovery_totals {
 	uint64_t images;     /* images whose recovery was crashed */
-	uint64_t checked, inconsistent, unique;
+	uint64_t checked, inconsistent;
+	uint64_t unique;     /* groups across the nested runs (Y3) */
+	uint64_t reported;   /* groups as each nested run counted them */
 };
 struct pmt_recovery *pmt_recovery_new(unsigned n, uint64_t seed,
 	const char *workdir);
