@@ -63,10 +63,10 @@ Run run_twin(const Twin &t, const std::string &extra, test::TempDir &d)
 	return r;
 }
 
-void check_twin(const Twin &t)
+void check_twin(const Twin &t, const std::string &extra = "")
 {
 	test::TempDir d;
-	Run r = run_twin(t, "", d);
+	Run r = run_twin(t, extra, d);
 	INFO(r.out);
 	auto [checked, bad, uniq] = pmt::summary(r.out);
 	REQUIRE(checked > 0);
@@ -184,6 +184,29 @@ TEST_CASE("read-driven exploration branches only on the lines recovery "
 	INFO(s.out);
 	REQUIRE(s.code == 0);
 	REQUIRE(s.out.find("exploration by subsets") != std::string::npos);
+}
+
+TEST_CASE("--tear: a record published by one 16-byte store is found torn "
+	  "at its store; without --tear, and with the key stored alone, "
+	  "last, it is clean", "[twins]")
+{
+	const Twin fixed = { "wide_record", "", "ok", "", "", 0 };
+	const Twin bug = { "wide_record", "wide_publish", "inconsistent",
+		"BUG-SITE", "likely missing: an atomic store: the store at "
+		"ex_run ", 1 };
+	SECTION("fixed, torn") { check_twin(fixed, "--tear"); }
+	SECTION("buggy, torn") { check_twin(bug, "--tear"); }
+	SECTION("buggy, whole stores") {
+		// One instruction's store to one line is in memory or not.
+		check_twin({ "wide_record", "wide_publish", "ok", "", "", 0 });
+	}
+	SECTION("the run says what it tore") {
+		test::TempDir d;
+		Run r = run_twin(bug, "--tear", d);
+		INFO(r.out);
+		REQUIRE(r.out.find("pmemtest: --tear: 16 stores wider than 8 "
+			"bytes torn") != std::string::npos);
+	}
 }
 
 TEST_CASE("--explore: bad values and a command checker are refused",

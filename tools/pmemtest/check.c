@@ -316,6 +316,8 @@ describe(struct pmt_model *m, struct pmt_line_desc *d, struct pmt_lref l)
 		d->ver_stack = v->stack;
 		d->ver_rec = v->store_rec;
 		d->ver_epoch = v->epoch;
+		d->torn = v->torn;
+		d->wide = v->wide;
 	} else {
 		d->ver_stack = d->li.store_stack;
 		d->ver_rec = d->li.store_rec;

@@ -37,8 +37,9 @@
  *   I2. An image is produced at most once per set (128-bit content key;
  *       a false match needs a 2^-64 coincidence of two independent sums).
  *   I3. A line's intermediate values explored at a crash point are the
- *       first and last stored in the epoch the crash point closes and the
- *       newest older one; the state count covers those.
+ *       first and last stored in the epoch the crash point closes, the
+ *       newest older one, and (--tear) the first PMT_TEARS_EPOCH tears of
+ *       the epoch's wide stores; the state count covers those.
  *   I4. Read-driven: a node's image holds its unassigned lines at dur;
  *       the states it covers are those agreeing with it on its assigned
  *       lines and on every line its recovery read (a page read makes all
@@ -276,11 +277,13 @@ combos(struct walk *w, size_t s, struct pmt_lref *buf, size_t *idx,
 /* The intermediate values explored (I3): the first and the last stored
  * since the last fence, and the newest older one; returns how many (at
  * most PMT_VERS_EPOCH), their version numbers in out[], oldest first. */
-#define PMT_VERS_EPOCH 3
+#define PMT_VERS_EPOCH 7
+#define PMT_TEARS_EPOCH 4
 static uint32_t
 explored(struct pmt_model *m, struct pmt_lref l, uint32_t *out)
 {
 	uint32_t n = pmt_model_nvers(m, l), k = 0, first = 0;
+	uint32_t k0;
 
 	for (uint32_t v = 1; v <= n; v++) {
 		struct pmt_lref x = l;
@@ -298,6 +301,21 @@ explored(struct pmt_model *m, struct pmt_lref l, uint32_t *out)
 		out[k++] = first;
 	if (first && n > first)
 		out[k++] = n;
+	/* The tears of this epoch's stores (model.c M7), the first
+	 * PMT_TEARS_EPOCH of them not chosen above. */
+	k0 = k;
+	for (uint32_t v = first ? first : n + 1; v <= n &&
+		k < k0 + PMT_TEARS_EPOCH; v++) {
+		struct pmt_lref x = l;
+		bool have = false;
+		x.ver = v;
+		if (!pmt_model_hval(m, x)->torn)
+			continue;
+		for (uint32_t i = 0; i < k0; i++)
+			have |= out[i] == v;
+		if (!have)
+			out[k++] = v;
+	}
 	return k;
 }
 

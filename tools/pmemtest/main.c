@@ -61,6 +61,7 @@ struct run_opts {
 	unsigned crash_recovery;
 	const char *explore;
 	bool group_keys;
+	bool tear;
 	char **argv;
 };
 
@@ -117,6 +118,7 @@ usage(FILE *f)
 "  --workdir DIR       scratch directory (/dev/shm)\n"
 "  --keep              keep the scratch directory (trace, slots)\n"
 "  --no-lints          do not print lints\n"
+"  --tear              tear stores wider than 8 bytes into 8-byte pieces\n"
 "  --group-keys        print each failure group's keys (--crash-recovery's\n"
 "                      nested runs; groups sharing a key are one)\n"
 "  --lints-fatal       exit 3 when lints were reported (and images are\n"
@@ -355,6 +357,7 @@ cmd_run(int argc, char **argv)
 		{ "lints-fatal", no_argument, NULL, 'W' },
 		{ "explore", required_argument, NULL, 'e' },
 		{ "group-keys", no_argument, NULL, 'G' },
+		{ "tear", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -411,6 +414,7 @@ cmd_run(int argc, char **argv)
 		case 'W': o.lints_fatal = true; break;
 		case 'e': o.explore = optarg; break;
 		case 'G': o.group_keys = true; break;
+		case 'A': o.tear = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -471,6 +475,7 @@ cmd_run(int argc, char **argv)
 			"libpmemtest-trace.so (%s) loadable?", o.argv[0],
 			strerror(-rc), trace_lib_path());
 	m.lints_on = !o.no_lints;
+	m.tear = o.tear;
 	printf("pmemtest: %s: ", o.argv[0]);
 	describe_exit(stdout, o.argv[0], st);
 	printf(", trace %.1f MB in %.2f s (stores found by %s)%s\n",
@@ -495,7 +500,7 @@ cmd_run(int argc, char **argv)
 		.check_desc = desc,
 		.image_name = m.npools ? m.pools[co.image_pool].name : "",
 		.twice = o.twice, .trace_path = trace,
-		.group_keys = o.group_keys };
+		.group_keys = o.group_keys, .tear = o.tear };
 	rep = pmt_report_new(&m, &ro);
 	c.seen = pmt_imgset_new();
 	c.rep = rep;
@@ -539,6 +544,12 @@ cmd_run(int argc, char **argv)
 		printf("pmemtest: exploration by subsets (k, all but "
 			"--missing, random)%s\n", o.check_lib ? "" :
 			": a command checker's reads are not seen");
+	if (o.tear)
+		printf("pmemtest: --tear: %llu stores wider than 8 bytes torn "
+			"into 8-byte pieces%s\n",
+			(unsigned long long)m.torn_stores,
+			m.tr.flags & PMT_TRACE_STORES ? "" : " (none seen: "
+			"stores are not captured one by one here)");
 	if (m.tr.flags & PMT_TRACE_STORES)
 		printf("pmemtest: lints per line: %llu stores seen one by one; "
 			"%llu pages x epochs past the step budget judged per "
@@ -567,6 +578,7 @@ cmd_run(int argc, char **argv)
 			.check_lib = o.check_lib, .image_pool = co.image_pool,
 			.seed = o.e.seed, .k = o.e.k, .jobs = o.jobs,
 			.timeout_s = o.timeout_s, .outdir = o.outdir,
+			.tear = o.tear,
 			.failed = report_failed, .arg = rep };
 		struct pmt_recovery_totals rt = { 0 };
 		int rrc = pmt_recovery_run(c.rec, &m, &ra, stdout, &rt);

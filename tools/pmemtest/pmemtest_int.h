@@ -77,6 +77,9 @@ struct pmt_hval {
 	uint32_t stack; /* the store that wrote it, or 0 */
 	uint32_t store_rec;
 	uint32_t epoch; /* fences seen when it was stored */
+	uint8_t torn;   /* a tear of the store `stack` (model.c M7): this
+			   many of its changed 8-byte words, or 0 */
+	uint8_t wide;   /* ... of that many */
 };
 struct pmt_hist {
 	struct pmt_hval *v;
@@ -183,6 +186,8 @@ struct pmt_model {
 	uint64_t store_recs;     /* PMT_LINE_STORE records */
 	uint64_t coarse_pages;   /* TOUCH pages under per-store capture */
 	uint64_t hist_dropped;   /* values forgotten past PMT_HIST_MAX */
+	bool tear;               /* tear stores wider than 8 bytes (M7) */
+	uint64_t torn_stores;    /* stores torn */
 };
 
 int pmt_model_open(struct pmt_model *m, const char *trace_path);
@@ -351,6 +356,7 @@ struct pmt_line_desc {
 				lost, at cur) over its durable value */
 	uint64_t delta_cur;  /* the same at cur */
 	uint32_t nvers;      /* intermediate values the line had */
+	uint8_t torn, wide;  /* l.ver is a tear (pmt_hval) */
 };
 
 /* One checked image. */
@@ -398,6 +404,7 @@ struct pmt_report_opts {
 	bool twice;
 	const char *trace_path;
 	bool group_keys;        /* print each group's keys (nested runs) */
+	bool tear;              /* the model tears wide stores (M7) */
 };
 struct pmt_report;
 struct pmt_report *pmt_report_new(struct pmt_model *m,
@@ -420,6 +427,7 @@ struct pmt_recovery_args {
 	unsigned image_pool;
 	uint64_t seed;
 	unsigned k, jobs, timeout_s;
+	bool tear;
 	const char *outdir;
 	bool (*failed)(uint64_t seq, void *arg); /* image itself failed? */
 	void *arg;

@@ -254,6 +254,8 @@ pmt_recovery_run(struct pmt_recovery *r, struct pmt_model *m,
 		argv[ac++] = "10";
 		argv[ac++] = "--no-lints";
 		argv[ac++] = "--group-keys";
+		if (a->tear)
+			argv[ac++] = "--tear";
 		char *pools[32];
 		unsigned np = 0;
 		for (unsigned p = 0; p < m->npools && np < 16; p++) {

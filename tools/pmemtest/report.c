@@ -23,7 +23,9 @@
  *     stores in, later ones out), nothing else explaining it, and the
  *     same image with that line at its durable and at its current value
  *     did not fail: the stores to one line are in the wrong order (the
- *     store that reached memory).
+ *     store that reached memory), or, if the value is a tear of one
+ *     store wider than 8 bytes (--tear, model.c M7), that store was
+ *     taken for atomic.
  * A missing flush is the most basic of these: where an image shows one,
  * the fences and line orders it also seems to show are left out (a flushed
  * line lost beside a later store of the same epoch is no bug of its own
@@ -94,7 +96,8 @@ u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum miss_kind { MISS_FLUSH = 1, MISS_FENCE = 2, MISS_LINE_ORDER = 3 };
+enum miss_kind { MISS_FLUSH = 1, MISS_FENCE = 2, MISS_LINE_ORDER = 3,
+	MISS_TEAR = 4 };
 
 struct miss {
 	enum miss_kind kind;
@@ -205,8 +208,8 @@ missing_ops(const struct pmt_report *r, const struct pmt_job *j,
 				later, d->li.flush_stack };
 		else if (i < j->nchosen && !failed_too(r, set_key(j, i)) &&
 			 !failed_too(r, set_key(j, i) + d->delta_cur))
-			x = (struct miss){ MISS_LINE_ORDER, store_of(d), 0,
-				d->ver_stack };
+			x = (struct miss){ d->torn ? MISS_TEAR :
+				MISS_LINE_ORDER, store_of(d), 0, d->ver_stack };
 		else
 			continue;
 		bool dup = false;
@@ -221,7 +224,7 @@ missing_ops(const struct pmt_report *r, const struct pmt_job *j,
 	 * the image; a flushed line lost while a later store reached memory
 	 * (two lines of one epoch, unordered by design) is then no bug of
 	 * its own.  A missing flush or fence explains the torn lines too. */
-	enum miss_kind top = MISS_LINE_ORDER;
+	enum miss_kind top = MISS_TEAR;
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (out[i].kind < top)
@@ -293,7 +296,7 @@ job_keys(const struct pmt_report *r, const struct pmt_job *j, uint64_t *k,
 	struct miss ms[16];
 	size_t nm = missing_ops(r, j, ms, 16), n = 0;
 
-	*strong = nm > 0 && ms[0].kind != MISS_LINE_ORDER;
+	*strong = nm > 0 && ms[0].kind <= MISS_FENCE;
 	for (size_t i = 0; i < nm; i++) {
 		uint64_t v[2] = { ms[i].kind, site_fn(r, ms[i].site) };
 		k[n++] = rio_checksum(v, sizeof(v), 0x4d53);
@@ -350,7 +353,12 @@ describe_line(struct pmt_model *m, FILE *out, const struct pmt_line_desc *d)
 	fprintf(out, "      %s +0x%llx (line %llu): ", p->name,
 		(unsigned long long)(d->l.line * PMT_LINE),
 		(unsigned long long)d->l.line);
-	if (d->l.ver)
+	if (d->l.ver && d->torn)
+		fprintf(out, "torn: %u of the %u 8-byte words the store at %s "
+			"changed; ", d->torn, d->wide, d->ver_stack ?
+				pmt_symbolize_short(m, d->ver_stack) :
+				"(not captured)");
+	else if (d->l.ver)
 		fprintf(out, "only its stores up to the one at %s (value %u of "
 			"the %u it held since it was durable; its last store: "
 			"%s); ", d->ver_stack ? pmt_symbolize_short(m,
@@ -426,6 +434,12 @@ describe_missing(const struct pmt_report *r, FILE *out,
 				"at %s", s);
 		else if (x->kind == MISS_FENCE)
 			fprintf(out, "a fence after the flush at %s", s);
+		else if (x->kind == MISS_TEAR)
+			fprintf(out, "an atomic store: the store at %s is "
+				"wider than 8 bytes and reached memory in "
+				"part (x86 makes only 8-byte stores "
+				"failure-atomic: store the flag alone, last)",
+				s);
 		else
 			fprintf(out, "store order within one line: the store "
 				"at %s reached memory without the later "
@@ -567,6 +581,7 @@ save_images(struct pmt_report *r, struct group *g, size_t ng)
 			s.jobs[i]->saved = NULL;
 		}
 	} else {
+		m2.tear = r->o.tear; /* the same history, the same versions */
 		pmt_model_run(&m2, save_cp, &s);
 		pmt_model_close(&m2);
 	}
