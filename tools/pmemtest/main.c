@@ -62,6 +62,7 @@ struct run_opts {
 	const char *explore;
 	bool group_keys;
 	bool tear;
+	bool no_fork_server;
 	char **argv;
 };
 
@@ -118,6 +119,8 @@ usage(FILE *f)
 "  --workdir DIR       scratch directory (/dev/shm)\n"
 "  --keep              keep the scratch directory (trace, slots)\n"
 "  --no-lints          do not print lints\n"
+"  --no-fork-server    exec a plain --check command for every image\n"
+"                      (default: start it once per job, fork it per image)\n"
 "  --tear              tear stores wider than 8 bytes into 8-byte pieces\n"
 "  --group-keys        print each failure group's keys (--crash-recovery's\n"
 "                      nested runs; groups sharing a key are one)\n"
@@ -358,6 +361,7 @@ cmd_run(int argc, char **argv)
 		{ "explore", required_argument, NULL, 'e' },
 		{ "group-keys", no_argument, NULL, 'G' },
 		{ "tear", no_argument, NULL, 'A' },
+		{ "no-fork-server", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -415,6 +419,7 @@ cmd_run(int argc, char **argv)
 		case 'e': o.explore = optarg; break;
 		case 'G': o.group_keys = true; break;
 		case 'A': o.tear = true; break;
+		case 'N': o.no_fork_server = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -491,6 +496,7 @@ cmd_run(int argc, char **argv)
 	co.workdir = work;
 	co.image_pool = image_pool(&m, &o);
 	co.reads = o.e.reads;
+	co.server_lib = o.no_fork_server ? NULL : trace_lib_path();
 	co.on_done = on_done;
 	co.done_arg = &c;
 	char *desc = o.check_cmd ? pmt_xasprintf("cmd %s", o.check_cmd) :

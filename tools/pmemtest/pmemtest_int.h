@@ -338,6 +338,8 @@ struct pmt_check_opts {
 	const char *workdir;  /* slot directories go here */
 	unsigned image_pool;  /* {image} = this pool's file */
 	bool reads;           /* record the library checker's reads */
+	const char *server_lib; /* preload library of a fork server per slot
+				   for a plain command (check.c F1), or NULL */
 	pmt_fail_fn on_done;  /* every job, before on_fail or freeing; does
 				 not own it */
 	void *done_arg;
