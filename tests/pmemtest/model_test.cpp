@@ -57,7 +57,8 @@ struct Replay {
 	pmt_model m{};
 	std::vector<Point> points;
 	pmt_imgset *seen = pmt_imgset_new();
-	pmt_enum_opts eo{ 2, 0, 100000, 1, 0, 0, 32, false, nullptr };
+	pmt_enum_opts eo{ 2, 0, 100000, 1, 0, 0, 32, false, nullptr, nullptr,
+		nullptr };
 	pmt_enum_stats st{};
 
 	explicit Replay(const std::string &trace, bool tear = false)

@@ -399,7 +399,7 @@ ask_server(struct slot *s)
 
 static void
 run_child(struct pmt_runner *r, struct slot *s, struct pmt_model *m,
-	const struct pmt_lref *chosen, size_t n)
+	const struct pmt_lref *chosen, size_t n, bool reads)
 {
 	const char *iname = m->pools[r->o.image_pool < m->npools ?
 		r->o.image_pool : 0].name;
@@ -414,7 +414,7 @@ run_child(struct pmt_runner *r, struct slot *s, struct pmt_model *m,
 	dup2(s->out_fd, STDERR_FILENO);
 	child_materialize(s, m, chosen, n);
 	if (r->o.fn != NULL) {
-		if (s->reads_fd >= 0) {
+		if (s->reads_fd >= 0 && reads) {
 			struct pmt_reads_file *f = pmt_xcalloc(m->npools + 1,
 				sizeof(*f));
 			unsigned nf = 0;
@@ -540,15 +540,17 @@ reap(struct pmt_runner *r, struct slot *s, int status, struct pmt_model *m)
 
 	s->pid = 0;
 	s->job = NULL;
-	r->checked++;
+	r->checked += !(j->flags & PMT_SUBMIT_PROBE);
 	j->status = status;
-	if (r->o.reads)
+	if (j->flags & PMT_SUBMIT_READS)
 		load_reads(s, j);
 	else
 		j->nreads = SIZE_MAX;
 	if (r->o.on_done != NULL)
 		r->o.on_done(j, r->o.done_arg);
-	if (j->timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	if (j->flags & PMT_SUBMIT_PROBE)
+		pmt_job_free(j); /* checked before: judged then */
+	else if (j->timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		char buf[OUTPUT_MAX + 1];
 		ssize_t k = pread(s->out_fd, buf, OUTPUT_MAX, 0);
 		buf[k > 0 ? k : 0] = '\0';
@@ -600,7 +602,7 @@ wait_one(struct pmt_runner *r)
 void
 pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
 	const struct pmt_cp *cp, const struct pmt_lref *chosen, size_t n,
-	const struct pmt_lref *pending, size_t npending)
+	const struct pmt_lref *pending, size_t npending, unsigned flags)
 {
 	struct slot *s = NULL;
 	pid_t pid;
@@ -628,12 +630,18 @@ pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
 		lseek(s->reads_fd, 0, SEEK_SET) != 0))
 		pmt_die("cannot reset %s/reads: %m", r->o.workdir);
 	s->job = job_new(r, m, cp, chosen, n, pending, npending);
+	s->job->flags = flags;
+	if (flags & PMT_SUBMIT_PROBE) {
+		/* Not a new image: numbers stay those of the images. */
+		s->job->seq = 0;
+		r->seq--;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
 		pmt_die("fork: %m");
 	if (pid == 0)
-		run_child(r, s, m, chosen, n);
+		run_child(r, s, m, chosen, n, flags & PMT_SUBMIT_READS);
 	s->pid = pid;
 	s->deadline = r->o.timeout_s ?
 		pmt_now_ns() + (uint64_t)r->o.timeout_s * 1000000000ull : 0;

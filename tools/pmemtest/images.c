@@ -373,6 +373,21 @@ pow2(size_t n)
 	return x;
 }
 
+/* The image of a node: its lines assigned a state other than dur. */
+static void
+node_image(struct walk *w, const uint8_t *d,
+	uint32_t (*vers)[PMT_VERS_EPOCH], struct pmt_lref *buf, size_t *nc)
+{
+	size_t c = 0;
+
+	for (size_t i = 0; i < w->npend; i++)
+		if (d[i] != RN_FREE && d[i] > 0) {
+			buf[c] = w->pend[i];
+			buf[c++].ver = d[i] == 1 ? 0 : vers[i][d[i] - 2];
+		}
+	*nc = c;
+}
+
 /* Read-driven exploration (I4).  A node assigns a state (digit: 0 dur,
  * 1 current, 1 + v an explored intermediate value) to some pending lines;
  * its image holds the others at their durable value.  Its recovery read
@@ -392,21 +407,15 @@ explore_reads(struct walk *w, const uint32_t *nv,
 	uint8_t *dg = pmt_xmalloc(n + 1);
 	double covered = 0;
 	bool cut = false;
+	size_t c;
 
 	memset(lev, RN_FREE, n);
 	w->st->read_cps++;
 	while (nlev > 0 && !w->stop) {
 		keys = pmt_xrealloc(keys, nlev * sizeof(*keys));
 		for (size_t x = 0; x < nlev && !w->stop; x++) {
-			const uint8_t *d = lev + x * n;
-			size_t c = 0;
 			uint64_t k[2];
-			for (size_t i = 0; i < n; i++)
-				if (d[i] != RN_FREE && d[i] > 0) {
-					buf[c] = w->pend[i];
-					buf[c++].ver = d[i] == 1 ? 0 :
-						vers[i][d[i] - 2];
-				}
+			node_image(w, lev + x * n, vers, buf, &c);
 			pmt_image_key(w->m, buf, c, k);
 			keys[x] = k[0];
 			w->st->read_runs++;
@@ -415,6 +424,20 @@ explore_reads(struct walk *w, const uint32_t *nv,
 		if (w->stop)
 			break;
 		w->o->wait(w->arg);
+		/* Images checked before without their reads recorded (at a
+		 * crash point with few states) are checked again for them. */
+		bool probed = false;
+		for (size_t x = 0; x < nlev && w->o->probe != NULL; x++) {
+			const struct img_reads *r = find_reads(w->seen,
+				keys[x]);
+			if (r == NULL || r->p != NULL || r->n != 0)
+				continue;
+			node_image(w, lev + x * n, vers, buf, &c);
+			w->o->probe(buf, c, w->pend, w->npend, w->arg);
+			probed = true;
+		}
+		if (probed)
+			w->o->wait(w->arg);
 		nnext = 0;
 		for (size_t x = 0; x < nlev; x++) {
 			const uint8_t *d = lev + x * n;
@@ -460,10 +483,10 @@ explore_reads(struct walk *w, const uint32_t *nv,
 					dg[u[i]] = 0;
 				if (i == nu)
 					break;
-				uint8_t *c = next + nnext++ * n;
-				memcpy(c, d, n);
+				uint8_t *kid = next + nnext++ * n;
+				memcpy(kid, d, n);
 				for (size_t j = 0; j < nu; j++)
-					c[u[j]] = dg[u[j]];
+					kid[u[j]] = dg[u[j]];
 			}
 		}
 		uint8_t *t = lev;
@@ -518,7 +541,11 @@ pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 		goto out;
 	}
 	if (o->reads && o->wait != NULL) {
+		if (o->want)
+			o->want(arg, true);
 		read_cov = explore_reads(&w, nv, vers, buf);
+		if (o->want)
+			o->want(arg, false);
 		if (read_cov >= space || w.stop) {
 			all = read_cov >= space;
 			goto out;

@@ -78,6 +78,8 @@ struct ctx {
 	const struct pmt_cp *cp;
 	struct pmt_report *rep;
 	struct pmt_recovery *rec;
+	bool want_reads; /* record the reads of the images of this crash
+			    point (images.c) */
 };
 
 static void
@@ -229,19 +231,41 @@ on_image(const struct pmt_lref *chosen, size_t n, const struct pmt_lref *pend,
 		return false;
 	}
 	c->submitted++;
-	pmt_runner_submit(c->runner, c->m, c->cp, chosen, n, pend, npend);
+	pmt_runner_submit(c->runner, c->m, c->cp, chosen, n, pend, npend,
+		c->want_reads ? PMT_SUBMIT_READS : 0);
 	pmt_recovery_offer(c->rec, c->m, c->cp, c->submitted, chosen, n);
 	return true;
 }
 
-/* Every checked image: its recovery's reads go with its key (images.c). */
+/* Every checked image: its recovery's reads, where recorded, go with its
+ * key (images.c). */
 static void
 on_done(struct pmt_job *j, void *arg)
 {
 	struct ctx *c = arg;
 
+	if (!(j->flags & PMT_SUBMIT_READS))
+		return;
 	pmt_imgset_set_reads(c->seen, j->key, j->reads, j->nreads);
 	j->reads = NULL;
+}
+
+static void
+want_reads(void *arg, bool on)
+{
+	struct ctx *c = arg;
+
+	c->want_reads = on;
+}
+
+static void
+probe(const struct pmt_lref *chosen, size_t n, const struct pmt_lref *pend,
+	size_t npend, void *arg)
+{
+	struct ctx *c = arg;
+
+	pmt_runner_submit(c->runner, c->m, c->cp, chosen, n, pend, npend,
+		PMT_SUBMIT_READS | PMT_SUBMIT_PROBE);
 }
 
 static void
@@ -451,6 +475,8 @@ cmd_run(int argc, char **argv)
 	o.e.reads = o.explore != NULL ? strcmp(o.explore, "reads") == 0 :
 		o.check_lib != NULL && pmt_reads_available();
 	o.e.wait = wait_checked;
+	o.e.want = want_reads;
+	o.e.probe = probe;
 	o.argv = argv + optind;
 	if (o.check_lib != NULL)
 		co.fn = load_checker(o.check_lib);

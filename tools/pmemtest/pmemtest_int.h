@@ -240,6 +240,14 @@ struct pmt_enum_opts {
 	 * in the image set (pmt_imgset_set_reads). */
 	bool reads;
 	void (*wait)(void *arg);
+	/* At a crash point read-driven exploration may branch on, images
+	 * record their reads: want(arg, true) before its first image,
+	 * want(arg, false) after its last.  probe() has an image checked
+	 * again for its reads alone (one checked where they were not
+	 * recorded). */
+	void (*want)(void *arg, bool on);
+	void (*probe)(const struct pmt_lref *chosen, size_t n,
+		const struct pmt_lref *pending, size_t npending, void *arg);
 };
 struct pmt_enum_stats {
 	uint64_t generated;      /* subsets tried */
@@ -378,6 +386,7 @@ struct pmt_job {
 	char *saved;           /* saved image directory, or NULL */
 	uint32_t *reads;       /* pages its checker read (reads.c), or */
 	size_t nreads;         /* SIZE_MAX: unknown */
+	unsigned flags;        /* PMT_SUBMIT_* */
 };
 
 struct pmt_runner;
@@ -385,9 +394,12 @@ struct pmt_runner *pmt_runner_new(const struct pmt_check_opts *o,
 	pmt_fail_fn on_fail, void *arg);
 /* Check dur + chosen of the model's present pools (forks; returns when a
  * child has started). */
+#define PMT_SUBMIT_READS 1u /* record the checker's reads (reads.c) */
+#define PMT_SUBMIT_PROBE 2u /* for its reads only: checked before, its
+			       failure (if it fails) not reported again */
 void pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
 	const struct pmt_cp *cp, const struct pmt_lref *chosen, size_t n,
-	const struct pmt_lref *pending, size_t npending);
+	const struct pmt_lref *pending, size_t npending, unsigned flags);
 void pmt_runner_wait_all(struct pmt_runner *r);
 uint64_t pmt_runner_checked(const struct pmt_runner *r);
 void pmt_runner_free(struct pmt_runner *r);

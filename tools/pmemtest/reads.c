@@ -4,7 +4,9 @@
  *
  * Read-driven exploration (images.c) branches only on the pending lines a
  * recovery read.  A library checker (--check-lib) runs in a child of the
- * driver; before it is called, the child installs itself in librio
+ * driver; for an image whose reads are wanted (PMT_SUBMIT_READS: those of
+ * the crash points so explored), before it is called, the child installs
+ * itself in librio
  * (rio_trace_set), and every pool the checker maps whose file is one of
  * the slot's pool files is registered with a userfaultfd in minor-fault
  * mode and its page table entries dropped (MADV_DONTNEED: the file is
