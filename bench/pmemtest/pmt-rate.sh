@@ -21,6 +21,9 @@ B=$(cd "$B" && pwd)/tools/pmemtest
 W=$(mktemp -d /dev/shm/pmt-rate-XXXXXX)
 P=${PMEMTEST:-$B/pmemtest}
 trap 'rm -rf "$W"' EXIT
+# The machine's load beside the figures: wall rates mean little on a
+# loaded machine, CPU rates less so.
+echo "load before: $(uptime)"
 printf '%-18s %7s %7s %9s %9s %9s\n' example images wall_s img/wall cpu_ms/img img/cpu_s
 for ex in counter_pair append_log list_insert undo_log redo_log ring_buffer \
 	pointer_swap multi_line_record kv_hash bitmap_alloc sorted_array \
@@ -39,3 +42,4 @@ for ex in counter_pair append_log list_insert undo_log redo_log ring_buffer \
 			(w > 0 ? n / w : 0), (n > 0 ? c * 1000 / n : 0),
 			(c > 0 ? n / c : 0) }'
 done
+echo "load after: $(uptime)"

@@ -9,6 +9,7 @@ extern "C" {
 #include "tracer_int.h"
 }
 
+#include <emmintrin.h>
 #include <map>
 #include <set>
 #include <thread>
@@ -56,13 +57,15 @@ struct Replay {
 	pmt_model m{};
 	std::vector<Point> points;
 	pmt_imgset *seen = pmt_imgset_new();
-	pmt_enum_opts eo{ 2, 0, 100000, 1, 0, 0, 32 };
+	pmt_enum_opts eo{ 2, 0, 100000, 1, 0, 0, 32, false, nullptr, nullptr,
+		nullptr };
 	pmt_enum_stats st{};
 
-	explicit Replay(const std::string &trace)
+	explicit Replay(const std::string &trace, bool tear = false)
 	{
 		REQUIRE(pmt_model_open(&m, trace.c_str()) == 0);
 		m.lints_on = true;
+		m.tear = tear;
 		pmt_model_run(&m, on_cp, this);
 	}
 	~Replay()
@@ -298,6 +301,37 @@ TEST_CASE("two stores to one line in one epoch give the image with only "
 		REQUIRE(r.points.size() == 2);
 		REQUIRE(r.points[0].pending == std::set<uint64_t>{ 100 });
 		REQUIRE(r.points[0].images == (stores ? 3u : 2u));
+	}
+}
+
+TEST_CASE("--tear: one 16-byte store to a line adds the states with each "
+	  "of its 8-byte halves alone", "[pmemtest][model]")
+{
+	// Key and value in one vector store, one flush and fence: whole, the
+	// line is durable or new (2 images); torn, also key alone and value
+	// alone (4).  An 8-byte store is never torn.
+	for (bool tear : { false, true }) {
+		Traced t(PMT_DIRTY_STORES);
+		_mm_store_si128(reinterpret_cast<__m128i *>(t.buf + 101 * 64),
+			_mm_set_epi64x(7, 1));
+		t.flush(101);
+		t.fence();
+		t.store(102, 3);
+		t.flush(102);
+		t.fence();
+		t.stop();
+		Replay r(t.trace, tear);
+		if (!(r.m.tr.flags & PMT_TRACE_STORES)) {
+			WARN("per-store capture not permitted here");
+			return;
+		}
+		INFO("tear " << tear);
+		REQUIRE(r.points.size() == 3);
+		REQUIRE(r.points[0].pending == std::set<uint64_t>{ 101 });
+		REQUIRE(r.points[0].images == (tear ? 4u : 2u));
+		// 102 new (its durable image was the last one's "all").
+		REQUIRE(r.points[1].images == 1u);
+		REQUIRE(r.m.torn_stores == (tear ? 1u : 0u));
 	}
 }
 

@@ -8,6 +8,11 @@
 // and checker modules (set by meson).
 #include "pmemtest_util.hpp"
 
+#include <fstream>
+#include <set>
+#include <vector>
+#include <sys/stat.h>
+
 using pmt::env;
 using pmt::Run;
 using pmt::sh;
@@ -150,6 +155,81 @@ TEST_CASE("command-mode checker judges like the library checker",
 	}
 }
 
+TEST_CASE("a plain checker command is started once per job and forked per "
+	  "image; a shell command line, or --no-fork-server, runs it anew",
+	"[command]")
+{
+	// The checker, a shell script, records its parent process: the fork
+	// server (the script itself, stopped before main), the driver (which
+	// forked the child that became the script), or sh -c.
+	test::TempDir d;
+	std::string script = d / "check.sh";
+	{
+		FILE *f = fopen(script.c_str(), "w");
+		REQUIRE(f != nullptr);
+		fprintf(f, "#!/bin/sh\n(echo $PPID; tr '\\0' ' ' < "
+			"/proc/$PPID/cmdline; echo) >> %s/parents\nexit 0\n",
+			d.path.c_str());
+		fclose(f);
+		REQUIRE(chmod(script.c_str(), 0755) == 0);
+	}
+	Case c = { "counter_pair", "", "ok" };
+	// The parents' pids and command lines, one per image checked.
+	auto parents = [&](const std::string &opts) {
+		unlink((d / "parents").c_str());
+		Run r = sh(env("PMEMTEST") + " run --seed 1 --jobs 1 "
+			"--no-lints --workdir " + d.path + " --out " + d / "out" +
+			" " + opts + " -- " + exe(c) + " run " + d / "pool");
+		INFO(r.out);
+		REQUIRE(r.code == 0);
+		std::set<std::string> pids;
+		std::vector<std::string> cmds;
+		std::ifstream f(d / "parents");
+		for (std::string pid, cmd; std::getline(f, pid) &&
+			std::getline(f, cmd);) {
+			pids.insert(pid);
+			cmds.push_back(cmd);
+		}
+		REQUIRE((long)cmds.size() == pmt::summary(r.out).checked);
+		REQUIRE(cmds.size() > 2);
+		return std::make_pair(pids, cmds);
+	};
+	SECTION("plain words: one server") {
+		auto [pids, cmds] = parents("--check '" + script + " {image}'");
+		REQUIRE(pids.size() == 1);
+		for (const std::string &cmd : cmds)
+			REQUIRE(cmd.rfind("/bin/sh " + script + " ", 0) == 0);
+	}
+	SECTION("--no-fork-server") {
+		auto [pids, cmds] = parents("--no-fork-server --check '" +
+			script + " {image}'");
+		for (const std::string &cmd : cmds)
+			REQUIRE(cmd.find("pmemtest run ") != std::string::npos);
+	}
+	SECTION("a shell command line") {
+		auto [pids, cmds] = parents("--check '" + script +
+			" {image} && true'");
+		REQUIRE(pids.size() == cmds.size());
+		for (const std::string &cmd : cmds)
+			REQUIRE(cmd.find(" -c ") != std::string::npos);
+	}
+}
+
+TEST_CASE("a forked checker past --timeout is killed and the image counted "
+	  "inconsistent", "[command]")
+{
+	test::TempDir d;
+	Case c = { "counter_pair", "", "ok" };
+	Run r = sh(env("PMEMTEST") + " run --seed 1 --jobs 1 --no-lints "
+		"--timeout 1 --max-images 2 --workdir " + d.path + " --out " +
+		d / "out" + " --check '/bin/sleep 30' -- " + exe(c) +
+		" run " + d / "pool");
+	INFO(r.out);
+	REQUIRE(r.code == 1);
+	REQUIRE(pmt::summary(r.out).bad == 2);
+	REQUIRE(r.out.find("checker: timed out") != std::string::npos);
+}
+
 TEST_CASE("replay checks a copy and reproduces the failure every time",
 	"[replay]")
 {
@@ -262,6 +342,10 @@ TEST_CASE("--crash-recovery crashes the checker's recovery at every fence",
 			if (*variant) {
 				REQUIRE(rec.bad > 0);
 				REQUIRE(r.code == 1);
+				// One recovery bug, met in many sampled
+				// images' recoveries: one group across the
+				// nested runs.
+				REQUIRE(rec.uniq == 1);
 			} else {
 				REQUIRE(rec.bad == 0);
 				REQUIRE(r.code == 0);

@@ -7,8 +7,10 @@
  * (which sees the model as it is at that instant, copy-on-write) rewrites
  * the slot's files as dur plus the chosen lines, removes anything else the
  * previous checker left in the directory, and then either calls the
- * library checker (loaded once, before any fork) or execs the shell
- * command.  A file is rewritten with pwrite (no page faults): its non-zero
+ * library checker (loaded once, before any fork) or execs the command:
+ * directly when it is plain words starting with a path, else through
+ * /bin/sh (starting a shell costs as much as a small checker).  A file
+ * is rewritten with pwrite (no page faults): its non-zero
  * pages (model.c M5) are written over, its zero pages punched out, then
  * the chosen lines written: a mostly empty 4 MiB pool costs a few system
  * calls, not a 4 MiB copy and 1024 page faults.  Exit status 0 means consistent; any other status, a signal, or
@@ -23,11 +25,23 @@
  *   K3. Every child is reaped; one that runs past the timeout is killed
  *       with its process group.
  *
+ *   F1. A plain command (exec_simple) gets a fork server per slot: the
+ *       command itself, started once with the slot's {image} and {dir}
+ *       under the preload library, which stops it before main and forks
+ *       it for every image (preload.c).  The child checking an image
+ *       asks the slot's server, and exits as the checker did.
+ *   F2. The checker forked by the server joins the asking child's
+ *       process group: a timeout's kill reaches it (K3).
+ *   F3. Answers carry the request's number; one for an earlier request
+ *       (its asker killed by a timeout) is skipped.  A server that is gone
+ *       makes the child exec the command itself.
+ *
  * Slot state machine: FREE --submit (fork)--> BUSY --reap--> FREE.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "forkserver.h"
 #include "pmemtest_int.h"
 #include "rio_int.h"
 
@@ -51,10 +66,14 @@ struct slot {
 	pid_t pid;            /* 0: FREE */
 	char *dir;
 	int out_fd;
+	int reads_fd;         /* the checker's reads (reads.c), or -1 */
 	struct slot_file *f;  /* [pool id] */
 	unsigned nf;
 	uint64_t deadline;
 	struct pmt_job *job;
+	pid_t server;         /* fork server (F1), 0 if none */
+	int to_server, from_server;
+	uint64_t server_seq;
 };
 
 struct pmt_runner {
@@ -122,6 +141,15 @@ pmt_runner_new(const struct pmt_check_opts *o, pmt_fail_fn on_fail,
 		if (s->out_fd < 0)
 			pmt_die("cannot create %s: %m", out);
 		free(out);
+		s->reads_fd = -1;
+		if (o->reads) {
+			out = pmt_xasprintf("%s/reads-%u", o->workdir, i);
+			s->reads_fd = open(out, O_RDWR | O_CREAT | O_TRUNC |
+				O_CLOEXEC, 0600);
+			if (s->reads_fd < 0)
+				pmt_die("cannot create %s: %m", out);
+			free(out);
+		}
 	}
 	/* Children are reaped with sigtimedwait (K3): SIGCHLD stays
 	 * pending instead of being delivered. */
@@ -247,9 +275,127 @@ child_materialize(struct slot *s, struct pmt_model *m,
 			write_pool(s->f[i].fd, m, &m->pools[i], chosen, n);
 }
 
+/* A command of plain words (no quote, variable, glob, redirection,
+ * separator or assignment for the shell to act on) is executed directly:
+ * the shell would only split it at blanks and exec it, and starting it
+ * costs as much as a small checker.  Returns only if it is not one. */
+#define ARGS_MAX 64
+static char *
+split_simple(const char *cmd, char **argv)
+{
+	char *c, *save = NULL;
+	int n = 0;
+
+	if (strpbrk(cmd, "\"'\\$`;&|<>()*?[]{}~#=%!\n") != NULL)
+		return NULL;
+	c = pmt_xstrdup(cmd);
+	for (char *w = strtok_r(c, " \t", &save); w != NULL &&
+		n < ARGS_MAX - 1; w = strtok_r(NULL, " \t", &save))
+		argv[n++] = w;
+	if (n == 0 || n == ARGS_MAX - 1 || strchr(argv[0], '/') == NULL) {
+		free(c); /* a builtin or a PATH search: the shell's job */
+		return NULL;
+	}
+	argv[n] = NULL;
+	return c;
+}
+
+static void
+exec_simple(const char *cmd)
+{
+	char *argv[ARGS_MAX], *c = split_simple(cmd, argv);
+
+	if (c == NULL)
+		return;
+	execv(argv[0], argv);
+	free(c);
+}
+
+
+/* F1: start the slot's fork server, if the command is plain words. */
+static void
+server_start(struct pmt_runner *r, struct slot *s, const char *image)
+{
+	char *cmd = pmt_expand_cmd(r->o.cmd, image, s->dir);
+	char *argv[ARGS_MAX], *c = split_simple(cmd, argv);
+	int req[2], ans[2];
+	pid_t pid;
+
+	free(cmd);
+	if (c == NULL)
+		return;
+	if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ans, O_CLOEXEC) != 0)
+		pmt_die("pipe: %m");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		pmt_die("fork: %m");
+	if (pid == 0) {
+		const char *old = getenv("LD_PRELOAD");
+		char *pre = old && *old ? pmt_xasprintf("%s:%s",
+			r->o.server_lib, old) : pmt_xstrdup(r->o.server_lib);
+		char spec[32];
+		int in = dup(req[0]), out = dup(ans[1]); /* not CLOEXEC */
+		snprintf(spec, sizeof(spec), "%d,%d", in, out);
+		setenv("LD_PRELOAD", pre, 1);
+		setenv("PMEMTEST_FORKSERVER", spec, 1);
+		dup2(s->out_fd, STDOUT_FILENO);
+		dup2(s->out_fd, STDERR_FILENO);
+		sigprocmask(SIG_UNBLOCK, &r->chld, NULL);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(req[0]);
+	close(ans[1]);
+	free(c);
+	/* It says hello before main; a program the preload library does not
+	 * reach (linked statically) runs main instead: no server. */
+	struct pollfd pf = { .fd = ans[0], .events = POLLIN };
+	struct fs_msg hello;
+	if (poll(&pf, 1, 10000) != 1 ||
+	    fs_io(ans[0], &hello, sizeof(hello), false) != 0) {
+		int st;
+		kill(pid, SIGKILL);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		close(req[1]);
+		close(ans[0]);
+		return;
+	}
+	s->server = pid;
+	s->to_server = req[1];
+	s->from_server = ans[0];
+}
+
+
+/* In the child checking an image: the slot's server checks it (F1-F3);
+ * returns only if the server is gone. */
+static void
+ask_server(struct slot *s)
+{
+	struct fs_msg m = { .seq = s->server_seq, .val = (int32_t)getpid() };
+	int rc;
+
+	signal(SIGPIPE, SIG_IGN); /* a server gone: EPIPE, not death */
+	rc = fs_io(s->to_server, &m, sizeof(m), true);
+	while (rc == 0) {
+		rc = fs_io(s->from_server, &m, sizeof(m), false);
+		if (rc == 0 && m.seq == s->server_seq)
+			break; /* F3: else an earlier request's answer */
+	}
+	signal(SIGPIPE, SIG_DFL);
+	if (rc != 0 || m.val == -1)
+		return; /* gone, or it could not fork */
+	if (WIFSIGNALED(m.val)) {
+		signal(WTERMSIG(m.val), SIG_DFL);
+		raise(WTERMSIG(m.val));
+	}
+	_exit(WIFEXITED(m.val) ? WEXITSTATUS(m.val) : 1);
+}
+
 static void
 run_child(struct pmt_runner *r, struct slot *s, struct pmt_model *m,
-	const struct pmt_lref *chosen, size_t n)
+	const struct pmt_lref *chosen, size_t n, bool reads)
 {
 	const char *iname = m->pools[r->o.image_pool < m->npools ?
 		r->o.image_pool : 0].name;
@@ -264,13 +410,27 @@ run_child(struct pmt_runner *r, struct slot *s, struct pmt_model *m,
 	dup2(s->out_fd, STDERR_FILENO);
 	child_materialize(s, m, chosen, n);
 	if (r->o.fn != NULL) {
+		if (s->reads_fd >= 0 && reads) {
+			struct pmt_reads_file *f = pmt_xcalloc(m->npools + 1,
+				sizeof(*f));
+			unsigned nf = 0;
+			for (unsigned i = 0; i < m->npools; i++)
+				if (m->pools[i].present)
+					f[nf++] = (struct pmt_reads_file){
+						s->f[i].dev, s->f[i].ino, i };
+			pmt_reads_begin(s->reads_fd, f, nf);
+		}
 		rc = r->o.fn(image, s->dir);
 		if (rc == 0 && r->o.twice)
 			rc = r->o.fn(image, s->dir);
 		fflush(NULL);
 		_exit(rc == 0 ? 0 : 1);
 	}
+	if (s->server > 0)
+		ask_server(s);
 	char *one = pmt_expand_cmd(r->o.cmd, image, s->dir);
+	if (!r->o.twice)
+		exec_simple(one);
 	char *cmd = r->o.twice ? pmt_xasprintf("(%s) && (%s)", one, one) : one;
 	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 	_exit(127);
@@ -292,6 +452,8 @@ describe(struct pmt_model *m, struct pmt_line_desc *d, struct pmt_lref l)
 		d->ver_stack = v->stack;
 		d->ver_rec = v->store_rec;
 		d->ver_epoch = v->epoch;
+		d->torn = v->torn;
+		d->wide = v->wide;
 	} else {
 		d->ver_stack = d->li.store_stack;
 		d->ver_rec = d->li.store_rec;
@@ -343,7 +505,28 @@ pmt_job_free(struct pmt_job *j)
 	free(j->desc);
 	free(j->output);
 	free(j->saved);
+	free(j->reads);
 	free(j);
+}
+
+/* The pages the checker of the slot's last image read (reads.c). */
+static void
+load_reads(struct slot *s, struct pmt_job *j)
+{
+	struct stat st;
+
+	j->nreads = SIZE_MAX;
+	if (s->reads_fd < 0 || fstat(s->reads_fd, &st) != 0 ||
+	    st.st_size % (2 * sizeof(uint32_t)) != 0)
+		return;
+	j->reads = pmt_xmalloc((size_t)st.st_size + 1);
+	if (pread(s->reads_fd, j->reads, (size_t)st.st_size, 0) !=
+	    st.st_size) {
+		free(j->reads);
+		j->reads = NULL;
+		return;
+	}
+	j->nreads = (size_t)st.st_size / (2 * sizeof(uint32_t));
 }
 
 static void
@@ -353,9 +536,17 @@ reap(struct pmt_runner *r, struct slot *s, int status, struct pmt_model *m)
 
 	s->pid = 0;
 	s->job = NULL;
-	r->checked++;
+	r->checked += !(j->flags & PMT_SUBMIT_PROBE);
 	j->status = status;
-	if (j->timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+	if (j->flags & PMT_SUBMIT_READS)
+		load_reads(s, j);
+	else
+		j->nreads = SIZE_MAX;
+	if (r->o.on_done != NULL)
+		r->o.on_done(j, r->o.done_arg);
+	if (j->flags & PMT_SUBMIT_PROBE)
+		pmt_job_free(j); /* checked before: judged then */
+	else if (j->timed_out || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		char buf[OUTPUT_MAX + 1];
 		ssize_t k = pread(s->out_fd, buf, OUTPUT_MAX, 0);
 		buf[k > 0 ? k : 0] = '\0';
@@ -408,7 +599,7 @@ wait_one(struct pmt_runner *r)
 void
 pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
 	const struct pmt_cp *cp, const struct pmt_lref *chosen, size_t n,
-	const struct pmt_lref *pending, size_t npending)
+	const struct pmt_lref *pending, size_t npending, unsigned flags)
 {
 	struct slot *s = NULL;
 	pid_t pid;
@@ -422,13 +613,32 @@ pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
 		wait_one(r);
 	}
 	slot_prepare(s, m); /* K1, K2 */
+	if (r->o.server_lib != NULL && r->o.cmd != NULL && !r->o.twice &&
+	    s->server == 0) {
+		char *image = pmt_xasprintf("%s/%s", s->dir, m->pools[
+			r->o.image_pool < m->npools ? r->o.image_pool : 0].name);
+		s->server = -1; /* tried */
+		server_start(r, s, image);
+		free(image);
+	}
+	s->server_seq++;
+	/* Empty until the child records: no record, every pool read. */
+	if (s->reads_fd >= 0 && (ftruncate(s->reads_fd, 0) != 0 ||
+		lseek(s->reads_fd, 0, SEEK_SET) != 0))
+		pmt_die("cannot reset %s/reads: %m", r->o.workdir);
 	s->job = job_new(r, m, cp, chosen, n, pending, npending);
+	s->job->flags = flags;
+	if (flags & PMT_SUBMIT_PROBE) {
+		/* Not a new image: numbers stay those of the images. */
+		s->job->seq = 0;
+		r->seq--;
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0)
 		pmt_die("fork: %m");
 	if (pid == 0)
-		run_child(r, s, m, chosen, n);
+		run_child(r, s, m, chosen, n, flags & PMT_SUBMIT_READS);
 	s->pid = pid;
 	s->deadline = r->o.timeout_s ?
 		rio_now_ns(CLOCK_MONOTONIC) +
@@ -465,8 +675,17 @@ pmt_runner_free(struct pmt_runner *r)
 		for (unsigned k = 0; k < s->nf; k++)
 			slot_close(s, k);
 		free(s->f);
+		if (s->server > 0) {
+			int st;
+			close(s->to_server); /* the server exits at EOF */
+			close(s->from_server);
+			while (waitpid(s->server, &st, 0) < 0 && errno == EINTR)
+				;
+		}
 		free(s->dir);
 		close(s->out_fd);
+		if (s->reads_fd >= 0)
+			close(s->reads_fd);
 	}
 	free(r->slots);
 	sigprocmask(SIG_UNBLOCK, &r->chld, NULL);

@@ -59,6 +59,10 @@ struct run_opts {
 	bool no_lints;
 	bool lints_fatal;
 	unsigned crash_recovery;
+	const char *explore;
+	bool group_keys;
+	bool tear;
+	bool no_fork_server;
 	char **argv;
 };
 
@@ -74,6 +78,8 @@ struct ctx {
 	const struct pmt_cp *cp;
 	struct pmt_report *rep;
 	struct pmt_recovery *rec;
+	bool want_reads; /* record the reads of the images of this crash
+			    point (images.c) */
 };
 
 static void
@@ -92,6 +98,9 @@ usage(FILE *f)
 "  --max-per-fence N   try at most N subsets per crash point (20000)\n"
 "  --missing N         every image with all but <= N pending lines (1)\n"
 "  --exhaustive N      every crash state where there are <= 2^N (5)\n"
+"  --explore reads|subsets  past 2^N states: branch on the pending lines\n"
+"                      the recovery read (reads; default with --check-lib)\n"
+"                      or try subsets (k, --missing, --random)\n"
 "  --versions N        intermediate line values tried per crash point (32)\n"
 "  --max-failures N    stop after N inconsistent images (no limit)\n"
 "  --seed S            seed of the random subsets (time)\n"
@@ -112,6 +121,11 @@ usage(FILE *f)
 "  --workdir DIR       scratch directory (/dev/shm)\n"
 "  --keep              keep the scratch directory (trace, slots)\n"
 "  --no-lints          do not print lints\n"
+"  --no-fork-server    exec a plain --check command for every image\n"
+"                      (default: start it once per job, fork it per image)\n"
+"  --tear              tear stores wider than 8 bytes into 8-byte pieces\n"
+"  --group-keys        print each failure group's keys (--crash-recovery's\n"
+"                      nested runs; groups sharing a key are one)\n"
 "  --lints-fatal       exit 3 when lints were reported (and images are\n"
 "                      consistent)\n");
 }
@@ -217,9 +231,49 @@ on_image(const struct pmt_lref *chosen, size_t n, const struct pmt_lref *pend,
 		return false;
 	}
 	c->submitted++;
-	pmt_runner_submit(c->runner, c->m, c->cp, chosen, n, pend, npend);
+	pmt_runner_submit(c->runner, c->m, c->cp, chosen, n, pend, npend,
+		c->want_reads ? PMT_SUBMIT_READS : 0);
 	pmt_recovery_offer(c->rec, c->m, c->cp, c->submitted, chosen, n);
 	return true;
+}
+
+/* Every checked image: its recovery's reads, where recorded, go with its
+ * key (images.c). */
+static void
+on_done(struct pmt_job *j, void *arg)
+{
+	struct ctx *c = arg;
+
+	if (!(j->flags & PMT_SUBMIT_READS))
+		return;
+	pmt_imgset_set_reads(c->seen, j->key, j->reads, j->nreads);
+	j->reads = NULL;
+}
+
+static void
+want_reads(void *arg, bool on)
+{
+	struct ctx *c = arg;
+
+	c->want_reads = on;
+}
+
+static void
+probe(const struct pmt_lref *chosen, size_t n, const struct pmt_lref *pend,
+	size_t npend, void *arg)
+{
+	struct ctx *c = arg;
+
+	pmt_runner_submit(c->runner, c->m, c->cp, chosen, n, pend, npend,
+		PMT_SUBMIT_READS | PMT_SUBMIT_PROBE);
+}
+
+static void
+wait_checked(void *arg)
+{
+	struct ctx *c = arg;
+
+	pmt_runner_wait_all(c->runner);
 }
 
 static void
@@ -328,6 +382,10 @@ cmd_run(int argc, char **argv)
 		{ "workdir", required_argument, NULL, 'w' },
 		{ "no-lints", no_argument, NULL, 'L' },
 		{ "lints-fatal", no_argument, NULL, 'W' },
+		{ "explore", required_argument, NULL, 'e' },
+		{ "group-keys", no_argument, NULL, 'G' },
+		{ "tear", no_argument, NULL, 'A' },
+		{ "no-fork-server", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -382,6 +440,10 @@ cmd_run(int argc, char **argv)
 		case 'w': o.workdir = optarg; break;
 		case 'L': o.no_lints = true; break;
 		case 'W': o.lints_fatal = true; break;
+		case 'e': o.explore = optarg; break;
+		case 'G': o.group_keys = true; break;
+		case 'A': o.tear = true; break;
+		case 'N': o.no_fork_server = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -397,6 +459,24 @@ cmd_run(int argc, char **argv)
 		pmt_die("--dirty must be auto, stores, uffd or scan");
 	if (o.jobs == 0)
 		o.jobs = 1;
+	if (o.explore != NULL && strcmp(o.explore, "reads") != 0 &&
+	    strcmp(o.explore, "subsets") != 0)
+		pmt_die("--explore must be reads or subsets");
+	if (o.explore != NULL && strcmp(o.explore, "reads") == 0 &&
+	    o.check_lib == NULL)
+		pmt_die("--explore reads needs --check-lib (a command's reads "
+			"are not seen)");
+	if (o.explore != NULL && strcmp(o.explore, "reads") == 0 &&
+	    !pmt_reads_available())
+		pmt_die("--explore reads: userfaultfd minor faults on shared "
+			"memory are not available here");
+	/* Read-driven where it is sound: a library checker, whose reads of
+	 * the pools it maps are seen (reads.c). */
+	o.e.reads = o.explore != NULL ? strcmp(o.explore, "reads") == 0 :
+		o.check_lib != NULL && pmt_reads_available();
+	o.e.wait = wait_checked;
+	o.e.want = want_reads;
+	o.e.probe = probe;
 	o.argv = argv + optind;
 	if (o.check_lib != NULL)
 		co.fn = load_checker(o.check_lib);
@@ -426,6 +506,7 @@ cmd_run(int argc, char **argv)
 			"libpmemtest-trace.so (%s) loadable?", o.argv[0],
 			strerror(-rc), trace_lib_path());
 	m.lints_on = !o.no_lints;
+	m.tear = o.tear;
 	printf("pmemtest: %s: ", o.argv[0]);
 	describe_exit(stdout, o.argv[0], st);
 	printf(", trace %.1f MB in %.2f s (stores found by %s)%s\n",
@@ -440,17 +521,22 @@ cmd_run(int argc, char **argv)
 	co.timeout_s = o.timeout_s;
 	co.workdir = work;
 	co.image_pool = image_pool(&m, &o);
+	co.reads = o.e.reads;
+	co.server_lib = o.no_fork_server ? NULL : trace_lib_path();
+	co.on_done = on_done;
+	co.done_arg = &c;
 	char *desc = o.check_cmd ? pmt_xasprintf("cmd %s", o.check_cmd) :
 		pmt_xasprintf("lib %s", o.check_lib);
 	struct pmt_report_opts ro = { .outdir = o.outdir,
 		.save_max = o.save_max, .verbose = o.verbose,
 		.check_desc = desc,
 		.image_name = m.npools ? m.pools[co.image_pool].name : "",
-		.twice = o.twice, .trace_path = trace };
+		.twice = o.twice, .trace_path = trace,
+		.group_keys = o.group_keys, .tear = o.tear };
 	rep = pmt_report_new(&m, &ro);
+	c.seen = pmt_imgset_new();
 	c.rep = rep;
 	c.runner = pmt_runner_new(&co, pmt_report_fail, rep);
-	c.seen = pmt_imgset_new();
 	c.rec = pmt_recovery_new(o.crash_recovery, o.e.seed, work);
 	pmt_model_run(&m, on_cp, &c);
 	pmt_runner_wait_all(c.runner);
@@ -477,6 +563,25 @@ cmd_run(int argc, char **argv)
 			(unsigned long long)c.st.version_images,
 			100.0 * c.st.covered / c.st.space,
 			(unsigned long long)c.st.full_cps, o.e.exhaustive);
+	if (o.e.reads)
+		printf("pmemtest: read-driven exploration at %llu crash points "
+			"(more than 2^%u states): %llu images checked, each "
+			"covering every state that agrees on the pending lines "
+			"its recovery read%s\n",
+			(unsigned long long)c.st.read_cps, o.e.exhaustive,
+			(unsigned long long)c.st.read_runs,
+			c.st.read_cut ? "; cut at --max-per-fence at some, "
+			"the classic subsets tried there too" : "");
+	else
+		printf("pmemtest: exploration by subsets (k, all but "
+			"--missing, random)%s\n", o.check_lib ? "" :
+			": a command checker's reads are not seen");
+	if (o.tear)
+		printf("pmemtest: --tear: %llu stores wider than 8 bytes torn "
+			"into 8-byte pieces%s\n",
+			(unsigned long long)m.torn_stores,
+			m.tr.flags & PMT_TRACE_STORES ? "" : " (none seen: "
+			"stores are not captured one by one here)");
 	if (m.tr.flags & PMT_TRACE_STORES)
 		printf("pmemtest: lints per line: %llu stores seen one by one; "
 			"%llu pages x epochs past the step budget judged per "
@@ -505,15 +610,20 @@ cmd_run(int argc, char **argv)
 			.check_lib = o.check_lib, .image_pool = co.image_pool,
 			.seed = o.e.seed, .k = o.e.k, .jobs = o.jobs,
 			.timeout_s = o.timeout_s, .outdir = o.outdir,
+			.tear = o.tear,
 			.failed = report_failed, .arg = rep };
 		struct pmt_recovery_totals rt = { 0 };
 		int rrc = pmt_recovery_run(c.rec, &m, &ra, stdout, &rt);
 		printf("\nrecovery images: %llu checked, %llu inconsistent, %llu "
 			"unique (the recoveries of %llu images crashed at every "
-			"fence)\n", (unsigned long long)rt.checked,
+			"fence; grouped across the runs by missing operation, "
+			"fence's function or checker message: %llu groups as "
+			"the runs counted them)\n",
+			(unsigned long long)rt.checked,
 			(unsigned long long)rt.inconsistent,
 			(unsigned long long)rt.unique,
-			(unsigned long long)rt.images);
+			(unsigned long long)rt.images,
+			(unsigned long long)rt.reported);
 		if (rrc > rc_rec)
 			rc_rec = rrc;
 	}

@@ -59,6 +59,14 @@
  *       per flush or fence at which a change was logged.  At most
  *       PMT_HIST_MAX values are kept (the newest); older ones are counted
  *       in hist_dropped.  A line that stops being pending has none.
+ *   M7. With tearing on (--tear), one store (PMT_LINE_STORE) that changes
+ *       more than one aligned 8-byte word of a line -- x86 makes only
+ *       8-byte stores failure-atomic -- adds to the history, between the
+ *       line's old value and its new one, the old value with the first i
+ *       changed words of the new and with the last i (0 < i < changed
+ *       words): the states a crash inside the store leaves.  They carry
+ *       the new value's sequence number (a flush that wrote back the new
+ *       value drops them; one that wrote back the old keeps them).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -148,6 +156,8 @@ hist_push(struct pmt_model *m, struct pmt_line_info *li, const uint8_t *data,
 	v->stack = li->store_stack;
 	v->store_rec = li->store_rec;
 	v->epoch = li->store_epoch;
+	v->torn = 0;
+	v->wide = 0;
 }
 
 /* The flush that wrote back value `seq` completed: older values cannot
@@ -233,6 +243,43 @@ update_pending(struct pmt_model *m, struct pmt_pool *p, uint64_t line)
 		hist_clear(m, li); /* M6 */
 }
 
+/* M7: the tears of one store of `data` over the line's current value. */
+static void
+tear(struct pmt_model *m, struct pmt_pool *p, uint64_t line,
+	const uint8_t *data, uint32_t stack)
+{
+	struct pmt_line_info *li = &p->li[line];
+	const uint8_t *c = p->cur + line * PMT_LINE;
+	unsigned w[PMT_LINE / 8], nw = 0;
+
+	for (unsigned i = 0; i < PMT_LINE / 8; i++)
+		if (memcmp(c + i * 8, data + i * 8, 8) != 0)
+			w[nw++] = i;
+	if (nw < 2)
+		return;
+	m->torn_stores++;
+	for (unsigned side = 0; side < 2; side++)
+		for (unsigned i = 1; i < nw; i++) {
+			uint8_t t[PMT_LINE];
+			uint64_t h[2];
+			memcpy(t, c, PMT_LINE);
+			for (unsigned k = 0; k < i; k++) {
+				unsigned x = side ? w[nw - 1 - k] : w[k];
+				memcpy(t + x * 8, data + x * 8, 8);
+			}
+			line_hash(p->id, line, t, h);
+			hist_push(m, li, t, h);
+			struct pmt_hval *v = &m->hists[li->hist - 1].v[
+				m->hists[li->hist - 1].n - 1];
+			v->seq = li->cur_seq + 1;
+			v->stack = stack;
+			v->store_rec = (uint32_t)m->records;
+			v->epoch = m->fences;
+			v->torn = (uint8_t)i;
+			v->wide = (uint8_t)nw;
+		}
+}
+
 static void
 set_cur(struct pmt_model *m, struct pmt_pool *p, uint64_t line,
 	const uint8_t *data, uint32_t stack, bool store)
@@ -247,6 +294,8 @@ set_cur(struct pmt_model *m, struct pmt_pool *p, uint64_t line,
 	}
 	if (li->pend_pos != 0) /* M6: cur becomes a value of the past */
 		hist_push(m, li, c, li->hcur);
+	if (store && m->tear)
+		tear(m, p, line, data, stack);
 	memcpy(c, data, PMT_LINE);
 	line_hash(p->id, line, c, li->hcur);
 	li->cur_seq++;

@@ -78,6 +78,9 @@ struct pmt_hval {
 	uint32_t stack; /* the store that wrote it, or 0 */
 	uint32_t store_rec;
 	uint32_t epoch; /* fences seen when it was stored */
+	uint8_t torn;   /* a tear of the store `stack` (model.c M7): this
+			   many of its changed 8-byte words, or 0 */
+	uint8_t wide;   /* ... of that many */
 };
 struct pmt_hist {
 	struct pmt_hval *v;
@@ -184,6 +187,8 @@ struct pmt_model {
 	uint64_t store_recs;     /* PMT_LINE_STORE records */
 	uint64_t coarse_pages;   /* TOUCH pages under per-store capture */
 	uint64_t hist_dropped;   /* values forgotten past PMT_HIST_MAX */
+	bool tear;               /* tear stores wider than 8 bytes (M7) */
+	uint64_t torn_stores;    /* stores torn */
 };
 
 int pmt_model_open(struct pmt_model *m, const char *trace_path);
@@ -212,6 +217,11 @@ struct pmt_imgset *pmt_imgset_new(void);
 void pmt_imgset_free(struct pmt_imgset *s);
 /* true if the key was not there (and adds it). */
 bool pmt_imgset_add(struct pmt_imgset *s, const uint64_t k[2]);
+/* The pages a checked image's recovery read ((pool, page) pairs, page
+ * PMT_READS_MAPPED: the pool was mapped; reads.c), kept with its key
+ * (first word); n = SIZE_MAX: unknown.  Takes p. */
+void pmt_imgset_set_reads(struct pmt_imgset *s, uint64_t k0, uint32_t *p,
+	size_t n);
 
 struct pmt_enum_opts {
 	unsigned k;              /* every subset of at most k pending lines */
@@ -224,6 +234,21 @@ struct pmt_enum_opts {
 				    most 2^exhaustive of them */
 	unsigned max_versions;   /* intermediate values tried per crash
 				    point (images.c) */
+	/* Read-driven exploration (images.c): where set, a crash point with
+	 * more than 2^exhaustive states branches only on the pending lines
+	 * its images' recoveries read.  wait(arg) returns once every image
+	 * handed to the image callback has been checked and its reads are
+	 * in the image set (pmt_imgset_set_reads). */
+	bool reads;
+	void (*wait)(void *arg);
+	/* At a crash point read-driven exploration may branch on, images
+	 * record their reads: want(arg, true) before its first image,
+	 * want(arg, false) after its last.  probe() has an image checked
+	 * again for its reads alone (one checked where they were not
+	 * recorded). */
+	void (*want)(void *arg, bool on);
+	void (*probe)(const struct pmt_lref *chosen, size_t n,
+		const struct pmt_lref *pending, size_t npending, void *arg);
 };
 struct pmt_enum_stats {
 	uint64_t generated;      /* subsets tried */
@@ -237,6 +262,9 @@ struct pmt_enum_stats {
 	uint64_t cps;            /* crash points enumerated */
 	uint64_t full_cps;       /* ... whose every state was tried */
 	uint64_t version_images; /* images with an intermediate value */
+	uint64_t read_cps;       /* crash points explored by reads */
+	uint64_t read_runs;      /* images those explorations checked */
+	uint64_t read_cut;       /* ... of them stopped at max_per_cp */
 };
 /* Calls fn for every new image of the crash point: the chosen pending
  * lines (those that reached memory) sorted; `pending` is every pending line
@@ -249,6 +277,22 @@ void pmt_enumerate(struct pmt_model *m, struct pmt_imgset *seen,
 /* The image key of dur + chosen. */
 void pmt_image_key(struct pmt_model *m, const struct pmt_lref *chosen,
 	size_t n, uint64_t k[2]);
+
+/* ---- reads.c: the pages a library checker touched ---- */
+
+#define PMT_READS_MAPPED 0xffffffffu
+struct pmt_reads_file {
+	dev_t dev;
+	ino_t ino;
+	uint32_t pool;
+};
+/* Can this process record a checker's reads (userfaultfd minor faults on
+ * shared memory)? */
+bool pmt_reads_available(void);
+/* In a checker's child: record every page of the files it maps through
+ * librio, as (pool, page) pairs written to out_fd. */
+void pmt_reads_begin(int out_fd, const struct pmt_reads_file *files,
+	unsigned nfiles);
 
 /* ---- materialize.c: crash images as pool files ---- */
 
@@ -290,6 +334,8 @@ uint64_t pmt_rand(uint64_t *state);
 /* ---- check.c: run the checker on crash images, in parallel ---- */
 
 typedef int (*pmt_check_fn)(const char *image, const char *dir);
+struct pmt_job;
+typedef void (*pmt_fail_fn)(struct pmt_job *job, void *arg); /* owns job */
 
 struct pmt_check_opts {
 	const char *cmd;      /* shell command with {image} and {dir}, or */
@@ -299,6 +345,12 @@ struct pmt_check_opts {
 	unsigned timeout_s;   /* per image; 0 = none */
 	const char *workdir;  /* slot directories go here */
 	unsigned image_pool;  /* {image} = this pool's file */
+	bool reads;           /* record the library checker's reads */
+	const char *server_lib; /* preload library of a fork server per slot
+				   for a plain command (check.c F1), or NULL */
+	pmt_fail_fn on_done;  /* every job, before on_fail or freeing; does
+				 not own it */
+	void *done_arg;
 };
 
 /* What the report needs to know about one line of an image. */
@@ -314,6 +366,7 @@ struct pmt_line_desc {
 				lost, at cur) over its durable value */
 	uint64_t delta_cur;  /* the same at cur */
 	uint32_t nvers;      /* intermediate values the line had */
+	uint8_t torn, wide;  /* l.ver is a tear (pmt_hval) */
 };
 
 /* One checked image. */
@@ -331,17 +384,22 @@ struct pmt_job {
 	uint64_t key;          /* image content key (first word) */
 	uint64_t sig;          /* failure signature */
 	char *saved;           /* saved image directory, or NULL */
+	uint32_t *reads;       /* pages its checker read (reads.c), or */
+	size_t nreads;         /* SIZE_MAX: unknown */
+	unsigned flags;        /* PMT_SUBMIT_* */
 };
 
 struct pmt_runner;
-typedef void (*pmt_fail_fn)(struct pmt_job *job, void *arg); /* owns job */
 struct pmt_runner *pmt_runner_new(const struct pmt_check_opts *o,
 	pmt_fail_fn on_fail, void *arg);
 /* Check dur + chosen of the model's present pools (forks; returns when a
  * child has started). */
+#define PMT_SUBMIT_READS 1u /* record the checker's reads (reads.c) */
+#define PMT_SUBMIT_PROBE 2u /* for its reads only: checked before, its
+			       failure (if it fails) not reported again */
 void pmt_runner_submit(struct pmt_runner *r, struct pmt_model *m,
 	const struct pmt_cp *cp, const struct pmt_lref *chosen, size_t n,
-	const struct pmt_lref *pending, size_t npending);
+	const struct pmt_lref *pending, size_t npending, unsigned flags);
 void pmt_runner_wait_all(struct pmt_runner *r);
 uint64_t pmt_runner_checked(const struct pmt_runner *r);
 void pmt_runner_free(struct pmt_runner *r);
@@ -359,6 +417,8 @@ struct pmt_report_opts {
 	const char *image_name; /* the {image} pool's file name */
 	bool twice;
 	const char *trace_path;
+	bool group_keys;        /* print each group's keys (nested runs) */
+	bool tear;              /* the model tears wide stores (M7) */
 };
 struct pmt_report;
 struct pmt_report *pmt_report_new(struct pmt_model *m,
@@ -381,13 +441,16 @@ struct pmt_recovery_args {
 	unsigned image_pool;
 	uint64_t seed;
 	unsigned k, jobs, timeout_s;
+	bool tear;
 	const char *outdir;
 	bool (*failed)(uint64_t seq, void *arg); /* image itself failed? */
 	void *arg;
 };
 struct pmt_recovery_totals {
 	uint64_t images;     /* images whose recovery was crashed */
-	uint64_t checked, inconsistent, unique;
+	uint64_t checked, inconsistent;
+	uint64_t unique;     /* groups across the nested runs (Y3) */
+	uint64_t reported;   /* groups as each nested run counted them */
 };
 struct pmt_recovery *pmt_recovery_new(unsigned n, uint64_t seed,
 	const char *workdir);

@@ -9,6 +9,7 @@
  *   PMEMTEST_STACK_DEPTH=<n>    frames per call site (default 8)
  *   PMEMTEST_DIRTY=auto|uffd|scan  how stores are found (default auto:
  *                               userfaultfd where allowed, else scanning)
+ * or, for a checker command, PMEMTEST_FORKSERVER=IN,OUT (fork_server).
  * The constructor starts the tracer and installs it in librio
  * (rio_trace_set); pmem_shim.c does the same for libpmem's functions.  The
  * destructor writes the END record.  Without PMEMTEST_TRACE the library
@@ -21,19 +22,74 @@
  * export_dynamic) -- the crash tests of libvista's broken builds do.
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "forkserver.h"
 #include "tracer_int.h"
 
 typedef int (*trace_set_fn)(const struct rio_trace_ops *);
 static trace_set_fn trace_set;
 
+/*
+ * PMEMTEST_FORKSERVER=IN,OUT: this process is a checker command started
+ * once per slot (check.c F1-F3) and stops here, before main: for every
+ * request on IN it forks; the child joins the requester's process group
+ * (so a timeout kills it with the requester) and returns to run the
+ * program's main on the image; the server answers the child's wait status
+ * on OUT.  The loader's work (mapping and relocating every library) is
+ * done once, not once per image.
+ */
+static void
+fork_server(const char *spec)
+{
+	int in = -1, out = -1;
+
+	if (sscanf(spec, "%d,%d", &in, &out) != 2)
+		return;
+	unsetenv("PMEMTEST_FORKSERVER");
+	{
+		struct fs_msg hello = { 0, 0, 0 };
+		if (fs_io(out, &hello, sizeof(hello), true) != 0)
+			_exit(0);
+	}
+	for (;;) {
+		struct fs_msg m;
+		int st = -1;
+		pid_t pid;
+
+		if (fs_io(in, &m, sizeof(m), false) != 0)
+			_exit(0);
+		pid = fork();
+		if (pid == 0) {
+			close(in);
+			close(out);
+			setpgid(0, m.val);
+			return;
+		}
+		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		m.val = st;
+		if (fs_io(out, &m, sizeof(m), true) != 0)
+			_exit(0);
+	}
+}
+
 __attribute__((constructor)) static void
 pmt_preload_init(void)
 {
+	const char *fs = getenv("PMEMTEST_FORKSERVER");
+	if (fs != NULL) {
+		fork_server(fs);
+		return;
+	}
+
 	const char *path = getenv("PMEMTEST_TRACE");
 	const char *pid = getenv("PMEMTEST_TRACE_PID");
 	const char *depth = getenv("PMEMTEST_STACK_DEPTH");

@@ -11,7 +11,11 @@
  * run as the program `pmemtest check-lib LIB:FN IMAGE DIR`; a command as
  * `sh -c 'exec CMD'` (exec keeps the process the tracer follows).  The
  * nested runs print their own reports (failures saved under
- * OUT/recovery-NNNNNN) and their summaries are added up.
+ * OUT/recovery-NNNNNN) and their summaries are added up, except the
+ * groups: each nested run prints its groups' keys (--group-keys; report.c
+ * G1-G3, stable across runs: functions and messages, not addresses), and
+ * groups of different runs that share a key are one (Y3): one recovery
+ * bug met in thirty sampled images is one group, not thirty.
  *
  * Invariants
  *   Y1. The reservoir holds at most N images, each a uniform sample of the
@@ -35,7 +39,15 @@ struct sample {
 	char *dir;
 };
 
+struct rgroup {
+	uint64_t *k;
+	size_t n;
+	size_t up; /* union-find parent (index) */
+};
+
 struct pmt_recovery {
+	struct rgroup *g;
+	size_t ng;
 	struct sample *s;
 	unsigned cap, n;
 	uint64_t offered;
@@ -88,9 +100,56 @@ field(const char *s, const regmatch_t *m)
 	return strtol(s + m->rm_so, NULL, 10);
 }
 
+/* A "pmemtest: group K..." line of a nested run. */
+static void
+add_group(struct pmt_recovery *r, const char *line)
+{
+	struct rgroup g = { NULL, 0, r->ng };
+	char *end;
+
+	for (const char *p = line;; p = end) {
+		unsigned long long k = strtoull(p, &end, 16);
+		if (end == p)
+			break;
+		g.k = pmt_xrealloc(g.k, (g.n + 1) * sizeof(*g.k));
+		g.k[g.n++] = k;
+	}
+	r->g = pmt_xrealloc(r->g, (r->ng + 1) * sizeof(*r->g));
+	r->g[r->ng++] = g;
+}
+
+static size_t
+root(struct pmt_recovery *r, size_t i)
+{
+	while (r->g[i].up != i)
+		i = r->g[i].up = r->g[r->g[i].up].up;
+	return i;
+}
+
+/* Y3 */
+static uint64_t
+merged_groups(struct pmt_recovery *r)
+{
+	uint64_t n = 0;
+
+	for (size_t a = 0; a < r->ng; a++)
+		for (size_t b = a + 1; b < r->ng; b++) {
+			bool meet = false;
+			for (size_t x = 0; x < r->g[a].n && !meet; x++)
+				for (size_t y = 0; y < r->g[b].n && !meet; y++)
+					meet = r->g[a].k[x] == r->g[b].k[y];
+			if (meet)
+				r->g[root(r, b)].up = root(r, a);
+		}
+	for (size_t a = 0; a < r->ng; a++)
+		n += root(r, a) == a;
+	return n;
+}
+
 /* Run one nested pmemtest; add its summary to t. */
 static int
-nested(char **argv, FILE *out, struct pmt_recovery_totals *t)
+nested(struct pmt_recovery *r, char **argv, FILE *out,
+	struct pmt_recovery_totals *t)
 {
 	int fd[2], st;
 	pid_t pid;
@@ -126,6 +185,14 @@ nested(char **argv, FILE *out, struct pmt_recovery_totals *t)
 			pmt_die("waitpid: %m");
 	for (char *l = text, *e; l && *l; l = e ? e + 1 : NULL) {
 		e = strchr(l, '\n');
+		if (strncmp(l, "pmemtest: group ", 16) == 0) {
+			if (e)
+				*e = '\0';
+			add_group(r, l + 16);
+			if (e)
+				*e = '\n';
+			continue;
+		}
 		fprintf(out, "  | %.*s\n", (int)(e ? e - l : (long)strlen(l)), l);
 	}
 	if (regcomp(&re, "images: ([0-9]+) checked, ([0-9]+) inconsistent, "
@@ -133,7 +200,7 @@ nested(char **argv, FILE *out, struct pmt_recovery_totals *t)
 		if (regexec(&re, text, 4, mm, 0) == 0) {
 			t->checked += (uint64_t)field(text, &mm[1]);
 			t->inconsistent += (uint64_t)field(text, &mm[2]);
-			t->unique += (uint64_t)field(text, &mm[3]);
+			t->reported += (uint64_t)field(text, &mm[3]);
 		}
 		regfree(&re);
 	}
@@ -186,6 +253,9 @@ pmt_recovery_run(struct pmt_recovery *r, struct pmt_model *m,
 		argv[ac++] = "--max-failures";
 		argv[ac++] = "10";
 		argv[ac++] = "--no-lints";
+		argv[ac++] = "--group-keys";
+		if (a->tear)
+			argv[ac++] = "--tear";
 		char *pools[32];
 		unsigned np = 0;
 		for (unsigned p = 0; p < m->npools && np < 16; p++) {
@@ -220,7 +290,7 @@ pmt_recovery_run(struct pmt_recovery *r, struct pmt_model *m,
 		fprintf(out, "\ncrash during recovery: image #%llu (fence #%u), "
 			"its recovery traced and crashed at every fence:\n",
 			(unsigned long long)s->seq, s->fence);
-		rc = nested(argv, out, t);
+		rc = nested(r, argv, out, t);
 		if (rc > worst)
 			worst = rc;
 		for (unsigned p = 0; p < np; p++)
@@ -229,6 +299,7 @@ pmt_recovery_run(struct pmt_recovery *r, struct pmt_model *m,
 		free(prog);
 		free(sub);
 	}
+	t->unique = merged_groups(r);
 	return worst;
 }
 
@@ -239,6 +310,9 @@ pmt_recovery_free(struct pmt_recovery *r)
 		return;
 	for (unsigned i = 0; i < r->cap; i++)
 		free(r->s[i].dir);
+	for (size_t i = 0; i < r->ng; i++)
+		free(r->g[i].k);
+	free(r->g);
 	free(r->s);
 	free(r->workdir);
 	free(r);

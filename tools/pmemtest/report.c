@@ -2,9 +2,8 @@
 /*
  * report.c -- what an inconsistent image means, and where to look
  *
- * Failures are grouped by signature: the crash point's call site and the
- * call sites of the lines that reached memory.  A bug in a loop fails at
- * every iteration with the same signature; the report shows the first
+ * Failures are grouped by what is missing (G1-G3 below).  A bug in a
+ * loop fails at every iteration in one group; the report shows the first
  * image of each group in full (crash point, fence call stack, the pending
  * lines that reached memory and some that did not, with where each was
  * stored and flushed, the checker's output) and lists the others.  The
@@ -12,8 +11,8 @@
  * `pmemtest replay DIR` reproduces it (with --verbose, every image is
  * described and, up to --save, saved).
  *
- * Grouping by what is missing.  Where the image shows it, the signature is
- * the operation the program lacks, not where the crash happened:
+ * What is missing.  Where the image shows it, it is the operation the
+ * program lacks, not where the crash happened:
  *   - a line that did not reach memory although a line stored after it
  *     did, or although a fence passed since it was stored, and that was
  *     not flushed since its last store: a flush is missing (after its
@@ -24,15 +23,34 @@
  *     stores in, later ones out), nothing else explaining it, and the
  *     same image with that line at its durable and at its current value
  *     did not fail: the stores to one line are in the wrong order (the
- *     store that reached memory).
- * Missing operations are compared by kind and function, so one missing
- * flush in a loop, seen at every later fence with whichever lines happen
- * to be pending, is one group, and so are the lines of one missing
- * persist.  Signatures are computed once every checker is done (P1).  An image that shows none of
- * these (an ordering bug between flushed lines at one fence) is grouped
- * by the fence's call site and the store/flush sites of the lines that
- * reached memory.
+ *     store that reached memory), or, if the value is a tear of one
+ *     store wider than 8 bytes (--tear, model.c M7), that store was
+ *     taken for atomic.
+ * A missing flush is the most basic of these: where an image shows one,
+ * the fences and line orders it also seems to show are left out (a flushed
+ * line lost beside a later store of the same epoch is no bug of its own
+ * when the program is missing a flush).  A line flushed after a lost
+ * line's last store, and in memory, counts as stored after it too (the
+ * compiler may move a store before a copy's tail).
  *
+ * Groups.  Each failure has keys: its missing operations (kind and
+ * function), else the function of the crash point's fence, and the
+ * checker's first line of output with every number replaced (a message).
+ *   G1. Failures with a missing flush or fence share a group when they
+ *       share such an operation: one missing flush in a loop, seen at
+ *       every later fence with whichever lines happen to be pending, is
+ *       one group, and so are the lines of one missing persist.
+ *   G2. Failures without one share a group when they share any key: the
+ *       fence's function (a marker persisted early fails at its own fence
+ *       and at the next one) or the message.
+ *   G3. A group of G2 joins the first group of G1 whose checker said the
+ *       same: the images where a half-flushed node shows no missing flush
+ *       join the ones where it does.  Groups of G1 never meet through a
+ *       message (two missing flushes that tear one record stay two).
+ * Keys are names and text, not addresses, so nested runs (recovery.c Y3)
+ * group across each other.  Groups are made once every checker is done
+ * (P1).
+
  * Invariant
  *   P1. Groups and images are printed in submission order (the order of
  *       the crash points in the trace), whatever order the parallel
@@ -45,9 +63,13 @@
 #include "pmemtest_int.h"
 
 struct group {
-	uint64_t sig;
 	struct pmt_job **jobs;
 	size_t n;
+	bool strong;     /* grouped by a missing flush or fence */
+	uint64_t *keys;  /* every key of its images (job_keys) */
+	size_t nkeys;
+	uint64_t *msgs;  /* their message keys */
+	size_t nmsgs;
 };
 
 struct pmt_report {
@@ -74,7 +96,8 @@ u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum miss_kind { MISS_FLUSH = 1, MISS_FENCE = 2, MISS_LINE_ORDER = 3 };
+enum miss_kind { MISS_FLUSH = 1, MISS_FENCE = 2, MISS_LINE_ORDER = 3,
+	MISS_TEAR = 4 };
 
 struct miss {
 	enum miss_kind kind;
@@ -122,6 +145,22 @@ failed_too(const struct pmt_report *r, uint64_t key)
 	return lo < r->nfails && r->fkeys[lo] == key;
 }
 
+/* Two call sites that print the same (one source line reached through
+ * two instructions, e.g. a copy's body and its tail). */
+static bool
+same_text(const struct pmt_report *r, uint32_t a, uint32_t b)
+{
+	char *x;
+	bool same;
+
+	if (r == NULL)
+		return false;
+	x = pmt_xstrdup(pmt_symbolize_short(r->m, a));
+	same = strcmp(x, pmt_symbolize_short(r->m, b)) == 0;
+	free(x);
+	return same;
+}
+
 /* What the image says is missing (see the head); returns how many, at
  * most max, distinct.  A store-order guess needs the images with the torn
  * line at its durable value (set_key) and at its current value not to
@@ -146,11 +185,21 @@ missing_ops(const struct pmt_report *r, const struct pmt_job *j,
 			continue; /* reached memory whole */
 		if (i < j->nchosen)
 			epoch = d->ver_epoch;
-		for (size_t c = 0; c < j->nchosen; c++)
-			if (c != i && j->desc[c].ver_rec > since)
-				later = j->desc[c].ver_stack ?
-					j->desc[c].ver_stack :
-					store_of(&j->desc[c]);
+		for (size_t c = 0; c < j->nchosen; c++) {
+			const struct pmt_line_desc *e = &j->desc[c];
+			if (c != i && e->ver_rec > since)
+				later = e->ver_stack ? e->ver_stack :
+					store_of(e);
+			/* A line flushed after this one's last store reached
+			 * memory: the program made it durable and not this
+			 * one (the compiler may have moved the store itself
+			 * before ours). */
+			else if (c != i && !flushed && !later &&
+				 (e->li.flags & PMT_LI_FLUSHED) &&
+				 e->li.flush_rec > since)
+				later = e->ver_stack ? e->ver_stack :
+					store_of(e);
+		}
 		if (!flushed && (later || epoch + 1 < j->cp.fence))
 			x = (struct miss){ MISS_FLUSH, store_of(d), later,
 				store_of(d) };
@@ -159,25 +208,61 @@ missing_ops(const struct pmt_report *r, const struct pmt_job *j,
 				later, d->li.flush_stack };
 		else if (i < j->nchosen && !failed_too(r, set_key(j, i)) &&
 			 !failed_too(r, set_key(j, i) + d->delta_cur))
-			x = (struct miss){ MISS_LINE_ORDER, store_of(d), 0,
-				d->ver_stack };
+			x = (struct miss){ d->torn ? MISS_TEAR :
+				MISS_LINE_ORDER, store_of(d), 0, d->ver_stack };
 		else
 			continue;
 		bool dup = false;
 		for (size_t k = 0; k < n; k++)
-			dup |= out[k].kind == x.kind && out[k].site == x.site;
+			dup |= out[k].kind == x.kind && (out[k].site == x.site ||
+				same_text(r, out[k].site, x.site));
 		if (!dup)
 			out[n++] = x;
 	}
-	/* A missing flush or fence explains the torn lines too. */
+	/* The most basic missing operation explains the others: a line
+	 * never flushed is lost whatever the fences, and its absence fails
+	 * the image; a flushed line lost while a later store reached memory
+	 * (two lines of one epoch, unordered by design) is then no bug of
+	 * its own.  A missing flush or fence explains the torn lines too. */
+	enum miss_kind top = MISS_TEAR;
 	size_t k = 0;
-	bool ops = false;
 	for (size_t i = 0; i < n; i++)
-		ops |= out[i].kind != MISS_LINE_ORDER;
+		if (out[i].kind < top)
+			top = out[i].kind;
 	for (size_t i = 0; i < n; i++)
-		if (!ops || out[i].kind != MISS_LINE_ORDER)
+		if (out[i].kind == top)
 			out[k++] = out[i];
 	return k;
+}
+
+/* The checker's first line of output, every number (decimal or hex) in
+ * it one '#': "entry 3 of 7 torn" and "entry 0 of 1 torn" are one
+ * message.  0 if it said nothing. */
+static uint64_t
+msg_key(const struct pmt_job *j)
+{
+	char buf[256];
+	size_t n = 0;
+	const char *o = j->output;
+
+	if (o == NULL)
+		return 0;
+	while (*o == '\n')
+		o++;
+	for (const char *c = o; *c && *c != '\n' && n < sizeof(buf) - 1;) {
+		if (*c >= '0' && *c <= '9') {
+			buf[n++] = '#';
+			while ((*c >= '0' && *c <= '9') || *c == 'x' ||
+			       (*c >= 'a' && *c <= 'f') ||
+			       (*c >= 'A' && *c <= 'F'))
+				c++;
+		} else {
+			buf[n++] = *c++;
+		}
+	}
+	if (n < 8) /* "exit 1", "failed": says nothing of the failure */
+		return 0;
+	return rio_checksum(buf, n, 0x4d47) | 1;
 }
 
 static bool
@@ -198,48 +283,33 @@ site_fn(const struct pmt_report *r, uint32_t site)
 	return rio_checksum(s, n, 0x464e);
 }
 
-/* By what is missing (the kinds and sites, not the later stores), else
- * the crash point's call site and the *set* of (pool, store site, flush
- * site) of the lines that reached memory: how many lines, and which ones,
- * do not matter -- a loop's iterations and subsets of one kind of line
- * fall into one group. */
-static uint64_t
-signature(const struct pmt_report *r, const struct pmt_job *j)
+/* The keys a failure is grouped by (G1-G3 in the head): the missing
+ * operations (kind and function), else the function of the crash point's
+ * fence and the checker's message with its numbers taken out.  Returns how
+ * many; *strong: a missing flush or fence was inferred; *msg: the message
+ * key (0: no message). */
+#define KEYS_MAX 18
+static size_t
+job_keys(const struct pmt_report *r, const struct pmt_job *j, uint64_t *k,
+	bool *strong, uint64_t *msg)
 {
 	struct miss ms[16];
-	size_t nm = missing_ops(r, j, ms, 16);
+	size_t nm = missing_ops(r, j, ms, 16), n = 0;
 
-	if (nm > 0) {
-		uint64_t h[16], sig = 0x4d4953;
-		for (size_t i = 0; i < nm; i++) {
-			uint64_t v[2] = { ms[i].kind, site_fn(r, ms[i].site) };
-			h[i] = rio_checksum(v, sizeof(v), 0x4d53);
-		}
-		qsort(h, nm, sizeof(*h), u64_cmp);
-		for (size_t i = 0; i < nm; i++)
-			if (i == 0 || h[i] != h[i - 1])
-				sig = rio_checksum(&h[i], sizeof(h[i]), sig);
-		return sig;
+	*strong = nm > 0 && ms[0].kind <= MISS_FENCE;
+	for (size_t i = 0; i < nm; i++) {
+		uint64_t v[2] = { ms[i].kind, site_fn(r, ms[i].site) };
+		k[n++] = rio_checksum(v, sizeof(v), 0x4d53);
 	}
-	uint64_t v[4] = { j->cp.kind, j->cp.stack, 0, 0 };
-	uint64_t *h = pmt_xmalloc((j->nchosen + 1) * sizeof(*h));
-	uint64_t sig = rio_checksum(v, sizeof(v), 0x5349);
-	size_t n = 0;
-
-	for (size_t i = 0; i < j->nchosen; i++) {
-		const struct pmt_line_desc *d = &j->desc[i];
-		v[0] = d->l.pool;
-		v[1] = d->store_site;
-		v[2] = d->li.flush_stack;
-		v[3] = 0;
-		h[n++] = rio_checksum(v, sizeof(v), 0x4c53);
+	if (!*strong) {
+		uint64_t v[2] = { j->cp.kind, j->cp.kind == PMT_CP_END ? 0 :
+			site_fn(r, j->cp.stack) };
+		k[n++] = rio_checksum(v, sizeof(v), 0x4550);
 	}
-	qsort(h, n, sizeof(*h), u64_cmp);
-	for (size_t i = 0; i < n; i++)
-		if (i == 0 || h[i] != h[i - 1])
-			sig = rio_checksum(&h[i], sizeof(h[i]), sig);
-	free(h);
-	return sig;
+	*msg = msg_key(j);
+	if (*msg)
+		k[n++] = *msg;
+	return n;
 }
 
 void
@@ -283,7 +353,12 @@ describe_line(struct pmt_model *m, FILE *out, const struct pmt_line_desc *d)
 	fprintf(out, "      %s +0x%llx (line %llu): ", p->name,
 		(unsigned long long)(d->l.line * PMT_LINE),
 		(unsigned long long)d->l.line);
-	if (d->l.ver)
+	if (d->l.ver && d->torn)
+		fprintf(out, "torn: %u of the %u 8-byte words the store at %s "
+			"changed; ", d->torn, d->wide, d->ver_stack ?
+				pmt_symbolize_short(m, d->ver_stack) :
+				"(not captured)");
+	else if (d->l.ver)
 		fprintf(out, "only its stores up to the one at %s (value %u of "
 			"the %u it held since it was durable; its last store: "
 			"%s); ", d->ver_stack ? pmt_symbolize_short(m,
@@ -359,6 +434,12 @@ describe_missing(const struct pmt_report *r, FILE *out,
 				"at %s", s);
 		else if (x->kind == MISS_FENCE)
 			fprintf(out, "a fence after the flush at %s", s);
+		else if (x->kind == MISS_TEAR)
+			fprintf(out, "an atomic store: the store at %s is "
+				"wider than 8 bytes and reached memory in "
+				"part (x86 makes only 8-byte stores "
+				"failure-atomic: store the flag alone, last)",
+				s);
 		else
 			fprintf(out, "store order within one line: the store "
 				"at %s reached memory without the later "
@@ -500,10 +581,71 @@ save_images(struct pmt_report *r, struct group *g, size_t ng)
 			s.jobs[i]->saved = NULL;
 		}
 	} else {
+		m2.tear = r->o.tear; /* the same history, the same versions */
 		pmt_model_run(&m2, save_cp, &s);
 		pmt_model_close(&m2);
 	}
 	free(s.jobs);
+}
+
+static bool
+keys_meet(const uint64_t *a, size_t na, const uint64_t *b, size_t nb,
+	uint64_t except)
+{
+	for (size_t i = 0; i < na; i++)
+		for (size_t k = 0; k < nb; k++)
+			if (a[i] == b[k] && a[i] != except)
+				return true;
+	return false;
+}
+
+static void
+add_keys(uint64_t **set, size_t *n, const uint64_t *k, size_t nk)
+{
+	for (size_t i = 0; i < nk; i++) {
+		if (k[i] == 0 || keys_meet(*set, *n, &k[i], 1, 0))
+			continue;
+		*set = pmt_xrealloc(*set, (*n + 1) * sizeof(**set));
+		(*set)[(*n)++] = k[i];
+	}
+}
+
+static void
+group_add(struct group *g, struct pmt_job *j, const uint64_t *k, size_t nk,
+	uint64_t msg)
+{
+	g->jobs = pmt_xrealloc(g->jobs, (g->n + 1) * sizeof(*g->jobs));
+	g->jobs[g->n++] = j;
+	add_keys(&g->keys, &g->nkeys, k, nk);
+	add_keys(&g->msgs, &g->nmsgs, &msg, 1);
+}
+
+/* The images of b join a (in submission order); b is left empty. */
+static void
+group_merge(struct group *a, struct group *b)
+{
+	a->jobs = pmt_xrealloc(a->jobs, (a->n + b->n) * sizeof(*a->jobs));
+	memcpy(a->jobs + a->n, b->jobs, b->n * sizeof(*b->jobs));
+	a->n += b->n;
+	qsort(a->jobs, a->n, sizeof(*a->jobs), job_cmp);
+	add_keys(&a->keys, &a->nkeys, b->keys, b->nkeys);
+	add_keys(&a->msgs, &a->nmsgs, b->msgs, b->nmsgs);
+	b->n = 0;
+}
+
+static void
+group_free(struct group *g)
+{
+	free(g->jobs);
+	free(g->keys);
+	free(g->msgs);
+}
+
+static int
+group_cmp(const void *a, const void *b)
+{
+	const struct group *x = a, *y = b;
+	return job_cmp(&x->jobs[0], &y->jobs[0]);
 }
 
 uint64_t
@@ -520,31 +662,78 @@ pmt_report_print(struct pmt_report *r, FILE *out)
 	for (size_t i = 0; i < r->nfails; i++)
 		r->fkeys[i] = set_key(r->fails[i], SIZE_MAX);
 	qsort(r->fkeys, r->nfails, sizeof(*r->fkeys), u64_cmp);
-	for (size_t i = 0; i < r->nfails; i++)
-		r->fails[i]->sig = signature(r, r->fails[i]);
 	for (size_t i = 0; i < r->nfails; i++) {
 		struct pmt_job *j = r->fails[i];
-		size_t k;
-		for (k = 0; k < ng && g[k].sig != j->sig; k++)
-			;
-		if (k == ng) {
+		uint64_t k[KEYS_MAX], msg;
+		bool strong;
+		size_t nk = job_keys(r, j, k, &strong, &msg), x;
+		/* G1, G2: by a shared key, strong with strong, weak with
+		 * weak (missing operations of different functions never
+		 * meet through a message). */
+		for (x = 0; x < ng; x++) {
+			if (g[x].strong != strong || g[x].n == 0)
+				continue;
+			if (strong ? keys_meet(g[x].keys, g[x].nkeys, k, nk,
+					msg) :
+				     keys_meet(g[x].keys, g[x].nkeys, k, nk, 0))
+				break;
+		}
+		if (x == ng) {
 			g = pmt_xrealloc(g, (ng + 1) * sizeof(*g));
 			memset(&g[ng++], 0, sizeof(*g));
-			g[k].sig = j->sig;
+			g[x].strong = strong;
 		}
-		g[k].jobs = pmt_xrealloc(g[k].jobs,
-			(g[k].n + 1) * sizeof(*g[k].jobs));
-		g[k].jobs[g[k].n++] = j;
+		group_add(&g[x], j, k, nk, msg);
 	}
+	/* G3: a group with no missing flush or fence joins the first group
+	 * with one whose checker said the same. */
+	for (size_t x = 0; x < ng; x++) {
+		if (g[x].strong || g[x].n == 0)
+			continue;
+		for (size_t y = 0; y < ng; y++) {
+			if (!g[y].strong || g[y].n == 0 ||
+			    !keys_meet(g[y].msgs, g[y].nmsgs, g[x].msgs,
+				    g[x].nmsgs, 0))
+				continue;
+			group_merge(&g[y], &g[x]);
+			break;
+		}
+	}
+	/* Groups in the order of their first image (P1). */
+	size_t live = 0;
+	for (size_t x = 0; x < ng; x++)
+		if (g[x].n > 0)
+			g[live++] = g[x];
+		else
+			group_free(&g[x]);
+	ng = live;
+	qsort(g, ng, sizeof(*g), group_cmp);
+	if (r->o.group_keys)
+		for (size_t x = 0; x < ng; x++) {
+			fprintf(out, "pmemtest: group");
+			for (size_t i = 0; i < g[x].nkeys; i++)
+				fprintf(out, " %016llx",
+					(unsigned long long)g[x].keys[i]);
+			fputc('\n', out);
+		}
 	save_images(r, g, ng);
 	for (size_t k = 0; k < ng; k++) {
 		fprintf(out, "\n");
 		print_job(r, out, g[k].jobs[0], g[k].jobs[0]->saved);
+		for (size_t i = 1; !by_missing(r, g[k].jobs[0]) &&
+			i < g[k].n; i++)
+			if (by_missing(r, g[k].jobs[i])) {
+				fprintf(out, "  in image #%llu of this group:\n",
+					(unsigned long long)g[k].jobs[i]->seq);
+				describe_missing(r, out, g[k].jobs[i]);
+				break;
+			}
 		if (g[k].n > 1)
 			fprintf(out, "  the same failure (%s) in "
-				"%zu more image%s:", by_missing(r, g[k].jobs[0]) ?
+				"%zu more image%s:", g[k].strong ?
 					"same missing operation" :
-					"same call sites", g[k].n - 1,
+					"same fence's function or checker "
+					"message", g[k].n - 1,
 				g[k].n == 2 ? "" : "s");
 		for (size_t i = 1; i < g[k].n && (r->o.verbose || i <= 10); i++)
 			fprintf(out, " #%llu@fence%u",
@@ -562,7 +751,7 @@ pmt_report_print(struct pmt_report *r, FILE *out)
 			}
 	}
 	for (size_t k = 0; k < ng; k++)
-		free(g[k].jobs);
+		group_free(&g[k]);
 	free(g);
 	return ng;
 }

@@ -18,9 +18,10 @@ struct cached {
 	uint32_t module;
 	uint64_t offset;
 	char *text;       /* inline chain, innermost first, " <- " between */
-	char *outer;      /* the innermost element outside librio's rio.h:
-			     the program's own code around an inlined
-			     primitive */
+	char *outer;      /* the innermost element outside librio's rio.h
+			     and the compiler's *intrin.h: the program's
+			     own code around an inlined primitive or
+			     vector store */
 };
 
 static struct cached *cache;
@@ -123,7 +124,8 @@ resolve_module(struct pmt_model *m, const struct pmt_stack *st,
 			char *nt = pmt_xasprintf("%s <- %s", text, t);
 			free(text);
 			text = nt;
-			if (strstr(outer, "(rio.h:") != NULL) {
+			if (strstr(outer, "(rio.h:") != NULL ||
+			    strstr(outer, "intrin.h:") != NULL) {
 				free(outer);
 				outer = t;
 			} else {

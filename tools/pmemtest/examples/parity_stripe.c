@@ -24,62 +24,15 @@
  *   BUG_REPAIR_SELF  the rebuild XORs all eight lines, the stale one
  *                    included, instead of the seven others
  */
-#include "example.h"
+#include "stripe.h"
 
 #define STEPS 6
-#define NDATA 7
-#define WORDS 6
-
-struct sline {
-	uint64_t gen;
-	uint64_t v[WORDS];
-	uint64_t csum; /* of gen and v */
-};
 
 struct root {
 	uint64_t committed;
 	uint8_t pad[EX_LINE - 8];
 	struct sline l[NDATA + 1]; /* l[NDATA] is the parity */
 };
-
-/* The compiler must keep the program order of the stores. */
-#define ORDER() __asm__ volatile("" ::: "memory")
-
-static uint64_t
-val(uint64_t gen, int line, int w)
-{
-	return gen * 1000003u + (uint64_t)line * 101u + (uint64_t)w;
-}
-
-static bool
-whole(const struct sline *l)
-{
-	static const struct sline zero;
-	return l->csum == ex_csum(l, offsetof(struct sline, csum)) ||
-		memcmp(l, &zero, sizeof(zero)) == 0;
-}
-
-/* Generation and values, then the checksum: inside one line the stores
- * persist in this order. */
-static void
-seal(struct sline *l, uint64_t gen)
-{
-	l->gen = gen;
-	ORDER();
-	l->csum = ex_csum(l, offsetof(struct sline, csum));
-}
-
-static void
-xor_of(struct sline *out, const struct sline *l, int skip)
-{
-	for (int w = 0; w < WORDS; w++) {
-		uint64_t x = 0;
-		for (int i = 0; i <= NDATA; i++)
-			if (i != skip)
-				x ^= l[i].v[w];
-		out->v[w] = x;
-	}
-}
 
 static int
 ex_run(rio_pool *p, uint8_t *base)
@@ -132,32 +85,8 @@ static int
 ex_check(rio_pool *p, uint8_t *base)
 {
 	struct root *r = (struct root *)base;
-	struct sline par;
-	int same = 0;
 
 	(void)p;
 	recover(r);
-	for (int i = 0; i <= NDATA; i++) {
-		const struct sline *l = &r->l[i];
-		if (!whole(l) || l->gen == 0)
-			continue;
-		if (l->gen != r->committed && l->gen != r->committed + 1)
-			EX_FAIL("parity_stripe: line %d has generation %llu, "
-				"committed %llu", i, (unsigned long long)l->gen,
-				(unsigned long long)r->committed);
-		same += l->gen == r->committed;
-		for (int w = 0; i < NDATA && w < WORDS; w++)
-			if (l->v[w] != val(l->gen, i, w))
-				EX_FAIL("parity_stripe: line %d word %d wrong "
-					"for generation %llu", i, w,
-					(unsigned long long)l->gen);
-	}
-	if (r->committed == 0)
-		return 0;
-	xor_of(&par, r->l, NDATA);
-	if (same == NDATA + 1 &&
-	    memcmp(par.v, r->l[NDATA].v, sizeof(par.v)) != 0)
-		EX_FAIL("parity_stripe: parity of generation %llu wrong",
-			(unsigned long long)r->committed);
-	return 0;
+	return stripe_check("parity_stripe", r->l, r->committed);
 }
