@@ -525,7 +525,7 @@ tick(sbml *s, uint64_t now)
 			send_ctrl(s, d);
 	}
 	sbml__recover_tick(s, now);
-	if (s->finishing) {
+	if (s->announcing) {
 		for (unsigned d = 0; d < s->n; d++) {
 			struct sbml__peer *p = &s->peer[d];
 			if (d == s->self || p->done_acked ||
@@ -894,8 +894,14 @@ sbml_recv(sbml *s, int src, void *buf, size_t cap, size_t *len,
 					"from process %u", src,
 					(unsigned long long)m->rsn, m->peer);
 			s->replay = m->next;
-			if (s->replay == NULL)
+			if (s->replay == NULL) {
 				s->replaying = false;
+				if (s->o.verbose)
+					fprintf(stderr, "sbml: process %u: "
+						"replay done at state "
+						"interval %llu\n", s->self,
+						(unsigned long long)m->rsn);
+			}
 			replayed = true;
 			break;
 		}

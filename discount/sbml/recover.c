@@ -171,6 +171,7 @@ sbml__recover(sbml *s)
 {
 	struct timespec ts;
 	uint64_t first = s->sii + 1, last;
+	bool at_finish = s->finishing;
 	int rc;
 
 	/* 1. a new incarnation: the dead life's packets are stale */
@@ -181,7 +182,7 @@ sbml__recover(sbml *s)
 	s->recovering = true;
 	s->replaying = false;
 	s->replay_last = UINT64_MAX;
-	s->finishing = false;
+	s->finishing = s->announcing = false;
 	s->st.recoveries++;
 	for (unsigned d = 0; d < s->n; d++) {
 		struct sbml__peer *p = &s->peer[d];
@@ -190,6 +191,19 @@ sbml__recover(sbml *s)
 		p->done_rcvd = p->done_acked = false;
 	}
 	s->next_tick = 0;
+	if (at_finish) {
+		/* resumed at sbml_finish's checkpoint: everything received
+		 * was fully logged before it and nothing is received after
+		 * it, so nothing is replayed and nobody depends on a later
+		 * interval (the peers may have left already) */
+		s->recovering = false;
+		s->finishing = true;
+		if (s->o.verbose)
+			fprintf(stderr, "sbml: process %u recovered at its "
+				"finishing checkpoint (state interval %llu)\n",
+				s->self, (unsigned long long)s->sii);
+		return 0;
+	}
 
 	/* 2. the logged messages from every sender */
 	rc = wait_for(s, all_collected);
@@ -257,6 +271,9 @@ sbml__recover(sbml *s)
 			(unsigned long long)first - 1,
 			(unsigned long long)(last - (first - 1)),
 			(unsigned long long)last, (unsigned long long)s->inc);
+	if (s->o.verbose && !s->replaying)
+		fprintf(stderr, "sbml: process %u: replay done at state "
+			"interval %llu\n", s->self, (unsigned long long)last);
 	return 0;
 }
 
@@ -335,6 +352,8 @@ sbml_finish(sbml *s)
 
 	if (rc)
 		return rc;
+	/* in the checkpoint: a recovery there needs no replay */
+	s->finishing = true;
 	if (!s->o.no_logging) {
 		rc = sbml_checkpoint(s);
 		if (rc == 1)
@@ -344,9 +363,9 @@ sbml_finish(sbml *s)
 		if (rc < 0)
 			return rc;
 	}
-	s->finishing = true;
 	for (unsigned d = 0; d < s->n; d++)
 		s->peer[d].rec_tx = 0;
+	s->announcing = true;
 	s->next_tick = 0;
 	deadline = sbml__now_ns() + (uint64_t)s->o.timeout_ms * NS_MS;
 	linger = (uint64_t)s->o.linger_ms * NS_MS;

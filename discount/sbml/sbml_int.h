@@ -109,7 +109,8 @@ struct sbml {
 	struct sbml__msg *replay;        /* by rsn */
 	uint64_t replay_last;  /* L */
 	/* termination */
-	bool finishing;
+	bool finishing;        /* at or past sbml_finish's checkpoint */
+	bool announcing;       /* DONE is being sent (after it) */
 	struct sbml__held *held;
 	uint64_t next_tick;
 	uint8_t *rxbuf, *txbuf;
