@@ -239,7 +239,9 @@ sbml__recover(sbml *s)
 			"(its messages after that died with another failure; "
 			"processes recovering too:%s)", who, s->self,
 			(unsigned long long)last, fl ? failed : " none");
-		fprintf(stderr, "sbml: process %u: %s\n", s->self, s->errmsg);
+		if (!s->o.verbose) /* sbml__fatal said it already */
+			fprintf(stderr, "sbml: process %u: %s\n", s->self,
+				s->errmsg);
 		return rc;
 	}
 	/* a message beyond a gap cannot be replayed: step 5 resends it */
