@@ -39,6 +39,7 @@
  */
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,17 +92,27 @@ log_count(sbml *s, const struct sbml__msg *m, int sign)
 	}
 }
 
+static struct sbml__msg *
+next_partial(struct sbml__msg *m)
+{
+	while (m && m->rsn != 0)
+		m = m->next;
+	return m;
+}
+
+/* The link field *pp belongs to the entry before, or is the head. */
 static void
 log_unlink(sbml *s, struct sbml__peer *p, struct sbml__msg **pp)
 {
 	struct sbml__msg *m = *pp;
 
 	*pp = m->next;
-	if (p->log_tail == m) {
-		p->log_tail = NULL;
-		for (struct sbml__msg *t = p->log; t; t = t->next)
-			p->log_tail = t;
-	}
+	if (p->log_tail == m)
+		p->log_tail = pp == &p->log ? NULL
+			: (struct sbml__msg *)((char *)pp -
+				offsetof(struct sbml__msg, next));
+	if (p->first_partial == m)
+		p->first_partial = next_partial(m->next);
 	if (m->rsn == 0)
 		p->partial--;
 	log_count(s, m, -1);
@@ -215,11 +226,13 @@ queue_ack(sbml *s, unsigned src, uint64_t rsn)
 	for (unsigned i = 0; i < p->nacks; i++)
 		if (p->acks[i] == rsn)
 			return;
-	if (p->nacks == SBML_WIRE_MAX_ACKS)
-		send_ctrl(s, src); /* empties the list */
 	if (p->nacks == 0)
 		p->acks_since = sbml__now_ns();
 	p->acks[p->nacks++] = rsn;
+	/* a full packet's worth (a blast's RSNs came at once): it goes now,
+	 * so that the receiver may send again (Section 3.5) */
+	if (p->nacks == SBML_WIRE_MAX_ACKS)
+		send_ctrl(s, src); /* empties the list */
 }
 
 /* ---- receiving packets ---- */
@@ -229,28 +242,44 @@ static void
 on_rsn(sbml *s, unsigned src, uint64_t ssn, uint64_t rsn)
 {
 	struct sbml__peer *p = &s->peer[src];
-	struct sbml__msg **pp;
+	struct sbml__msg *m = p->log;
 
-	for (pp = &p->log; *pp; pp = &(*pp)->next) {
-		if ((*pp)->ssn == ssn)
-			break;
+	/* Every entry before the first partially logged one is fully
+	 * logged: an RSN for one of them came again (our acknowledgement
+	 * was lost or is on its way) and is acknowledged again without a
+	 * search of a log that may be long. */
+	if (rsn != 0 && !s->o.no_logging &&
+	    (p->first_partial == NULL || ssn < p->first_partial->ssn) &&
+	    ssn <= p->ssn_to) {
+		queue_ack(s, src, rsn);
+		return;
 	}
-	if (*pp == NULL) {
+	/* RSNs come for the oldest partially logged messages: start there */
+	if (p->first_partial && p->first_partial->ssn <= ssn)
+		m = p->first_partial;
+	while (m && m->ssn != ssn)
+		m = m->next;
+	if (m == NULL) {
 		/* purged by a checkpoint of src, or not sent yet again
 		 * by this recovering process (then src asks again) */
 		if (ssn <= p->ssn_to && rsn != 0 && !s->o.no_logging)
 			queue_ack(s, src, rsn);
 		return;
 	}
-	struct sbml__msg *m = *pp;
 	if (rsn == 0 || s->o.no_logging) {
-		/* delivered, and need not be logged */
+		/* delivered, and need not be logged (no_logging: the
+		 * entries go in order, from the head) */
+		struct sbml__msg **pp = &p->log;
+		while (*pp != m)
+			pp = &(*pp)->next;
 		log_unlink(s, p, pp);
 		return;
 	}
 	if (m->rsn == 0) {
 		m->rsn = rsn;
 		p->partial--;
+		if (p->first_partial == m)
+			p->first_partial = next_partial(m->next);
 	}
 	queue_ack(s, src, m->rsn);
 }
@@ -388,6 +417,7 @@ serve_replay_done(sbml *s, unsigned src, uint64_t last)
 			p->partial++;
 		}
 	}
+	p->first_partial = next_partial(p->log);
 	sbml__send_pkt(s, src, &a, NULL);
 }
 
@@ -470,6 +500,9 @@ on_packet(sbml *s, const uint8_t *buf, size_t len,
 #endif
 		for (unsigned i = 0; i < w.nack; i++)
 			on_ack(s, w.src, sbml__wire_ack(&w, i));
+		/* acknowledgements make room: more RSNs owed may leave */
+		if (w.nack)
+			s->next_tick = 0;
 		if (w.type == SBML_PKT_DATA)
 			on_data(s, &w);
 		break;
@@ -510,7 +543,7 @@ tick(sbml *s, uint64_t now)
 		struct sbml__peer *p = &s->peer[d];
 		if (p->partial == 0)
 			continue;
-		for (struct sbml__msg *m = p->log; m; m = m->next)
+		for (struct sbml__msg *m = p->first_partial; m; m = m->next)
 			if (m->rsn == 0 && now >= m->last_tx + rto_ns(s))
 				send_data(s, m, m->last_tx != 0);
 	}
@@ -778,6 +811,8 @@ sbml_send(sbml *s, unsigned dst, const void *buf, size_t len)
 	else
 		p->log = m;
 	p->log_tail = m;
+	if (p->first_partial == NULL)
+		p->first_partial = m;
 	p->partial++;
 	log_count(s, m, +1);
 	s->st.sent++;

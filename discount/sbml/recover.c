@@ -279,6 +279,14 @@ sbml__recover(sbml *s)
 	return 0;
 }
 
+static void
+advance_unacked_all(sbml *s)
+{
+	while (s->first_unacked < s->nhist &&
+	       s->hist[s->first_unacked].acked)
+		s->first_unacked++;
+}
+
 static bool
 none_owed(const sbml *s)
 {
@@ -318,6 +326,9 @@ sbml_checkpoint(sbml *s)
 	}
 	if (rc)
 		return rc;
+	/* the history is empty in the checkpoint, and stays empty only if
+	 * the checkpoint was taken */
+	size_t nhist = s->nhist;
 	s->nhist = s->first_unacked = 0;
 	s->ckpt_sii = s->sii;
 	rc = dc_checkpoint();
@@ -327,6 +338,8 @@ sbml_checkpoint(sbml *s)
 	}
 	if (rc < 0) {
 		s->ckpt_sii = old;
+		s->nhist = s->first_unacked = nhist;
+		advance_unacked_all(s);
 		if (rc == DC_ENOTINIT)
 			return sbml__err(rc, "sbml_checkpoint: Discount "
 				"Checking is not running (dc_init or dc-run)");
@@ -395,9 +408,18 @@ sbml_finish(sbml *s)
 		if (recovered && now - quiet_since >= linger)
 			break;
 		rc = sbml__pump(s, deadline);
-		if (rc)
+		if (rc) {
+			char st[256];
+			size_t l = 0;
+			for (unsigned d = 0; d < s->n && l < sizeof(st); d++)
+				l += (size_t)snprintf(st + l, sizeof(st) - l,
+					" %u:%s%s", d,
+					s->peer[d].done_rcvd ? "R" : "-",
+					s->peer[d].done_acked ? "A" : "-");
 			return sbml__err(rc, "sbml_finish: process %u: not "
-				"every peer finished in time", s->self);
+				"every peer finished in time (DONE received/"
+				"acknowledged by peer:%s)", s->self, st);
+		}
 	}
 	/* the last answers: acknowledgements still owed */
 	for (unsigned d = 0; d < s->n; d++)

@@ -70,6 +70,9 @@ struct sbml__peer {
 	uint64_t dv;           /* dependency vector entry */
 	uint64_t ckpt;         /* its checkpoint's state interval index */
 	struct sbml__msg *log, *log_tail; /* send log to it, by ssn */
+	struct sbml__msg *first_partial;  /* ... its first entry without
+	                                   * RSN (NULL: none); all before it
+	                                   * are fully logged */
 	unsigned partial;      /* ... entries without RSN */
 	struct sbml__msg *queue;          /* arrived, undelivered, by ssn */
 	uint64_t acks[SBML_WIRE_MAX_ACKS]; /* RSNs of it to acknowledge */

@@ -137,6 +137,22 @@ TEST_CASE("SSN, RSN, acknowledgement: messages become fully logged",
 	sbml_stats(b, &st);
 	REQUIRE(st.received == 3);
 	REQUIRE(st.state_interval == 3);
+	// a checkpoint that could not be taken keeps the RSN history: a
+	// duplicate is still answered with its RSN, not "need not log"
+	SBML_REQUIRE_RC(sbml_checkpoint(b), DC_ENOTINIT);
+	REQUIRE(b->nhist == 3);
+	REQUIRE(b->ckpt_sii == 0);
+	sbml__msg *first = a->peer[1].log;
+	REQUIRE(first != nullptr);
+	first->rsn = 0; // as if a's record of it were lost: a asks again
+	a->peer[1].partial++;
+	a->peer[1].first_partial = first;
+	first->last_tx = 0;
+	REQUIRE(g.drive([&] { return sbt::all_fully_logged(a, 1); }));
+	REQUIRE(first->rsn == 1);
+	sbml_stats(b, &st);
+	REQUIRE(st.dup_rsn_answered == 1);
+	REQUIRE(st.dup_nolog_answered == 0);
 }
 
 TEST_CASE("request/reply: RSNs and acknowledgements ride on the messages",
