@@ -521,6 +521,13 @@ on_packet(sbml *s, const uint8_t *buf, size_t len,
 		struct sbml__wire a = { .type = SBML_PKT_DONE_ACK };
 		p->done_rcvd = true;
 		sbml__send_pkt(s, w.src, &a, NULL);
+		/* the peer does not have our DONE (arg 0): a recovery rolled
+		 * it back past it; say it again until acknowledged */
+		if (s->announcing && w.arg == 0 && p->done_acked) {
+			p->done_acked = false;
+			p->rec_tx = 0;
+			s->next_tick = 0;
+		}
 		break;
 	}
 	case SBML_PKT_DONE_ACK:
@@ -564,7 +571,8 @@ tick(sbml *s, uint64_t now)
 			if (d == s->self || p->done_acked ||
 			    now < p->rec_tx + rto_ns(s))
 				continue;
-			struct sbml__wire w = { .type = SBML_PKT_DONE };
+			struct sbml__wire w = { .type = SBML_PKT_DONE,
+				.arg = p->done_rcvd };
 			p->rec_tx = now;
 			sbml__send_pkt(s, d, &w, NULL);
 		}

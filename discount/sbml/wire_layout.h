@@ -26,8 +26,9 @@
  *   REPLAY_DONE the recovering sender will re-create state intervals up
  *               to sii (L) only: dst treats its messages with RSN > L as
  *               partially logged again (Section 3.4 step 5).
- *   DONE_ACK / REPLAY_DONE_ACK / DONE  the termination handshake and
- *               the acknowledgement of REPLAY_DONE.
+ *   DONE        the sender has finished (sbml_finish); arg = 1 if it has
+ *               dst's DONE already (0: dst says DONE again).
+ *   DONE_ACK, REPLAY_DONE_ACK  the acknowledgements.
  *
  * Invariants (checked by sbml__wire_parse; a datagram failing one is
  * counted and dropped, never used)

@@ -548,4 +548,30 @@ TEST_CASE("two concurrent failures: recovered when the dependency vectors "
 	}
 }
 
+TEST_CASE("a finished process says DONE again to a peer whose recovery "
+	  "forgot it", "[finish]")
+{
+	Group g(2, nullptr, 3000);
+	sbml *a = g.h[0], *b = g.h[1];
+	// b has finished; a's DONE was acknowledged and b's acknowledged by
+	// a life of a that a recovery has since rolled back
+	b->announcing = true;
+	b->finishing = true;
+	b->peer[0].done_rcvd = true;
+	b->peer[0].done_acked = true;
+	a->o.linger_ms = 100;
+	int rc = -1;
+	std::atomic<bool> over{ false };
+	std::thread ta([&] {
+		rc = sbml_finish(a);
+		over = true;
+	});
+	while (!over)
+		(void)sbml__pump(b, sbml__now_ns() + 1000000);
+	ta.join();
+	INFO(sbml_errormsg());
+	REQUIRE(rc == 0);
+	REQUIRE(a->peer[1].done_rcvd);
+}
+
 #endif
