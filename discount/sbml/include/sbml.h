@@ -111,7 +111,9 @@ typedef struct sbml sbml;
  * Checking (dc_init() already called, any protocol; DC_MANUAL is the one
  * meant) a process that dc_recovered() recovers here before returning:
  * see sbml_checkpoint().  Returns 0, SBML_EADDR (bad address, id or
- * count), -EINVAL (bad option), -errno (bind), or a recovery's codes.
+ * count), -EINVAL (bad option), -errno (bind; *out is NULL after all of
+ * these), or a recovery's codes (SBML_ECONCURRENT, SBML_ETIMEDOUT: *out
+ * is the handle in its error state, for sbml_stats and sbml_close).
  */
 SBML_EXPORT int sbml_open(const struct sbml_opts *opts, sbml **out);
 
