@@ -17,6 +17,7 @@
  * writes the totals.  A
  * failure-free run and a run with kills must write the same files.
  * WORK_US: sleep per task and per token, so that kills land inside.
+ * $SBML_TIMEOUT_MS: how long a call waits for its peers (20000).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -139,7 +140,8 @@ main(int argc, char **argv)
 		.self = self,
 		.addrs = (const char *const *)&argv[8],
 		.verbose = true,
-		.timeout_ms = 20000,
+		.timeout_ms = getenv("SBML_TIMEOUT_MS") ?
+			(unsigned)atoi(getenv("SBML_TIMEOUT_MS")) : 20000,
 		.linger_ms = 500,
 	};
 	rc = sbml_open(&so, &S);

@@ -13,6 +13,10 @@
 // started again.  SBML_KILLS (default 20) is the number of kills to reach
 // (bench/sbml/kill_campaign.sh runs more).
 //
+// [kill-two]: two processes killed together, once per run: everything
+// recovers with the failure-free outputs, or a recovery is refused
+// loudly; a wrong output or a failure without a refusal fails the test.
+//
 // The program linked with a broken build (SBML_KILL_PROG_BROKEN) must
 // fail: a refused recovery, a wrong output, or a hang.
 
@@ -248,6 +252,70 @@ unsigned campaign(const char *prog, std::mt19937_64 &rng, unsigned budget,
 	return kills;
 }
 
+// Two processes killed together, once per run, and restarted: either
+// everything recovers with the failure-free outputs, or a recovery is
+// refused loudly (SBML_ECONCURRENT names the processes) -- never a wrong
+// output, never a silent hang.  Returns true if a refusal was seen.
+[[maybe_unused]] bool campaign_two(std::mt19937_64 &rng, std::string &bad)
+{
+	const auto &ref = failure_free(SBML_KILL_PROG);
+	Campaign c(SBML_KILL_PROG);
+	setenv("SBML_TIMEOUT_MS", "4000", 1); /* survivors give up soon */
+	for (unsigned i = 0; i < N; i++)
+		c.spawn(i);
+	unsetenv("SBML_TIMEOUT_MS");
+	for (int t = 0; t < 2000; t++) {
+		bool all = true;
+		for (unsigned i = 0; i < N; i++)
+			all &= c.count(i, "started") > 0;
+		if (all)
+			break;
+		usleep(5000);
+	}
+	usleep((useconds_t)(50000 + rng() % 400000));
+	c.reap();
+	unsigned v1 = (unsigned)(rng() % N),
+		 v2 = (v1 + 1 + (unsigned)(rng() % (N - 1))) % N;
+	bool killed = c.pid[v1] > 0 && c.pid[v2] > 0 &&
+		c.count(v1, "done:") + c.count(v2, "done:") == 0;
+	if (killed) {
+		kill(c.pid[v1], SIGKILL);
+		kill(c.pid[v2], SIGKILL);
+		for (unsigned v : { v1, v2 }) {
+			waitpid(c.pid[v], nullptr, 0);
+			c.pid[v] = -1;
+		}
+		setenv("SBML_TIMEOUT_MS", "4000", 1);
+		c.spawn(v1);
+		c.spawn(v2);
+		unsetenv("SBML_TIMEOUT_MS");
+	}
+	bool ended = c.wait_all(60);
+	bool refused = false;
+	for (unsigned i = 0; i < N; i++)
+		refused |= c.count(i, "recovery refused") > 0;
+	if (!ended) {
+		bad = "hang\n" + c.diagnostics();
+		return refused;
+	}
+	bool all_ok = true;
+	for (unsigned i = 0; i < N; i++) {
+		REQUIRE(!(WIFEXITED(c.status[i]) &&
+			WEXITSTATUS(c.status[i]) >= 120));
+		bool ok = WIFEXITED(c.status[i]) &&
+			WEXITSTATUS(c.status[i]) == 0;
+		all_ok &= ok;
+		if (ok && test::read_file(c.out(i)) != ref[i]) {
+			bad = "process " + std::to_string(i) +
+				": a wrong output\n" + c.diagnostics();
+			return refused;
+		}
+	}
+	if (!all_ok && !refused)
+		bad = "a failure without a refusal\n" + c.diagnostics();
+	return refused;
+}
+
 unsigned target_kills()
 {
 	const char *e = getenv("SBML_KILLS");
@@ -274,6 +342,23 @@ TEST_CASE("one process at a time killed and restarted: the same output, "
 		REQUIRE(runs < 10 * want + 10);
 	}
 	WARN(kills << " kills in " << runs << " runs, every output equal");
+}
+TEST_CASE("two processes killed together: recovered, or refused loudly, "
+	  "never a wrong output", "[kill-two]")
+{
+	std::mt19937_64 rng(getenv("SBML_SEED") ? atoll(getenv("SBML_SEED"))
+						: 20260202);
+	unsigned runs = getenv("SBML_RUNS") ? atoi(getenv("SBML_RUNS")) : 4,
+		 refusals = 0;
+	for (unsigned r = 0; r < runs; r++) {
+		std::string bad;
+		refusals += campaign_two(rng, bad);
+		INFO("run " << r);
+		INFO(bad);
+		REQUIRE(bad.empty());
+	}
+	WARN(runs << " double kills, " << refusals << " refused recoveries, "
+		"no wrong output");
 }
 #else
 TEST_CASE("the broken build fails under kills", "[kill-broken]")
