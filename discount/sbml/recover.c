@@ -306,9 +306,9 @@ sbml_checkpoint(sbml *s)
 
 	if (rc)
 		return rc;
-	if (s->replaying)
-		return sbml__err(SBML_ESTATE, "sbml_checkpoint: the replay "
-			"of a recovery is not finished");
+	/* A checkpoint in the middle of a replay is fine: the rest of the
+	 * replay list has RSNs above it, which the senders keep, and a
+	 * recovery from it collects them again. */
 	if (s->o.no_logging)
 		return sbml__err(SBML_ESTATE, "sbml_checkpoint: no_logging "
 			"processes cannot be recovered");

@@ -402,6 +402,9 @@ TEST_CASE("bad input is counted and dropped; bad calls are refused",
 	SBML_REQUIRE_RC(sbml_recv(b, 1, &c, 1, nullptr, nullptr, 0),
 		SBML_EADDR);
 	SBML_REQUIRE_RC(sbml_checkpoint(b), DC_ENOTINIT);
+	b->o.no_logging = true; // nothing to recover with
+	SBML_REQUIRE_RC(sbml_checkpoint(b), SBML_ESTATE);
+	b->o.no_logging = false;
 	sbml_opts o = g.base;
 	o.self = 5;
 	sbml *x = nullptr;
