@@ -17,8 +17,10 @@
  *                  its fence: 2k + 2.
  *
  * Persist order of commit_lazy (crash outcome after each step):
- *   1. flush every declared line (data written back, not durable);
- *   2. store the commit record {gen, csum, seg, check}, flush its line;
+ *   1. store the commit record {gen, csum, seg, check} (csum summed while
+ *      the declared lines are in the cache);
+ *   2. flush every declared line and the commit record's line (written
+ *      back, not durable);
  *   F. fence: data and commit record durable.  Before F a crash leaves a
  *      commit record that is missing, torn (check fails) or whose csum
  *      does not match the bytes: recovery rolls back.  After F the bytes
@@ -439,6 +441,16 @@ finish(struct vista_lane *l)
  * Out of line: untraced, a commit pays only the caller's rio_tracing(),
  * the branch every rio_flush/rio_drain already takes. */
 VISTA__COLD static void
+durable_points_segs(struct vista_lane *l, const char *what)
+{
+	vista *v = l->v;
+
+	for (unsigned i = 0; i < VISTA_MAX_SEGMENTS; i++)
+		if (vista__bit_test(l->touched, i) && v->byidx[i] != NULL)
+			rio_durable_point(v->byidx[i]->pool, what);
+}
+
+VISTA__COLD static void
 durable_points(struct vista_lane *l, const char *what)
 {
 	vista *v = l->v;
@@ -566,12 +578,9 @@ commit_lazy(struct vista_lane *l, unsigned segidx)
 	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
 	vista__flush(l, v->log, l->hdr, sizeof(*l->hdr));
 #endif
-	/* 1. Start writing the declared lines back (durable at F). */
-#if !defined(VISTA_BROKEN_FAST_NO_FLUSH) && !defined(VISTA_BROKEN_LAZY_COMMIT_EARLY)
-	flush_ranges(l);
-#endif
-	/* 2. The commit record: what the bytes must hold for recovery to
-	 * keep the transaction (C6 in recover.c). */
+	/* 1. The commit record: what the bytes must hold for recovery to
+	 * keep the transaction (C6 in recover.c), summed while the declared
+	 * lines are still in the cache (a write-back may evict them). */
 	memset(&c, 0, sizeof(c));
 	c.gen = l->gen;
 	c.csum = vista__after_csum(l, v->byidx[segidx]->base, segidx, &other);
@@ -579,7 +588,11 @@ commit_lazy(struct vista_lane *l, unsigned segidx)
 	c.seg = (uint16_t)segidx;
 	c.check = vista_lane_commit_check(l->seed, c.gen, c.csum, c.seg);
 	memcpy(l->cl, &c, sizeof(c));
-	/* Written back with the data, durable at F. */
+	/* 2. Start writing the declared lines back, and the commit record's
+	 * line: both durable at F, in either order. */
+#if !defined(VISTA_BROKEN_FAST_NO_FLUSH) && !defined(VISTA_BROKEN_LAZY_COMMIT_EARLY)
+	flush_ranges(l);
+#endif
 	vista__flush(l, v->log, l->cl, sizeof(*l->cl));
 #ifdef VISTA_BROKEN_LAZY_COMMIT_EARLY
 	/* wrong: the commit record is durable before the data is written
@@ -611,7 +624,9 @@ commit_lazy(struct vista_lane *l, unsigned segidx)
 	__atomic_store_n(&l->lazy, true, __ATOMIC_RELEASE);
 	l->gen++;
 	if (rio_tracing())
-		durable_points(l, "vista_end_transaction");
+		/* The data is durable; the log is not, by design: its lane
+		 * header waits for the next fence (L6). */
+		durable_points_segs(l, "vista_end_transaction");
 	VISTA__STAT_ADD(l, tx_committed, 1);
 	finish(l);
 	return 0;
