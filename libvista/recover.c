@@ -193,8 +193,12 @@ scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 	    vista__log_check(l->seed, gen, l->rec0, l->end, pos, &why) ==
 		    VISTA__REC_END)
 		pos += VISTA_REC_ALIGN;
-	if (pos + sizeof(struct vista_rec) > l->end)
-		pos = l->rec0; /* none: the transaction has no record */
+	if (pos + sizeof(struct vista_rec) > l->end) {
+		/* None: the lane holds no record of gen anywhere (C1 holds,
+		 * with nothing to check further). */
+		s->start = s->end = l->rec0;
+		return 0;
+	}
 	s->start = pos;
 	while ((st = vista__log_check(l->seed, gen, l->rec0, l->end, pos,
 			&why)) == VISTA__REC_OK) {
