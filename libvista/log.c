@@ -37,6 +37,18 @@
  *       line left alone already holds, durably, what the record needs.
  *       What an earlier process left (it may have died before its fence)
  *       is never trusted so.
+ *   L6. A lazy truncation (tx.c, commit_lazy) is stored and its line
+ *       written back, with no fence: until a later fence completes it,
+ *       the records of the old generation [old_lo, old_hi) stay alive on
+ *       media beside their commit record, and nothing may be stored over
+ *       them or over what they describe.  Hence the lane's next
+ *       transaction starts after them (or at the start of the area, if
+ *       they do not begin there), an append that would reach them fences
+ *       first (vista__log_room), and the first fence of every lane's
+ *       transaction -- the one before its program stores -- also writes
+ *       back the lane header of every other lane with a lazy truncation
+ *       (vista__lazy_cover): a transaction of another thread can change
+ *       bytes the commit record vouches for only after that fence.
  */
 #include <errno.h>
 #include <string.h>
@@ -187,7 +199,7 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 	VISTA_ASSERT((char *)r == l->cur && (char *)r + len <= l->end, "L1");
 	VISTA_ASSERT(l->gen == l->hdr->gen && l->state != VISTA__TX_IDLE,
 		"L1");
-	VISTA_ASSERT((l->nrec == 0) == (l->cur == l->rec0), "L1");
+	VISTA_ASSERT((l->nrec == 0) == (l->cur == l->start), "L1");
 	r->check = checksum_of(l->seed, l->gen, pos, r, len);
 	if (l->v->sealed) {
 		/* Byte domain: every store above reaches the persistence
@@ -205,7 +217,16 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 		 * a line: the rest of the record is durable before the tag
 		 * says it is complete... */
 		plan_flush(l, &f);
+		/* The transaction's first fence also completes lazy
+		 * truncations (L6): this lane's, whose line its commit
+		 * wrote back, and other lanes', written back here. */
+		if (l->nrec == 0 && VISTA__UNLIKELY(l->v->lanes_seen > 1))
+			vista__lazy_cover(l);
 		vista__drain(l);
+		if (l->nrec == 0 && l->lazy)
+			/* release: pairs with the acquire in
+			 * vista__lazy_cover(); the truncation is durable. */
+			__atomic_store_n(&l->lazy, false, __ATOMIC_RELEASE);
 		/* relaxed: an 8-byte store that must not tear; ordering
 		 * comes from the drain above and the flush below. */
 		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);
@@ -417,4 +438,62 @@ vista__log_objs(struct vista_lane *l, uint16_t type,
 	memcpy(r + 1, o, n * sizeof(*o));
 	close_rec(l, r, w2);
 	return 0;
+}
+
+void
+vista__lazy_settle(struct vista_lane *l)
+{
+	/* L6: the truncation a commit stored without a fence (its line is
+	 * written back again: another thread may have stored it) is
+	 * durable before its records are written over. */
+	vista__flush(l, l->v->log, l->hdr, sizeof(*l->hdr));
+	vista__drain(l);
+	/* release: as in seal_rec(). */
+	__atomic_store_n(&l->lazy, false, __ATOMIC_RELEASE);
+}
+
+void
+vista__lazy_cover(struct vista_lane *l)
+{
+	vista *v = l->v;
+	/* relaxed: lanes_seen only grows, under v->lock; a lane taken after
+	 * this load began its transactions after ours was declared. */
+	unsigned n = __atomic_load_n(&v->lanes_seen, __ATOMIC_RELAXED);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct vista_lane *o = &v->lanes[i];
+		/* acquire: pairs with the release in commit_lazy(), so the
+		 * truncation stored before the flag is the line written back.
+		 * Written back here, durable at the caller's fence (L6). */
+		if (o != l && __atomic_load_n(&o->lazy, __ATOMIC_ACQUIRE))
+			vista__flush(l, v->log, o->hdr, sizeof(*o->hdr));
+	}
+}
+
+uint64_t
+vista__after_csum(const struct vista_lane *l, const char *base, unsigned seg,
+	bool *other)
+{
+	uint64_t h = l->seed ^ (l->gen * 0x9e3779b97f4a7c15ull) ^
+		VISTA_COMMIT_CSUM_SEED;
+
+	*other = false;
+	for (const char *pos = l->start; pos < l->cur;) {
+		const struct vista_rec *r = (const void *)pos;
+		if (r->type == VISTA_REC_RANGES) {
+			const struct vista_rdesc *d = (const void *)(r + 1);
+			for (unsigned i = 0; i < r->count; i++) {
+				if (d[i].seg != seg) {
+					*other = true;
+					continue;
+				}
+				h = rio_checksum(base + d[i].off, d[i].len, h);
+			}
+		} else {
+			*other = true;
+		}
+		pos += (r->len + VISTA_REC_ALIGN - 1) &
+			~(size_t)(VISTA_REC_ALIGN - 1);
+	}
+	return h;
 }

@@ -8,14 +8,25 @@
  *   +4096     segment table: VISTA_MAX_SEGMENTS entries of 64 bytes
  *   +lanes_off  nlanes lanes of lane_size bytes each (page aligned)
  *
- * A lane is a 64-byte lane header followed by the record area.  The lane
- * header's `gen` is the truncation word: a record belongs to the lane's
- * current transaction iff its tag is the tag of (lane gen, position) and
- * its check verifies; commit and abort discard every record by moving the
- * lane to gen + 1 (gen_check first, then gen: one cache line, one flush,
- * one fence).  Records are appended at 64-byte aligned positions and each
- * is made durable before the next is written, so the valid records of a
- * lane always form a prefix of its record area.
+ * A lane is a 64-byte lane header, a 64-byte commit record, then the
+ * record area.  The lane header's `gen` is the truncation word: a record
+ * belongs to the lane's current transaction iff its tag is the tag of
+ * (lane gen, position) and its check verifies; commit and abort discard
+ * every record by moving the lane to gen + 1 (gen_check first, then gen:
+ * one cache line).  Records are appended at 64-byte aligned positions and
+ * each is made durable before the next is written, so the valid records of
+ * a transaction form one run of the record area, which begins with the
+ * record whose `prev` is 0 (anywhere in the area: a transaction starts
+ * where the one before it ended, or at the start of the area).
+ *
+ * One-fence commit (major 3).  A commit that touched one segment writes
+ * the commit record {gen, checksum of the after-images of every range its
+ * records describe}, flushes it with the data, fences once, and then
+ * stores gen + 1 with no fence of its own: the next fence of the lane (or
+ * vista_unmap, vista_fini, another lane's first fence) makes it durable.
+ * Until then a crash finds the records of gen alive beside a commit record
+ * of gen; recovery keeps the transaction if the segment's bytes match the
+ * commit checksum and rolls it back otherwise.
  *
  * Torn or corrupt.  A record's tag is stored last, once the rest of the
  * record is durable (byte domain: program order; cacheline and page
@@ -40,7 +51,8 @@
 
 #define VISTA_LOG_LAYOUT "vista.log" /* rio pool layout name */
 #define VISTA_LOG_MAGIC "VISTALG"    /* 7 chars + NUL */
-#define VISTA_LOG_MAJOR 2 /* 1: seal without images, unprotected gen */
+#define VISTA_LOG_MAJOR 3 /* 1: seal without images, unprotected gen;
+				   2: no commit record, fenced truncation */
 #define VISTA_LOG_MINOR 0
 #define VISTA_LOG_HDR_SIZE 4096u
 
@@ -51,6 +63,7 @@
 #define VISTA_LOG_CSUM_SEED 0x5649535441484452ull    /* "VISTAHDR" */
 #define VISTA_SEGENT_CSUM_SEED 0x5649535441534547ull /* "VISTASEG" */
 #define VISTA_LANE_CSUM_SEED 0x564953544c414e45ull   /* "VISTLANE" */
+#define VISTA_COMMIT_CSUM_SEED 0x56495354434d4954ull /* "VISTCMIT" */
 #define VISTA_TAG_SLACK 4u /* flipped bits under which a tag is present */
 
 #define VISTA_MAX_SEGMENTS 256u /* segment table entries */
@@ -118,6 +131,30 @@ struct vista_lane_hdr {
 	uint64_t gen_check;  /* 48 check of gen */
 	uint64_t done_check; /* 56 check of done_gen and done[] */
 };
+
+/*
+ * Commit record: the line after the lane header.  Valid for generation g
+ * iff gen == g == the lane's generation and check verifies; it then says
+ * "the transaction of g committed if segment-table entry seg holds, in
+ * the ranges its records describe (record order, descriptor order), bytes
+ * whose rio_checksum chain is csum".  Written only by a commit, fenced
+ * together with the data; a torn line fails its check (not committed).
+ */
+struct vista_lane_commit {
+	uint64_t gen;  /* 0   generation committed */
+	uint64_t csum; /* 8   vista__after_csum() of the described ranges */
+	uint16_t seg;  /* 16  the one segment the transaction touched */
+	uint8_t reserved[38]; /* 18 zero */
+	uint64_t check; /* 56 vista_lane_commit_check(seed, gen, csum, seg) */
+};
+
+static inline uint64_t
+vista_lane_commit_check(uint64_t seed, uint64_t gen, uint64_t csum,
+	uint16_t seg)
+{
+	return rio_mix64(rio_mix64(gen ^ seed ^ VISTA_COMMIT_CSUM_SEED) ^
+		csum ^ ((uint64_t)seg << 48)) ^ 0x636d6974ull;
+}
 
 static inline uint64_t
 vista_lane_gen_check(uint64_t seed, uint64_t gen)
@@ -199,6 +236,9 @@ RIO_STATIC_ASSERT(sizeof(struct vista_segent) == 64, "segment entry");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_segent, checksum) == 56,
 	"segment entry checksum is last");
 RIO_STATIC_ASSERT(sizeof(struct vista_lane_hdr) == 64, "lane header");
+RIO_STATIC_ASSERT(sizeof(struct vista_lane_commit) == 64, "commit record");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_lane_commit, check) == 56,
+	"commit record check is last");
 RIO_STATIC_ASSERT(sizeof(struct vista_rec) == 32, "record header");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_rec, tag) == 8, "tag");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_lane_hdr, gen_check) == 48,

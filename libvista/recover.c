@@ -45,15 +45,24 @@
  *       before it stores anything: every descriptor lies in the arena or
  *       the heap header, every heap object fits the heap, every page map
  *       entry verifies, and the heap header the rollback leaves verifies.
+ *   C6. A lane whose commit record is valid for its generation (log_layout.h)
+ *       and whose records name only that record's segment committed iff
+ *       the bytes its RANGES records describe match the record's checksum
+ *       (tx.c, commit_lazy: the record and the data are made durable by
+ *       one fence, and nothing stores to those bytes before the truncation
+ *       is durable, L6 in log.c).  Such a lane is truncated, not rolled
+ *       back; any other lane with records is rolled back.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "rio_int.h"
 #include "vista_int.h"
 
 struct lane_scan {
+	char *start;   /* the first valid record (prev 0) */
 	char *end;     /* first byte after the valid records */
 	uint32_t last; /* stride of the newest valid record */
 	uint32_t nrec;
@@ -178,6 +187,19 @@ scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 	if (rc)
 		return rc;
 	gen = s->gen;
+	/* The transaction's records begin anywhere in the area (L6 in
+	 * log.c): at the first position holding a record of gen. */
+	while (pos + sizeof(struct vista_rec) <= l->end &&
+	    vista__log_check(l->seed, gen, l->rec0, l->end, pos, &why) ==
+		    VISTA__REC_END)
+		pos += VISTA_REC_ALIGN;
+	if (pos + sizeof(struct vista_rec) > l->end) {
+		/* None: the lane holds no record of gen anywhere (C1 holds,
+		 * with nothing to check further). */
+		s->start = s->end = l->rec0;
+		return 0;
+	}
+	s->start = pos;
 	while ((st = vista__log_check(l->seed, gen, l->rec0, l->end, pos,
 			&why)) == VISTA__REC_OK) {
 		const struct vista_rec *r = (const void *)pos;
@@ -211,7 +233,8 @@ scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 			(size_t)(pos - l->rec0), why);
 	s->end = pos;
 	/* C1/C2: the first record without its tag must be the last thing
-	 * the lane holds of this generation. */
+	 * the lane holds of this generation (nothing before the first one
+	 * holds any, by the search above). */
 	for (char *q = pos + VISTA_REC_ALIGN;
 		q + sizeof(struct vista_rec) <= l->end; q += VISTA_REC_ALIGN)
 		if (vista__log_check(l->seed, gen, l->rec0, l->end, q, &why) !=
@@ -223,6 +246,32 @@ scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 				l->idx, (size_t)(pos - l->rec0),
 				(size_t)(q - l->rec0));
 	return 0;
+}
+
+/*
+ * C6: a commit record valid for the lane's generation, of a transaction
+ * whose records name its one segment: the transaction committed if that
+ * segment's bytes match the record's checksum (vista__recover_segment).
+ */
+static void
+commit_seen(struct vista_lane *l, const struct lane_scan *s)
+{
+	struct vista_lane_commit c;
+	unsigned n = 0;
+
+	memcpy(&c, l->cl, sizeof(c));
+	l->commit_seen = false;
+	if (c.gen != l->gen || c.check != vista_lane_commit_check(l->seed,
+		    c.gen, c.csum, c.seg) || !rio__all_zero(c.reserved,
+		    sizeof(c.reserved)) || c.seg >= VISTA_MAX_SEGMENTS)
+		return;
+	for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
+		n += (unsigned)__builtin_popcountll(s->touched[w]);
+	if (n != 1 || !vista__bit_test(s->touched, c.seg))
+		return;
+	l->commit_seen = true;
+	l->commit_csum = c.csum;
+	l->commit_seg = c.seg;
 }
 
 int
@@ -254,9 +303,11 @@ vista__recover_scan(vista *v)
 #endif
 		for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
 			any |= l->pend_segs[w] != 0;
+		l->start = s[i].start;
 		l->cur = s[i].end;
 		l->last = s[i].last;
 		l->nrec = s[i].nrec;
+		commit_seen(l, &s[i]);
 		if (any) {
 			l->pending = true;
 			continue;
@@ -298,7 +349,7 @@ check_lane_for(const struct vista_lane *l, const struct vista_segment *seg)
 {
 	const struct vista_seg_hdr *h = seg->hdr;
 
-	for (const char *pos = l->rec0; pos < l->cur;) {
+	for (const char *pos = l->start; pos < l->cur;) {
 		const struct vista_rec *r = (const void *)pos;
 		for (unsigned i = 0; i < r->count; i++) {
 			bool ok = true;
@@ -450,7 +501,7 @@ static int
 named_blocks(const struct vista_lane *l, const struct vista_segment *seg,
 	uint64_t **keys, size_t *n, size_t *cap)
 {
-	for (const char *pos = l->rec0; pos < l->cur; pos += stride_of(
+	for (const char *pos = l->start; pos < l->cur; pos += stride_of(
 		     (const struct vista_rec *)(const void *)pos)) {
 		const struct vista_rec *r = (const void *)pos;
 		const struct vista_robj *o = (const void *)(r + 1);
@@ -486,8 +537,23 @@ vista__recover_segment(vista *v, struct vista_segment *seg)
 	for (unsigned i = 0; i < v->nlanes && rc == 0; i++)
 		if (v->lanes[i].pending &&
 		    vista__bit_test(v->lanes[i].pend_segs, seg->idx)) {
-			rc = check_lane_for(&v->lanes[i], seg);
-			hh_after_undo(&v->lanes[i], seg, hh);
+			struct vista_lane *l = &v->lanes[i];
+			rc = check_lane_for(l, seg);
+			if (rc)
+				break;
+			/* C6: every descriptor fits the segment (C5), so its
+			 * bytes can be read. */
+			l->keep = l->commit_seen && l->commit_seg == seg->idx;
+#ifndef VISTA_BROKEN_LAZY_COMMIT_EARLY
+			if (l->keep) {
+				bool other;
+				l->keep = vista__after_csum(l, seg->base,
+					seg->idx, &other) == l->commit_csum &&
+					!other;
+			}
+#endif
+			if (!l->keep)
+				hh_after_undo(l, seg, hh);
 			if (rc == 0 && named_blocks(&v->lanes[i], seg, &named,
 					       &nnamed, &cap) != 0)
 				rc = vista__err(-ENOMEM, "out of memory for "
@@ -507,6 +573,12 @@ vista__recover_segment(vista *v, struct vista_segment *seg)
 
 		if (!l->pending || !vista__bit_test(l->pend_segs, seg->idx))
 			continue;
+		if (l->keep) {
+			/* C6: committed; only its truncation was missing. */
+			l->keep = l->commit_seen = false;
+			mark_done(l, seg->idx);
+			continue;
+		}
 		vista__undo(v, l, seg, true);
 		/* C4: the segment is rolled back, durably, before the lane
 		 * says so. */

@@ -757,8 +757,23 @@ seg_in_use(vista *v, const struct vista_segment *seg)
 static int
 unmap_locked(vista *v, struct vista_segment *seg)
 {
+	bool lazy = false;
 	int rc;
 
+	/* L6 (log.c): a lane's lazy truncation is durable before the segment
+	 * can go (and its table entry be reused): records of the old
+	 * generation, which may name it, must be dead on media first. */
+	for (unsigned i = 0; i < v->nlanes; i++) {
+		struct vista_lane *l = &v->lanes[i];
+		/* acquire: as in vista__lazy_cover(). */
+		if (__atomic_load_n(&l->lazy, __ATOMIC_ACQUIRE)) {
+			rio_flush(v->log, l->hdr, sizeof(*l->hdr));
+			lazy = true;
+		}
+	}
+	if (lazy)
+		/* The truncations written back above are durable now. */
+		rio_drain(v->log);
 	map_remove(v, seg);
 	if (!seg_named(v, seg))
 		/* S5: nothing of any lane names it: any log may map it. */

@@ -5,10 +5,29 @@
  * The hot path of the library.  Per transaction of k declared ranges, in
  * the cacheline domain:
  *   set_range      copy the before-image into the lane (log.c), flush it,
- *                  one fence: k fences (vista_set_ranges: one for all);
- *   end            flush the declared ranges, one fence (the data is
- *                  durable), then truncate the log: one 8-byte store, one
- *                  fence.  Total k + 2.
+ *                  fence, store its tag, fence: 2k fences (vista_set_ranges:
+ *                  two for all);
+ *   end            (commit_lazy, a transaction of declared ranges in one
+ *                  segment) flush the declared ranges and the commit
+ *                  record {gen, checksum of the after-images}: one fence;
+ *                  then truncate with a plain store, durable at the lane's
+ *                  next fence (L6 in log.c).  Total 2k + 1.  Otherwise
+ *                  (commit_slow, several segments, heap, open pages, page
+ *                  domain) one fence for the data, then the truncation and
+ *                  its fence: 2k + 2.
+ *
+ * Persist order of commit_lazy (crash outcome after each step):
+ *   1. store the commit record {gen, csum, seg, check} (csum summed while
+ *      the declared lines are in the cache);
+ *   2. flush every declared line and the commit record's line (written
+ *      back, not durable);
+ *   F. fence: data and commit record durable.  Before F a crash leaves a
+ *      commit record that is missing, torn (check fails) or whose csum
+ *      does not match the bytes: recovery rolls back.  After F the bytes
+ *      match: recovery keeps the transaction (recover.c C6);
+ *   3. store gen + 1 and its check, flush the header line, no fence: the
+ *      lane's next first fence (or vista__lazy_settle/_cover) makes it
+ *      durable; until then the transaction stays committed by F.
  * In the byte domain the same code issues no flush at all (rio_flush is
  * empty there) and each fence is a compiler barrier.  Nothing on this path
  * takes a lock, executes an atomic read-modify-write, makes a system call
@@ -139,6 +158,9 @@ vista__declare(struct vista_lane *l, struct vista_segment *seg, void *addr,
 	int rc;
 
 	if (!log) {
+		/* Bytes with no before-image: the commit record cannot vouch
+		 * for them (commit_lazy). */
+		l->unlogged = true;
 		rc = vista__ranges_add(&l->ranges, lo, hi, seg);
 		if (rc)
 			return vista__err(rc, "out of memory");
@@ -391,20 +413,26 @@ finish(struct vista_lane *l)
 	if (l->nrec) {
 		/* L3 (T2, T3): the transaction's records are dead -- the first
 		 * one no longer carries the lane's generation. */
-		VISTA_ASSERT(((const struct vista_rec *)l->rec0)->tag !=
-			vista_rec_tag(l->seed, l->gen, 0), "L3");
+		VISTA_ASSERT(((const struct vista_rec *)l->start)->tag !=
+			vista_rec_tag(l->seed, l->gen,
+				(uint64_t)(l->start - l->rec0)), "L3");
 		memset(l->touched, 0, sizeof(l->touched));
 		if (VISTA__UNLIKELY(l->nalloc_recs || l->nfree_recs)) {
 			memset(l->freed, 0, sizeof(l->freed));
 			memset(l->allocd, 0, sizeof(l->allocd));
 		}
 		vista__log_reset(l);
+		/* L6: after the records a lazy truncation keeps alive, while
+		 * the lane's first lines stay warm. */
+		if (l->lazy && l->old_hi - l->rec0 < VISTA__LOG_WINDOW &&
+		    l->end - l->old_hi >= VISTA__LOG_WINDOW)
+			l->cur = l->start = l->old_hi;
 	}
 	vista__ranges_clear(&l->ranges);
 	l->flags = 0;
 	vista__lane_set_state(l, VISTA__TX_IDLE);
 	/* M2 */
-	VISTA_ASSERT(l->nrec == 0 && l->cur == l->rec0 && l->ranges.n == 0,
+	VISTA_ASSERT(l->nrec == 0 && l->cur == l->start && l->ranges.n == 0,
 		"M2");
 	vista__tx_pop(l);
 }
@@ -412,6 +440,16 @@ finish(struct vista_lane *l)
 /* Tell a tracer (tools/pmemtest) what commit promised to be durable.
  * Out of line: untraced, a commit pays only the caller's rio_tracing(),
  * the branch every rio_flush/rio_drain already takes. */
+VISTA__COLD static void
+durable_points_segs(struct vista_lane *l, const char *what)
+{
+	vista *v = l->v;
+
+	for (unsigned i = 0; i < VISTA_MAX_SEGMENTS; i++)
+		if (vista__bit_test(l->touched, i) && v->byidx[i] != NULL)
+			rio_durable_point(v->byidx[i]->pool, what);
+}
+
 VISTA__COLD static void
 durable_points(struct vista_lane *l, const char *what)
 {
@@ -501,6 +539,99 @@ commit_slow(struct vista_lane *l, bool chain)
 	return rc;
 }
 
+/* The one segment-table entry the transaction touched, or -1. */
+static inline int
+one_segment(const struct vista_lane *l)
+{
+	int seg = -1;
+
+	for (unsigned w = 0; w < VISTA__SEGWORDS; w++) {
+		uint64_t x = l->touched[w];
+		if (x == 0)
+			continue;
+		if (seg >= 0 || (x & (x - 1)) != 0)
+			return -1;
+		seg = (int)(w * 64 + (unsigned)__builtin_ctzll(x));
+	}
+	return seg;
+}
+
+/*
+ * One fence: data and commit record together, truncation lazy (the
+ * persist order is in this file's head).  Declared ranges of one segment
+ * only, each logged (so that the records describe every byte the commit
+ * record vouches for), cacheline domain.
+ */
+static int
+commit_lazy(struct vista_lane *l, unsigned segidx)
+{
+	vista *v = l->v;
+	struct vista_lane_commit c;
+	bool other;
+
+	vista__lane_set_state(l, VISTA__TX_COMMITTING);
+#if defined(VISTA_BROKEN_COMMIT_ORDER) || defined(VISTA_BROKEN_FAST_COMMIT_ORDER)
+	/* wrong: the truncation is written back with the data, not after */
+	VISTA_ASSERT(l->gen == l->hdr->gen, "L3");
+	__atomic_store_n(&l->hdr->gen_check,
+		vista_lane_gen_check(l->seed, l->gen + 1), __ATOMIC_RELAXED);
+	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
+	vista__flush(l, v->log, l->hdr, sizeof(*l->hdr));
+#endif
+	/* 1. The commit record: what the bytes must hold for recovery to
+	 * keep the transaction (C6 in recover.c), summed while the declared
+	 * lines are still in the cache (a write-back may evict them). */
+	memset(&c, 0, sizeof(c));
+	c.gen = l->gen;
+	c.csum = vista__after_csum(l, v->byidx[segidx]->base, segidx, &other);
+	VISTA_ASSERT(!other, "C6");
+	c.seg = (uint16_t)segidx;
+	c.check = vista_lane_commit_check(l->seed, c.gen, c.csum, c.seg);
+	memcpy(l->cl, &c, sizeof(c));
+	/* 2. Start writing the declared lines back, and the commit record's
+	 * line: both durable at F, in either order. */
+#if !defined(VISTA_BROKEN_FAST_NO_FLUSH) && !defined(VISTA_BROKEN_LAZY_COMMIT_EARLY)
+	flush_ranges(l);
+#endif
+	vista__flush(l, v->log, l->cl, sizeof(*l->cl));
+#ifdef VISTA_BROKEN_LAZY_COMMIT_EARLY
+	/* wrong: the commit record is durable before the data is written
+	 * back, and recovery trusts it without checking the bytes. */
+	vista__drain(l);
+	flush_ranges(l);
+#endif
+	/* F: the data and the commit record are durable: the transaction
+	 * is committed (T2) before end_transaction returns. */
+	vista__drain(l);
+#if !defined(VISTA_BROKEN_COMMIT_ORDER) && !defined(VISTA_BROKEN_FAST_COMMIT_ORDER)
+	/* 3. Truncate without a fence (L6): relaxed 8-byte stores that must
+	 * not tear, check first as in vista__log_truncate(). */
+	VISTA_ASSERT(l->gen == l->hdr->gen, "L3");
+	__atomic_store_n(&l->hdr->gen_check,
+		vista_lane_gen_check(l->seed, l->gen + 1), __ATOMIC_RELAXED);
+	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
+#ifndef VISTA_BROKEN_LAZY_NO_COVER
+	/* Written back now; durable at the lane's next first fence (or at
+	 * vista__lazy_settle/_cover), before anything can change the bytes
+	 * the commit record vouches for. */
+	vista__flush(l, v->log, l->hdr, sizeof(*l->hdr));
+#endif
+#endif
+	l->old_lo = l->start;
+	l->old_hi = l->cur;
+	/* release: pairs with the acquire in vista__lazy_cover(): another
+	 * thread that sees the flag writes back the truncation above. */
+	__atomic_store_n(&l->lazy, true, __ATOMIC_RELEASE);
+	l->gen++;
+	if (rio_tracing())
+		/* The data is durable; the log is not, by design: its lane
+		 * header waits for the next fence (L6). */
+		durable_points_segs(l, "vista_end_transaction");
+	VISTA__STAT_ADD(l, tx_committed, 1);
+	finish(l);
+	return 0;
+}
+
 static int
 commit(struct vista_lane *l)
 {
@@ -525,7 +656,13 @@ commit(struct vista_lane *l)
 	 * rio_drain themselves). */
 	if (VISTA__UNLIKELY(l->nfree_recs || l->prot_used || v->page_domain))
 		return commit_slow(l, false);
-	/* The common case: only declared ranges (and fresh blocks). */
+	/* The common case: declared ranges of one segment. */
+	if (VISTA__LIKELY(!v->sealed && !l->unlogged && l->nalloc_recs == 0)) {
+		int seg = one_segment(l);
+		if (seg >= 0)
+			return commit_lazy(l, (unsigned)seg);
+	}
+	/* Only declared ranges (and fresh blocks). */
 #if defined(VISTA_BROKEN_COMMIT_ORDER) || defined(VISTA_BROKEN_FAST_COMMIT_ORDER)
 	vista__log_truncate(l); /* wrong: the log dies before the data lives */
 #endif

@@ -247,6 +247,15 @@ vista__lane_get(vista *v, int *rc)
 			vista_strerror(*rc));
 		return NULL;
 	}
+	if (l->idx >= v->lanes_seen)
+		/* relaxed: read by vista__lazy_cover() (log.c), which needs
+		 * only the lanes that committed before its transaction. */
+		__atomic_store_n(&v->lanes_seen, l->idx + 1, __ATOMIC_RELAXED);
+	if (l->lazy)
+		/* The previous owner's lazy truncation, written back by it on
+		 * another CPU: durable before this thread's fences count on
+		 * it (L6 in log.c). */
+		vista__lazy_settle(l);
 	/* relaxed: v->lock (held since the lane was found free) orders the
 	 * previous owner's last use of the lane before ours. */
 	__atomic_store_n(&l->owner, tok, __ATOMIC_RELAXED);
@@ -371,13 +380,16 @@ log_format(vista *v, unsigned nlanes)
 		struct vista_lane_hdr *lh = (void *)((char *)h + VISTA_LANES_OFF +
 			(size_t)i * lane_size);
 		uint64_t seed = vista__log_seed(salt, i);
-		memset(lh, 0, sizeof(*lh));
+		/* The lane header and an empty commit record (its check
+		 * fails: no commit). */
+		memset(lh, 0, sizeof(*lh) + sizeof(struct vista_lane_commit));
 		lh->gen = 1;
 		lh->gen_check = vista_lane_gen_check(seed, 1);
 		lh->done_check = vista_lane_done_check(seed, 0, lh->done);
 		/* Lane headers and the empty table: durable at the header's
 		 * first drain, before the magic makes the log valid. */
-		rio_flush(v->log, lh, sizeof(*lh));
+		rio_flush(v->log, lh, sizeof(*lh) +
+			sizeof(struct vista_lane_commit));
 	}
 	rio_flush(v->log, (char *)h + VISTA_SEGTAB_OFF,
 		VISTA_LANES_OFF - VISTA_SEGTAB_OFF);
@@ -485,9 +497,11 @@ lane_init(vista *v, unsigned i)
 	l->v = v;
 	l->idx = i;
 	l->hdr = (void *)base;
-	l->rec0 = base + sizeof(struct vista_lane_hdr);
+	l->cl = (void *)(base + sizeof(struct vista_lane_hdr));
+	l->rec0 = base + sizeof(struct vista_lane_hdr) +
+		sizeof(struct vista_lane_commit);
 	l->end = base + v->lane_size;
-	l->cur = l->rec0;
+	l->cur = l->start = l->rec0;
 	l->clean = l->rec0; /* what earlier processes left: not known durable */
 	l->gen = l->hdr->gen;
 	l->seed = vista__log_seed(v->salt, i);

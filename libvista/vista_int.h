@@ -70,6 +70,9 @@ extern "C" {
 	}
 
 #define VISTA__SEGWORDS (VISTA_MAX_SEGMENTS / 64)
+/* A transaction after a lazily truncated one starts where it ended while
+ * that is within this many bytes of the start of the record area (L6). */
+#define VISTA__LOG_WINDOW 4096
 
 /* Per-lane segment masks (touched, allocd, freed, pend_segs).  relaxed:
  * one writer, the lane's owner (or recovery, under v->lock); another thread
@@ -287,6 +290,14 @@ struct vista_lane {
 	char *rec0;     /* record area */
 	char *end;      /* end of the lane */
 	char *cur;      /* where the next record goes */
+	char *start;    /* the transaction's first record goes (went) here */
+	struct vista_lane_commit *cl; /* persistent commit record */
+	/* A commit truncated the lane with no fence of its own (lazy, read
+	 * by other threads: atomic); its records [old_lo, old_hi) stay
+	 * alive on media until the truncation is durable (log.c L6). */
+	bool lazy;
+	char *old_lo, *old_hi;
+	bool unlogged;  /* a range declared without its before-image */
 	char *clean;    /* below this the record area holds, durably, what
 			   this process wrote there (L5 in log.c) */
 	uint32_t last;  /* stride of the newest record, 0 if none */
@@ -330,6 +341,11 @@ struct vista_lane {
 	 * run that is not rolled back in every segment yet. */
 	bool pending;
 	uint64_t pend_segs[VISTA__SEGWORDS]; /* segments still to roll back */
+	/* Its commit record is valid for its generation (C6): it committed
+	 * if the segment's bytes match csum. */
+	bool commit_seen, keep;
+	uint64_t commit_csum;
+	uint16_t commit_seg;
 } __attribute__((aligned(64)));
 
 /* The one place a lane changes state (M1). */
@@ -356,6 +372,7 @@ struct vista {
 	uint8_t log_uuid[16]; /* the log pool's uuid: segments bind to it */
 	bool sealed;      /* byte domain: program order; no flush, no tag fence */
 	bool page_domain; /* msync domain: check rio_pool_error at commit */
+	unsigned lanes_seen; /* lanes [0, lanes_seen) were ever owned */
 	unsigned seg_rio_flags; /* rio flags every segment is opened with */
 	int fatal;        /* sticky VISTA_EFATAL cause (atomic), 0 if none */
 	bool protect;     /* RIO_PROTECT: segments protected from the start */
@@ -492,13 +509,29 @@ int vista__seg_unmap_all(vista *v);
 /* ---- log.c ---- */
 
 /* Where a record of `len` bytes would go, or NULL if the lane is full. */
+/* Make the lane's lazy truncation durable (L6 in log.c): flush, fence. */
+void vista__lazy_settle(struct vista_lane *l);
+/* Write back the header of every other lane with a lazy truncation (L6);
+ * the caller's fence makes them durable. */
+void vista__lazy_cover(struct vista_lane *l);
+/* Checksum chain of the bytes at base that the RANGES records of the
+ * lane's transaction (l->start .. l->cur) describe in segment-table entry
+ * seg, in record and descriptor order, for generation l->gen; *other: a
+ * record describes something else (another segment, heap objects). */
+uint64_t vista__after_csum(const struct vista_lane *l, const char *base,
+	unsigned seg, bool *other);
 static inline char *
-vista__log_room(const struct vista_lane *l, size_t len)
+vista__log_room(struct vista_lane *l, size_t len)
 {
 	size_t stride = (len + VISTA_REC_ALIGN - 1) & ~(size_t)(VISTA_REC_ALIGN - 1);
 	if (VISTA__UNLIKELY(len > UINT32_MAX ||
 		    stride > (size_t)(l->end - l->cur)))
 		return NULL;
+	/* L6: the records of a commit whose truncation is not durable yet
+	 * are not written over. */
+	if (VISTA__UNLIKELY(l->lazy) && l->cur < l->old_hi &&
+	    l->cur + stride > l->old_lo)
+		vista__lazy_settle(l);
 	return l->cur;
 }
 /*
@@ -530,12 +563,17 @@ vista__log_truncate(struct vista_lane *l)
 	vista__flush(l, l->v->log, l->hdr, sizeof(*l->hdr));
 	vista__drain(l);
 	l->gen++;
+	if (VISTA__UNLIKELY(l->lazy))
+		/* release: as in seal_rec() (log.c); the drain above also
+		 * completed an earlier lazy truncation (L6). */
+		__atomic_store_n(&l->lazy, false, __ATOMIC_RELEASE);
 }
 /* Forget the records in DRAM (cursor back to the start of the lane). */
 static inline void
 vista__log_reset(struct vista_lane *l)
 {
-	l->cur = l->rec0;
+	l->cur = l->start = l->rec0;
+	l->unlogged = false;
 	l->last = 0;
 	l->nrec = 0;
 	l->nfree_recs = 0;

@@ -271,9 +271,10 @@ table(FILE *out, const struct agg *a, size_t n, const char *title,
 		vis[i] = find(a, n, "vista", dom[i], 0);
 
 	fprintf(out, "\n== %s ==\n", title);
-	fprintf(out, "%-52s %9s %9s %9s %9s %10s %10s %9s %9s %8s %6s %7s %7s\n",
-		"backend", "tx/s", "min", "median", "max", "ns/tx", "overhead",
-		"fences/tx", "logB/tx", "syncs/tx", "trunc", "RSS MB", "mem MB");
+	fprintf(out, "%-52s %9s %9s %9s %9s %10s %10s %9s %9s %9s %8s %6s %7s "
+		"%7s\n", "backend", "tx/s", "min", "median", "max", "ns/tx",
+		"overhead", "fences/tx", "lines/tx", "logB/tx", "syncs/tx",
+		"trunc", "RSS MB", "mem MB");
 	for (size_t i = 0; i < n; i++) {
 		const struct agg *g = &a[i];
 		char t[4][16];
@@ -281,12 +282,14 @@ table(FILE *out, const struct agg *a, size_t n, const char *title,
 		human(t[1], 16, g->min);
 		human(t[2], 16, g->median);
 		human(t[3], 16, g->max);
-		char ov[16] = "-", fe[16] = "-", lg[16] = "-", sy[16] = "-",
-		     tr[16] = "-";
+		char ov[16] = "-", fe[16] = "-", li[16] = "-", lg[16] = "-",
+		     sy[16] = "-", tr[16] = "-";
 		if (none && g != none)
 			snprintf(ov, 16, "%.0f", g->ns - none->ns);
-		if (g->first->has_fences)
+		if (g->first->has_fences) {
 			snprintf(fe, 16, "%.2f", g->fences);
+			snprintf(li, 16, "%.1f", g->flushes); /* lines written back */
+		}
 		if (g->first->has_log)
 			snprintf(lg, 16, "%.0f", g->logged);
 		if (g->first->has_syncs) {
@@ -294,9 +297,9 @@ table(FILE *out, const struct agg *a, size_t n, const char *title,
 			snprintf(tr, 16, "%llu",
 				(unsigned long long)g->truncations);
 		}
-		fprintf(out, "%-52s %9s %9s %9s %9s %10.0f %10s %9s %9s %8s %6s "
-			"%7.1f %7.1f\n", g->first->label, t[0], t[1], t[2], t[3],
-			g->ns, ov, fe, lg, sy, tr, g->rss / 1048576.0,
+		fprintf(out, "%-52s %9s %9s %9s %9s %10.0f %10s %9s %9s %9s %8s "
+			"%6s %7.1f %7.1f\n", g->first->label, t[0], t[1], t[2],
+			t[3], g->ns, ov, fe, li, lg, sy, tr, g->rss / 1048576.0,
 			g->mem / 1048576.0);
 	}
 	/* Ratios: vista in each domain over every other backend. */
@@ -365,6 +368,13 @@ targets(FILE *out, const struct agg *a, size_t n, const char *wl,
 		target(out, "vista cacheline ns/tx over its fence floor",
 			vc->ns / (none->ns + vc->fences * fence_ns), 1.3, false,
 			"x");
+	/* The commit's cost over no atomicity, in fences of this run. */
+	if (vc && none && fence_ns > 0)
+		target(out, "vista cacheline (ns/tx - none) / fence latency",
+			(vc->ns - none->ns) / fence_ns, 2.5, false, "");
+	if (vb && none)
+		target(out, "vista byte ns/tx - none, ns", vb->ns - none->ns,
+			150, false, "");
 	for (int i = 0; i < 2; i++) {
 		const struct agg *v = i ? vc : vb;
 		if (v == NULL)

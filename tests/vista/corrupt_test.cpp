@@ -51,6 +51,10 @@ void setup(Env &e)
 	});
 }
 
+// The record area of a lane: after its header and its commit record.
+const off_t REC0 = sizeof(struct vista_lane_hdr) +
+	sizeof(struct vista_lane_commit);
+
 // File offset of lane 0's header in the log.
 off_t lane0(const std::string &log)
 {
@@ -113,7 +117,7 @@ TEST_CASE("one flipped bit anywhere in the records or the lane header: an "
 	setup(e);
 	const std::string log0 = test::read_file(e.log);
 	const std::string seg0 = test::read_file(e.seg("a"));
-	off_t lh = lane0(e.log), rec0 = lh + 64;
+	off_t lh = lane0(e.log), rec0 = lh + REC0;
 	int refused = 0;
 
 	// Lane header: gen, done_gen, done[], gen_check, done_check.
@@ -149,7 +153,7 @@ TEST_CASE("a record without its tag is torn: skipped as the newest, "
 	unsigned flags = GENERATE(RIO_FORCE_CACHELINE, RIO_FORCE_BYTE);
 	Env e(flags);
 	setup(e);
-	off_t rec0 = lane0(e.log) + 64;
+	off_t rec0 = lane0(e.log) + REC0;
 	const std::string log0 = test::read_file(e.log);
 	uint64_t stale = 0;
 
@@ -479,7 +483,7 @@ TEST_CASE("a valid record whose descriptor points into the heap metadata is "
 	Env e(RIO_FORCE_CACHELINE);
 	setup(e);
 	std::string f = test::read_file(e.log);
-	off_t lh = lane0(e.log), r1 = lh + 64 + 64; // record 1
+	off_t lh = lane0(e.log), r1 = lh + REC0 + 64; // record 1
 	struct vista_log_hdr lhdr;
 	struct vista_lane_hdr h;
 	struct vista_rec r;

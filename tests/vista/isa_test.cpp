@@ -6,8 +6,9 @@
 // vista_end_transaction is single-stepped (tests/rio/isa_step.hpp) in the
 // cacheline domain and judged on the instructions it executed: every line
 // of every declared range written back once and no other line of the
-// segment; then an sfence; only after it any write-back of the log (the
-// truncation); and an sfence last.  Ranges of one and several lines, at
+// segment, and the commit record's line; then an sfence; only after it
+// the write-back of the lane header (the truncation, durable at the next
+// transaction's first fence).  Ranges of one and several lines, at
 // line boundaries and across them, overlapping, several per transaction.
 //
 // Broken builds (meson: vista_isa_broken_*) link a libvista made with
@@ -36,15 +37,20 @@ struct Range {
 	size_t off, len;
 };
 
-// The events of one commit; "" if they keep T2.
+// The events of one commit; "" if they keep T2 (tx.c, commit_lazy's
+// persist order): every declared line written back once and no other
+// line of the segment, the commit record's line written back; an sfence
+// after all of them; only after it the lane header's (the truncation,
+// which waits for the next transaction's fence).
 std::string judge(uintptr_t seg, size_t seg_size, uintptr_t log,
-	size_t log_size, const std::vector<Range> &rs)
+	size_t log_size, uintptr_t commit_line, uintptr_t hdr_line,
+	const std::vector<Range> &rs)
 {
 	std::ostringstream why;
 	std::set<uintptr_t> want;
 	std::map<uintptr_t, int> got;
-	size_t last_data = 0, first_log = 0, last_log = 0;
-	bool fence_after_data = false, any_data = false;
+	int commit_wb = 0, trunc_wb = 0;
+	bool fenced = false; // an sfence after the data and the commit record
 
 	for (const Range &r : rs)
 		for (uintptr_t a = (seg + r.off) & ~(uintptr_t)63;
@@ -52,26 +58,32 @@ std::string judge(uintptr_t seg, size_t seg_size, uintptr_t log,
 			want.insert(a);
 	for (size_t i = 0; i < nev; i++) {
 		const Ev &e = evs[i];
+		uintptr_t line = e.addr & ~(uintptr_t)63;
 		if (is_fence(e.kind)) {
-			if (e.kind == SFENCE && any_data)
-				fence_after_data = true;
+			if (e.kind == SFENCE && commit_wb > 0)
+				fenced = true;
 			continue;
 		}
-		if (e.addr >= log && e.addr < log + log_size) {
-			if (first_log == 0)
-				first_log = i + 1;
-			last_log = i + 1;
-			if (!fence_after_data) {
-				why << kind_name[e.kind] << " of the log (offset "
-				    << e.addr - log << ") before the data's "
-				    << "sfence";
-				return why.str();
-			}
+		if (line == commit_line) {
+			if (fenced)
+				return "the commit record written back after "
+				       "the sfence";
+			commit_wb++;
+		} else if (line == hdr_line) {
+			if (!fenced)
+				return "the lane header (the truncation) "
+				       "written back before the sfence of the "
+				       "data and the commit record";
+			trunc_wb++;
+		} else if (e.addr >= log && e.addr < log + log_size) {
+			why << kind_name[e.kind] << " of the log (offset "
+			    << e.addr - log << "), neither the commit record "
+			    << "nor the lane header";
+			return why.str();
 		} else if (e.addr >= seg && e.addr < seg + seg_size) {
-			got[e.addr & ~(uintptr_t)63]++;
-			last_data = i + 1;
-			any_data = true;
-			fence_after_data = false;
+			if (fenced)
+				return "data written back after the sfence";
+			got[line]++;
 		} else {
 			why << kind_name[e.kind] << " of " << (void *)e.addr
 			    << ", in neither the log nor the segment";
@@ -90,19 +102,19 @@ std::string judge(uintptr_t seg, size_t seg_size, uintptr_t log,
 			    << " written back, never declared";
 			return why.str();
 		}
-	if (last_log == 0)
-		return "no write-back of the log (no truncation)";
-	if (first_log < last_data)
-		return "the log written back before the data";
-	if (nev == 0 || evs[nev - 1].kind != SFENCE)
-		return "no sfence after the truncation";
-	(void)last_data;
+	if (commit_wb != 1)
+		return "the commit record not written back once";
+	if (!fenced)
+		return "no sfence after the data and the commit record";
+	if (trunc_wb != 1)
+		return "the truncation not written back once";
 	return "";
 }
 
 } // namespace
 
-TEST_CASE("a commit writes back every declared line, fences, then truncates",
+TEST_CASE("a commit writes back every declared line and its commit record, "
+	  "fences, then truncates",
 	"[isa]")
 {
 	vt::Env e(RIO_FORCE_CACHELINE);
@@ -139,7 +151,9 @@ TEST_CASE("a commit writes back every declared line, fences, then truncates",
 			}
 			st.run([&] { rc = vista_end_transaction(v); });
 			VREQUIRE_OK(rc);
-			std::string why = judge(seg, seg_size, log, log_size, rs);
+			std::string why = judge(seg, seg_size, log, log_size,
+				(uintptr_t)v->lanes[0].cl,
+				(uintptr_t)v->lanes[0].hdr, rs);
 			checked++;
 			if (!why.empty() && bad++ == 0)
 				first = "case " + std::to_string(checked) + ": " +

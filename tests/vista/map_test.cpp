@@ -116,9 +116,23 @@ TEST_CASE("vista_init rejects bad options and bad logs, changing nothing",
 	}
 	SECTION("newer major version")
 	{
-		edit_log(e.log, [](vista_log_hdr &h) { h.major = 3; });
+		edit_log(e.log,
+			[](vista_log_hdr &h) { h.major = VISTA_LOG_MAJOR + 1; });
 		std::string before = test::read_file(e.log);
 		e.open(VISTA_ELAYOUT);
+		REQUIRE(test::read_file(e.log) == before);
+	}
+	SECTION("older major version (2: no commit record, fenced "
+		"truncation) is refused, naming both versions")
+	{
+		edit_log(e.log, [](vista_log_hdr &h) { h.major = 2; });
+		std::string before = test::read_file(e.log);
+		e.open(VISTA_ELAYOUT);
+		std::string msg = vista_errormsg();
+		INFO(msg);
+		REQUIRE(msg.find("2.") != std::string::npos);
+		REQUIRE(msg.find(std::to_string(VISTA_LOG_MAJOR) + ".") !=
+			std::string::npos);
 		REQUIRE(test::read_file(e.log) == before);
 	}
 	SECTION("unknown incompat feature")

@@ -204,7 +204,8 @@ struct LaneFile {
 		REQUIRE(f.size() > RIO_POOL_HDR_SIZE + sizeof(h));
 		memcpy(&h, f.data() + RIO_POOL_HDR_SIZE, sizeof(h));
 		rec0 = (off_t)(RIO_POOL_HDR_SIZE + h.lanes_off +
-			sizeof(struct vista_lane_hdr));
+			sizeof(struct vista_lane_hdr) +
+			sizeof(struct vista_lane_commit));
 	}
 	void flip(off_t off)
 	{

@@ -1,8 +1,97 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // thread_test.cpp -- one transaction and one lane per thread
+#include <atomic>
+#include <vector>
+
+#include "vista_int.h"
 #include "vista_test.hpp"
 
 using vt::Env;
+
+namespace {
+
+// The lines written back and the fences, in order (0 marks a fence).
+struct LineLog {
+	static inline std::vector<uintptr_t> ev;
+	static void flush(const rio_pool *, const void *a, size_t n,
+		const void *)
+	{
+		for (uintptr_t l = (uintptr_t)a & ~(uintptr_t)63;
+			l < (uintptr_t)a + n; l += 64)
+			ev.push_back(l);
+	}
+	static void drain(const rio_pool *, const void *) { ev.push_back(0); }
+	static void point(const rio_pool *, const char *, const void *) {}
+	static void mapped(const rio_pool *, void *, size_t, const char *) {}
+	static void unmapping(const rio_pool *, void *, size_t) {}
+	static void discard(const rio_pool *, const void *, size_t,
+		const void *) {}
+	LineLog()
+	{
+		static const struct rio_trace_ops ops = { flush, drain, point,
+			mapped, unmapping, discard };
+		ev.clear();
+		ev.reserve(1024);
+		rio_trace_set(&ops);
+	}
+	~LineLog() { rio_trace_set(nullptr); }
+};
+
+} // namespace
+
+TEST_CASE("another lane's first fence writes back a lane's lazy truncation "
+	  "(L6)",
+	"[thread]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0);
+	uint64_t *w = (uint64_t *)vista_segment_base(s);
+	std::atomic<int> step{ 0 };
+
+	// A thread commits with one fence, its truncation left for later,
+	// and stays (its lane stays its own).
+	std::thread t([&] {
+		if (vista_begin_transaction(v, 0) || vista_set_range(v, w, 8))
+			abort();
+		w[0] = 7;
+		if (vista_end_transaction(v))
+			abort();
+		step = 1;
+		while (step != 2)
+			std::this_thread::yield();
+	});
+	while (step != 1)
+		std::this_thread::yield();
+	const struct vista_lane *lazy = nullptr;
+	for (unsigned i = 0; i < v->nlanes; i++)
+		if (__atomic_load_n(&v->lanes[i].lazy, __ATOMIC_ACQUIRE))
+			lazy = &v->lanes[i];
+	REQUIRE(lazy != nullptr);
+	REQUIRE(lazy->hdr->gen == lazy->gen); // stored, not yet fenced
+	{
+		// This thread's transaction on another lane: its first fence
+		// comes after that lane header's write-back, before it
+		// stores anything.
+		LineLog log;
+		VREQUIRE_OK(vista_begin_transaction(v, 0));
+		VREQUIRE_OK(vista_set_range(v, &w[64], 8));
+		auto &ev = LineLog::ev;
+		size_t fence = 0;
+		while (fence < ev.size() && ev[fence] != 0)
+			fence++;
+		REQUIRE(fence < ev.size());
+		bool covered = false;
+		for (size_t i = 0; i < fence; i++)
+			covered |= ev[i] == (uintptr_t)lazy->hdr;
+		REQUIRE(covered);
+		w[64] = 9;
+		VREQUIRE_OK(vista_end_transaction(v));
+	}
+	step = 2;
+	t.join();
+	VREQUIRE_OK(vista_fini(v));
+}
 
 TEST_CASE("threads run transactions side by side on their own lanes",
 	"[thread]")
