@@ -39,6 +39,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -358,6 +360,11 @@ ckr__fork_start(ckr *c)
 	}
 	if (pid == 0) {
 		close(p[0]);
+		/* a snapshot child never outlives a crashed parent: it would
+		 * go on writing a slot the next run reuses */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(1);
 		fork_child(c, p[1]);
 	}
 	close(p[1]);

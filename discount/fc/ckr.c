@@ -19,9 +19,11 @@
  * take no lock except BACOU's per-object one.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -115,6 +117,8 @@ free_all(ckr *c)
 		if (c->mem[i] != NULL)
 			munmap(c->mem[i], c->memsz[i]);
 	free(c->stage);
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
 	ckr__media_close(&c->ckpt);
 	ckr__media_close(&c->logm);
 	pthread_mutex_destroy(&c->wlock);
@@ -123,6 +127,32 @@ free_all(ckr *c)
 	pthread_cond_destroy(&c->lcond);
 	pthread_cond_destroy(&c->ldone);
 	free(c);
+}
+
+/*
+ * One handle per directory: an exclusive flock on "<dir>/lock", held by
+ * the handle and by a fork snapshot child (it inherits the descriptor), so
+ * a directory is reopened only once every writer of the last run is gone.
+ * Waits up to about 5 s for such a child to die, then -EBUSY.
+ */
+static int
+lock_dir(ckr *c)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/lock", c->dir);
+	c->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (c->lock_fd < 0)
+		return ckr__errno("open %s", path);
+	for (int i = 0; flock(c->lock_fd, LOCK_EX | LOCK_NB) != 0; i++) {
+		if (errno != EWOULDBLOCK)
+			return ckr__errno("flock %s", path);
+		if (i == 5000)
+			return ckr__err(-EBUSY, "%s: the directory is in use by "
+				"another handle", path);
+		usleep(1000);
+	}
+	return 0;
 }
 
 static int
@@ -205,6 +235,7 @@ ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 	if (c == NULL)
 		return ckr__err(-ENOMEM, "ckr_open");
 	c->ckpt.fd = c->logm.fd = -1;
+	c->lock_fd = -1;
 	c->child_pipe = -1;
 	pthread_mutex_init(&c->wlock, NULL);
 	pthread_cond_init(&c->wcond, NULL);
@@ -222,9 +253,11 @@ ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 	c->hot.nwords = c->nobjs * c->obj_words;
 	c->st.recovered_slot = -1;
 
-	rc = ckr__media_open(&c->ckpt, dir, "ckpt", opts->storage,
-		2 * ckr__slot_size(c->hot.nwords), opts->rio_flags, true,
-		&created);
+	rc = lock_dir(c);
+	if (rc == 0)
+		rc = ckr__media_open(&c->ckpt, dir, "ckpt", opts->storage,
+			2 * ckr__slot_size(c->hot.nwords), opts->rio_flags,
+			true, &created);
 	if (rc == 0 && c->ckpt.size != 2 * ckr__slot_size(c->hot.nwords))
 		rc = ckr__err(CKR_ESIZE, "%s holds %llu bytes: made for "
 			"another state size than %llu objects of %u bytes "

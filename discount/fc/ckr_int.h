@@ -46,6 +46,7 @@ struct ckr {
 	uint32_t obj_words;
 	uint64_t nobjs;
 	char dir[4096];
+	int lock_fd;         /* flock on <dir>/lock */
 
 	/* algorithm state (the hot pointers point into these) */
 	void *mem[4];

@@ -98,6 +98,7 @@ inline struct ckr_opts opts(enum ckr_algo a, enum ckr_storage st,
 	o.storage = st;
 	o.nobjs = nobjs;
 	o.obj_size = obj_size;
+	o.log_capacity = 4ull << 20;
 	o.rio_flags = RIO_FORCE_CACHELINE;
 	o.replay = replay_cb;
 	return o;

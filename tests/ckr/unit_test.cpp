@@ -281,7 +281,7 @@ TEST_CASE("bad input: clear errors, the other slot when one is bad", "[bad]")
 				CKR_REQUIRE_RC(ckr_open(d.path.c_str(), &o, &c),
 					CKR_ESIZE);
 				REQUIRE(truncate(lg.c_str(), (off_t)(CKR_HDR_SIZE +
-					(64ull << 20))) == 0);
+					o.log_capacity)) == 0);
 			} else {
 				// a torn record in the middle ends the log
 				flip(lg, (off_t)(RIO_POOL_HDR_SIZE +
