@@ -41,11 +41,12 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Populated at once: no page fault on the hot path, in any period. */
 static void *
 alloc(ckr *c, int i, size_t n)
 {
 	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
@@ -133,7 +134,7 @@ free_all(ckr *c)
  * One handle per directory: an exclusive flock on "<dir>/lock", held by
  * the handle and by a fork snapshot child (it inherits the descriptor), so
  * a directory is reopened only once every writer of the last run is gone.
- * Waits up to about 5 s for such a child to die, then -EBUSY.
+ * Waits up to about 2 s for such a child to die, then -EBUSY.
  */
 static int
 lock_dir(ckr *c)
@@ -147,7 +148,7 @@ lock_dir(ckr *c)
 	for (int i = 0; flock(c->lock_fd, LOCK_EX | LOCK_NB) != 0; i++) {
 		if (errno != EWOULDBLOCK)
 			return ckr__errno("flock %s", path);
-		if (i == 5000)
+		if (i == 2000)
 			return ckr__err(-EBUSY, "%s: the directory is in use by "
 				"another handle", path);
 		usleep(1000);

@@ -9,8 +9,8 @@
 //               the mutator kept writing while the writer ran.
 //   [recover]   close and reopen: checkpoint + replayed log = reference.
 //   [bad]       corrupt or truncated slot or log, sizes that do not match,
-//               another log, a full log, bad options: clear codes; one bad
-//               slot -> recovery from the other.
+//               another log, a full log, bad options, a second handle:
+//               clear codes; one bad slot -> recovery from the other.
 #include "ckr_test.hpp"
 
 using namespace ckrt;
@@ -339,6 +339,15 @@ TEST_CASE("bad input: clear errors, the other slot when one is bad", "[bad]")
 			CKR_REQUIRE_OK(ckr_close(c));
 			auto s = reopen_ok(d.path, o2, ref);
 			REQUIRE(s.replayed == 10);
+		}
+		DYNAMIC_SECTION("one handle per directory: " << sname(st))
+		{
+			ckr *c, *c2;
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+			CKR_REQUIRE_RC(ckr_open(d.path.c_str(), &o, &c2), -EBUSY);
+			CKR_REQUIRE_OK(ckr_close(c));
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c2));
+			CKR_REQUIRE_OK(ckr_close(c2));
 		}
 		DYNAMIC_SECTION("bad options and records: " << sname(st))
 		{
