@@ -125,8 +125,9 @@ struct ckr_opts {
  * another nobjs/obj_size), CKR_EBADMAGIC, CKR_EVERSION, CKR_ECORRUPT (both
  * slots written and neither valid; a log header that fails its checks),
  * CKR_EMISMATCH (a slot of another log), CKR_EREPLAY, CKR_EINVAL (actions to
- * replay and no callback), -ENOMEM, -errno, or a
- * librio code.  Nothing on storage is changed by a failed open.
+ * replay and no callback), -EBUSY (another handle holds the directory for
+ * more than about 2 s), -ENOMEM, -errno, or a
+ * librio code.  A failed open changes no slot and no log record.
  */
 CKR_EXPORT int ckr_open(const char *dir, const struct ckr_opts *opts,
 	ckr **out);
