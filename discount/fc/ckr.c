@@ -118,6 +118,8 @@ free_all(ckr *c)
 		if (c->mem[i] != NULL)
 			munmap(c->mem[i], c->memsz[i]);
 	free(c->stage);
+	free(c->lbuf[0]);
+	free(c->lbuf[1]);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
 	ckr__media_close(&c->ckpt);

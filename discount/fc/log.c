@@ -295,8 +295,6 @@ ckr__log_stop(ckr *c)
 	pthread_cond_broadcast(&c->lcond);
 	pthread_mutex_unlock(&c->llock);
 	pthread_join(c->logger, NULL);
-	free(c->lbuf[0]);
-	free(c->lbuf[1]);
 }
 
 int
