@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ckr_int.h -- internals shared by the files of libckr
+ */
+#ifndef CKR_INT_H
+#define CKR_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/types.h>
+
+#include "ckr.h"
+#include "ckr_layout.h"
+#include "rio.h"
+
+#define CKR__SHARED __attribute__((visibility("hidden")))
+
+int ckr__err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ckr__errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Stable storage: a file (pwrite + fdatasync) or a rio pool. */
+struct ckr_media {
+	enum ckr_storage kind;
+	int fd;
+	rio_pool *pool;
+	char *base;    /* pool: rio_pool_base */
+	uint64_t size; /* usable bytes */
+	char path[4096];
+};
+
+int ckr__media_open(struct ckr_media *m, const char *dir, const char *name,
+	enum ckr_storage kind, uint64_t size, uint32_t rio_flags, bool create,
+	bool *created);
+void ckr__media_close(struct ckr_media *m);
+/* Write len bytes at off; for a pool also flush them (no drain). */
+int ckr__media_write(struct ckr_media *m, uint64_t off, const void *buf,
+	size_t len);
+/* Make every earlier ckr__media_write of this thread durable. */
+int ckr__media_sync(struct ckr_media *m);
+int ckr__media_read(struct ckr_media *m, uint64_t off, void *buf, size_t len);
+
+
+struct ckr {
+	struct ckr__hot hot; /* first: the inline handlers read it */
+	struct ckr_opts opts;
+	uint32_t obj_words;
+	uint64_t nobjs;
+	char dir[4096];
+	int lock_fd;         /* flock on <dir>/lock */
+
+	/* algorithm state (the hot pointers point into these) */
+	void *mem[4];
+	size_t memsz[4];
+	uint32_t *shadow;  /* NAIVE, BACOU: the period image */
+	uint32_t *ck;      /* IPP: the writer's rolled-forward checkpoint */
+
+	struct ckr_media ckpt, logm;
+	uint64_t log_id;
+
+	/* writer */
+	pthread_t writer;
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;
+	atomic_int busy;     /* 1 from a started checkpoint until complete */
+	bool wstop;
+	uint64_t epoch;      /* of the checkpoint started last */
+	uint64_t ck_log_seq; /* its log_seq */
+	int next_slot;
+	uint32_t *stage;     /* file storage: one chunk */
+	pid_t child;         /* CKR_FORK */
+	int child_pipe;
+	atomic_int err;      /* sticky error */
+
+	/* logger */
+	pthread_t logger;
+	pthread_mutex_t llock;
+	pthread_cond_t lcond;  /* logger: work to do */
+	pthread_cond_t ldone;  /* waiters: durable advanced or buffer free */
+	bool lstop;
+	char *lbuf[2];         /* lbuf[lcur] fills while the other is written */
+	size_t lfill, lbufsz;
+	int lcur;
+	uint64_t appended;     /* records appended (next seq) */
+	uint64_t durable;      /* records durable */
+	uint64_t log_tail;     /* media offset of the next record (logger) */
+	uint64_t log_reserved; /* record bytes appended (capacity check) */
+
+	struct ckr_stats st;
+};
+
+/* ckpt.c */
+int ckr__slot_read_hdr(struct ckr_media *m, uint64_t nwords,
+	uint32_t obj_size, int slot,
+	struct ckr_slot_hdr *h, uint64_t log_id, bool check_log);
+int ckr__slot_load(struct ckr_media *m, uint64_t nwords, int slot,
+	const struct ckr_slot_hdr *h, uint32_t *dst);
+void *ckr__writer_main(void *arg);
+int ckr__fork_start(ckr *c);
+
+/* log.c */
+int ckr__log_open(ckr *c, bool create);
+int ckr__log_replay(ckr *c, uint64_t from);
+int ckr__log_start(ckr *c);
+void ckr__log_stop(ckr *c);
+int ckr__log_wait(ckr *c, uint64_t n);
+int ckr__log_scan_media(struct ckr_media *m, uint64_t *tail,
+	int (*fn)(void *ctx, uint64_t seq, const void *rec, size_t len),
+	void *ctx, uint64_t *count, uint64_t *log_id);
+
+static inline int
+ckr__sticky(ckr *c)
+{
+	return atomic_load(&c->err);
+}
+static inline int
+ckr__fail(ckr *c, int rc)
+{
+	int zero = 0;
+
+	atomic_compare_exchange_strong(&c->err, &zero, rc);
+	return rc;
+}
+
+#endif /* CKR_INT_H */
