@@ -405,8 +405,9 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 	memcpy(buf, msg, len);
 	vg__raw_end(ep, buf, len);
 #ifndef VG_BROKEN_NO_PAYLOAD_FLUSH
-	/* Flushed here, drained with the commit (raw_dirty): the slot the
-	 * commit makes valid checksums this payload. */
+	/* Flushed here, drained in vg_commit before the commit point
+	 * (raw_dirty, X2): the slot the commit makes valid checksums this
+	 * payload. */
 	vg__flush(ep, buf, len);
 #else
 	/* Deliberately broken (power-failure test): the payload is never

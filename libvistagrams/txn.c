@@ -283,13 +283,14 @@ vg_commit(vista *v)
 	 * X2, T2: the payloads and op records written raw in this transaction
 	 * (flushed, not drained) must be durable before the commit point,
 	 * which makes the slot headers and the commit flag refer to them.
-	 * vista_end_transaction provides exactly that: it flushes the
-	 * declared ranges and rio_drain()s before it truncates its log (its
-	 * T2), every pool of an instance shares one persistence domain, and
-	 * rio_drain orders every earlier rio_flush of the calling thread --
-	 * this thread made all of them (X1), and an endpoint with raw writes
-	 * has declared at least one range, so Vista's commit does drain.
-	 * One persist barrier per commit saved.
+	 * Vista's commit cannot give that: its one fence makes the declared
+	 * ranges and the commit record durable together, and recovery keeps
+	 * a transaction whose commit record and declared bytes reached
+	 * memory, whatever became of bytes outside them -- a payload still in
+	 * the cache would then sit behind a committed slot.  So the raw
+	 * writes are drained first (below); one drain orders every earlier
+	 * flush of this thread, which made all of them (X1), in every pool
+	 * of the instance (one persistence domain).
 	 */
 	for (vg_endpoint *ep = ctx.eps; ep; ep = ep->tx.next) {
 		rc = precommit_ep(ep);
@@ -302,6 +303,20 @@ vg_commit(vista *v)
 			return rc;
 		}
 	}
+#ifndef VG_BROKEN_NO_RAW_DRAIN
+	for (vg_endpoint *ep = ctx.eps; ep; ep = ep->tx.next) {
+		if (ep->tx.raw_dirty) {
+			/* X2: the raw payloads and op records are durable
+			 * before the commit can make anything refer to them */
+			vg__drain(ep);
+			break;
+		}
+	}
+#else
+	/* Deliberately broken (power-failure test): the raw writes are left
+	 * to Vista's commit fence, which a commit record whose declared
+	 * bytes reached memory does not wait for. */
+#endif
 	VG__CRASH_POINT("commit:before");
 	rc = vista_end_transaction(v);
 	if (rc == VISTA_ENOTX)

@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # vg_pm_test.sh -- libvistagrams under pmemtest: every power-failure crash
 # image of every fence of the vg_pm workload must recover to a consistent
-# state; the broken builds that do not flush request payloads, or reclaim
-# responses before the expired words are durable, must be caught.
+# state; the broken builds that do not flush request payloads, reclaim
+# responses before the expired words are durable, or leave the raw writes
+# to Vista's one commit fence, must be caught.
 #
 #   vg_pm_test.sh PMEMTEST VG_PM VG_PM_BROKEN_NO_PAYLOAD_FLUSH \
-#       VG_PM_BROKEN_RECLAIM_NO_DRAIN
+#       VG_PM_BROKEN_RECLAIM_NO_DRAIN VG_PM_BROKEN_NO_RAW_DRAIN
 set -u
-PMT=$1 VGPM=$2 BROKEN=$3 BROKEN_RECLAIM=$4
+PMT=$1 VGPM=$2 BROKEN=$3 BROKEN_RECLAIM=$4 BROKEN_DRAIN=$5
 dir=$(mktemp -d /dev/shm/vg-pm-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 rc=0
@@ -50,4 +51,6 @@ require_caught broken "$BROKEN" run "payloads not flushed" \
 	"payload|VG_ECORRUPT"
 require_caught broken_reclaim "$BROKEN_RECLAIM" run-reclaim \
 	"reclaimed before the expired word is durable" "delivered again"
+require_caught broken_drain "$BROKEN_DRAIN" run \
+	"raw writes not drained before the commit" "payload|VG_ECORRUPT"
 exit $rc
