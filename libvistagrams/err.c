@@ -56,20 +56,6 @@ vg_errormsg(void)
 	return rio_errormsg();
 }
 
-/* "<context>: <strerror(errno)>", returns -errno. */
-int
-vg__errno(const char *fmt, ...)
-{
-	int e = errno ? errno : EIO;
-	char ctx[400];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(ctx, sizeof(ctx), fmt, ap);
-	va_end(ap);
-	return rio_seterr(-e, "%s: %s", ctx, strerror(e));
-}
-
 int
 vg__fatal(vg_endpoint *ep, int cause, const char *fmt, ...)
 {

@@ -24,6 +24,7 @@
 
 #include "rio_assert.h"
 #include "rio_clock.h"
+#include "rio_int.h"
 #include "table_layout.h"
 #include "vistagrams.h"
 #include "wire_layout.h"
@@ -37,7 +38,7 @@ extern "C" {
 /* err.c */
 /* Set the stack's thread-local message (rio_seterr); returns rc. */
 #define vg__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
-int vg__errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define vg__errno rio__errno /* "<context>: <strerror(errno)>", -errno */
 /* Put the endpoint in its error state (sticky) and return VG_EFATAL. */
 int vg__fatal(vg_endpoint *ep, int cause, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -47,18 +47,8 @@
 #include "ckr_int.h"
 #include "rio_int.h"
 
-static const struct rio__hdr_rule slot_rule = {
-	.what = "ckr checkpoint slot",
-	.magic = CKR_SLOT_MAGIC,
-	.magic_len = 8,
-	.major = CKR_MAJOR,
-	.minor = CKR_MINOR,
-	.fields = RIO__HDR_INCOMPAT | RIO__HDR_COMPAT,
-	.incompat_known = CKR_INCOMPAT_KNOWN,
-	.compat_known = CKR_COMPAT_KNOWN,
-	.code = { CKR_EBADMAGIC, CKR_ECORRUPT, CKR_EVERSION, CKR_EVERSION,
-		CKR_ECORRUPT },
-};
+static const struct rio__hdr_rule slot_rule =
+	CKR__HDR_RULE("ckr checkpoint slot", CKR_SLOT_MAGIC);
 
 static uint64_t
 hdr_csum(const struct ckr_slot_hdr *h)
@@ -99,15 +89,7 @@ ckr__slot_read_hdr(struct ckr_media *m, uint64_t nwords, uint32_t obj_size,
 	if (rio__all_zero(h, sizeof(*h)))
 		return ckr__err(CKR_EBADMAGIC, "%s: slot %d was never "
 			"completed (empty header)", m->path, slot);
-	memset(&v, 0, sizeof(v));
-	v.magic = h->magic;
-	v.csum_ok = hdr_csum(h) == h->csum;
-	v.major = h->major;
-	v.minor = h->minor;
-	v.incompat = h->incompat;
-	v.compat = h->compat;
-	v.reserved[0].p = h->reserved;
-	v.reserved[0].n = sizeof(h->reserved);
+	CKR__HDR_VIEW(v, h, hdr_csum(h) == h->csum);
 	rc = rio__hdr_check(&slot_rule, &v, RIO__HDR_WRITE, why, sizeof(why));
 	if (rc != 0)
 		return ckr__err(rc, "%s: slot %d: %s", m->path, slot, why);

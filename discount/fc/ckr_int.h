@@ -12,11 +12,41 @@
 #include "ckr.h"
 #include "ckr_layout.h"
 #include "rio.h"
+#include "rio_int.h"
 
 #define CKR__SHARED __attribute__((visibility("hidden")))
 
-int ckr__err(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int ckr__errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* the stack's one message (librio): errors and "<context>: <strerror>" */
+#define ckr__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
+#define ckr__errno rio__errno
+
+/* The header rules (librio hdr.c) of both of libckr's files: one policy,
+ * one code for each way a header can be refused. */
+#define CKR__HDR_RULE(WHAT, MAGIC)                                        \
+	{                                                                 \
+		.what = (WHAT), .magic = (MAGIC), .magic_len = 8,         \
+		.major = CKR_MAJOR, .minor = CKR_MINOR,                   \
+		.fields = RIO__HDR_INCOMPAT | RIO__HDR_COMPAT,            \
+		.incompat_known = CKR_INCOMPAT_KNOWN,                     \
+		.compat_known = CKR_COMPAT_KNOWN,                         \
+		.code = { CKR_EBADMAGIC, CKR_ECORRUPT, CKR_EVERSION,      \
+			CKR_EVERSION, CKR_ECORRUPT },                     \
+	}
+
+/* The view hdr.c checks, of either header (slot or log): the fields the
+ * two share, and whether the stored checksum matched. */
+#define CKR__HDR_VIEW(v, h, ok)                                           \
+	do {                                                              \
+		memset(&(v), 0, sizeof(v));                               \
+		(v).magic = (h)->magic;                                   \
+		(v).csum_ok = (ok);                                       \
+		(v).major = (h)->major;                                   \
+		(v).minor = (h)->minor;                                   \
+		(v).incompat = (h)->incompat;                             \
+		(v).compat = (h)->compat;                                 \
+		(v).reserved[0].p = (h)->reserved;                        \
+		(v).reserved[0].n = sizeof((h)->reserved);                \
+	} while (0)
 
 /* Stable storage: a file (pwrite + fdatasync) or a rio pool. */
 struct ckr_media {

@@ -40,32 +40,6 @@ ckr_errormsg(void)
 	return rio_errormsg();
 }
 
-int
-ckr__err(int rc, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	return rio_seterr(rc, "%s", line);
-}
-
-/* "<context>: <strerror(errno)>", returns -errno. */
-int
-ckr__errno(const char *fmt, ...)
-{
-	char line[512];
-	int e = errno ? errno : EIO;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	return rio_seterr(-e, "%s: %s", line, strerror(e));
-}
-
 enum ckr_algo
 ckr_algo_parse(const char *s)
 {

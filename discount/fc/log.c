@@ -32,18 +32,8 @@
 
 #define LBUF_SIZE (1u << 20)
 
-static const struct rio__hdr_rule log_rule = {
-	.what = "ckr log",
-	.magic = CKR_LOG_MAGIC,
-	.magic_len = 8,
-	.major = CKR_MAJOR,
-	.minor = CKR_MINOR,
-	.fields = RIO__HDR_INCOMPAT | RIO__HDR_COMPAT,
-	.incompat_known = CKR_INCOMPAT_KNOWN,
-	.compat_known = CKR_COMPAT_KNOWN,
-	.code = { CKR_EBADMAGIC, CKR_ECORRUPT, CKR_EVERSION, CKR_EVERSION,
-		CKR_ECORRUPT },
-};
+static const struct rio__hdr_rule log_rule =
+	CKR__HDR_RULE("ckr log", CKR_LOG_MAGIC);
 
 static uint64_t
 log_hdr_csum(const struct ckr_log_hdr *h)
@@ -59,15 +49,7 @@ log_hdr_check(const struct ckr_media *m, const struct ckr_log_hdr *h)
 	char why[256];
 	int rc;
 
-	memset(&v, 0, sizeof(v));
-	v.magic = h->magic;
-	v.csum_ok = log_hdr_csum(h) == h->csum;
-	v.major = h->major;
-	v.minor = h->minor;
-	v.incompat = h->incompat;
-	v.compat = h->compat;
-	v.reserved[0].p = h->reserved;
-	v.reserved[0].n = sizeof(h->reserved);
+	CKR__HDR_VIEW(v, h, log_hdr_csum(h) == h->csum);
 	v.reserved[1].p = &h->pad;
 	v.reserved[1].n = sizeof(h->pad);
 	rc = rio__hdr_check(&log_rule, &v, RIO__HDR_WRITE, why, sizeof(why));

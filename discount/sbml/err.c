@@ -49,32 +49,6 @@ sbml_errormsg(void)
 }
 
 int
-sbml__err(int rc, const char *fmt, ...)
-{
-	char m[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(m, sizeof(m), fmt, ap);
-	va_end(ap);
-	return rio_seterr(rc, "%s", m);
-}
-
-/* "<context>: <strerror(errno)>", returns -errno. */
-int
-sbml__errno(const char *fmt, ...)
-{
-	int e = errno ? errno : EIO;
-	char ctx[400];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(ctx, sizeof(ctx), fmt, ap);
-	va_end(ap);
-	return rio_seterr(-e, "%s: %s", ctx, strerror(e));
-}
-
-int
 sbml__fatal(sbml *s, int cause, const char *fmt, ...)
 {
 	va_list ap;

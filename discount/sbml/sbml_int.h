@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "rio.h"
+#include "rio_int.h"
 #include "sbml.h"
 #include "wire_layout.h"
 
@@ -124,9 +125,9 @@ struct sbml {
 uint64_t sbml__now_ns(void);
 
 /* err.c */
-int sbml__errno(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-int sbml__err(int rc, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* the stack's one message (librio): errors and "<context>: <strerror>" */
+#define sbml__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
+#define sbml__errno rio__errno
 int sbml__fatal(sbml *s, int cause, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int sbml__check(const sbml *s);
