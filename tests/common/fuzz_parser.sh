@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# fuzz_wire.sh -- build sbml's datagram parser's libFuzzer harness with clang
+# fuzz_parser.sh -- build a datagram parser's libFuzzer harness with clang
 # and run it for a bounded time.  Exit 77 (skipped) without clang or its
 # fuzzer runtime (Debian: clang, libclang-rt-14-dev).
 #
-#   fuzz_wire.sh SOURCE_ROOT WORK_DIR SECONDS
+#   fuzz_parser.sh SOURCE_ROOT WORK_DIR SECONDS SEEDS_MACRO HARNESS \
+#       PARSER_SOURCE INCLUDE_DIR...
+#
+# HARNESS, PARSER_SOURCE and each INCLUDE_DIR are relative to SOURCE_ROOT;
+# the harness built with -DSEEDS_MACRO writes the seed corpus instead.
 set -u
-src=$1 work=$2 secs=${3:-20}
+src=$1 work=$2 secs=${3:-20} seeds_macro=$4 harness=$5 parser=$6
+shift 6
 CC=${FUZZ_CC:-clang}
 command -v "$CC" >/dev/null || { echo "no $CC: skipped"; exit 77; }
 mkdir -p "$work/corpus" "$work/seeds"
-incs=(-I"$src/discount/sbml" -I"$src/discount/sbml/include"
-	-I"$src/librio/include" -I"$src/librio")
-srcs=("$src/tests/sbml/fuzz_wire.c" "$src/discount/sbml/wire.c"
-	"$src/librio/checksum.c")
+incs=(-I"$src/librio/include" -I"$src/librio")
+for d in "$@"; do
+	incs+=(-I"$src/$d")
+done
+srcs=("$src/$harness" "$src/$parser" "$src/librio/checksum.c")
 flags=(-std=gnu11 -D_GNU_SOURCE -g -O1 -Wall -Werror)
 if ! "$CC" "${flags[@]}" -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all "${incs[@]}" "${srcs[@]}" -lxxhash \
@@ -27,7 +33,7 @@ if ! "$CC" "${flags[@]}" -fsanitize=fuzzer,address,undefined \
 	cat "$work/build.log"
 	exit 1
 fi
-"$CC" "${flags[@]}" -DSBML_FUZZ_SEEDS "${incs[@]}" "${srcs[@]}" -lxxhash \
+"$CC" "${flags[@]}" -D"$seeds_macro" "${incs[@]}" "${srcs[@]}" -lxxhash \
 	-o "$work/fuzz_seeds" || exit 1
 "$work/fuzz_seeds" "$work/seeds" || exit 1
 # Fixed seed per run unless told: FUZZ_SEED=N to vary or replay.
