@@ -8,8 +8,8 @@
  * checks.  Whatever the parser accepts must lie inside the input, keep
  * the limits, and seal back to the very same bytes; anything else is a
  * bug (abort).  Built with clang -fsanitize=fuzzer,address,undefined by
- * fuzz_wire.sh; with -DSBML_FUZZ_SEEDS it is instead a program writing a
- * seed corpus of valid datagrams of every type.
+ * tests/common/fuzz_parser.sh; with -DSBML_FUZZ_SEEDS it is instead a
+ * program writing a seed corpus of valid datagrams of every type.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,8 +7,8 @@
  * past the checksum into the field checks.  Whatever the parser accepts
  * must lie inside the input and seal back to the very same bytes; anything
  * else is a bug (abort).  Built with clang -fsanitize=fuzzer,address,
- * undefined by fuzz_wire.sh; with -DVG_FUZZ_SEEDS it is instead a program
- * that writes a seed corpus of valid datagrams.
+ * undefined by tests/common/fuzz_parser.sh; with -DVG_FUZZ_SEEDS it is
+ * instead a program that writes a seed corpus of valid datagrams.
  */
 #include <stdio.h>
 #include <stdlib.h>
