@@ -117,18 +117,8 @@ seg_format(rio_pool *p)
 
 /* The segment header's identity and versioning (librio/hdr.c, H1..H8):
  * the same verdicts as the log header's (vista.c). */
-static const struct rio__hdr_rule seg_rule = {
-	.what = "vista segment",
-	.magic = VISTA_SEG_MAGIC,
-	.magic_len = 8,
-	.major = VISTA_SEG_MAJOR,
-	.minor = VISTA_SEG_MINOR,
-	.fields = RIO__HDR_INCOMPAT | RIO__HDR_RO_COMPAT | RIO__HDR_COMPAT,
-	.incompat_known = VISTA_SEG_INCOMPAT_KNOWN,
-	.ro_compat_known = VISTA_SEG_RO_COMPAT_KNOWN,
-	.compat_known = VISTA_SEG_COMPAT_KNOWN,
-	.code = VISTA__HDR_CODES,
-};
+static const struct rio__hdr_rule seg_rule =
+	VISTA__HDR_RULE("vista segment", SEG);
 
 /* Checks that need only the header bytes.  Segments are always mapped
  * for writing (vista has no read-only mode): an unknown ro_compat

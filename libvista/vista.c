@@ -326,18 +326,8 @@ vista__set_fatal(vista *v, int rc, const char *what)
 
 /* The log header's identity and versioning (librio/hdr.c, H1..H8): the
  * same verdicts as the segment header's (segment.c). */
-static const struct rio__hdr_rule log_rule = {
-	.what = "vista log",
-	.magic = VISTA_LOG_MAGIC,
-	.magic_len = 8,
-	.major = VISTA_LOG_MAJOR,
-	.minor = VISTA_LOG_MINOR,
-	.fields = RIO__HDR_INCOMPAT | RIO__HDR_RO_COMPAT | RIO__HDR_COMPAT,
-	.incompat_known = VISTA_LOG_INCOMPAT_KNOWN,
-	.ro_compat_known = VISTA_LOG_RO_COMPAT_KNOWN,
-	.compat_known = VISTA_LOG_COMPAT_KNOWN,
-	.code = VISTA__HDR_CODES,
-};
+static const struct rio__hdr_rule log_rule =
+	VISTA__HDR_RULE("vista log", LOG);
 
 static uint64_t
 log_hdr_checksum(const struct vista_log_hdr *h)

@@ -68,6 +68,20 @@ extern "C" {
 		[RIO__HDR_FEATURE] = VISTA_ELAYOUT,                      \
 		[RIO__HDR_RESERVED] = VISTA_ECORRUPT,                    \
 	}
+/* The rule of either header, WHAT its name in messages and F its kind in
+ * the constants' names (SEG, LOG): one policy for both. */
+#define VISTA__HDR_RULE(WHAT, F)                                         \
+	{                                                                \
+		.what = (WHAT), .magic = VISTA_##F##_MAGIC,              \
+		.magic_len = 8, .major = VISTA_##F##_MAJOR,              \
+		.minor = VISTA_##F##_MINOR,                              \
+		.fields = RIO__HDR_INCOMPAT | RIO__HDR_RO_COMPAT |       \
+			RIO__HDR_COMPAT,                                 \
+		.incompat_known = VISTA_##F##_INCOMPAT_KNOWN,            \
+		.ro_compat_known = VISTA_##F##_RO_COMPAT_KNOWN,          \
+		.compat_known = VISTA_##F##_COMPAT_KNOWN,                \
+		.code = VISTA__HDR_CODES,                                \
+	}
 
 #define VISTA__SEGWORDS (VISTA_MAX_SEGMENTS / 64)
 /* A transaction after a lazily truncated one starts where it ended while
