@@ -69,6 +69,7 @@
 #include <unistd.h>
 
 #include "dc_int.h"
+#include "pkru.h"
 #include "rio_int.h"
 
 
@@ -1030,27 +1031,22 @@ static uint64_t
 pkru_open(void)
 {
 	static int have = -1;
-	if (have < 0) {
-		unsigned a = 7, b = 0, c = 0, d = 0;
-		__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
-		have = (c >> 4) & 1; /* OSPKE */
-	}
+	uint32_t old;
+
+	if (have < 0)
+		have = rio_pku_os();
 	if (!have)
 		return UINT64_MAX;
-	uint32_t eax, edx;
-	__asm__ volatile(".byte 0x0f,0x01,0xee" /* rdpkru */
-		: "=a"(eax), "=d"(edx) : "c"(0));
-	__asm__ volatile(".byte 0x0f,0x01,0xef" /* wrpkru */
-		: : "a"(0), "c"(0), "d"(0) : "memory");
-	return eax;
+	old = rio_rdpkru();
+	rio_wrpkru(0); /* every key's rights */
+	return old;
 }
 
 static void
 pkru_close(uint64_t old)
 {
 	if (old != UINT64_MAX)
-		__asm__ volatile(".byte 0x0f,0x01,0xef" /* wrpkru */
-			: : "a"((uint32_t)old), "c"(0), "d"(0) : "memory");
+		rio_wrpkru((uint32_t)old);
 }
 
 /*

@@ -27,6 +27,7 @@
 #include <cpuid.h>
 #endif
 
+#include "pkru.h"
 #include "rio_int.h"
 
 static const int fatal_sigs[] = { SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE };
@@ -102,27 +103,6 @@ frame_pkru(void *ucp)
 #endif
 }
 
-#if defined(__x86_64__)
-static inline uint32_t
-rdpkru(void)
-{
-	uint32_t eax, edx;
-
-	__asm__ volatile(".byte 0x0f,0x01,0xee" /* rdpkru */
-			 : "=a"(eax), "=d"(edx) : "c"(0));
-	return eax;
-}
-
-static inline void
-wrpkru(uint32_t v)
-{
-	__asm__ volatile(".byte 0x0f,0x01,0xef" /* wrpkru */
-			 : : "a"(v), "c"(0), "d"(0) : "memory");
-}
-#else
-static inline uint32_t rdpkru(void) { return 0; }
-static inline void wrpkru(uint32_t v) { (void)v; }
-#endif
 
 static int
 sig_index(int sig)
@@ -306,14 +286,14 @@ handler(int sig, siginfo_t *si, void *uc)
 	uint32_t *pkru = frame_pkru(uc);
 
 	if (pkru != NULL)
-		wrpkru(*pkru); /* the interrupted code's rights */
+		rio_wrpkru(*pkru); /* the interrupted code's rights */
 	if (sig == SIGSEGV) {
 		struct sbuf s = { .n = 0 };
 		rio_pool *p;
 
 		if (rio__fault_hooks_run(si->si_addr)) {
 			if (pkru != NULL)
-				*pkru = rdpkru(); /* windows the hook opened */
+				*pkru = rio_rdpkru(); /* windows the hook opened */
 			errno = saved_errno;
 			return; /* resolved: retry the store */
 		}

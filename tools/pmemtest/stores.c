@@ -49,12 +49,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <cpuid.h>
 #include <ucontext.h>
 #include <unistd.h>
 
 #include "tracer_int.h"
 #include "linux_compat.h"
+#include "pkru.h"
 
 #define PAGE 4096u
 #define TF 0x100ull /* EFLAGS trap flag */
@@ -85,8 +85,7 @@ static inline void
 open_keys(void)
 {
 	if (has_pku)
-		__asm__ volatile(".byte 0x0f, 0x01, 0xef" /* wrpkru */
-			: : "a"(0), "c"(0), "d"(0) : "memory");
+		rio_wrpkru(0); /* every key's rights */
 }
 
 static int
@@ -222,12 +221,9 @@ pmt_stores_open(void)
 	struct sigaction sa;
 	int rc;
 
-	unsigned a, b, c, d;
-
 	if (S.on)
 		return 0;
-	/* CPUID.(EAX=7,ECX=0):ECX.OSPKE[bit 4]: WRPKRU usable. */
-	has_pku = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 4));
+	has_pku = rio_pku_os();
 	S.sig = SIGRTMIN + 5;
 	S.uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (S.uffd < 0)
