@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "rio_clock.h"
+
 /* bytes touched per interval: Figure 5.2's x axis */
 static const size_t bench_sizes[] = { 0, 4096, 16384, 65536, 262144,
 	1048576 };
@@ -23,9 +25,7 @@ static const size_t bench_sizes[] = { 0, 4096, 16384, 65536, 262144,
 static inline double
 bench_now_us(clockid_t c)
 {
-	struct timespec t;
-	clock_gettime(c, &t);
-	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+	return (double)rio_now_ns(c) / 1e3;
 }
 
 static inline void
