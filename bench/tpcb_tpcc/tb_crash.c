@@ -56,9 +56,12 @@ static const struct tb_backend *
 backend_of(const char *spec, struct tb_opts *o)
 {
 	const struct tb_backend *all[] = { &tb_backend_vista,
-		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio };
+		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
+		&tb_backend_vista_v0, &tb_backend_vista_v1,
+		&tb_backend_vista_v2 };
 	char name[32];
-	snprintf(name, sizeof(name), "%s", spec);
+	if (tb_vista_version_spec(spec, name, sizeof(name)))
+		return NULL;
 	char *colon = strchr(name, ':');
 	o->domain = TB_DOMAIN_CACHELINE;
 	if (colon != NULL) {
