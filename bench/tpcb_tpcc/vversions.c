@@ -72,9 +72,10 @@
  *   VV_BROKEN_V0_LINK_EARLY    V0 links records without F1;
  *   VV_BROKEN_V1_MIRROR_FIRST  V1 copies into the mirror before C2;
  *   VV_BROKEN_V2_DIFF_NO_PERSIST  V2's diff stores without flushing;
- *   VV_BROKEN_VOLATILE_RANGES  the ranges are kept only in DRAM (no head,
- *                              no entries in the pool): a process crash
- *                              leaves a half-done transaction.
+ *   VV_BROKEN_LATE_MARK        every version writes its commit mark
+ *                              only when the next transaction begins (or
+ *                              at close): commit returns before the
+ *                              transaction is durable.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -107,6 +108,7 @@ struct vv {
 	uint64_t head;         /* V0: list head (volatile copy) */
 	uint64_t seq;          /* V0: records made */
 	bool in_tx;
+	bool late;             /* VV_BROKEN_LATE_MARK: a commit half done */
 	int fatal;
 	size_t nr, cap;        /* declared ranges (volatile copy) */
 	struct vv_vrange *r;
@@ -325,6 +327,18 @@ vv_loaded(vv *v)
 	return 0;
 }
 
+static int v0_commit_tail(vv *v);
+static int v12_commit_tail(vv *v);
+
+/* The commit mark and what follows it (C2 .. ; V0 from C2, V1/V2 from C2). */
+static int
+commit_tail(vv *v)
+{
+	int rc = v->ver == VV_V0 ? v0_commit_tail(v) : v12_commit_tail(v);
+	v->nr = 0;
+	return rc;
+}
+
 int
 vv_begin(vv *v)
 {
@@ -333,6 +347,14 @@ vv_begin(vv *v)
 	if (v->in_tx)
 		return rio_seterr(-EINVAL, "vista %s: begin inside a "
 			"transaction", vv_version_name(v->ver));
+#ifdef VV_BROKEN_LATE_MARK
+	if (v->late) {
+		v->late = false;
+		int rc = commit_tail(v);
+		if (rc)
+			return rc;
+	}
+#endif
 	v->in_tx = true;
 	v->nr = 0;
 	return 0;
@@ -455,10 +477,8 @@ v0_set_ranges(vv *v, size_t n, const struct vv_range *r)
 	 * them: recovery follows only complete records. */
 	vdrain(v);
 #endif
-#ifndef VV_BROKEN_VOLATILE_RANGES
 	v->state->word = head; /* S2 */
 	vflush(v, v->state, 8);
-#endif
 	/* F2: the head durable before the caller stores into the ranges. */
 	vdrain(v);
 	v->head = head;
@@ -496,11 +516,11 @@ v0_undo(vv *v, uint64_t head, bool check, bool free_blocks)
 	return 0;
 }
 
-static int
-v0_commit(vv *v)
+static void
+v0_commit_head(vv *v)
 {
 	if (v->head == 0)
-		return 0;
+		return;
 	/* C1: the in-place stores, walking the list as Vista does. */
 	for (uint64_t h = v->head; h;) {
 		struct vv_undo *u = undo_at(v, h);
@@ -509,6 +529,13 @@ v0_commit(vv *v)
 	}
 	/* F3: the new values durable before the commit flag. */
 	vdrain(v);
+}
+
+static int
+v0_commit_tail(vv *v)
+{
+	if (v->head == 0)
+		return 0;
 	v->state->word = 0; /* C2: the commit flag */
 	vflush(v, v->state, 8);
 	/* F4: committed; only now may the records be freed and reused. */
@@ -537,7 +564,6 @@ v12_set_ranges(vv *v, size_t n, const struct vv_range *r)
 	for (size_t i = 0; i < n; i++) {
 		uint64_t off = (uint64_t)((char *)r[i].addr - v->db);
 		v->r[v->nr] = (struct vv_vrange){ off, r[i].len };
-#ifndef VV_BROKEN_VOLATILE_RANGES
 		/* S1: the coordinates, the seal last (one line). */
 		struct vv_entry *e = &v->log[v->nr];
 		e->off = off;
@@ -546,7 +572,6 @@ v12_set_ranges(vv *v, size_t n, const struct vv_range *r)
 		__atomic_store_n(&e->seal, vv_entry_seal(off, r[i].len, g),
 			__ATOMIC_RELEASE);
 		vflush(v, e, sizeof(*e));
-#endif
 		v->nr++;
 	}
 	/* F1: the coordinates durable before the caller stores into the
@@ -601,6 +626,8 @@ diff_range(vv *v, uint64_t off, uint64_t len)
 	/* The last lines stored; F4 (the caller's fence) completes them. */
 	if (span_hi != 0)
 		vflush(v, (void *)span_lo, span_hi - span_lo);
+#else
+	(void)span_lo; /* broken on purpose: the mirror is never flushed */
 #endif
 }
 
@@ -620,12 +647,11 @@ mirror_ranges(vv *v, const struct vv_vrange *r, size_t n)
 	return v->st.bytes_logged - before;
 }
 
-static int
-v12_commit(vv *v)
+static void
+v12_commit_head(vv *v)
 {
 	if (v->nr == 0)
-		return 0;
-	uint64_t g = v->gen + 1;
+		return;
 #ifdef VV_BROKEN_V1_MIRROR_FIRST
 	/* Broken on purpose: the mirror takes the new values before the
 	 * commit mark; a crash between leaves a mirror that no longer holds
@@ -640,6 +666,14 @@ v12_commit(vv *v)
 		vflush(v, v->db + v->r[i].off, v->r[i].len);
 	/* F2: the new values durable before the commit mark. */
 	vdrain(v);
+}
+
+static int
+v12_commit_tail(vv *v)
+{
+	if (v->nr == 0)
+		return 0;
+	uint64_t g = v->gen + 1;
 	v->state->word = VV_WORD(g, VV_COMMITTED); /* C2 */
 	vflush(v, v->state, 8);
 	/* F3: the commit point; from here recovery rolls forward. */
@@ -788,10 +822,19 @@ vv_commit(vv *v)
 	if (!v->in_tx)
 		return rio_seterr(-EINVAL, "vista %s: commit outside a "
 			"transaction", vv_version_name(v->ver));
-	int rc = v->ver == VV_V0 ? v0_commit(v) : v12_commit(v);
+	if (v->ver == VV_V0)
+		v0_commit_head(v);
+	else
+		v12_commit_head(v);
 	v->in_tx = false;
-	v->nr = 0;
-	return rc;
+#ifdef VV_BROKEN_LATE_MARK
+	/* Broken on purpose: the mark waits for the next begin or close,
+	 * and commit returns before the transaction is durable. */
+	v->late = true;
+	return 0;
+#else
+	return commit_tail(v);
+#endif
 }
 
 int
@@ -820,6 +863,10 @@ vv_close(vv *v)
 {
 	if (v == NULL)
 		return 0;
+#ifdef VV_BROKEN_LATE_MARK
+	if (v->late)
+		commit_tail(v);
+#endif
 	/* The lazy IDLE word (M3, B2) durable before the pool goes. */
 	vdrain(v);
 	int rc = rio_pool_close(v->pool);
