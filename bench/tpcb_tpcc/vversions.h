@@ -32,6 +32,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum vv_version { VV_V0 = 0, VV_V1 = 1, VV_V2 = 2 };
 
 struct vv_opts {
@@ -104,5 +108,9 @@ int vv_close(vv *v);
 
 void vv_get_stats(const vv *v, struct vv_stats *out);
 const char *vv_version_name(enum vv_version ver); /* "v0", "v1", "v2" */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* VVERSIONS_H */
