@@ -647,6 +647,26 @@ mirror_ranges(vv *v, const struct vv_vrange *r, size_t n)
 	return v->st.bytes_logged - before;
 }
 
+/* B1: mirror -> database over n ranges, then the fence that makes the
+ * old values durable before B2 retires the entries (abort, recovery). */
+static void
+v12_undo(vv *v, const struct vv_vrange *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		vcopy(v, v->db + r[i].off, v->aux + r[i].off, r[i].len);
+	vdrain(v);
+}
+
+/* M3 / B2: generation g finished; flushed, fenced by the caller or (M3,
+ * B2 of abort) by the next F1, abort fence or close. */
+static void
+v12_idle(vv *v, uint64_t g)
+{
+	v->state->word = VV_WORD(g, VV_IDLE);
+	vflush(v, v->state, 8);
+	v->gen = g;
+}
+
 static void
 v12_commit_head(vv *v)
 {
@@ -690,28 +710,18 @@ v12_commit_tail(vv *v)
 	 * nothing changed stored nothing to wait for). */
 	if (wrote)
 		vdrain(v);
-	v->state->word = VV_WORD(g, VV_IDLE); /* M3 */
-	/* No fence: the next F1, abort fence or close orders it (above). */
-	vflush(v, v->state, 8);
-	v->gen = g;
+	/* M3, no fence: the next F1, abort fence or close orders it. */
+	v12_idle(v, g);
 	return 0;
 }
 
 static int
 v12_abort(vv *v)
 {
-	uint64_t g = v->gen + 1;
 	if (v->nr == 0)
 		return 0;
-	for (size_t i = 0; i < v->nr; i++) /* B1 */
-		vcopy(v, v->db + v->r[i].off, v->aux + v->r[i].off,
-			v->r[i].len);
-	/* The old values durable before B2 retires the entries. */
-	vdrain(v);
-	v->state->word = VV_WORD(g, VV_IDLE); /* B2 */
-	/* No fence: as M3. */
-	vflush(v, v->state, 8);
-	v->gen = g;
+	v12_undo(v, v->r, v->nr);
+	v12_idle(v, v->gen + 1); /* B2, no fence: as M3 */
 	return 0;
 }
 
@@ -763,11 +773,9 @@ recover(vv *v)
 		v->ver = ver;
 		/* F4: the mirror durable before M3. */
 		vdrain(v);
-		v->state->word = VV_WORD(g, VV_IDLE);
-		vflush(v, v->state, 8);
+		v12_idle(v, g);
 		/* Recovered: durable before the first transaction. */
 		vdrain(v);
-		v->gen = g;
 		return 0;
 	}
 	if ((w & 3) != VV_IDLE)
@@ -775,19 +783,13 @@ recover(vv *v)
 			"phase", vv_version_name(v->ver), (unsigned long long)w);
 	if ((rc = v12_entries(v, g + 1, &n)))
 		return rc;
-	for (size_t i = 0; i < n; i++) /* B1 */
-		vcopy(v, v->db + v->r[i].off, v->aux + v->r[i].off,
-			v->r[i].len);
-	/* The old values durable before B2. */
-	vdrain(v);
+	v12_undo(v, v->r, n); /* B1 and its fence */
 	/* B2, even with no entry: generation g + 1 is used up, so an entry
 	 * of it that was flushed but never fenced (beyond the run) can never
 	 * pass for one of the next transaction's. */
-	v->state->word = VV_WORD(g + 1, VV_IDLE);
-	vflush(v, v->state, 8);
+	v12_idle(v, g + 1);
 	/* Recovered: durable before the first transaction. */
 	vdrain(v);
-	v->gen = g + 1;
 	return 0;
 }
 
