@@ -108,6 +108,7 @@ struct vv {
 	uint64_t head;         /* V0: list head (volatile copy) */
 	uint64_t seq;          /* V0: records made */
 	bool in_tx;
+	bool count_lines;      /* not the byte domain */
 	bool late;             /* VV_BROKEN_LATE_MARK: a commit half done */
 	int fatal;
 	size_t nr, cap;        /* declared ranges (volatile copy) */
@@ -117,14 +118,21 @@ struct vv {
 
 /* ---- counted persistence primitives ---- */
 
+/* Lines [addr, addr + len) covers, counted where lines are written back
+ * (not in the byte domain, which flushes nothing, as libvista counts). */
+static inline void
+count_lines(vv *v, const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(LINE - 1);
+	if (v->count_lines && len)
+		v->st.lines += ((uintptr_t)addr + len - a + LINE - 1) / LINE;
+}
+
 static inline void
 vflush(vv *v, const void *addr, size_t len)
 {
-	if (len == 0)
-		return;
 	rio_flush(v->pool, addr, len);
-	uintptr_t a = (uintptr_t)addr & ~(uintptr_t)(LINE - 1);
-	v->st.lines += ((uintptr_t)addr + len - a + LINE - 1) / LINE;
+	count_lines(v, addr, len);
 }
 
 static inline void
@@ -140,8 +148,7 @@ vcopy(vv *v, void *dst, const void *src, size_t len)
 	/* rio_memcpy_nodrain flushes (or writes around the cache); count
 	 * its lines as vflush does. */
 	rio_memcpy_nodrain(v->pool, dst, src, len);
-	uintptr_t a = (uintptr_t)dst & ~(uintptr_t)(LINE - 1);
-	v->st.lines += len ? ((uintptr_t)dst + len - a + LINE - 1) / LINE : 0;
+	count_lines(v, dst, len);
 }
 
 static int
@@ -175,6 +182,7 @@ attach(vv *v)
 	v->db = v->base + h->db_off;
 	v->aux = v->base + h->aux_off;
 	v->db_size = h->db_size;
+	v->count_lines = rio_pool_domain(v->pool) != RIO_DOMAIN_BYTE;
 	if (v->ver == VV_V0) {
 		v->heap = (struct vv_heap *)(void *)v->aux;
 		v->blocks = v->aux + VV_HEAP_BLOCKS;
@@ -541,6 +549,8 @@ v0_commit_tail(vv *v)
 	/* F4: committed; only now may the records be freed and reused. */
 	vdrain(v);
 	rio_durable_point(v->pool, "vista v0 commit");
+	if (rio_pool_error(v->pool))
+		return fatal(v, rio_pool_error(v->pool), "commit");
 	for (uint64_t h = v->head; h;) {
 		struct vv_undo *u = undo_at(v, h);
 		uint64_t next = u->next;
