@@ -433,7 +433,8 @@ undo_valid(vv *v, uint64_t off)
 	const struct vv_undo *u = undo_at(v, off);
 	return u->seal == vv_undo_seal(u) && u->off + u->len <= v->db_size &&
 		u->off + u->len >= u->off && u->buf >= lo &&
-		u->buf + u->len <= hi && u->buf + u->len >= u->buf;
+		(u->buf - lo) % 64 == 0 && u->buf + u->len <= hi &&
+		u->buf + u->len >= u->buf;
 }
 
 static int
@@ -498,10 +499,16 @@ v0_set_ranges(vv *v, size_t n, const struct vv_range *r)
 static int
 v0_undo(vv *v, uint64_t head, bool check, bool free_blocks)
 {
-	for (uint64_t h = head; h;) {
-		if (check && !undo_valid(v, h))
+	/* Recovery checks the whole list before it writes anything: a
+	 * corrupt record (or a cycle: more records than the heap holds)
+	 * leaves the pool as it found it. */
+	uint64_t most = v->blocks_size / 64;
+	for (uint64_t h = head, k = 0; check && h; h = undo_at(v, h)->next)
+		if (!undo_valid(v, h) || ++k > most)
 			return rio_seterr(-EBADMSG, "vista v0: undo record at "
-				"%llu fails its check", (unsigned long long)h);
+				"%llu (number %llu of the list) fails its check",
+				(unsigned long long)h, (unsigned long long)k);
+	for (uint64_t h = head; h;) {
 		struct vv_undo *u = undo_at(v, h);
 		/* A1: the before-image back into the database. */
 		vcopy(v, v->db + u->off, v->base + u->buf, u->len);

@@ -250,6 +250,33 @@ TEST_CASE("a pool that is not what it should be is refused, unchanged",
 		REQUIRE_RC(vv_open((d / "pool").c_str(), VV_V1,
 			RIO_NO_SIGNALS, &v), -EBADMSG);
 	}
+	SECTION("V0: an undo list that loops, refused before any write")
+	{
+		TempDir d0;
+		v = make(d0, VV_V0);
+		REQUIRE_OK(vv_close(v));
+		vv_hdr h;
+		int fd = open((d0 / "pool").c_str(), O_RDONLY);
+		REQUIRE(pread(fd, &h, sizeof(h), RIO_POOL_HDR_SIZE) ==
+			(ssize_t)sizeof(h));
+		close(fd);
+		// A well-sealed record whose next is itself, as the head.
+		uint64_t rec = h.aux_off + VV_HEAP_BLOCKS + sizeof(vv_block);
+		vv_undo u = { rec, 0, 8, rec + 64, 1, 0 };
+		u.seal = vv_undo_seal(&u);
+		uint64_t junk = 0x0123456789abcdefull;
+		patch(d0, rec + 64, &junk, 8); // the "before-image"
+		patch(d0, rec, &u, sizeof(u));
+		patch(d0, VV_STATE_OFF, &rec, 8);
+		REQUIRE_RC(vv_open((d0 / "pool").c_str(), VV_V0,
+			RIO_NO_SIGNALS, &v), -EBADMSG);
+		unsigned char first[8];
+		fd = open((d0 / "pool").c_str(), O_RDONLY);
+		REQUIRE(pread(fd, first, 8, RIO_POOL_HDR_SIZE + VV_DB_OFF) == 8);
+		close(fd);
+		for (int i = 0; i < 8; i++)
+			REQUIRE(first[i] == (unsigned char)(i * 7));
+	}
 	SECTION("V0: an undo list head that names no record")
 	{
 		TempDir d0;
