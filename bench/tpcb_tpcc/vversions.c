@@ -812,14 +812,25 @@ recover(vv *v)
 
 /* ---- the calls ---- */
 
-int
-vv_set_ranges(vv *v, size_t n, const struct vv_range *r)
+/* 0 if a call that needs an open transaction may go on, else the code
+ * (a handle in error state, or no transaction) with its message. */
+static int
+in_tx_check(vv *v, const char *call)
 {
 	if (v->fatal)
 		return rio_seterr(v->fatal, "vista: handle in error state");
 	if (!v->in_tx)
-		return rio_seterr(-EINVAL, "vista %s: set_ranges outside a "
-			"transaction", vv_version_name(v->ver));
+		return rio_seterr(-EINVAL, "vista %s: %s outside a transaction",
+			vv_version_name(v->ver), call);
+	return 0;
+}
+
+int
+vv_set_ranges(vv *v, size_t n, const struct vv_range *r)
+{
+	int rc = in_tx_check(v, "set_ranges");
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		uintptr_t a = (uintptr_t)r[i].addr, d = (uintptr_t)v->db;
 		if (a < d || a - d > v->db_size || r[i].len > v->db_size -
@@ -836,11 +847,9 @@ vv_set_ranges(vv *v, size_t n, const struct vv_range *r)
 int
 vv_commit(vv *v)
 {
-	if (v->fatal)
-		return rio_seterr(v->fatal, "vista: handle in error state");
-	if (!v->in_tx)
-		return rio_seterr(-EINVAL, "vista %s: commit outside a "
-			"transaction", vv_version_name(v->ver));
+	int rc = in_tx_check(v, "commit");
+	if (rc)
+		return rc;
 	if (v->ver == VV_V0)
 		v0_commit_head(v);
 	else
@@ -859,12 +868,9 @@ vv_commit(vv *v)
 int
 vv_abort(vv *v)
 {
-	if (v->fatal)
-		return rio_seterr(v->fatal, "vista: handle in error state");
-	if (!v->in_tx)
-		return rio_seterr(-EINVAL, "vista %s: abort outside a "
-			"transaction", vv_version_name(v->ver));
-	int rc = 0;
+	int rc = in_tx_check(v, "abort");
+	if (rc)
+		return rc;
 	if (v->ver == VV_V0) {
 		if (v->head)
 			rc = v0_undo(v, v->head, false, true);

@@ -42,6 +42,16 @@ Run pmemtest(const test::TempDir &d, const std::string &ver,
 		":tb_pm_check_debit_credit_" + ver + " -- " + writer);
 }
 
+// pmemtest's run R checked more than MIN images, none inconsistent.
+void require_recovers(const Run &r, long min)
+{
+	INFO(r.out);
+	pmt::Summary s = pmt::summary(r.out);
+	REQUIRE(s.checked > min);
+	REQUIRE(s.bad == 0);
+	REQUIRE(r.code == 0);
+}
+
 } // namespace
 
 TEST_CASE("every crash image of debit-credit on Versions 0-2 recovers",
@@ -56,11 +66,7 @@ TEST_CASE("every crash image of debit-credit on Versions 0-2 recovers",
 				0);
 			Run r = pmemtest(d, ver, "",
 				tbc(env("TB_CRASH"), ver, db, "run 4"));
-			INFO(r.out);
-			pmt::Summary s = pmt::summary(r.out);
-			REQUIRE(s.checked > 20);
-			REQUIRE(s.bad == 0);
-			REQUIRE(r.code == 0);
+			require_recovers(r, 20);
 		}
 	}
 }
@@ -81,11 +87,7 @@ TEST_CASE("every crash image of a Version's recovery recovers",
 				"run 10 --stop-at 5")).code == 0);
 			Run r = pmemtest(d, ver, " --twice",
 				tbc(env("TB_CRASH"), ver, db, "check"));
-			INFO(r.out);
-			pmt::Summary s = pmt::summary(r.out);
-			REQUIRE(s.checked > 1);
-			REQUIRE(s.bad == 0);
-			REQUIRE(r.code == 0);
+			require_recovers(r, 1);
 		}
 	}
 }
