@@ -9,7 +9,9 @@
  *
  * and, built as a module for pmemtest --check-lib,
  *   tb_pm_check_debit_credit(image, dir), tb_pm_check_order_entry(...)
- * (vista in the cacheline domain, 1 MiB, the default seed).
+ * (vista in the cacheline domain, 1 MiB, the default seed), and
+ *   tb_pm_check_debit_credit_v0 .. _v2, tb_pm_check_order_entry_v0 .. _v2
+ * (Vista's Versions 0-2, the same).
  *
  * The same code as the benchmark's -- the workload's transactions and the
  * backend's begin / set_ranges / commit -- on a database kept in DIR
@@ -56,9 +58,12 @@ static const struct tb_backend *
 backend_of(const char *spec, struct tb_opts *o)
 {
 	const struct tb_backend *all[] = { &tb_backend_vista,
-		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio };
+		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
+		&tb_backend_vista_v0, &tb_backend_vista_v1,
+		&tb_backend_vista_v2 };
 	char name[32];
-	snprintf(name, sizeof(name), "%s", spec);
+	if (tb_vista_version_spec(spec, name, sizeof(name)))
+		return NULL;
 	char *colon = strchr(name, ':');
 	o->domain = TB_DOMAIN_CACHELINE;
 	if (colon != NULL) {
@@ -175,12 +180,12 @@ check_dir(const struct tb_opts *o, const struct tb_backend *b,
 
 /* pmemtest --check-lib: the image directory holds the backend's pools. */
 static int
-pm_check(const char *workload, const char *dir)
+pm_check(const char *workload, const char *spec, const char *dir)
 {
 	struct tb_opts o;
 	uint64_t committed;
 	defaults(&o, workload, dir);
-	const struct tb_backend *b = backend_of("vista:cacheline", &o);
+	const struct tb_backend *b = backend_of(spec, &o);
 	const struct tb_workload *w = workload_of(workload);
 	return b && w ? check_dir(&o, b, w, &committed) : 2;
 }
@@ -192,15 +197,30 @@ int
 tb_pm_check_debit_credit(const char *image, const char *dir)
 {
 	(void)image;
-	return pm_check("debit-credit", dir);
+	return pm_check("debit-credit", "vista:cacheline", dir);
 }
 
 int
 tb_pm_check_order_entry(const char *image, const char *dir)
 {
 	(void)image;
-	return pm_check("order-entry", dir);
+	return pm_check("order-entry", "vista:cacheline", dir);
 }
+
+/* Vista's Versions 0-2 (vversions.c): tb_pm_check_debit_credit_v0 .. */
+#define TB_PM_CHECK_VV(fn, workload, ver)                                  \
+	EXPORT int fn(const char *image, const char *dir);                 \
+	int fn(const char *image, const char *dir)                         \
+	{                                                                  \
+		(void)image;                                               \
+		return pm_check(workload, "vista:" ver, dir);              \
+	}
+TB_PM_CHECK_VV(tb_pm_check_debit_credit_v0, "debit-credit", "v0")
+TB_PM_CHECK_VV(tb_pm_check_debit_credit_v1, "debit-credit", "v1")
+TB_PM_CHECK_VV(tb_pm_check_debit_credit_v2, "debit-credit", "v2")
+TB_PM_CHECK_VV(tb_pm_check_order_entry_v0, "order-entry", "v0")
+TB_PM_CHECK_VV(tb_pm_check_order_entry_v1, "order-entry", "v1")
+TB_PM_CHECK_VV(tb_pm_check_order_entry_v2, "order-entry", "v2")
 
 #else /* the program */
 

@@ -49,7 +49,8 @@ usage(FILE *f)
 "usage: tpcbench --workload debit-credit|order-entry|synthetic\n"
 "                --backend LIST [options]\n"
 "  LIST: comma-separated of none, vista[:DOMAIN], pmemobj[:DOMAIN], rvm,\n"
-"        rvm-rio[:DOMAIN]; or \"all\" (%s)\n"
+"        rvm-rio[:DOMAIN], vista:v0|v1|v2|v3[:DOMAIN] (Vista's Versions\n"
+"        0-2, Amza et al. section 4; v3 is vista); or \"all\" (%s)\n"
 "  --domain byte|cacheline|page  domain of vista/pmemobj/rvm-rio without one\n"
 "                       (cacheline)\n"
 "  --db-size SIZE       database per stream (50M; K, M, G suffixes)\n"
@@ -117,8 +118,10 @@ static const struct tb_backend *
 backend_of(const char *name)
 {
 	const struct tb_backend *all[] = { &tb_backend_none, &tb_backend_vista,
-		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio };
-	for (size_t i = 0; i < 5; i++)
+		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
+		&tb_backend_vista_v0, &tb_backend_vista_v1,
+		&tb_backend_vista_v2 };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (all[i]->name && !strcmp(all[i]->name, name))
 			return all[i];
 	return NULL;
@@ -129,7 +132,7 @@ static bool
 has_domain(const char *backend)
 {
 	return !strcmp(backend, "vista") || !strcmp(backend, "pmemobj") ||
-		!strcmp(backend, "rvm-rio");
+		!strcmp(backend, "rvm-rio") || !strncmp(backend, "vista-v", 7);
 }
 
 static bool
@@ -230,7 +233,8 @@ expand(const struct tb_opts *o, const char *backends, const char *groups,
 	bool syn = !strcmp(o->workload, "synthetic");
 	for (char *bs = strtok(bl, ","); bs; bs = strtok(NULL, ",")) {
 		char name[32];
-		snprintf(name, sizeof(name), "%s", bs);
+		if (tb_vista_version_spec(bs, name, sizeof(name)))
+			return -1;
 		enum tb_domain d = o->domain;
 		char *colon = strchr(name, ':');
 		if (colon) {

@@ -92,6 +92,13 @@ extern const struct tb_backend tb_backend_vista; /* name NULL if not built */
 extern const struct tb_backend tb_backend_pmemobj;
 extern const struct tb_backend tb_backend_rvm;
 extern const struct tb_backend tb_backend_rvm_rio;
+/* Vista's Versions 0, 1, 2 (Amza et al. section 4; backend_vista_v.c). */
+extern const struct tb_backend tb_backend_vista_v0;
+extern const struct tb_backend tb_backend_vista_v1;
+extern const struct tb_backend tb_backend_vista_v2;
+/* "vista:vN[:DOMAIN]" -> "vista-vN[:DOMAIN]" (v3: "vista[:DOMAIN]"); any
+ * other spec is copied.  0, or -1 for a bad version (reported). */
+int tb_vista_version_spec(const char *spec, char *out, size_t n);
 
 struct tb_workload {
 	const char *name;
