@@ -49,7 +49,9 @@ usage(FILE *f)
 "usage: tpcbench --workload debit-credit|order-entry|synthetic\n"
 "                --backend LIST [options]\n"
 "  LIST: comma-separated of none, vista[:DOMAIN], pmemobj[:DOMAIN], rvm,\n"
-"        rvm-rio[:DOMAIN]; or \"all\" (%s)\n"
+"        rvm-rio[:DOMAIN], trinity[:DOMAIN], quadra[:DOMAIN] (per-word\n"
+"        designs with their own layout; debit-credit only); or \"all\"\n"
+"        (%s)\n"
 "  --domain byte|cacheline|page  domain of vista/pmemobj/rvm-rio without one\n"
 "                       (cacheline)\n"
 "  --db-size SIZE       database per stream (50M; K, M, G suffixes)\n"
@@ -117,8 +119,9 @@ static const struct tb_backend *
 backend_of(const char *name)
 {
 	const struct tb_backend *all[] = { &tb_backend_none, &tb_backend_vista,
-		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio };
-	for (size_t i = 0; i < 5; i++)
+		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
+		&tb_backend_trinity, &tb_backend_quadra };
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (all[i]->name && !strcmp(all[i]->name, name))
 			return all[i];
 	return NULL;
@@ -129,7 +132,8 @@ static bool
 has_domain(const char *backend)
 {
 	return !strcmp(backend, "vista") || !strcmp(backend, "pmemobj") ||
-		!strcmp(backend, "rvm-rio");
+		!strcmp(backend, "rvm-rio") || !strcmp(backend, "trinity") ||
+		!strcmp(backend, "quadra");
 }
 
 static bool
@@ -173,6 +177,11 @@ child(const struct tb_opts *o, const char *rowfile)
 	const struct tb_backend *b = backend_of(o->backend);
 	if (w == NULL || b == NULL) {
 		tb_err("unknown workload or backend");
+		return 2;
+	}
+	if (b->layout != NULL && (w = b->layout(w->name)) == NULL) {
+		tb_err("%s has no layout of %s (only debit-credit)", b->name,
+			o->workload);
 		return 2;
 	}
 	struct tb_row proto = { 0 };

@@ -85,6 +85,10 @@ struct tb_backend {
 	int (*close)(void *ctx);
 	/* The files holding stream i's data, for the memory census. */
 	int (*files)(void *ctx, const char **paths, int max);
+	/* NULL for backends over ranges of ordinary memory.  A backend with
+	 * its own database layout (per-word designs: trinity, quadra) gives
+	 * its version of the named workload here, or NULL if it has none. */
+	const struct tb_workload *(*layout)(const char *workload);
 };
 
 extern const struct tb_backend tb_backend_none;
@@ -92,6 +96,8 @@ extern const struct tb_backend tb_backend_vista; /* name NULL if not built */
 extern const struct tb_backend tb_backend_pmemobj;
 extern const struct tb_backend tb_backend_rvm;
 extern const struct tb_backend tb_backend_rvm_rio;
+extern const struct tb_backend tb_backend_trinity; /* backend_pword.c */
+extern const struct tb_backend tb_backend_quadra;
 
 struct tb_workload {
 	const char *name;
