@@ -523,17 +523,12 @@ pdc_tx(void *wl, void *db, const struct tb_backend *b, void *ctx)
 
 #define FAIL(...) (snprintf(why, n, __VA_ARGS__), -1)
 
-struct pdc_sums {
-	int64_t accounts, tellers, branches, history;
-	uint64_t used;
-};
-
 static int
-pdc_sum(const struct pdc *w, const void *db, struct pdc_sums *r, char *why,
+pdc_sum(const struct pdc *w, const void *db, struct tb_dc_sums *r, char *why,
 	size_t n)
 {
 	const struct pword *s = db;
-	*r = (struct pdc_sums){ 0 };
+	*r = (struct tb_dc_sums){ 0 };
 	if (s[0].main != DC_MAGIC)
 		return FAIL("bad database magic");
 	for (uint64_t i = 0; i < w->accounts; i++)
@@ -543,6 +538,7 @@ pdc_sum(const struct pdc *w, const void *db, struct pdc_sums *r, char *why,
 	for (uint64_t i = 0; i < w->branches; i++)
 		r->branches += (int64_t)s[w->s_branch + i * ROW].main;
 	uint64_t head = s[1].main;
+	r->head = head;
 	r->used = head < w->hist_cap ? head : w->hist_cap;
 	for (uint64_t i = 0; i < r->used; i++) {
 		const struct pword *h = &s[w->s_hist + i * ROW];
@@ -562,25 +558,11 @@ static int
 pdc_check(void *wl, const void *db, char *why, size_t n)
 {
 	const struct pdc *w = wl;
-	const struct pword *s = db;
-	struct pdc_sums r;
+	struct tb_dc_sums r;
 	if (pdc_sum(w, db, &r, why, n))
 		return -1;
-	if (r.accounts != w->total || r.tellers != w->total ||
-	    r.branches != w->total)
-		return FAIL("balances: accounts %lld, tellers %lld, branches "
-			"%lld, committed deltas %lld", (long long)r.accounts,
-			(long long)r.tellers, (long long)r.branches,
-			(long long)w->total);
-	if (s[1].main != w->committed)
-		return FAIL("history head %llu, committed %llu",
-			(unsigned long long)s[1].main,
-			(unsigned long long)w->committed);
-	if (r.history != w->ring_sum)
-		return FAIL("history deltas sum to %lld, the last %llu committed "
-			"deltas to %lld", (long long)r.history,
-			(unsigned long long)r.used, (long long)w->ring_sum);
-	return 0;
+	return tb_dc_judge_run(&r, w->total, w->committed, w->ring_sum, why,
+		n);
 }
 
 static int
@@ -588,18 +570,11 @@ pdc_recovered(void *wl, const void *db, uint64_t *committed, char *why,
 	size_t n)
 {
 	const struct pdc *w = wl;
-	const struct pword *s = db;
-	struct pdc_sums r;
-	if (pdc_sum(w, db, &r, why, n))
+	struct tb_dc_sums r;
+	if (pdc_sum(w, db, &r, why, n) ||
+	    tb_dc_judge_recovered(&r, w->hist_cap, why, n))
 		return -1;
-	if (r.accounts != r.tellers || r.tellers != r.branches)
-		return FAIL("balances: accounts %lld, tellers %lld, branches "
-			"%lld", (long long)r.accounts, (long long)r.tellers,
-			(long long)r.branches);
-	if (s[1].main <= w->hist_cap && r.history != r.accounts)
-		return FAIL("history deltas sum to %lld, the balances to %lld",
-			(long long)r.history, (long long)r.accounts);
-	*committed = s[1].main;
+	*committed = r.head;
 	return 0;
 }
 

@@ -121,6 +121,21 @@ struct tb_workload {
 };
 
 extern const struct tb_workload tb_debit_credit;
+
+/* What a debit-credit database says -- balance sums, the history's delta
+ * sum over its `used` records (checked well formed), its head -- and the
+ * judgements of wl_debit_credit.c, shared with layouts of their own
+ * (backend_pword.c).  0, or -1 with a reason in why. */
+struct tb_dc_sums {
+	int64_t accounts, tellers, branches, history;
+	uint64_t used, head;
+};
+/* After a run, against the driver's totals. */
+int tb_dc_judge_run(const struct tb_dc_sums *s, int64_t total,
+	uint64_t committed, int64_t ring_sum, char *why, size_t n);
+/* After a crash, from the database alone. */
+int tb_dc_judge_recovered(const struct tb_dc_sums *s, uint64_t hist_cap,
+	char *why, size_t n);
 extern const struct tb_workload tb_order_entry;
 extern const struct tb_workload tb_synthetic;
 
