@@ -56,7 +56,8 @@ usage(FILE *f)
 "                       (cacheline)\n"
 "  --db-size SIZE       database per stream (50M; K, M, G suffixes)\n"
 "  --threads N          independent streams, each on its own database (1)\n"
-"  --group LIST         rvm transactions per log flush, e.g. 1,8,64 (1)\n"
+"  --group LIST         rvm transactions per log flush, e.g. 1,8,64 (1);\n"
+"                       vista: per vista_flush, VISTA_TX_NO_FLUSH between\n"
 "  --tx-size LIST       synthetic bytes per transaction, or \"sweep\" (8)\n"
 "  --seconds T          per run (1)      --tx N   transactions per run\n"
 "  --runs R             runs per configuration (5; best and worst dropped)\n"
@@ -139,7 +140,7 @@ has_domain(const char *backend)
 static bool
 has_group(const char *backend)
 {
-	return !strncmp(backend, "rvm", 3);
+	return !strncmp(backend, "rvm", 3) || !strcmp(backend, "vista");
 }
 
 /* PMDK's environment for a domain (backend_pmemobj.c). */
