@@ -102,6 +102,48 @@ TEST_CASE("no-flush transactions: calls, misuse, abort inside a group",
 	VREQUIRE_OK(vista_fini(v));
 }
 
+TEST_CASE("thread exit, detach and fini make a held group durable",
+	"[noflush]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0);
+	int64_t *w = (int64_t *)vista_segment_base(s);
+	auto group = [&](int64_t val) {
+		VREQUIRE_OK(vista_begin_transaction(v, VISTA_TX_NO_FLUSH));
+		VREQUIRE_OK(vista_set_range(v, &w[0], 8));
+		w[0] = val;
+		VREQUIRE_OK(vista_end_transaction(v));
+	};
+	// A held group refuses the unmap of its segment (above): once the
+	// thread that holds it exits, or detaches, the unmap goes through.
+	int rc = -1;
+	std::thread t([&] {
+		if (vista_begin_transaction(v, VISTA_TX_NO_FLUSH) == 0 &&
+		    vista_set_range(v, &w[1], 8) == 0) {
+			w[1] = 5;
+			rc = vista_end_transaction(v);
+		}
+	});
+	t.join();
+	VREQUIRE_OK(rc);
+	group(1);
+	VREQUIRE_OK(vista_thread_detach(v));
+	VREQUIRE_OK(vista_unmap(s));
+	s = vt::map(v, e.seg("a"), 0);
+	w = (int64_t *)vista_segment_base(s);
+	REQUIRE(w[0] == 1);
+	REQUIRE(w[1] == 5);
+	// fini flushes too: the value survives a reopen.
+	group(2);
+	VREQUIRE_OK(vista_fini(v));
+	v = e.open();
+	VREQUIRE_OK(vista_map(v, e.seg("a").c_str(), vt::addr(0), 1 << 20, 0,
+		&s));
+	REQUIRE(((int64_t *)vista_segment_base(s))[0] == 2);
+	VREQUIRE_OK(vista_fini(v));
+}
+
 // A child runs three no-flush transactions (w[0] = 1, 2, 3), flushes
 // after `flush_after` of them (0: never) and dies by _exit: no fini, no
 // thread exit.  What does recovery leave?
