@@ -69,8 +69,10 @@
  *       holds the records of every transaction of the group, and a crash
  *       -- which finds them alive with no commit record of the group --
  *       rolls the whole group back, newest record first: the data is as
- *       before the group.  T4 coalesces within the group: a byte is
- *       logged once, with its value before the group.
+ *       before the group.  T4 coalesces within each transaction only
+ *       (the range set is cleared at hold): a set kept for the whole
+ *       group cost O(its size) per insert; the group's commit writes
+ *       back what its records describe, each line once (flush_group).
  *   N2. The group commits as one transaction (vista__flush_held: the
  *       commit path above, one fence for all its lines) before anything
  *       that needs it durable or gone: vista_flush, the begin of a
@@ -465,12 +467,60 @@ out:
 	return rc;
 }
 
+/*
+ * N1: a held group's declared bytes are what its records describe (the
+ * lane's range set holds the running transaction's only).  Each line is
+ * written back once: lines already written back in this walk are kept in
+ * a small open-addressing set; past its capacity a line may be written
+ * back twice, which costs time, not correctness.
+ */
+static void
+flush_group(struct vista_lane *l)
+{
+	enum { SLOTS = 512, MAXN = 384 };
+	uintptr_t seen[SLOTS];
+	unsigned n = 0;
+	vista *v = l->v;
+
+	memset(seen, 0, sizeof(seen));
+	for (const char *pos = l->start; pos < l->cur;) {
+		const struct vista_rec *r = (const void *)pos;
+		const struct vista_rdesc *d = (const void *)(r + 1);
+		for (unsigned i = 0; r->type == VISTA_REC_RANGES &&
+		     i < r->count; i++) {
+			const struct vista_segment *seg = v->byidx[d[i].seg];
+			uintptr_t lo = (uintptr_t)seg->base + d[i].off;
+			uintptr_t a = lo & ~(uintptr_t)63;
+			for (; a < lo + d[i].len; a += 64) {
+				size_t h = (size_t)(((a >> 6) *
+					0x9e3779b97f4a7c15ull) >> 55);
+				while (n < MAXN && seen[h] != 0 && seen[h] != a)
+					h = (h + 1) % SLOTS;
+				if (n < MAXN && seen[h] == a)
+					continue;
+				if (n < MAXN) {
+					seen[h] = a;
+					n++;
+				}
+				vista__flush(l, seg->pool, (void *)a, 64);
+			}
+		}
+		pos += (r->len + VISTA_REC_ALIGN - 1) &
+			~(size_t)(VISTA_REC_ALIGN - 1);
+	}
+}
+
 /* Flush every declared range, each cache line once (T2). */
 static void
 flush_ranges(struct vista_lane *l)
 {
 	const struct vista_ival *iv = l->ranges.v;
 	uintptr_t done = 0;
+
+	if (VISTA__UNLIKELY(l->nrec0 > 0)) {
+		flush_group(l);
+		return;
+	}
 
 	for (uint32_t i = 0; i < l->ranges.n; i++) {
 		uintptr_t lo = iv[i].lo & ~(uintptr_t)63;
@@ -747,6 +797,8 @@ hold(struct vista_lane *l)
 	l->vu_n = 0;
 	l->vub_n = 0;
 	l->flags = 0;
+	/* The next transaction logs its own ranges again (flush_group). */
+	vista__ranges_clear(&l->ranges);
 	vista__lane_set_state(l, VISTA__TX_IDLE);
 	vista__tx_pop(l);
 	return 0;
@@ -1051,6 +1103,7 @@ abort_held(struct vista_lane *l)
 		memcpy((void *)l->vu[i].a, l->vub + l->vu[i].off, l->vu[i].len);
 	if (l->prot_used)
 		vista__open_reprotect(l);
+	vista__ranges_clear(&l->ranges);
 	l->nrec0 = l->nrec;
 	l->vu_n = 0;
 	l->vub_n = 0;
