@@ -802,6 +802,9 @@ heap_tx(struct vista_segment *seg, struct vista_lane **lp, bool *own)
 		if (l == NULL)
 			return rc;
 	}
+	if (l->state != VISTA__TX_IDLE && (l->flags & VISTA_TX_NO_FLUSH))
+		return vista__err(-EINVAL, "heap operations need a durable "
+			"transaction (this one is VISTA_TX_NO_FLUSH)");
 	if (l->state == VISTA__TX_IDLE) {
 		rc = vista_begin_transaction(v, 0);
 		if (rc)

@@ -220,10 +220,11 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 		/* The transaction's first fence also completes lazy
 		 * truncations (L6): this lane's, whose line its commit
 		 * wrote back, and other lanes', written back here. */
-		if (l->nrec == 0 && VISTA__UNLIKELY(l->v->lanes_seen > 1))
+		if (l->nrec == l->nrec0 &&
+		    VISTA__UNLIKELY(l->v->lanes_seen > 1))
 			vista__lazy_cover(l);
 		vista__drain(l);
-		if (l->nrec == 0 && l->lazy)
+		if (l->nrec == l->nrec0 && l->lazy)
 			/* release: pairs with the acquire in
 			 * vista__lazy_cover(); the truncation is durable. */
 			__atomic_store_n(&l->lazy, false, __ATOMIC_RELEASE);

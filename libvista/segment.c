@@ -738,7 +738,8 @@ static bool
 seg_in_use(vista *v, const struct vista_segment *seg)
 {
 	for (unsigned i = 0; i < v->nlanes; i++)
-		if (v->lanes[i].state != VISTA__TX_IDLE &&
+		if ((v->lanes[i].state != VISTA__TX_IDLE ||
+			    v->lanes[i].held) &&
 		    vista__bit_test(v->lanes[i].touched, seg->idx))
 			return true;
 	return false;
@@ -788,8 +789,9 @@ vista_unmap(vista_segment *seg)
 	if (seg_in_use(v, seg)) {
 		pthread_mutex_unlock(&v->lock);
 		return vista__err(VISTA_EINTX,
-			"vista_unmap(%s): a running transaction has set ranges "
-			"in it", rio_pool_path(seg->pool));
+			"vista_unmap(%s): a running transaction, or a no-flush "
+			"group not yet flushed, has set ranges in it",
+			rio_pool_path(seg->pool));
 	}
 	rc = unmap_locked(v, seg);
 	pthread_mutex_unlock(&v->lock);

@@ -61,6 +61,30 @@
  *       an explicitly declared range: then the newer copy is undone first.
  *   T5. The fault hook never sees a lane in the middle of an append: the
  *       library stores to protected pages only outside them.
+ *
+ * No-flush groups (VISTA_TX_NO_FLUSH, vista_flush; RVM's no-flush mode)
+ *   N1. A no-flush transaction ends without a flush, a fence or a
+ *       truncation (hold): its records, declared ranges and touched
+ *       segments stay in the lane (lane->held), so the lane's generation
+ *       holds the records of every transaction of the group, and a crash
+ *       -- which finds them alive with no commit record of the group --
+ *       rolls the whole group back, newest record first: the data is as
+ *       before the group.  T4 coalesces within each transaction only
+ *       (the range set is cleared at hold): a set kept for the whole
+ *       group cost O(its size) per insert; the group's commit writes
+ *       back what its records describe, each line once (flush_group).
+ *   N2. The group commits as one transaction (vista__flush_held: the
+ *       commit path above, one fence for all its lines) before anything
+ *       that needs it durable or gone: vista_flush, the begin of a
+ *       transaction without the flag (also when the group fills half
+ *       its lane), vista_thread_detach, thread exit, vista_fini; and
+ *       vista_unmap of a segment it touched is refused until then.
+ *   N3. While a group is held, the running transaction's before-images
+ *       are also copied to DRAM (vundo_save): its abort restores them,
+ *       newest first, and leaves the group's records (those it added hold
+ *       values from before the group).  No heap operation and no
+ *       VISTA_TX_AUTO in a no-flush transaction: their undo is in the log
+ *       only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -88,6 +112,13 @@ bad_range(const vista *v, const void *addr, size_t len, const char *call)
 		call, addr, len, v->nmap);
 }
 
+/* A held no-flush group fills half its lane's record area. */
+static inline bool
+held_big(const struct vista_lane *l)
+{
+	return l->cur - l->rec0 > (l->end - l->rec0) / 2;
+}
+
 /* Everything but the common case of vista_begin_transaction. */
 VISTA__COLD static int
 begin_slow(vista *v, struct vista_lane *l, unsigned flags)
@@ -105,9 +136,13 @@ begin_slow(vista *v, struct vista_lane *l, unsigned flags)
 		return vista__err(VISTA_EINTX,
 			"vista_begin_transaction: a transaction is already "
 			"active on this thread (they do not nest)");
-	if (flags & ~VISTA_TX_AUTO)
+	if (flags & ~(VISTA_TX_AUTO | VISTA_TX_NO_FLUSH))
 		return vista__err(-EINVAL,
 			"vista_begin_transaction: unknown flags 0x%x", flags);
+	if ((flags & VISTA_TX_AUTO) && (flags & VISTA_TX_NO_FLUSH))
+		return vista__err(-EINVAL,
+			"vista_begin_transaction: VISTA_TX_NO_FLUSH does not "
+			"combine with VISTA_TX_AUTO");
 	/* relaxed: the sticky error flag (vista__set_fatal()); nothing is read
 	 * on the strength of it, and a transaction that misses a concurrent
 	 * set is checked again at its commit. */
@@ -115,6 +150,13 @@ begin_slow(vista *v, struct vista_lane *l, unsigned flags)
 		return vista__err(VISTA_EFATAL,
 			"vista_begin_transaction: the instance is in its error "
 			"state; reopen it");
+	if (l->held && (!(flags & VISTA_TX_NO_FLUSH) || held_big(l))) {
+		/* N2: a durable transaction starts from a durable state, and
+		 * a group commits before it fills half its lane. */
+		rc = vista__flush_held(l);
+		if (rc)
+			return rc;
+	}
 	if (flags & VISTA_TX_AUTO) {
 		rc = vista__auto_begin(v);
 		if (rc)
@@ -134,8 +176,11 @@ vista_begin_transaction(vista *v, unsigned flags)
 
 	/* relaxed fatal: as in begin_slow(). */
 	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_IDLE ||
-		    flags != 0 || __atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
+		    (flags & ~VISTA_TX_NO_FLUSH) != 0 ||
+		    (l->held && (flags == 0 || held_big(l))) ||
+		    __atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
 		return begin_slow(v, l, flags);
+	l->flags = flags;
 	vista__lane_set_state(l, VISTA__TX_ACTIVE);
 	vista__tx_push(l);
 	VISTA__STAT_ADD(l, tx_begun, 1);
@@ -228,6 +273,37 @@ declared:
 	return 0;
 }
 
+/*
+ * N3: while a group is held, the running transaction's own before-images
+ * also go to DRAM: the log's records of a byte hold its value before the
+ * group (T4 coalesces within the group), and an abort must restore the
+ * value before this transaction.
+ */
+static int
+vundo_save(struct vista_lane *l, uintptr_t a, size_t len)
+{
+	if (l->vu_n == l->vu_cap) {
+		uint32_t nc = l->vu_cap ? 2 * l->vu_cap : 16;
+		struct vista__vundo *n = realloc(l->vu, nc * sizeof(*n));
+		if (n == NULL)
+			return -1;
+		l->vu = n;
+		l->vu_cap = nc;
+	}
+	if (l->vub_n + len > l->vub_cap) {
+		size_t nc = 2 * (l->vub_n + len);
+		char *n = realloc(l->vub, nc);
+		if (n == NULL)
+			return -1;
+		l->vub = n;
+		l->vub_cap = nc;
+	}
+	memcpy(l->vub + l->vub_n, (const void *)a, len);
+	l->vu[l->vu_n++] = (struct vista__vundo){ a, len, l->vub_n };
+	l->vub_n += len;
+	return 0;
+}
+
 int
 vista_set_range(vista *v, void *addr, size_t len)
 {
@@ -246,6 +322,8 @@ vista_set_range(vista *v, void *addr, size_t len)
 	seg = vista__seg_find(l, (uintptr_t)addr, len);
 	if (VISTA__UNLIKELY(seg == NULL))
 		return bad_range(v, addr, len, "vista_set_range");
+	if (VISTA__UNLIKELY(l->held) && vundo_save(l, (uintptr_t)addr, len))
+		return vista__err(-ENOMEM, "out of memory");
 	return vista__declare(l, seg, addr, len, true);
 }
 
@@ -310,6 +388,11 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 		}
 		r[nr++] = (struct vista__span){ a, a + ranges[i].len, seg };
 	}
+	for (size_t i = 0; l->held && i < nr; i++)
+		if (vundo_save(l, r[i].lo, r[i].hi - r[i].lo)) {
+			rc = vista__err(-ENOMEM, "out of memory");
+			goto out;
+		}
 	/* Merge the batch with itself... */
 	if (nr > 1) {
 		size_t k = 0;
@@ -384,12 +467,60 @@ out:
 	return rc;
 }
 
+/*
+ * N1: a held group's declared bytes are what its records describe (the
+ * lane's range set holds the running transaction's only).  Each line is
+ * written back once: lines already written back in this walk are kept in
+ * a small open-addressing set; past its capacity a line may be written
+ * back twice, which costs time, not correctness.
+ */
+static void
+flush_group(struct vista_lane *l)
+{
+	enum { SLOTS = 512, MAXN = 384 };
+	uintptr_t seen[SLOTS];
+	unsigned n = 0;
+	vista *v = l->v;
+
+	memset(seen, 0, sizeof(seen));
+	for (const char *pos = l->start; pos < l->cur;) {
+		const struct vista_rec *r = (const void *)pos;
+		const struct vista_rdesc *d = (const void *)(r + 1);
+		for (unsigned i = 0; r->type == VISTA_REC_RANGES &&
+		     i < r->count; i++) {
+			const struct vista_segment *seg = v->byidx[d[i].seg];
+			uintptr_t lo = (uintptr_t)seg->base + d[i].off;
+			uintptr_t a = lo & ~(uintptr_t)63;
+			for (; a < lo + d[i].len; a += 64) {
+				size_t h = (size_t)(((a >> 6) *
+					0x9e3779b97f4a7c15ull) >> 55);
+				while (n < MAXN && seen[h] != 0 && seen[h] != a)
+					h = (h + 1) % SLOTS;
+				if (n < MAXN && seen[h] == a)
+					continue;
+				if (n < MAXN) {
+					seen[h] = a;
+					n++;
+				}
+				vista__flush(l, seg->pool, (void *)a, 64);
+			}
+		}
+		pos += (r->len + VISTA_REC_ALIGN - 1) &
+			~(size_t)(VISTA_REC_ALIGN - 1);
+	}
+}
+
 /* Flush every declared range, each cache line once (T2). */
 static void
 flush_ranges(struct vista_lane *l)
 {
 	const struct vista_ival *iv = l->ranges.v;
 	uintptr_t done = 0;
+
+	if (VISTA__UNLIKELY(l->nrec0 > 0)) {
+		flush_group(l);
+		return;
+	}
 
 	for (uint32_t i = 0; i < l->ranges.n; i++) {
 		uintptr_t lo = iv[i].lo & ~(uintptr_t)63;
@@ -430,6 +561,10 @@ finish(struct vista_lane *l)
 	}
 	vista__ranges_clear(&l->ranges);
 	l->flags = 0;
+	l->held = false;
+	l->nrec0 = 0;
+	l->vu_n = 0;
+	l->vub_n = 0;
 	vista__lane_set_state(l, VISTA__TX_IDLE);
 	/* M2 */
 	VISTA_ASSERT(l->nrec == 0 && l->cur == l->start && l->ranges.n == 0,
@@ -632,6 +767,43 @@ commit_lazy(struct vista_lane *l, unsigned segidx)
 	return 0;
 }
 
+/*
+ * N1: end a no-flush transaction without making it durable.  Its records,
+ * declared ranges and touched segments stay in the lane with the group's;
+ * the group commits durably later (vista__flush_held).  Nothing is
+ * flushed or fenced here: the transaction is atomic because a crash finds
+ * the group's records alive with no commit record for them, and rolls
+ * back the whole group.
+ */
+static int
+hold(struct vista_lane *l)
+{
+#ifdef VISTA_BROKEN_NOFLUSH_TRUNCATE
+	/* wrong: the records die before the data they guard is durable */
+	if (l->nrec > 0) {
+		vista__log_truncate(l);
+		VISTA__STAT_ADD(l, tx_committed, 1);
+		finish(l);
+		return 0;
+	}
+#endif
+	VISTA__STAT_ADD(l, tx_committed, 1);
+	if (l->nrec == 0 && !l->held) {
+		finish(l);
+		return 0;
+	}
+	l->held = true;
+	l->nrec0 = l->nrec;
+	l->vu_n = 0;
+	l->vub_n = 0;
+	l->flags = 0;
+	/* The next transaction logs its own ranges again (flush_group). */
+	vista__ranges_clear(&l->ranges);
+	vista__lane_set_state(l, VISTA__TX_IDLE);
+	vista__tx_pop(l);
+	return 0;
+}
+
 static int
 commit(struct vista_lane *l)
 {
@@ -644,6 +816,10 @@ commit(struct vista_lane *l)
 		return vista__err(VISTA_EFATAL,
 			"vista_end_transaction: the instance is in its error "
 			"state; abort the transaction and reopen");
+	/* N1; a transaction that opened pages (another thread's automatic
+	 * transactions protect segments) commits durably, with the group. */
+	if (VISTA__UNLIKELY(l->flags & VISTA_TX_NO_FLUSH) && !l->prot_used)
+		return hold(l);
 	if (l->nrec == 0) {
 		/* Nothing was logged, so nothing was declared either. */
 		VISTA_ASSERT(l->ranges.n == 0, "T1");
@@ -695,6 +871,44 @@ vista_end_transaction(vista *v)
 			return no_tx(v, "vista_end_transaction");
 	}
 	return commit(l);
+}
+
+int
+vista__flush_held(struct vista_lane *l)
+{
+	int rc;
+
+	if (!l->held)
+		return 0;
+	/* relaxed: as in commit(); the group stays held. */
+	if (__atomic_load_n(&l->v->fatal, __ATOMIC_RELAXED))
+		return vista__err(VISTA_EFATAL,
+			"vista_flush: the instance is in its error state; "
+			"reopen it");
+	/* N2: the group commits as one transaction: every declared line
+	 * written back, the commit record, one fence (commit_lazy), or the
+	 * slow commit's order. */
+	l->flags = 0;
+	vista__lane_set_state(l, VISTA__TX_ACTIVE);
+	vista__tx_push(l);
+	rc = commit(l);
+	/* The group's transactions were counted as they ended. */
+	VISTA__STAT_ADD(l, tx_committed, (uint64_t)-1);
+	return rc;
+}
+
+int
+vista_flush(vista *v)
+{
+	struct vista_lane *l = vista__lane_peek(v);
+
+	if (l == NULL)
+		return v == NULL ? vista__err(-EINVAL, "vista_flush: NULL "
+			"instance") : 0;
+	if (l->state != VISTA__TX_IDLE)
+		return vista__err(VISTA_EINTX,
+			"vista_flush: a transaction is active on this thread");
+	return vista__flush_held(l);
 }
 
 int
@@ -878,10 +1092,35 @@ vista__undo(vista *v, struct vista_lane *l, const struct vista_segment *only,
 	undo_flush(l);
 }
 
+/* N3: abort the running transaction of a held group from its DRAM
+ * before-images, newest first; the group's records stay (those this
+ * transaction added hold the group's starting values). */
+static int
+abort_held(struct vista_lane *l)
+{
+	vista__lane_set_state(l, VISTA__TX_ABORTING);
+	for (uint32_t i = l->vu_n; i-- > 0;)
+		memcpy((void *)l->vu[i].a, l->vub + l->vu[i].off, l->vu[i].len);
+	if (l->prot_used)
+		vista__open_reprotect(l);
+	vista__ranges_clear(&l->ranges);
+	l->nrec0 = l->nrec;
+	l->vu_n = 0;
+	l->vub_n = 0;
+	l->flags = 0;
+	VISTA__STAT_ADD(l, tx_aborted, 1);
+	vista__lane_set_state(l, VISTA__TX_IDLE);
+	vista__tx_pop(l);
+	return 0;
+}
+
 int
 vista__tx_abort_lane(struct vista_lane *l)
 {
 	bool heap = l->nfree_recs || l->nalloc_recs;
+
+	if (l->held)
+		return abort_held(l);
 
 	vista__lane_set_state(l, VISTA__TX_ABORTING);
 	if (l->nrec > 0) {

@@ -104,6 +104,8 @@ thread_exit(void *arg)
 		 * half done: the transaction is rolled back. */
 		if (l->state == VISTA__TX_ACTIVE)
 			(void)vista__tx_abort_lane(l);
+		/* Its no-flush group becomes durable (N2). */
+		(void)vista__flush_held(l);
 		/* relaxed: v->lock orders the hand-over of the lane to the
 		 * next owner (vista__lane_get()); atomic only for the
 		 * unlocked owner loads of vista__lane_peek(). */
@@ -278,6 +280,10 @@ vista_thread_detach(vista *v)
 		return vista__err(VISTA_EINTX,
 			"vista_thread_detach: a transaction is active on this "
 			"thread");
+	/* N2: a held no-flush group commits before the lane goes. */
+	int frc = vista__flush_held(l);
+	if (frc)
+		return frc;
 	/* relaxed: as in thread_exit(). */
 	pthread_mutex_lock(&v->lock);
 	__atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
@@ -507,6 +513,8 @@ instance_free(vista *v)
 			vista__ranges_fini(&v->lanes[i].ranges);
 			vista__pageset_fini(&v->lanes[i].open);
 			free(v->lanes[i].undo);
+			free(v->lanes[i].vu);
+			free(v->lanes[i].vub);
 		}
 		free(v->lanes);
 	}
@@ -618,7 +626,16 @@ vista_fini(vista *v)
 				i);
 		}
 	}
-	rc = vista__seg_unmap_all(v);
+	/* N2: held no-flush groups commit before the segments go. */
+	rc = 0;
+	for (unsigned i = 0; i < v->nlanes; i++) {
+		int frc = vista__flush_held(&v->lanes[i]);
+		if (frc && rc == 0)
+			rc = frc;
+	}
+	int urc = vista__seg_unmap_all(v);
+	if (rc == 0)
+		rc = urc;
 	for (vista **pp = &instances; *pp != NULL; pp = &(*pp)->gnext) {
 		if (*pp == v) {
 			*pp = v->gnext;

@@ -275,7 +275,9 @@ struct vista_pageset {
  *       vista__lane_set_state().
  *   M2. A lane in IDLE holds no record of its DRAM state (nrec == 0,
  *       cur == rec0) and no declared range; its persistent records, if
- *       any, are of an older generation (L3).
+ *       any, are of an older generation (L3) -- unless it holds a
+ *       no-flush group (held, tx.c N1): then they are the group's, of
+ *       the lane's generation, and durable or rolled back together.
  *   M3. v->fatal, once set, is never cleared in that instance.
  */
 enum vista_tx_state {
@@ -323,6 +325,20 @@ struct vista_lane {
 	uint32_t nfree_recs; /* FREE records in the current transaction */
 	uint32_t nalloc_recs;
 	bool prot_used; /* the transaction opened pages */
+	/* No-flush group (VISTA_TX_NO_FLUSH): committed transactions whose
+	 * records, ranges and touched segments stay in the lane until the
+	 * group commits durably (tx.c N1-N3).  nrec0: records of the group
+	 * before the running transaction.  vu/vub: the running transaction's
+	 * before-images in DRAM, for its own abort while a group is held. */
+	bool held;
+	uint32_t nrec0;
+	struct vista__vundo {
+		uintptr_t a;
+		size_t len, off;
+	} *vu;
+	uint32_t vu_n, vu_cap;
+	char *vub;
+	size_t vub_n, vub_cap;
 
 	/* Segment lookup cache: valid while v->seq == cseq. */
 	uint64_t cseq;
@@ -452,6 +468,8 @@ vista__tx_pop(struct vista_lane *l)
 	else
 		vista__tx_pop_slow(l);
 }
+/* Commit a held no-flush group durably (tx.c); 0 if none is held. */
+int vista__flush_held(struct vista_lane *l);
 /* The first lane of this thread with a transaction (fault hook). */
 struct vista_lane *vista__tx_first(void);
 int vista__set_fatal(vista *v, int rc, const char *what);

@@ -14,6 +14,10 @@
  *     barrier for all of a transaction's before-images.
  *  4. The freshly populated database is made durable with one
  *     rio_persist over it (librio's choke point), outside any transaction.
+ *  5. --group N (N > 1): transactions begin with VISTA_TX_NO_FLUSH and
+ *     every N-th commit is followed by vista_flush(), so N transactions
+ *     share one durable commit (RVM's --group, with libvista's no-flush
+ *     promise: a crash rolls back the group since the last flush).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +35,8 @@ struct vista_ctx {
 	vista_segment *seg;
 	void *db;
 	size_t size;
+	int group;          /* transactions per vista_flush (1: none) */
+	uint64_t ended;
 	char log[4200], path[4200];
 };
 
@@ -67,6 +73,7 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 	snprintf(c->log, sizeof(c->log), "%s/vista.%d.log", dir, stream);
 	snprintf(c->path, sizeof(c->path), "%s/vista.%d.seg", dir, stream);
 	c->size = o->db_size;
+	c->group = o->group > 1 ? o->group : 1;
 	/* Two lanes: a thread keeps its lane until it exits, and the
 	 * database is created by the main thread but, with --threads, run
 	 * by a stream thread.  Each lane holds the largest transaction's
@@ -118,7 +125,8 @@ static int
 v_begin(void *ctx)
 {
 	struct vista_ctx *c = ctx;
-	int rc = vista_begin_transaction(c->v, 0);
+	int rc = vista_begin_transaction(c->v,
+		c->group > 1 ? VISTA_TX_NO_FLUSH : 0);
 	return rc ? vfail("vista_begin_transaction", rc) : 0;
 }
 
@@ -141,7 +149,12 @@ v_commit(void *ctx)
 {
 	struct vista_ctx *c = ctx;
 	int rc = vista_end_transaction(c->v);
-	return rc ? vfail("vista_end_transaction", rc) : 0;
+	if (rc)
+		return vfail("vista_end_transaction", rc);
+	if (c->group > 1 && ++c->ended % (uint64_t)c->group == 0 &&
+	    (rc = vista_flush(c->v)) != 0)
+		return vfail("vista_flush", rc);
+	return 0;
 }
 
 static int

@@ -50,12 +50,15 @@ usage(FILE *f)
 "                --backend LIST [options]\n"
 "  LIST: comma-separated of none, vista[:DOMAIN], pmemobj[:DOMAIN], rvm,\n"
 "        rvm-rio[:DOMAIN], vista:v0|v1|v2|v3[:DOMAIN] (Vista's Versions\n"
-"        0-2, Amza et al. section 4; v3 is vista); or \"all\" (%s)\n"
+"        0-2, Amza et al. section 4; v3 is vista), trinity[:DOMAIN],\n"
+"        quadra[:DOMAIN] (per-word designs with their own layout;\n"
+"        debit-credit only); or \"all\" (%s)\n"
 "  --domain byte|cacheline|page  domain of vista/pmemobj/rvm-rio without one\n"
 "                       (cacheline)\n"
 "  --db-size SIZE       database per stream (50M; K, M, G suffixes)\n"
 "  --threads N          independent streams, each on its own database (1)\n"
-"  --group LIST         rvm transactions per log flush, e.g. 1,8,64 (1)\n"
+"  --group LIST         rvm transactions per log flush, e.g. 1,8,64 (1);\n"
+"                       vista: per vista_flush, VISTA_TX_NO_FLUSH between\n"
 "  --tx-size LIST       synthetic bytes per transaction, or \"sweep\" (8)\n"
 "  --seconds T          per run (1)      --tx N   transactions per run\n"
 "  --runs R             runs per configuration (5; best and worst dropped)\n"
@@ -120,7 +123,7 @@ backend_of(const char *name)
 	const struct tb_backend *all[] = { &tb_backend_none, &tb_backend_vista,
 		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
 		&tb_backend_vista_v0, &tb_backend_vista_v1,
-		&tb_backend_vista_v2 };
+		&tb_backend_vista_v2, &tb_backend_trinity, &tb_backend_quadra };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (all[i]->name && !strcmp(all[i]->name, name))
 			return all[i];
@@ -132,13 +135,14 @@ static bool
 has_domain(const char *backend)
 {
 	return !strcmp(backend, "vista") || !strcmp(backend, "pmemobj") ||
-		!strcmp(backend, "rvm-rio") || !strncmp(backend, "vista-v", 7);
+		!strcmp(backend, "rvm-rio") || !strncmp(backend, "vista-v", 7) ||
+		!strcmp(backend, "trinity") || !strcmp(backend, "quadra");
 }
 
 static bool
 has_group(const char *backend)
 {
-	return !strncmp(backend, "rvm", 3);
+	return !strncmp(backend, "rvm", 3) || !strcmp(backend, "vista");
 }
 
 /* PMDK's environment for a domain (backend_pmemobj.c). */
@@ -176,6 +180,11 @@ child(const struct tb_opts *o, const char *rowfile)
 	const struct tb_backend *b = backend_of(o->backend);
 	if (w == NULL || b == NULL) {
 		tb_err("unknown workload or backend");
+		return 2;
+	}
+	if (b->layout != NULL && (w = b->layout(w->name)) == NULL) {
+		tb_err("%s has no layout of %s (only debit-credit)", b->name,
+			o->workload);
 		return 2;
 	}
 	struct tb_row proto = { 0 };

@@ -85,6 +85,10 @@ struct tb_backend {
 	int (*close)(void *ctx);
 	/* The files holding stream i's data, for the memory census. */
 	int (*files)(void *ctx, const char **paths, int max);
+	/* NULL for backends over ranges of ordinary memory.  A backend with
+	 * its own database layout (per-word designs: trinity, quadra) gives
+	 * its version of the named workload here, or NULL if it has none. */
+	const struct tb_workload *(*layout)(const char *workload);
 };
 
 extern const struct tb_backend tb_backend_none;
@@ -99,6 +103,8 @@ extern const struct tb_backend tb_backend_vista_v2;
 /* "vista:vN[:DOMAIN]" -> "vista-vN[:DOMAIN]" (v3: "vista[:DOMAIN]"); any
  * other spec is copied.  0, or -1 for a bad version (reported). */
 int tb_vista_version_spec(const char *spec, char *out, size_t n);
+extern const struct tb_backend tb_backend_trinity; /* backend_pword.c */
+extern const struct tb_backend tb_backend_quadra;
 
 struct tb_workload {
 	const char *name;
@@ -122,6 +128,21 @@ struct tb_workload {
 };
 
 extern const struct tb_workload tb_debit_credit;
+
+/* What a debit-credit database says -- balance sums, the history's delta
+ * sum over its `used` records (checked well formed), its head -- and the
+ * judgements of wl_debit_credit.c, shared with layouts of their own
+ * (backend_pword.c).  0, or -1 with a reason in why. */
+struct tb_dc_sums {
+	int64_t accounts, tellers, branches, history;
+	uint64_t used, head;
+};
+/* After a run, against the driver's totals. */
+int tb_dc_judge_run(const struct tb_dc_sums *s, int64_t total,
+	uint64_t committed, int64_t ring_sum, char *why, size_t n);
+/* After a crash, from the database alone. */
+int tb_dc_judge_recovered(const struct tb_dc_sums *s, uint64_t hist_cap,
+	char *why, size_t n);
 extern const struct tb_workload tb_order_entry;
 extern const struct tb_workload tb_synthetic;
 

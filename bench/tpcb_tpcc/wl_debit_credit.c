@@ -175,19 +175,12 @@ dc_tx(void *wl, void *db, const struct tb_backend *b, void *ctx)
 
 #define FAIL(...) (snprintf(why, n, __VA_ARGS__), -1)
 
-/* What the database says: balance sums, the history's delta sum over its
- * `used` records (checked to be well formed). */
-struct dc_sums {
-	int64_t accounts, tellers, branches, history;
-	uint64_t used;
-};
-
 static int
-dc_sum(const struct dc *w, const void *db, struct dc_sums *s, char *why,
+dc_sum(const struct dc *w, const void *db, struct tb_dc_sums *s, char *why,
 	size_t n)
 {
 	const struct dc_hdr *h = db;
-	*s = (struct dc_sums){ 0 };
+	*s = (struct tb_dc_sums){ 0 };
 	if (h->magic != DC_MAGIC)
 		return FAIL("bad database magic");
 	for (uint64_t i = 0; i < w->accounts; i++)
@@ -197,6 +190,7 @@ dc_sum(const struct dc *w, const void *db, struct dc_sums *s, char *why,
 	for (uint64_t i = 0; i < w->branches; i++)
 		s->branches += AT(db, w->off_branch, const struct dc_row, i)->balance;
 	uint64_t head = h->hist_head;
+	s->head = head;
 	s->used = head < w->hist_cap ? head : w->hist_cap;
 	for (uint64_t i = 0; i < s->used; i++) {
 		const struct dc_hist *r = AT(db, w->off_hist,
@@ -211,29 +205,50 @@ dc_sum(const struct dc *w, const void *db, struct dc_sums *s, char *why,
 	return 0;
 }
 
+int
+tb_dc_judge_run(const struct tb_dc_sums *s, int64_t total,
+	uint64_t committed, int64_t ring_sum, char *why, size_t n)
+{
+	if (s->accounts != total || s->tellers != total ||
+	    s->branches != total)
+		return FAIL("balances: accounts %lld, tellers %lld, branches "
+			"%lld, committed deltas %lld", (long long)s->accounts,
+			(long long)s->tellers, (long long)s->branches,
+			(long long)total);
+	if (s->head != committed)
+		return FAIL("history head %llu, committed %llu",
+			(unsigned long long)s->head,
+			(unsigned long long)committed);
+	if (s->history != ring_sum)
+		return FAIL("history deltas sum to %lld, the last %llu committed "
+			"deltas to %lld", (long long)s->history,
+			(unsigned long long)s->used, (long long)ring_sum);
+	return 0;
+}
+
+int
+tb_dc_judge_recovered(const struct tb_dc_sums *s, uint64_t hist_cap,
+	char *why, size_t n)
+{
+	if (s->accounts != s->tellers || s->tellers != s->branches)
+		return FAIL("balances: accounts %lld, tellers %lld, branches "
+			"%lld", (long long)s->accounts, (long long)s->tellers,
+			(long long)s->branches);
+	if (s->head <= hist_cap && s->history != s->accounts)
+		return FAIL("history deltas sum to %lld, the balances to %lld",
+			(long long)s->history, (long long)s->accounts);
+	return 0;
+}
+
 static int
 dc_check(void *wl, const void *db, char *why, size_t n)
 {
 	const struct dc *w = wl;
-	const struct dc_hdr *h = db;
-	struct dc_sums s;
+	struct tb_dc_sums s;
 	if (dc_sum(w, db, &s, why, n))
 		return -1;
-	if (s.accounts != w->total || s.tellers != w->total ||
-	    s.branches != w->total)
-		return FAIL("balances: accounts %lld, tellers %lld, branches "
-			"%lld, committed deltas %lld", (long long)s.accounts,
-			(long long)s.tellers, (long long)s.branches,
-			(long long)w->total);
-	if (h->hist_head != w->committed)
-		return FAIL("history head %llu, committed %llu",
-			(unsigned long long)h->hist_head,
-			(unsigned long long)w->committed);
-	if (s.history != w->ring_sum)
-		return FAIL("history deltas sum to %lld, the last %llu committed "
-			"deltas to %lld", (long long)s.history,
-			(unsigned long long)s.used, (long long)w->ring_sum);
-	return 0;
+	return tb_dc_judge_run(&s, w->total, w->committed, w->ring_sum, why,
+		n);
 }
 
 static int
@@ -241,18 +256,11 @@ dc_recovered(void *wl, const void *db, uint64_t *committed, char *why,
 	size_t n)
 {
 	const struct dc *w = wl;
-	const struct dc_hdr *h = db;
-	struct dc_sums s;
-	if (dc_sum(w, db, &s, why, n))
+	struct tb_dc_sums s;
+	if (dc_sum(w, db, &s, why, n) ||
+	    tb_dc_judge_recovered(&s, w->hist_cap, why, n))
 		return -1;
-	if (s.accounts != s.tellers || s.tellers != s.branches)
-		return FAIL("balances: accounts %lld, tellers %lld, branches "
-			"%lld", (long long)s.accounts, (long long)s.tellers,
-			(long long)s.branches);
-	if (h->hist_head <= w->hist_cap && s.history != s.accounts)
-		return FAIL("history deltas sum to %lld, the balances to %lld",
-			(long long)s.history, (long long)s.accounts);
-	*committed = h->hist_head;
+	*committed = s.head;
 	return 0;
 }
 

@@ -142,6 +142,21 @@ VISTA_EXPORT unsigned vista_pending_lanes(const vista *v);
 /* ---- transactions (one per thread) ---- */
 
 #define VISTA_TX_AUTO (1u << 0) /* find modified pages by write faults */
+/*
+ * No-flush (lazy) commit, as RVM's no-flush mode: vista_end_transaction()
+ * of such a transaction makes it atomic and visible but not durable, and
+ * costs no fence and no write-back.  Consecutive no-flush transactions of
+ * a thread form a group that becomes durable as a whole -- one commit,
+ * every line written back once -- at vista_flush(), at the begin of a
+ * transaction without the flag, at vista_thread_detach(), at thread exit
+ * and at vista_fini().  A crash before that rolls back the whole group:
+ * after a crash the data is as of the end of a durable commit or flush,
+ * never of part of a group.  Inside: no VISTA_TX_AUTO (-EINVAL), no heap
+ * operation (-EINVAL); vista_abort_transaction() undoes the running
+ * transaction only.  Data a group wrote must not reach another thread's
+ * transactions before it is durable (their commits would not wait for it).
+ */
+#define VISTA_TX_NO_FLUSH (1u << 1)
 
 /*
  * Start a transaction on the calling thread (the first one gives the thread
@@ -191,6 +206,13 @@ VISTA_EXPORT int vista_chain_transaction(vista *v);
 /* Copy the before-images back (newest first) and discard the log; frees
  * what the transaction allocated, keeps what it freed. */
 VISTA_EXPORT int vista_abort_transaction(vista *v);
+/*
+ * Make the calling thread's no-flush transactions durable (one commit:
+ * their lines written back, one fence).  Returns 0 (also when there is
+ * nothing to flush), VISTA_EINTX inside a transaction, VISTA_EFATAL (the
+ * group stays held; reopen the instance).
+ */
+VISTA_EXPORT int vista_flush(vista *v);
 VISTA_EXPORT bool vista_in_transaction(const vista *v);
 /* Give up the calling thread's log lane (threads keep their lane from
  * their first transaction until they exit).  VISTA_EINTX inside a

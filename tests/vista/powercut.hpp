@@ -52,6 +52,10 @@ struct State {
 	uint64_t drains = 0, cut_at = 0;
 	uint64_t rng = 1;
 	bool tear_all = false; // every pending line torn at the cut
+	// Lines persist whole or not at all (never a subset of their words):
+	// the model of designs that rely on in-order persistence within a
+	// line (Trinity, Quadra: tests/bench/pword_crash_test.cpp).
+	bool whole_lines = false;
 	uint64_t next()
 	{
 		uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
@@ -81,6 +85,8 @@ inline int find(const void *addr)
 inline void persist_line(const Shadow &h, uint64_t off, int how)
 {
 	// how: 0 nothing, 1 all, 2 a random subset of 8-byte words
+	if (how == 2 && st().whole_lines)
+		how = 1;
 	if (how == 1) {
 		memcpy(h.dur + off, h.live + off, 64);
 	} else if (how == 2) {
