@@ -143,7 +143,8 @@ read_apply_early(vr_node *n, void **buf, size_t *cap)
 #endif
 
 static int
-hello(vr_node *n, void **buf, size_t *cap, uint64_t *pepoch)
+hello(vr_node *n, void **buf, size_t *cap, uint64_t *pepoch,
+	uint8_t set_uuid[16])
 {
 	struct vr_hello me = { .seg_major = vr__seg_major(),
 		.role = VR_ROLE_BACKUP, .stream = n->st->stream,
@@ -191,12 +192,13 @@ hello(vr_node *n, void **buf, size_t *cap, uint64_t *pepoch)
 			"than this node's %lu", (unsigned long)h->epoch,
 			(unsigned long)n->st->epoch);
 	*pepoch = h->epoch;
+	memcpy(set_uuid, ph->set_uuid, 16);
 	return 0;
 }
 
 static int
 copy_chunk(vr_node *n, const struct vr_rec_hdr *h, uint64_t epoch,
-	bool first)
+	const uint8_t *set_uuid, bool first)
 {
 	int rc = vista_begin_transaction(n->v, 0);
 
@@ -207,6 +209,7 @@ copy_chunk(vr_node *n, const struct vr_rec_hdr *h, uint64_t epoch,
 		struct vr_state s = *n->st;
 		s.copying = 1;
 		s.role = VR_BACKUP;
+		memcpy(s.set_uuid, set_uuid, 16);
 		s.epoch = epoch;
 		s.stream = 0;
 		rc = set_state(n, &s);
@@ -226,6 +229,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 	void *buf = NULL;
 	size_t cap = 0;
 	uint64_t epoch = 0, copied = 0;
+	uint8_t set_uuid[16] = { 0 };
 	bool copying = false;
 	int rc, fd;
 
@@ -241,7 +245,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 	atomic_store(&n->stop, 0);
 	atomic_store(&n->following, 1);
 	vr__set_applying(true);
-	rc = hello(n, &buf, &cap, &epoch);
+	rc = hello(n, &buf, &cap, &epoch, set_uuid);
 	if (rc)
 		goto out;
 	if (n->st->role != VR_BACKUP && !n->st->copying) {
@@ -273,7 +277,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			continue;
 		}
 		if (h->type == VR_REC_COPY) {
-			rc = copy_chunk(n, h, epoch, !copying);
+			rc = copy_chunk(n, h, epoch, set_uuid, !copying);
 			copying = true;
 			if (rc)
 				break;
@@ -288,6 +292,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			struct vr_state s = *n->st;
 			s.copying = 0;
 			s.role = VR_BACKUP;
+			memcpy(s.set_uuid, set_uuid, 16);
 			s.epoch = epoch;
 			s.stream = e->stream;
 			s.applied = e->seq;
