@@ -52,11 +52,17 @@ fail(const char *what, int rc)
 static void
 progress(void *arg, uint64_t done, uint64_t total)
 {
+	static unsigned last = 101;
+	unsigned pct = (unsigned)(total ? done * 100 / total : 100);
+
 	(void)arg;
+	if (pct / 10 == last / 10 && done < total)
+		return; /* a line every 10% */
+	last = pct;
 	fprintf(stderr, "\rcopy: %llu/%llu KiB (%u%%)",
 		(unsigned long long)(done >> 10),
 		(unsigned long long)(total >> 10),
-		(unsigned)(total ? done * 100 / total : 100));
+		pct);
 	if (done >= total)
 		fputc('\n', stderr);
 }
