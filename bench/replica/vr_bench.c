@@ -128,7 +128,7 @@ open_node(struct node *nd, const char *name, char *addr, enum vr_mode mode,
 	ro.state_addr = addr + ((fp + (1u << 21) - 1) &
 		~(size_t)((1u << 21) - 1));
 	ro.mode = mode;
-	ro.window = 64;
+	ro.window = 1024;
 	/* Throughput runs: a loaded machine must not pass for a dead
 	 * peer.  The failover runs measure detection at 100 ms. */
 	ro.timeout_ms = strncmp(name, "fo-", 3) == 0 ? 100 : 2000;

@@ -33,7 +33,7 @@
 
 uint16_t vr__seg_major(void);
 
-#define VR_GROUP_MAX 64 /* records applied in one transaction at most */
+#define VR_GROUP_MAX 256 /* records applied in one transaction at most */
 
 static int
 ack(vr_node *n, uint64_t seq, uint64_t pos)
@@ -49,12 +49,20 @@ apply_pieces(vr_node *n, const struct vr_rec_hdr *h)
 {
 	const struct vr_piece *pc = (const void *)(h + 1);
 	const char *data = (const char *)(pc + h->count);
+	struct vista_range stack[32] = { { NULL, 0 } }, *r = stack;
 	int rc;
 
+	/* Every piece declared with one persist barrier, then copied. */
+	if (h->count > 32 && (r = malloc(h->count * sizeof(*r))) == NULL)
+		return vr__err(-ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < h->count; i++)
+		r[i] = (struct vista_range){ n->base + pc[i].off, pc[i].len };
+	rc = vista_set_ranges(n->v, h->count, r);
+	if (r != stack)
+		free(r);
+	if (rc)
+		return rc;
 	for (uint32_t i = 0; i < h->count; i++) {
-		rc = vista_set_range(n->v, n->base + pc[i].off, pc[i].len);
-		if (rc)
-			return rc;
 		memcpy(n->base + pc[i].off, data, pc[i].len);
 		data += ((size_t)pc[i].len + 7) & ~(size_t)7;
 	}

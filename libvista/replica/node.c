@@ -112,13 +112,15 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 	if (n->o.ring_size == 0)
 		n->o.ring_size = 4u << 20;
 	if (n->o.window == 0)
-		n->o.window = 64;
+		n->o.window = 1024;
 	if (n->o.heartbeat_ms == 0)
 		n->o.heartbeat_ms = 10;
 	if (n->o.timeout_ms == 0)
 		n->o.timeout_ms = 100;
 	n->efd = n->lfd = n->cfd = -1;
 	pthread_mutex_init(&n->lock, NULL);
+	pthread_mutex_init(&n->wlock, NULL);
+	n->sfd = -1;
 	pthread_cond_init(&n->room, NULL);
 	pthread_cond_init(&n->ackcv, NULL);
 	atomic_store(&n->alone, 1);
@@ -157,6 +159,7 @@ unmap:
 	(void)vista_unmap(n->sseg);
 fail:
 	pthread_mutex_destroy(&n->lock);
+	pthread_mutex_destroy(&n->wlock);
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
 	free(n);
@@ -174,6 +177,7 @@ vr_close(vr_node *n)
 	(void)vista_set_tx_hook(n->v, NULL, NULL);
 	rc = vista_unmap(n->sseg);
 	pthread_mutex_destroy(&n->lock);
+	pthread_mutex_destroy(&n->wlock);
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
 	free(n->ring);

@@ -225,6 +225,9 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 
 static void drop_locked(vr_node *n);
 
+/* 1-safe and pipelined: how long the sender lets records gather. */
+#define VR_BATCH_MS 1
+
 static void
 wake_sender(vr_node *n)
 {
@@ -233,12 +236,63 @@ wake_sender(vr_node *n)
 		(void)!write(n->efd, &one, sizeof(one));
 }
 
+/*
+ * Write the queued whole records [sent, head) to fd, at most about `max`
+ * bytes (whole records; at least one).  Caller holds wlock.  An error
+ * leaves the connection unusable (a record may be cut).
+ */
+static int
+push_locked(vr_node *n, int fd, uint64_t max)
+{
+	uint64_t s, h;
+	int rc = 0;
+
+	pthread_mutex_lock(&n->lock);
+	s = n->sent;
+	h = n->head;
+	pthread_mutex_unlock(&n->lock);
+	if (h - s > max) {
+		/* A bounded burst, so that acks are read between. */
+		uint64_t p = s;
+		while (p < h) {
+			struct vr_rec_hdr rh;
+			size_t at = p & (n->o.ring_size - 1);
+			for (size_t i = 0; i < sizeof(rh); i++)
+				((char *)&rh)[i] = n->ring[(at + i) &
+					(n->o.ring_size - 1)];
+			if (p != s && p + rh.len > s + max)
+				break;
+			p += rh.len;
+		}
+		h = p;
+	}
+	if (s < h) {
+		size_t at = s & (n->o.ring_size - 1);
+		size_t len = h - s, first = n->o.ring_size - at;
+		if (first >= len) {
+			rc = vr__write_all(fd, n->ring + at, len);
+		} else {
+			rc = vr__write_all(fd, n->ring + at, first);
+			if (rc == 0)
+				rc = vr__write_all(fd, n->ring, len - first);
+		}
+		if (rc == 0) {
+			pthread_mutex_lock(&n->lock);
+			if (n->sent == s)
+				n->sent = h;
+			pthread_mutex_unlock(&n->lock);
+			atomic_fetch_add(&n->bytes_sent, len);
+		}
+	}
+	return rc;
+}
+
 int
 vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 {
 	vr_node *n = arg;
 	struct vr_rec_hdr *h;
-	uint64_t gen, dbytes, seq;
+	uint64_t gen, dbytes, seq, pending;
 	size_t len;
 	bool whole, touched;
 	int role, rc;
@@ -311,10 +365,28 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	}
 	/* P1: head passes the record once it is whole. */
 	n->head += len;
+	pending = n->head - n->sent;
 	pthread_mutex_unlock(&n->lock);
 	atomic_fetch_add(&n->records, 1);
 	atomic_fetch_add(&n->data_bytes, dbytes);
 	atomic_fetch_add(&n->meta_bytes, len - dbytes);
+	if (n->o.mode != VR_2SAFE) {
+		/* 1-safe and pipelined: the sender ships a batch each
+		 * millisecond (VR_BATCH_MS), or as soon as an eighth of the
+		 * ring waits: no system call on most commits. */
+		if (pending >= n->o.ring_size / 8)
+			wake_sender(n);
+		return 0;
+	}
+	if (pthread_mutex_trylock(&n->wlock) == 0) {
+		/* 2-safe: the committing thread sends its record itself,
+		 * one wake-up less on the way to the acknowledgement. */
+		if (n->sfd >= 0 && push_locked(n, n->sfd, 256u << 10))
+			atomic_store(&n->wbroken, 1);
+		pthread_mutex_unlock(&n->wlock);
+		if (!atomic_load(&n->wbroken))
+			return 0;
+	}
 	wake_sender(n);
 	return 0;
 }
@@ -523,6 +595,10 @@ sender(void *arg)
 			vr__tune(fd);
 			if (role_ok(n) && handshake(n, fd) == 0) {
 				last_in = last_out = vr__now_us();
+				pthread_mutex_lock(&n->wlock);
+				atomic_store(&n->wbroken, 0);
+				n->sfd = fd;
+				pthread_mutex_unlock(&n->wlock);
 				continue;
 			}
 			close(fd);
@@ -534,49 +610,21 @@ sender(void *arg)
 		s = n->sent;
 		h = n->head;
 		pthread_mutex_unlock(&n->lock);
-		if (h - s > (256u << 10)) {
-			/* A bounded burst, so that acks are read between. */
-			uint64_t lim = s + (256u << 10);
-			uint64_t p = s;
-			while (p < h) {
-				const struct vr_rec_hdr *rh;
-				char tmp[sizeof(*rh)];
-				size_t at = p & (n->o.ring_size - 1);
-				for (size_t i = 0; i < sizeof(tmp); i++)
-					tmp[i] = n->ring[(at + i) &
-						(n->o.ring_size - 1)];
-				rh = (const void *)tmp;
-				if (p != s && p + rh->len > lim)
-					break;
-				p += rh->len;
-			}
-			h = p;
-		}
-		rc = 0;
-		if (s < h) {
-			size_t at = s & (n->o.ring_size - 1);
-			size_t len = h - s, first = n->o.ring_size - at;
-			if (first >= len) {
-				rc = vr__write_all(fd, n->ring + at, len);
-			} else {
-				rc = vr__write_all(fd, n->ring + at, first);
-				if (rc == 0)
-					rc = vr__write_all(fd, n->ring,
-						len - first);
-			}
-			if (rc == 0) {
-				pthread_mutex_lock(&n->lock);
-				if (n->sent == s)
-					n->sent = h;
-				pthread_mutex_unlock(&n->lock);
-				atomic_fetch_add(&n->bytes_sent, len);
+		rc = atomic_load(&n->wbroken) ? vr__err(VR_EPEERLOST,
+			"a commit's send failed") : 0;
+		if (rc == 0 && s < h) {
+			pthread_mutex_lock(&n->wlock);
+			rc = push_locked(n, fd, 256u << 10);
+			pthread_mutex_unlock(&n->wlock);
+			if (rc == 0)
 				last_out = vr__now_us();
-			}
 		}
 		now = vr__now_us();
 		if (rc == 0 && now - last_out >= n->o.heartbeat_ms * 1000u) {
+			pthread_mutex_lock(&n->wlock);
 			rc = vr__send_rec(fd, VR_REC_BEAT, 0, n->seq,
 				n->st->epoch, NULL, 0);
+			pthread_mutex_unlock(&n->wlock);
 			last_out = now;
 		}
 		/* Wait for an ack, a producer or the heartbeat. */
@@ -588,6 +636,7 @@ sender(void *arg)
 		h = n->head;
 		pthread_mutex_unlock(&n->lock);
 		if (rc == 0 && poll(pf, 2, s < h ? 0 :
+			    n->o.mode != VR_2SAFE ? VR_BATCH_MS :
 			    (int)n->o.heartbeat_ms) > 0) {
 			if (pf[1].revents & POLLIN) {
 				uint64_t x;
@@ -615,13 +664,20 @@ sender(void *arg)
 			rc = vr__err(VR_EPEERLOST, "the backup was silent "
 				"for %u ms", n->o.timeout_ms);
 		if (rc) {
+			pthread_mutex_lock(&n->wlock);
+			n->sfd = -1;
 			close(fd);
+			pthread_mutex_unlock(&n->wlock);
 			fd = -1;
 			lost(n);
 		}
 	}
-	if (fd >= 0)
+	if (fd >= 0) {
+		pthread_mutex_lock(&n->wlock);
+		n->sfd = -1;
 		close(fd);
+		pthread_mutex_unlock(&n->wlock);
+	}
 	free(rbuf);
 	return NULL;
 }
@@ -737,12 +793,16 @@ wait_acked(vr_node *n, uint64_t seq)
 	struct timespec ts;
 	int rc = 0;
 
-	for (int i = 0; i < 2000; i++) {
-		if (atomic_load_explicit(&n->acked, memory_order_acquire) >=
-		    seq)
-			return 0;
-		__builtin_ia32_pause();
-	}
+	/* The paper's primary busy-waits; here for at most 20 us (less than a round
+	 * trip and an apply), then it sleeps. */
+	do {
+		for (int i = 0; i < 64; i++) {
+			if (atomic_load_explicit(&n->acked,
+				    memory_order_acquire) >= seq)
+				return 0;
+			__builtin_ia32_pause();
+		}
+	} while (vr__now_us() - t0 < 20);
 	limit = t0 + (uint64_t)n->o.timeout_ms * 2000u;
 	pthread_mutex_lock(&n->lock);
 	atomic_fetch_add(&n->waiters, 1);

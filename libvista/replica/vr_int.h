@@ -49,6 +49,9 @@ struct vr_node {
 	 *   tail <= sent <= head;  tail: acknowledged (the backup may need
 	 *   nothing before it); sent: written to the socket; head: queued. */
 	pthread_mutex_t lock;     /* producers, the ring's pointers */
+	pthread_mutex_t wlock;    /* one writer of the socket at a time */
+	int sfd;                  /* the backup's connection, -1 if none */
+	VR_ATOMIC(int) wbroken;   /* a commit's send failed: drop it */
 	pthread_cond_t room;      /* tail moved (producers wait) */
 	pthread_cond_t ackcv;     /* acked moved (2-safe waiters) */
 	char *ring;

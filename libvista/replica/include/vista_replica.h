@@ -90,7 +90,7 @@ struct vr_opts {
 	void *state_addr;
 	enum vr_mode mode;     /* 0 = VR_2SAFE */
 	size_t ring_size;      /* bytes, power of two; 0 = 4 MiB */
-	unsigned window;       /* VR_PIPELINED: commits in flight; 0 = 64 */
+	unsigned window;       /* VR_PIPELINED: commits in flight; 0 = 1024 */
 	unsigned heartbeat_ms; /* 0 = 10 */
 	unsigned timeout_ms;   /* peer lost after this silence; 0 = 100 */
 	bool auto_promote;     /* a backup that loses its primary promotes */
