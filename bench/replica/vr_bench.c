@@ -3,7 +3,7 @@
  * vr_bench.c -- replication of a Vista segment: throughput, commit latency,
  * failover time, against standalone libvista in the same run
  *
- *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-q]
+ *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-q] [-o CONFIG]
  *
  * Debit-credit (accounts, tellers, branches, a history ring) on one
  * segment.  In order, each for SECONDS (default 1):
@@ -18,7 +18,8 @@
  *               (SIGSTOP: found by missed heartbeats): detection, and
  *               promotion until the first new commit.
  * The persistence domain is $RIO_DOMAIN (cacheline if unset).  -q: a
- * short smoke run (0.1 s each).
+ * short smoke run (0.1 s each).  -o standalone|1safe|2safe|pipelined runs
+ * that one alone (for a profiler).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -45,6 +46,7 @@
 static size_t naccount = 100000;
 static double secs = 1.0;
 static char tmpdir[256];
+static const char *only; /* -o: run this configuration only (profiling) */
 
 struct hist {
 	uint64_t txid;
@@ -425,8 +427,9 @@ main(int argc, char **argv)
 	double rtt_med, rtt_p99, dk, pk, ds, ps;
 	int c;
 
-	while ((c = getopt(argc, argv, "t:a:q")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:qo:")) != -1) {
 		switch (c) {
+		case 'o': only = optarg; break;
 		case 't': secs = atof(optarg); break;
 		case 'a': naccount = strtoull(optarg, NULL, 0); break;
 		case 'q': secs = 0.1; naccount = 10000; break;
@@ -443,6 +446,16 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	printf("domain %s, database %.1f MiB, %.1f s per run\n",
 		getenv("RIO_DOMAIN"), (double)db_size() / (1 << 20), secs);
+	if (only != NULL) {
+		static const char *names[] = { "standalone", "1safe", "2safe",
+			"pipelined" };
+		for (int m = 0; m < 4; m++)
+			if (strcmp(only, names[m]) == 0) {
+				r0 = run(names[m], m);
+				printf("%s: %.0f tx/s\n", only, r0.tps);
+			}
+		goto out;
+	}
 	bench_rtt(&rtt_med, &rtt_p99);
 	printf("loopback round trip: median %.1f us, p99 %.1f us\n", rtt_med,
 		rtt_p99);
@@ -469,6 +482,7 @@ main(int argc, char **argv)
 	printf("failover, primary stopped (missed heartbeats, timeout 100 "
 		"ms): detected in %.2f ms, promotion to first commit %.2f ms\n",
 		ds, ps);
+out:
 	{
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);

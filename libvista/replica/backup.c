@@ -94,60 +94,52 @@ readable(int fd)
 /* wrong: the pieces of a REDO record are stored as they arrive, before
  * the record is whole and verified (B1). */
 static int
-read_apply_early(vr_node *n, void **buf, size_t *cap)
+read_apply_early(vr_node *n, struct vr_reader *rd,
+	const struct vr_rec_hdr **out)
 {
-	struct vr_rec_hdr *h;
-	int rc;
+	const struct vr_rec_hdr *h;
+	int rc = vr__reader_fill(rd, sizeof(*h), n->o.timeout_ms, &n->stop);
 
-	rc = vr__read_all(n->cfd, *buf, sizeof(*h), n->o.timeout_ms,
-		&n->stop);
 	if (rc)
 		return rc;
-	h = *buf;
+	h = (const void *)(rd->buf + rd->lo);
 	if ((rc = vr__hdr_check(h)) != 0)
 		return rc;
-	if (h->len > *cap) {
-		void *nb = realloc(*buf, h->len);
-		if (nb == NULL)
-			return -ENOMEM;
-		*buf = nb;
-		*cap = ((struct vr_rec_hdr *)nb)->len;
-		h = nb;
-	}
 	if (h->type == VR_REC_REDO && h->count > 0 &&
 	    (size_t)h->count * sizeof(struct vr_piece) <=
 		    h->len - sizeof(*h)) {
-		struct vr_piece *pc = (void *)(h + 1);
-		char *data;
-		rc = vr__read_all(n->cfd, pc, h->count * sizeof(*pc),
-			n->o.timeout_ms, &n->stop);
-		if (rc)
-			return rc;
-		data = (char *)(pc + h->count);
-		for (uint32_t i = 0; i < h->count; i++) {
-			size_t pl = ((size_t)pc[i].len + 7) & ~(size_t)7;
+		size_t at = sizeof(*h) + h->count * sizeof(struct vr_piece);
+		uint32_t count = h->count;
+		rc = vr__reader_fill(rd, at, n->o.timeout_ms, &n->stop);
+		for (uint32_t i = 0; rc == 0 && i < count; i++) {
+			const struct vr_piece *pc;
+			size_t pl;
+			h = (const void *)(rd->buf + rd->lo);
+			pc = (const void *)(h + 1);
+			pl = ((size_t)pc[i].len + 7) & ~(size_t)7;
 			if (pc[i].off + pc[i].len > n->size ||
-			    data + pl > (char *)h + h->len)
+			    at + pl > h->len)
 				return VR_ECORRUPT;
-			rc = vr__read_all(n->cfd, data, pl, n->o.timeout_ms,
+			rc = vr__reader_fill(rd, at + pl, n->o.timeout_ms,
 				&n->stop);
 			if (rc)
 				return rc;
+			h = (const void *)(rd->buf + rd->lo);
+			pc = (const void *)(h + 1);
 			rio_memcpy_persist(vista_segment_pool(n->seg),
-				n->base + pc[i].off, data, pc[i].len);
-			data += pl;
+				n->base + pc[i].off, (const char *)h + at,
+				pc[i].len);
+			at += pl;
 		}
-		return vr__rec_verify(h, h + 1, n->size);
+		if (rc)
+			return rc;
 	}
-	rc = vr__read_all(n->cfd, h + 1, h->len - sizeof(*h),
-		n->o.timeout_ms, &n->stop);
-	return rc ? rc : vr__rec_verify(h, h + 1, n->size);
+	return vr__reader_next(rd, out, n->o.timeout_ms, &n->stop, n->size);
 }
-#define READ_REC(n, b, c) read_apply_early((n), (b), (c))
+#define READ_REC(n, rd, h) read_apply_early((n), (rd), (h))
 #else
-#define READ_REC(n, b, c) \
-	vr__read_rec((n)->cfd, (b), (c), (n)->o.timeout_ms, &(n)->stop, \
-		(n)->size)
+#define READ_REC(n, rd, h) \
+	vr__reader_next((rd), (h), (n)->o.timeout_ms, &(n)->stop, (n)->size)
 #endif
 
 static int
@@ -238,6 +230,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 	size_t cap = 0;
 	uint64_t epoch = 0, copied = 0;
 	uint8_t set_uuid[16] = { 0 };
+	struct vr_reader rd = { -1, NULL, 0, 0, 0 };
 	bool copying = false;
 	int rc, fd;
 
@@ -266,15 +259,15 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			goto out;
 	}
 	atomic_store(&n->connected, 1);
+	rd.fd = n->cfd;
 	for (;;) {
 		const struct vr_rec_hdr *h;
 		uint64_t seq = 0, pos = n->st->pos;
 		unsigned k = 0;
 
-		rc = READ_REC(n, &buf, &cap);
+		rc = READ_REC(n, &rd, &h);
 		if (rc)
 			break;
-		h = buf;
 		if (h->type == VR_REC_BEAT) {
 			if (h->seq > atomic_load(&n->announced))
 				atomic_store(&n->announced, h->seq);
@@ -343,12 +336,12 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			seq = h->seq;
 			pos += h->len;
 			k++;
-			if (k >= VR_GROUP_MAX || !readable(n->cfd))
+			if (k >= VR_GROUP_MAX || (!vr__reader_ready(&rd) &&
+				    !readable(n->cfd)))
 				break;
-			rc = READ_REC(n, &buf, &cap);
+			rc = READ_REC(n, &rd, &h);
 			if (rc)
 				break;
-			h = buf;
 			if (h->type == VR_REC_BEAT) {
 				/* Ends the group (acknowledged below). */
 				if (h->seq > atomic_load(&n->announced))
@@ -381,6 +374,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			break;
 	}
 out:
+	free(rd.buf);
 	vr__set_applying(false);
 	atomic_store(&n->connected, 0);
 	close(n->cfd);

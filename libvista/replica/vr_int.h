@@ -94,6 +94,18 @@ int vr__read_all(int fd, void *buf, size_t len, unsigned timeout_ms,
 	const VR_ATOMIC(int) *stop);
 int vr__read_rec(int fd, void **buf, size_t *cap, unsigned timeout_ms,
 	const VR_ATOMIC(int) *stop, uint64_t seg_size);
+/* A buffered reader: records are parsed out of large receives. */
+struct vr_reader {
+	int fd;
+	char *buf;
+	size_t cap, lo, hi; /* unread bytes are [lo, hi) */
+};
+int vr__reader_fill(struct vr_reader *r, size_t need, unsigned timeout_ms,
+	const VR_ATOMIC(int) *stop);
+/* The next whole, verified record (valid until the next call). */
+int vr__reader_next(struct vr_reader *r, const struct vr_rec_hdr **out,
+	unsigned timeout_ms, const VR_ATOMIC(int) *stop, uint64_t seg_size);
+bool vr__reader_ready(const struct vr_reader *r);
 int vr__send_rec(int fd, uint16_t type, uint32_t count, uint64_t seq,
 	uint64_t epoch, const void *payload, size_t plen);
 int vr__listen(const char *host, unsigned port, unsigned *bound);

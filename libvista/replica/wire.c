@@ -306,6 +306,97 @@ vr__read_rec(int fd, void **buf, size_t *cap, unsigned timeout_ms,
 	return vr__rec_verify(h, (char *)*buf + sizeof(*h), seg_size);
 }
 
+/* ---- the buffered reader (the backup's stream) ---- */
+
+int
+vr__reader_fill(struct vr_reader *r, size_t need, unsigned timeout_ms,
+	const VR_ATOMIC(int) *stop)
+{
+	uint64_t last = now_ms();
+
+	while (r->hi - r->lo < need) {
+		ssize_t got;
+		if (r->cap - r->lo < need) {
+			/* Make room: the record goes to the front. */
+			memmove(r->buf, r->buf + r->lo, r->hi - r->lo);
+			r->hi -= r->lo;
+			r->lo = 0;
+			if (r->cap < need) {
+				size_t c = need > (256u << 10) ? need :
+					(256u << 10);
+				char *nb = realloc(r->buf, c);
+				if (nb == NULL)
+					return vr__err(-ENOMEM,
+						"out of memory");
+				r->buf = nb;
+				r->cap = c;
+			}
+		}
+		got = recv(r->fd, r->buf + r->hi, r->cap - r->hi,
+			MSG_DONTWAIT);
+		if (got > 0) {
+			r->hi += (size_t)got;
+			last = now_ms();
+			continue;
+		}
+		if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+			struct pollfd pf = { r->fd, POLLIN, 0 };
+			(void)poll(&pf, 1, 5);
+			if (stop != NULL && atomic_load(stop))
+				return -ECANCELED;
+			if (timeout_ms && now_ms() - last > timeout_ms)
+				return vr__err(VR_EPEERLOST,
+					"the peer was silent for %u ms",
+					timeout_ms);
+			continue;
+		}
+		if (got < 0 && errno != ECONNRESET)
+			return vr__err(-errno, "recv: %s", strerror(errno));
+		if (r->hi == r->lo)
+			return vr__err(VR_EPEERLOST,
+				"the peer closed the connection");
+		return vr__err(VR_ETRUNC, "the peer closed the connection "
+			"after %zu of %zu bytes of a record", r->hi - r->lo,
+			need);
+	}
+	return 0;
+}
+
+int
+vr__reader_next(struct vr_reader *r, const struct vr_rec_hdr **out,
+	unsigned timeout_ms, const VR_ATOMIC(int) *stop, uint64_t seg_size)
+{
+	const struct vr_rec_hdr *h;
+	int rc = vr__reader_fill(r, sizeof(*h), timeout_ms, stop);
+
+	if (rc)
+		return rc;
+	h = (const void *)(r->buf + r->lo);
+	if ((rc = vr__hdr_check(h)) != 0)
+		return rc;
+	/* W1: all of it, before anything of it is used. */
+	rc = vr__reader_fill(r, h->len, timeout_ms, stop);
+	if (rc)
+		return rc;
+	h = (const void *)(r->buf + r->lo);
+	rc = vr__rec_verify(h, h + 1, seg_size);
+	if (rc)
+		return rc;
+	r->lo += h->len;
+	*out = h;
+	return 0;
+}
+
+bool
+vr__reader_ready(const struct vr_reader *r)
+{
+	const struct vr_rec_hdr *h = (const void *)(r->buf + r->lo);
+
+	if (r->hi - r->lo < sizeof(*h))
+		return false;
+	return vr__hdr_check(h) == 0 && r->hi - r->lo >= h->len;
+}
+
 int
 vr__send_rec(int fd, uint16_t type, uint32_t count, uint64_t seq,
 	uint64_t epoch, const void *payload, size_t plen)

@@ -5,7 +5,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "vr_test.hpp"
@@ -297,4 +299,41 @@ TEST_CASE("the hook sees each range with its before- and after-image",
 	VR_REQUIRE_OK(vista_end_transaction(v));
 	REQUIRE(s.calls == 3);
 	VR_REQUIRE_OK(vista_fini(v));
+}
+
+TEST_CASE("the buffered reader returns whole records, and none of a cut one",
+	"[wire]")
+{
+	auto a = redo({ { 8, "abcdefgh" } });
+	auto b = redo({ { 64, std::string(5000, 'z') }, { 9000, "x" } });
+	std::vector<char> all;
+	for (int i = 0; i < 50; i++) {
+		all.insert(all.end(), a.begin(), a.end());
+		all.insert(all.end(), b.begin(), b.end());
+	}
+	int sv[2];
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	std::thread w([&] {
+		// In odd slices, the last record cut in the middle.
+		size_t end = all.size() - b.size() / 2;
+		for (size_t off = 0; off < end;) {
+			size_t n = std::min((size_t)777, end - off);
+			REQUIRE(write(sv[0], all.data() + off, n) == (ssize_t)n);
+			off += n;
+		}
+		close(sv[0]);
+	});
+	struct vr_reader rd = { sv[1], nullptr, 0, 0, 0 };
+	const vr_rec_hdr *h;
+	int got = 0, rc;
+	while ((rc = vr__reader_next(&rd, &h, 2000, NULL, 1 << 20)) == 0) {
+		REQUIRE(h->len == (got % 2 ? b.size() : a.size()));
+		REQUIRE(memcmp(h, got % 2 ? b.data() : a.data(), h->len) == 0);
+		got++;
+	}
+	w.join();
+	VR_REQUIRE_RC(rc, VR_ETRUNC);
+	REQUIRE(got == 99);
+	free(rd.buf);
+	close(sv[1]);
 }
