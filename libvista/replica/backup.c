@@ -33,7 +33,8 @@
 
 uint16_t vr__seg_major(void);
 
-#define VR_GROUP_MAX 256 /* records applied in one transaction at most */
+#define VR_GROUP_MAX 16 /* records applied in one transaction at most: libvista's
+			 * range set is a sorted array, a long group costs more */
 
 static int
 ack(vr_node *n, uint64_t seq, uint64_t pos)
