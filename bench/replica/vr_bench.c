@@ -338,12 +338,21 @@ struct killer {
 	pid_t pid;
 	int sig;
 	double t_sig;
+	vr_node *backup;
 };
 
 static void *
 kill_later(void *arg)
 {
 	struct killer *k = arg;
+	struct vr_status st;
+
+	/* Once the backup holds its full copy (a large segment takes a
+	 * while), and some records after it. */
+	do {
+		usleep(10000);
+		vr_status(k->backup, &st);
+	} while (st.copies == 0);
 	usleep((useconds_t)(secs * 300000));
 	k->t_sig = now();
 	kill(k->pid, k->sig);
@@ -390,7 +399,7 @@ failover(int sig, double *detect_ms, double *promote_ms)
 	close(pfd[0]);
 	close(pfd[1]);
 	open_node(&b, bn, ADDR_B, VR_1SAFE, true);
-	k = (struct killer){ pid, sig, 0 };
+	k = (struct killer){ pid, sig, 0, b.n };
 	pthread_create(&thr, NULL, kill_later, &k);
 	rc = vr_follow(b.n, "127.0.0.1", port);
 	t_det = now();

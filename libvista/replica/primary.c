@@ -616,14 +616,18 @@ sender(void *arg)
 			pthread_mutex_lock(&n->wlock);
 			rc = push_locked(n, fd, 256u << 10);
 			pthread_mutex_unlock(&n->wlock);
-			if (rc == 0)
-				last_out = vr__now_us();
 		}
 		now = vr__now_us();
 		if (rc == 0 && now - last_out >= n->o.heartbeat_ms * 1000u) {
+			/* Every heartbeat, busy or not: the backup learns the
+			 * last seq queued (the 1-safe loss window). */
+			uint64_t q;
+			pthread_mutex_lock(&n->lock);
+			q = n->seq;
+			pthread_mutex_unlock(&n->lock);
 			pthread_mutex_lock(&n->wlock);
-			rc = vr__send_rec(fd, VR_REC_BEAT, 0, n->seq,
-				n->st->epoch, NULL, 0);
+			rc = vr__send_rec(fd, VR_REC_BEAT, 0, q, n->st->epoch,
+				NULL, 0);
 			pthread_mutex_unlock(&n->wlock);
 			last_out = now;
 		}
