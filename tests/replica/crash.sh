@@ -31,7 +31,7 @@ for ((i = 0; i < N; i++)); do
 	pp=$!
 	port=
 	for ((w = 0; w < 500; w++)); do
-		port=$(sed -n 's/^port //p' "$P.out")
+		port=$(sed -n 's/^port //p' "$P.out" 2>/dev/null)
 		[ -n "$port" ] && break
 		sleep 0.01
 	done
@@ -61,8 +61,9 @@ for ((i = 0; i < N; i++)); do
 			echo "iteration $i: the backup did not promote"
 			cat "$B.out"; exit 1; }
 	fi
+	win=$(sed -n 's/.*loss window \([0-9]*\).*/; reported loss window \1/p' "$B.out")
 	if out=$("$DC" check "$B" "$P.ack" "$mode" 2>&1); then
-		echo "iteration $i ($mode, $scen): ok: $out"
+		echo "iteration $i ($mode, $scen): ok: $out$win"
 	else
 		echo "iteration $i ($mode, $scen): FAILED: $out"
 		fails=$((fails + 1))
