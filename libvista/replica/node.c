@@ -120,7 +120,9 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 	n->efd = n->lfd = n->cfd = -1;
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_mutex_init(&n->wlock, NULL);
+	pthread_mutex_init(&n->rlock, NULL);
 	n->sfd = -1;
+	n->rd.fd = -1;
 	pthread_cond_init(&n->room, NULL);
 	pthread_cond_init(&n->ackcv, NULL);
 	atomic_store(&n->alone, 1);
@@ -160,6 +162,7 @@ unmap:
 fail:
 	pthread_mutex_destroy(&n->lock);
 	pthread_mutex_destroy(&n->wlock);
+	pthread_mutex_destroy(&n->rlock);
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
 	free(n);
@@ -178,6 +181,8 @@ vr_close(vr_node *n)
 	rc = vista_unmap(n->sseg);
 	pthread_mutex_destroy(&n->lock);
 	pthread_mutex_destroy(&n->wlock);
+	pthread_mutex_destroy(&n->rlock);
+	free(n->rd.buf);
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
 	free(n->ring);

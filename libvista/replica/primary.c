@@ -278,7 +278,7 @@ push_locked(vr_node *n, int fd, uint64_t max)
 		}
 		if (rc == 0) {
 			pthread_mutex_lock(&n->lock);
-			if (n->sent == s)
+			if (n->sent < h)
 				n->sent = h;
 			pthread_mutex_unlock(&n->lock);
 			atomic_fetch_add(&n->bytes_sent, len);
@@ -559,9 +559,13 @@ on_ack(vr_node *n, const struct vr_rec_hdr *h)
 	const struct vr_ack *a = (const void *)(h + 1);
 
 	pthread_mutex_lock(&n->lock);
+	/* pos <= head, not sent: the ack may be read before the thread
+	 * that sent the record has moved `sent` past it. */
 	if (a->stream == n->stream && a->pos >= n->tail &&
-	    a->pos <= n->sent) {
+	    a->pos <= n->head) {
 		n->tail = a->pos;
+		if (n->sent < a->pos)
+			n->sent = a->pos;
 		if (a->seq > atomic_load(&n->acked))
 			atomic_store(&n->acked, a->seq);
 		pthread_cond_broadcast(&n->room);
@@ -571,14 +575,48 @@ on_ack(vr_node *n, const struct vr_rec_hdr *h)
 	pthread_mutex_unlock(&n->lock);
 }
 
+/* Read whatever the backup sent (acks, answers to beats) without
+ * waiting for more.  Caller holds rlock, with n->rd.fd open. */
+static int
+read_acks(vr_node *n)
+{
+	for (;;) {
+		const struct vr_rec_hdr *h;
+		struct pollfd pf = { n->rd.fd, POLLIN, 0 };
+		int rc;
+		if (!vr__reader_ready(&n->rd) && (poll(&pf, 1, 0) <= 0 ||
+			    !(pf.revents & (POLLIN | POLLHUP | POLLERR))))
+			return 0;
+		rc = vr__reader_next(&n->rd, &h, n->o.timeout_ms, &n->stop,
+			n->size);
+		if (rc)
+			return rc;
+		atomic_store(&n->last_in, vr__now_us());
+		if (h->type == VR_REC_ACK)
+			on_ack(n, h);
+	}
+}
+
+/* The connection is closed: under both socket locks. */
+static void
+drop_fd(vr_node *n, int fd)
+{
+	pthread_mutex_lock(&n->wlock);
+	pthread_mutex_lock(&n->rlock);
+	n->sfd = -1;
+	n->rd.fd = -1;
+	n->rd.lo = n->rd.hi = 0;
+	close(fd);
+	pthread_mutex_unlock(&n->rlock);
+	pthread_mutex_unlock(&n->wlock);
+}
+
 static void *
 sender(void *arg)
 {
 	vr_node *n = arg;
-	void *rbuf = NULL;
-	size_t rcap = 0;
 	int fd = -1;
-	uint64_t last_in = 0, last_out = 0;
+	uint64_t last_out = 0;
 
 	while (!atomic_load(&n->stop)) {
 		struct pollfd pf[2];
@@ -594,10 +632,16 @@ sender(void *arg)
 				continue;
 			vr__tune(fd);
 			if (role_ok(n) && handshake(n, fd) == 0) {
-				last_in = last_out = vr__now_us();
+				last_out = vr__now_us();
+				atomic_store(&n->last_in, last_out);
 				pthread_mutex_lock(&n->wlock);
+				pthread_mutex_lock(&n->rlock);
 				atomic_store(&n->wbroken, 0);
+				atomic_store(&n->rbroken, 0);
+				n->rd.fd = fd;
+				n->rd.lo = n->rd.hi = 0;
 				n->sfd = fd;
+				pthread_mutex_unlock(&n->rlock);
 				pthread_mutex_unlock(&n->wlock);
 				continue;
 			}
@@ -646,43 +690,29 @@ sender(void *arg)
 				uint64_t x;
 				(void)!read(n->efd, &x, sizeof(x));
 			}
-			while (rc == 0 && (pf[0].revents & (POLLIN | POLLHUP |
-					      POLLERR))) {
-				const struct vr_rec_hdr *ah;
-				rc = vr__read_rec(fd, &rbuf, &rcap,
-					n->o.timeout_ms, &n->stop, n->size);
-				if (rc)
-					break;
-				ah = rbuf;
-				last_in = vr__now_us();
-				if (ah->type == VR_REC_ACK)
-					on_ack(n, ah);
-				pf[0].revents = 0;
-				if (poll(pf, 1, 0) <= 0)
-					break;
+			/* Acks, unless a committing thread reads them. */
+			if (rc == 0 && (pf[0].revents & (POLLIN | POLLHUP |
+					    POLLERR)) &&
+			    pthread_mutex_trylock(&n->rlock) == 0) {
+				rc = read_acks(n);
+				pthread_mutex_unlock(&n->rlock);
 			}
 		}
 		atomic_store(&n->sleeping, 0);
-		if (rc == 0 && vr__now_us() - last_in >
+		if (rc == 0 && atomic_load(&n->rbroken))
+			rc = vr__err(VR_EPEERLOST, "a commit's read failed");
+		if (rc == 0 && vr__now_us() - atomic_load(&n->last_in) >
 		    (uint64_t)n->o.timeout_ms * 1000u)
 			rc = vr__err(VR_EPEERLOST, "the backup was silent "
 				"for %u ms", n->o.timeout_ms);
 		if (rc) {
-			pthread_mutex_lock(&n->wlock);
-			n->sfd = -1;
-			close(fd);
-			pthread_mutex_unlock(&n->wlock);
+			drop_fd(n, fd);
 			fd = -1;
 			lost(n);
 		}
 	}
-	if (fd >= 0) {
-		pthread_mutex_lock(&n->wlock);
-		n->sfd = -1;
-		close(fd);
-		pthread_mutex_unlock(&n->wlock);
-	}
-	free(rbuf);
+	if (fd >= 0)
+		drop_fd(n, fd);
 	return NULL;
 }
 
@@ -797,17 +827,27 @@ wait_acked(vr_node *n, uint64_t seq)
 	struct timespec ts;
 	int rc = 0;
 
-	/* The paper's primary busy-waits; here for at most 20 us (less than a round
-	 * trip and an apply), then it sleeps. */
-	do {
-		for (int i = 0; i < 64; i++) {
-			if (atomic_load_explicit(&n->acked,
-				    memory_order_acquire) >= seq)
-				return 0;
-			__builtin_ia32_pause();
-		}
-	} while (vr__now_us() - t0 < 20);
 	limit = t0 + (uint64_t)n->o.timeout_ms * 2000u;
+	if (atomic_load_explicit(&n->acked, memory_order_acquire) >= seq)
+		return 0;
+	if (n->o.mode == VR_2SAFE && pthread_mutex_trylock(&n->rlock) == 0) {
+		/* 2-safe: the committing thread waits in poll on the
+		 * backup's socket and reads the ack itself -- one wake-up,
+		 * as for a round trip.  (Others wait for it below.) */
+		while (atomic_load(&n->acked) < seq && n->rd.fd >= 0 &&
+		    !atomic_load(&n->rbroken) && vr__now_us() < limit) {
+			struct pollfd pf = { n->rd.fd, POLLIN, 0 };
+			if (!vr__reader_ready(&n->rd))
+				(void)poll(&pf, 1, 1);
+			if (read_acks(n)) {
+				atomic_store(&n->rbroken, 1);
+				wake_sender(n);
+			}
+		}
+		pthread_mutex_unlock(&n->rlock);
+		if (atomic_load(&n->acked) >= seq)
+			return 0;
+	}
 	pthread_mutex_lock(&n->lock);
 	atomic_fetch_add(&n->waiters, 1);
 	while (atomic_load(&n->acked) < seq) {

@@ -35,6 +35,12 @@
 #define VR_ATOMIC(t) _Atomic t
 #endif
 
+/* A buffered reader: records are parsed out of large receives. */
+struct vr_reader {
+	int fd;
+	char *buf;
+	size_t cap, lo, hi; /* unread bytes are [lo, hi) */
+};
 struct vr_node {
 	vista *v;
 	vista_segment *seg;       /* the replicated data segment */
@@ -52,6 +58,10 @@ struct vr_node {
 	pthread_mutex_t wlock;    /* one writer of the socket at a time */
 	int sfd;                  /* the backup's connection, -1 if none */
 	VR_ATOMIC(int) wbroken;   /* a commit's send failed: drop it */
+	pthread_mutex_t rlock;    /* one reader of the backup's acks */
+	struct vr_reader rd;      /* ... and its buffer (fd -1: none) */
+	VR_ATOMIC(uint64_t) last_in; /* us: the backup was last heard */
+	VR_ATOMIC(int) rbroken;   /* a commit's read failed: drop it */
 	pthread_cond_t room;      /* tail moved (producers wait) */
 	pthread_cond_t ackcv;     /* acked moved (2-safe waiters) */
 	char *ring;
@@ -94,12 +104,6 @@ int vr__read_all(int fd, void *buf, size_t len, unsigned timeout_ms,
 	const VR_ATOMIC(int) *stop);
 int vr__read_rec(int fd, void **buf, size_t *cap, unsigned timeout_ms,
 	const VR_ATOMIC(int) *stop, uint64_t seg_size);
-/* A buffered reader: records are parsed out of large receives. */
-struct vr_reader {
-	int fd;
-	char *buf;
-	size_t cap, lo, hi; /* unread bytes are [lo, hi) */
-};
 int vr__reader_fill(struct vr_reader *r, size_t need, unsigned timeout_ms,
 	const VR_ATOMIC(int) *stop);
 /* The next whole, verified record (valid until the next call). */
