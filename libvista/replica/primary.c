@@ -12,8 +12,12 @@
  *   3. 1-safe returns; 2-safe waits until acked >= seq; pipelined until
  *      acked >= seq - window.
  * The sender thread writes [sent, head) to the socket, reads ACKs (which
- * move tail and acked), sends a BEAT when it has been quiet for
- * heartbeat_ms, and declares the backup lost after timeout_ms of silence.
+ * move tail and acked), sends a BEAT every heartbeat_ms, and declares the
+ * backup lost after timeout_ms of silence.  1-safe and pipelined records
+ * wait up to VR_BATCH_MS for it; a 2-safe commit writes its own record
+ * (wlock) and reads its own ack (rlock) when it can take the lock.
+ * Lock order: wlock before rlock (only drop_fd takes both); n->lock is
+ * taken inside either, never the other way round.
  *
  * Ring pointers (byte positions, only growing; under n->lock):
  *   tail <= sent <= head <= tail + ring_size; each is a record boundary.

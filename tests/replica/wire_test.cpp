@@ -289,15 +289,30 @@ TEST_CASE("the hook sees each range with its before- and after-image",
 	REQUIRE(s.before[0].second == "NEW!");
 	REQUIRE(memcmp(b, "NEW!", 4) == 0);
 
+	// vista_chain_transaction commits through the hook too, and a
+	// refusal leaves the transaction running.
+	VR_REQUIRE_OK(vista_begin_transaction(v, 0));
+	VR_REQUIRE_OK(vista_set_range(v, b + 200, 8));
+	memcpy(b + 200, "chained!", 8);
+	s.refuse = -EPERM;
+	VR_REQUIRE_RC(vista_chain_transaction(v), -EPERM);
+	REQUIRE(s.calls == 4);
+	s.refuse = 0;
+	VR_REQUIRE_OK(vista_chain_transaction(v));
+	REQUIRE(s.calls == 5);
+	REQUIRE(s.after[0].second == "chained!");
+	VR_REQUIRE_OK(vista_end_transaction(v)); // declared nothing
+	REQUIRE(s.calls == 5);
+
 	// A transaction that declared nothing is not shown; unset, none is.
 	VR_REQUIRE_OK(vista_begin_transaction(v, 0));
 	VR_REQUIRE_OK(vista_end_transaction(v));
-	REQUIRE(s.calls == 3);
+	REQUIRE(s.calls == 5);
 	VR_REQUIRE_OK(vista_set_tx_hook(v, nullptr, nullptr));
 	VR_REQUIRE_OK(vista_begin_transaction(v, 0));
 	VR_REQUIRE_OK(vista_set_range(v, b, 4));
 	VR_REQUIRE_OK(vista_end_transaction(v));
-	REQUIRE(s.calls == 3);
+	REQUIRE(s.calls == 5);
 	VR_REQUIRE_OK(vista_fini(v));
 }
 
