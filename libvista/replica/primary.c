@@ -621,6 +621,7 @@ sender(void *arg)
 	vr_node *n = arg;
 	int fd = -1;
 	uint64_t last_out = 0;
+	bool busy = false;
 
 	while (!atomic_load(&n->stop)) {
 		struct pollfd pf[2];
@@ -679,8 +680,10 @@ sender(void *arg)
 			pthread_mutex_unlock(&n->wlock);
 			last_out = now;
 		}
-		/* Wait for an ack, a producer or the heartbeat. */
-		pf[0] = (struct pollfd){ fd, POLLIN, 0 };
+		/* Wait for an ack, a producer or the heartbeat; not on the
+		 * socket while a committing thread reads it (busy). */
+		pf[0] = (struct pollfd){ busy ? -1 : fd, POLLIN, 0 };
+		busy = false;
 		pf[1] = (struct pollfd){ n->efd, POLLIN, 0 };
 		atomic_store(&n->sleeping, 1);
 		pthread_mutex_lock(&n->lock);
@@ -696,10 +699,13 @@ sender(void *arg)
 			}
 			/* Acks, unless a committing thread reads them. */
 			if (rc == 0 && (pf[0].revents & (POLLIN | POLLHUP |
-					    POLLERR)) &&
-			    pthread_mutex_trylock(&n->rlock) == 0) {
-				rc = read_acks(n);
-				pthread_mutex_unlock(&n->rlock);
+					    POLLERR))) {
+				if (pthread_mutex_trylock(&n->rlock) == 0) {
+					rc = read_acks(n);
+					pthread_mutex_unlock(&n->rlock);
+				} else {
+					busy = true;
+				}
 			}
 		}
 		atomic_store(&n->sleeping, 0);
@@ -839,7 +845,11 @@ wait_acked(vr_node *n, uint64_t seq)
 		 * backup's socket and reads the ack itself -- one wake-up,
 		 * as for a round trip.  (Others wait for it below.) */
 		while (atomic_load(&n->acked) < seq && n->rd.fd >= 0 &&
-		    !atomic_load(&n->rbroken) && vr__now_us() < limit) {
+		    !atomic_load(&n->rbroken) && vr__now_us() < limit &&
+		    vr__now_us() - atomic_load(&n->last_in) <=
+			    (uint64_t)n->o.timeout_ms * 1000u) {
+			/* (A silent backup: leave the socket to the sender,
+			 * which drops it, and wait below.) */
 			struct pollfd pf = { n->rd.fd, POLLIN, 0 };
 			if (!vr__reader_ready(&n->rd))
 				(void)poll(&pf, 1, 1);

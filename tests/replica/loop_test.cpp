@@ -423,6 +423,15 @@ TEST_CASE("a stalled connection: 2-safe commits fail, the backup notices",
 	VR_REQUIRE_RC(f.join(), VR_EPEERLOST);
 	REQUIRE(status_seq(b) == 50);
 	REQUIRE(pairs_bad(b.base) == "");
+	// The primary gives the stalled connection up.
+	struct vr_status st;
+	for (int i = 0; i < 500; i++) {
+		vr_status(p.n, &st);
+		if (!st.connected)
+			break;
+		usleep(10000);
+	}
+	REQUIRE(!st.connected);
 	// The backup comes back directly: it resumes, or is copied.
 	Follower f2;
 	f2.start(b, vr_port(p.n));
