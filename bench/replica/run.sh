@@ -17,8 +17,8 @@ ninja -C "$B" bench/replica/vr-bench libvista/replica/vista-replica \
 	tests/replica/vr_dc > /dev/null
 echo "== load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for acc in 1000000 12000000; do
-	echo "== vr-bench -t $S -a $acc"
-	"$B/bench/replica/vr-bench" -t "$S" -a $acc
+	echo "== vr-bench -t $S -r 3 -a $acc"
+	"$B/bench/replica/vr-bench" -t "$S" -r 3 -a $acc
 done
 echo "== crash campaign: $K iterations"
 cd "$B"

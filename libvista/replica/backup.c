@@ -84,6 +84,15 @@ set_state(vr_node *n, const struct vr_state *s)
 	return 0;
 }
 
+/* A BEAT announces the last seq the primary queued (the 1-safe loss
+ * window after a promotion). */
+static void
+heard_beat(vr_node *n, const struct vr_rec_hdr *h)
+{
+	if (h->seq > atomic_load(&n->announced))
+		atomic_store(&n->announced, h->seq);
+}
+
 static bool
 readable(int fd)
 {
@@ -270,8 +279,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 		if (rc)
 			break;
 		if (h->type == VR_REC_BEAT) {
-			if (h->seq > atomic_load(&n->announced))
-				atomic_store(&n->announced, h->seq);
+			heard_beat(n, h);
 			/* Answer with the position: the primary hears us. */
 			rc = ack(n, n->st->applied, n->st->pos);
 			if (rc)
@@ -345,8 +353,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 				break;
 			if (h->type == VR_REC_BEAT) {
 				/* Ends the group (acknowledged below). */
-				if (h->seq > atomic_load(&n->announced))
-					atomic_store(&n->announced, h->seq);
+				heard_beat(n, h);
 				break;
 			}
 			if (h->type != VR_REC_REDO) {

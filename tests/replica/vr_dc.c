@@ -76,7 +76,7 @@ open_node(const char *dir, enum vr_mode mode)
 	ro.state_addr = ADDR + ((fp + (1u << 21) - 1) &
 		~(size_t)((1u << 21) - 1));
 	ro.mode = mode;
-	ro.timeout_ms = 200;
+	ro.timeout_ms = 1000; /* a loaded machine is no dead peer */
 	if ((rc = vr_open(v, seg, &ro, &node)))
 		die("vr_open", rc);
 }
