@@ -43,6 +43,11 @@
  *    (declared ranges  |                      pages logged again (auto.c)
  *     only, or none)   +--abort--> ABORTING --truncated--> IDLE
  *
+ * Transaction hook (vista_set_tx_hook, for libvista/replica): commit()
+ * calls it first, with the records and the stored bytes as they are, and
+ * returns its refusal before any step above; abort calls it before the
+ * undo.  Unset it costs one relaxed load and a branch.
+ *
  * Invariants
  *   T1. A range is stored to only after its before-image is durable (the
  *       program stores after set_range returns; L2 in log.c).
@@ -94,6 +99,11 @@
 
 #define VISTA__MAXGAPS 32
 
+/* relaxed: the hook pointer; vista__tx_hook() loads it again with
+ * acquire before calling it. */
+#define HOOKED(v) \
+	VISTA__UNLIKELY(__atomic_load_n(&(v)->tx_hook, __ATOMIC_RELAXED) != NULL)
+
 VISTA__COLD static int
 no_tx(const vista *v, const char *call)
 {
@@ -143,6 +153,12 @@ begin_slow(vista *v, struct vista_lane *l, unsigned flags)
 		return vista__err(-EINVAL,
 			"vista_begin_transaction: VISTA_TX_NO_FLUSH does not "
 			"combine with VISTA_TX_AUTO");
+	/* A hook (a replica) sends each transaction at its commit: a
+	 * group that a crash rolls back would leave the peer ahead. */
+	if ((flags & VISTA_TX_NO_FLUSH) && HOOKED(v))
+		return vista__err(-EINVAL,
+			"vista_begin_transaction: VISTA_TX_NO_FLUSH does not "
+			"combine with a transaction hook (vista_set_tx_hook)");
 	/* relaxed: the sticky error flag (vista__set_fatal()); nothing is read
 	 * on the strength of it, and a transaction that misses a concurrent
 	 * set is checked again at its commit. */
@@ -177,6 +193,7 @@ vista_begin_transaction(vista *v, unsigned flags)
 	/* relaxed fatal: as in begin_slow(). */
 	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_IDLE ||
 		    (flags & ~VISTA_TX_NO_FLUSH) != 0 ||
+		    (flags != 0 && HOOKED(v)) ||
 		    (l->held && (flags == 0 || held_big(l))) ||
 		    __atomic_load_n(&v->fatal, __ATOMIC_RELAXED)))
 		return begin_slow(v, l, flags);
@@ -816,6 +833,13 @@ commit(struct vista_lane *l)
 		return vista__err(VISTA_EFATAL,
 			"vista_end_transaction: the instance is in its error "
 			"state; abort the transaction and reopen");
+	/* The hook sees the transaction before anything of it is durable
+	 * and may refuse it (a replica that is not the primary). */
+	if (HOOKED(v) && l->nrec != 0) {
+		int hrc = vista__tx_hook(l, VISTA_HOOK_COMMIT);
+		if (hrc)
+			return hrc;
+	}
 	/* N1; a transaction that opened pages (another thread's automatic
 	 * transactions protect segments) commits durably, with the group. */
 	if (VISTA__UNLIKELY(l->flags & VISTA_TX_NO_FLUSH) && !l->prot_used)
@@ -930,11 +954,95 @@ vista_chain_transaction(vista *v)
 		if (VISTA__UNLIKELY(__atomic_load_n(&v->fatal,
 			    __ATOMIC_RELAXED)))
 			return commit(l); /* refuses, as end would */
+		if (HOOKED(v) && l->nrec != 0) {
+			rc = vista__tx_hook(l, VISTA_HOOK_COMMIT);
+			if (rc)
+				return rc;
+		}
 		return commit_slow(l, true);
 	}
 	/* Nothing stays open: commit, then begin. */
 	rc = commit(l);
 	return rc ? rc : vista_begin_transaction(v, flags);
+}
+
+/* ---- the transaction hook (vista_set_tx_hook) ---- */
+
+int
+vista_set_tx_hook(vista *v, vista_tx_hook fn, void *arg)
+{
+	if (v == NULL)
+		return vista__err(-EINVAL, "vista_set_tx_hook: NULL instance");
+	pthread_mutex_lock(&v->lock);
+	for (unsigned i = 0; i < v->nlanes; i++) {
+		if (v->lanes[i].state != VISTA__TX_IDLE) {
+			pthread_mutex_unlock(&v->lock);
+			return vista__err(VISTA_EINTX,
+				"vista_set_tx_hook: lane %u has an active "
+				"transaction", i);
+		}
+	}
+	/* release: a transaction that sees the new hook sees its argument
+	 * (the acquire is in vista__tx_hook()). */
+	__atomic_store_n(&v->tx_hook_arg, arg, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->tx_hook, fn, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&v->lock);
+	return 0;
+}
+
+int
+vista__tx_hook(struct vista_lane *l, unsigned event)
+{
+	vista_tx_hook fn = __atomic_load_n(&l->v->tx_hook, __ATOMIC_ACQUIRE);
+	struct vista_txinfo it = { l, NULL, NULL, 0 };
+
+	if (fn == NULL || l->nrec == 0)
+		return 0;
+	return fn(__atomic_load_n(&l->v->tx_hook_arg, __ATOMIC_RELAXED),
+		event, &it);
+}
+
+int
+vista_txinfo_next(struct vista_txinfo *tx, struct vista_txrange *out)
+{
+	struct vista_lane *l = tx->l;
+
+	for (;;) {
+		const struct vista_rec *r;
+		if (tx->pos == NULL) {
+			tx->pos = l->start;
+			tx->i = 0;
+			tx->data = NULL;
+		}
+		if (tx->pos >= l->cur)
+			return 0;
+		r = (const void *)tx->pos;
+		if (r->type == VISTA_REC_RANGES && tx->i < r->count) {
+			const struct vista_rdesc *d = (const void *)(r + 1);
+			struct vista_segment *seg = l->v->byidx[d[tx->i].seg];
+			if (tx->data == NULL)
+				tx->data = (const char *)(d + r->count);
+			out->seg = seg;
+			out->addr = seg->base + d[tx->i].off;
+			out->len = d[tx->i].len;
+			out->before = tx->data;
+			tx->data += (d[tx->i].len + 7) & ~7u;
+			tx->i++;
+			return 1;
+		}
+		/* The next record: strides are 64-byte multiples. */
+		tx->pos += (r->len + VISTA_REC_ALIGN - 1) &
+			~(VISTA_REC_ALIGN - 1);
+		tx->i = 0;
+		tx->data = NULL;
+	}
+}
+
+unsigned
+vista_txinfo_flags(const struct vista_txinfo *tx)
+{
+	return (tx->l->nalloc_recs || tx->l->nfree_recs || tx->l->unlogged) ?
+		VISTA_TXI_HEAP : 0;
 }
 
 /*
@@ -1155,5 +1263,7 @@ vista_abort_transaction(vista *v)
 
 	if (l == NULL || l->state != VISTA__TX_ACTIVE)
 		return no_tx(v, "vista_abort_transaction");
+	if (HOOKED(v))
+		(void)vista__tx_hook(l, VISTA_HOOK_ABORT);
 	return vista__tx_abort_lane(l);
 }

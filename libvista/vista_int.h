@@ -408,6 +408,8 @@ struct vista {
 	bool protect;     /* RIO_PROTECT: segments protected from the start */
 	bool auto_on;     /* an automatic transaction ran: segments protected */
 	uint32_t vma_limit; /* open pages per lane before opening groups */
+	vista_tx_hook tx_hook; /* vista_set_tx_hook(), NULL if none */
+	void *tx_hook_arg;
 
 	/* Mapped segments: seqlock (odd while changing). */
 	uint64_t seq __attribute__((aligned(64)));
@@ -422,6 +424,18 @@ struct vista {
 	bool hook_added;
 	struct vista *gnext; /* global list of live instances */
 };
+
+/* The cursor vista_txinfo_next() walks: the lane's records from start
+ * to cur, each RANGES record's descriptors in order. */
+struct vista_txinfo {
+	struct vista_lane *l;
+	const char *pos;   /* current record, NULL before the first */
+	const char *data;  /* image of descriptor i */
+	unsigned i;
+};
+
+/* tx.c: run the hook of v for the lane's transaction, if there is one. */
+int vista__tx_hook(struct vista_lane *l, unsigned event);
 
 /* ---- vista.c ---- */
 

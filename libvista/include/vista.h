@@ -227,6 +227,51 @@ VISTA_EXPORT int vista_thread_detach(vista *v);
  */
 VISTA_EXPORT int vista_prefault(vista *v, void *addr, size_t len);
 
+/* ---- transaction hook (replication, libvista/replica) ---- */
+
+/*
+ * One range a transaction declared, as the hook sees it: `addr` holds the
+ * bytes the transaction stored (its after-image) while the hook runs at
+ * commit, and `before` the bytes it held before the transaction (its
+ * before-image, `len` bytes, in the log).  A byte may appear in two
+ * ranges (an automatic transaction's page logged over a declared range);
+ * the first range that holds it has its oldest image.
+ */
+struct vista_txrange {
+	vista_segment *seg;
+	void *addr;
+	size_t len;
+	const void *before;
+};
+struct vista_txinfo; /* the running transaction, valid during the hook */
+
+#define VISTA_HOOK_COMMIT 1u /* before the commit makes anything durable */
+#define VISTA_HOOK_ABORT 2u  /* before the before-images are put back */
+/* vista_txinfo_flags() */
+#define VISTA_TXI_HEAP (1u << 0) /* allocated or freed heap blocks */
+
+/*
+ * Called on the transaction's own thread.  At VISTA_HOOK_COMMIT a non-zero
+ * return refuses the commit: vista_end_transaction/vista_chain_transaction
+ * return it with the transaction still running and nothing changed (the
+ * caller may abort it).  At VISTA_HOOK_ABORT the return is ignored.  Not
+ * called for a transaction that declared nothing.  The hook must not call
+ * transaction functions of the same instance.
+ */
+typedef int (*vista_tx_hook)(void *arg, unsigned event,
+	struct vista_txinfo *tx);
+/*
+ * Install (fn non-NULL) or remove (fn NULL) the instance's hook.  Unset,
+ * a commit pays one predictable branch.  Returns 0, -EINVAL (NULL v),
+ * VISTA_EINTX (a transaction is running on some thread: nothing changed).
+ */
+VISTA_EXPORT int vista_set_tx_hook(vista *v, vista_tx_hook fn, void *arg);
+/* The next declared range, in log order: 1 and *r, 0 at the end. */
+VISTA_EXPORT int vista_txinfo_next(struct vista_txinfo *tx,
+	struct vista_txrange *r);
+/* VISTA_TXI_* of the transaction. */
+VISTA_EXPORT unsigned vista_txinfo_flags(const struct vista_txinfo *tx);
+
 /* ---- persistent heap (one per segment) ---- */
 
 /*

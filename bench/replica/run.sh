@@ -1,0 +1,26 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# run.sh -- replication benchmarks and the long SIGKILL campaign
+#
+#   bench/replica/run.sh BUILD [SECONDS] [KILL_ITERATIONS]
+#
+# vr-bench (standalone vs active 1-safe, 2-safe, pipelined; 2-safe latency
+# beside the loopback round trip; failover) at 10 MB and 100 MB databases,
+# then tests/replica/crash.sh for KILL_ITERATIONS iterations (default 200:
+# 300 kills) over 1-safe and 2-safe, killing the primary or both.
+set -eu
+B=${1:?usage: run.sh BUILD [SECONDS] [KILL_ITERATIONS]}
+S=${2:-1}
+K=${3:-200}
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+ninja -C "$B" bench/replica/vr-bench libvista/replica/vista-replica \
+	tests/replica/vr_dc > /dev/null
+echo "== load: $(cut -d' ' -f1-3 /proc/loadavg)"
+for acc in 1000000 12000000; do
+	echo "== vr-bench -t $S -r 3 -a $acc"
+	"$B/bench/replica/vr-bench" -t "$S" -r 3 -a $acc
+done
+echo "== crash campaign: $K iterations"
+cd "$B"
+"$SRC/tests/replica/crash.sh" libvista/replica/vista-replica \
+	tests/replica/vr_dc "$K" pass 1safe,2safe primary,both | tail -3

@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vr_bench.c -- replication of a Vista segment: throughput, commit latency,
+ * failover time, against standalone libvista in the same run
+ *
+ *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG]
+ *
+ * Debit-credit (accounts, tellers, branches, a history ring) on one
+ * segment.  In order, each for SECONDS (default 1):
+ *   rtt         a 64-byte TCP ping-pong over loopback between two
+ *               processes: median and p99 round trip;
+ *   standalone  libvista alone;
+ *   1safe, 2safe, pipelined   the same with a backup process (vr_follow)
+ *               over loopback: tx/s, its ratio to standalone, per-commit
+ *               latency median/p99, bytes sent per transaction (modified
+ *               data, metadata);
+ *   failover    a primary process killed (SIGKILL) and one stopped
+ *               (SIGSTOP: found by missed heartbeats): detection, and
+ *               promotion until the first new commit.
+ * The persistence domain is $RIO_DOMAIN (cacheline if unset).  -q: a
+ * short smoke run (0.1 s each).  The four configurations run in ROUNDS
+ * (default 3) interleaved rounds; each line is the median round.  -o standalone|1safe|2safe|pipelined runs
+ * that one alone (for a profiler).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vista_replica.h"
+
+#define ADDR_P ((char *)0x6a0000000000ull)
+#define ADDR_B ((char *)0x6b0000000000ull)
+#define NBRANCH 10
+#define NTELLER 100
+#define NHIST 100000
+
+static size_t naccount = 100000;
+static double secs = 1.0;
+static char tmpdir[256];
+static const char *only; /* -o: run this configuration only (profiling) */
+/* Failover runs: a killed primary is found by its closed connection (the
+ * timeout only guards against load); a stopped one by the timeout. */
+static unsigned fo_timeout = 100;
+
+struct hist {
+	uint64_t txid;
+	int64_t delta;
+	uint32_t account;
+	uint16_t teller, branch;
+};
+
+struct db {
+	uint64_t nhist;
+	int64_t branch[NBRANCH];
+	int64_t teller[NTELLER];
+	struct hist hist[NHIST];
+	int64_t account[];
+};
+
+static size_t
+db_size(void)
+{
+	size_t s = sizeof(struct db) + naccount * 8;
+	return (s + 4095) & ~(size_t)4095;
+}
+
+static double
+now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void
+die(const char *what, int rc)
+{
+	fprintf(stderr, "vr-bench: %s: %s: %s\n", what, vr_err_name(rc),
+		vr_errormsg());
+	exit(1);
+}
+
+static int
+cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+struct node {
+	vista *v;
+	vista_segment *seg;
+	vr_node *n;
+	struct db *d;
+};
+
+static void
+open_node(struct node *nd, const char *name, char *addr, enum vr_mode mode,
+	bool replica)
+{
+	char lp[512], sp[512], tp[512], dir[400];
+	struct vista_opts vo = { lp, 0, 0, 0 };
+	size_t fp = vista_segment_footprint(db_size());
+	struct vr_opts ro;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/%s", tmpdir, name);
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		die("mkdir", -errno);
+	snprintf(lp, sizeof(lp), "%s/log", dir);
+	snprintf(sp, sizeof(sp), "%s/seg", dir);
+	snprintf(tp, sizeof(tp), "%s/state", dir);
+	if ((rc = vista_init(&vo, &nd->v)))
+		die("vista_init", rc);
+	if ((rc = vista_map(nd->v, sp, addr, db_size(), VISTA_CREATE,
+		     &nd->seg)))
+		die("vista_map", rc);
+	nd->d = vista_segment_base(nd->seg);
+	nd->n = NULL;
+	if (!replica)
+		return;
+	memset(&ro, 0, sizeof(ro));
+	ro.state_path = tp;
+	ro.state_addr = addr + ((fp + (1u << 21) - 1) &
+		~(size_t)((1u << 21) - 1));
+	ro.mode = mode;
+	ro.window = 1024;
+	/* Throughput runs: a loaded machine must not pass for a dead
+	 * peer.  The failover runs measure detection at 100 ms. */
+	ro.timeout_ms = strncmp(name, "fo-", 3) == 0 ? fo_timeout : 2000;
+	if ((rc = vr_open(nd->v, nd->seg, &ro, &nd->n)))
+		die("vr_open", rc);
+}
+
+static void
+close_node(struct node *nd)
+{
+	if (nd->n)
+		(void)vr_close(nd->n);
+	(void)vista_fini(nd->v);
+}
+
+static uint64_t rs = 88172645463325252ull;
+static inline uint64_t
+rnd(void)
+{
+	rs ^= rs << 13;
+	rs ^= rs >> 7;
+	rs ^= rs << 17;
+	return rs;
+}
+
+/* One debit-credit transaction; commit by vista or vr_commit. */
+static int
+tx(struct node *nd, uint64_t txid)
+{
+	struct db *d = nd->d;
+	uint32_t a = (uint32_t)(rnd() % naccount);
+	uint16_t t = (uint16_t)(rnd() % NTELLER);
+	uint16_t b = t % NBRANCH;
+	int64_t delta = (int64_t)(rnd() % 1999) - 999;
+	uint64_t h = d->nhist % NHIST;
+	struct vista_range r[5] = {
+		{ &d->account[a], 8 }, { &d->teller[t], 8 },
+		{ &d->branch[b], 8 }, { &d->hist[h], sizeof(struct hist) },
+		{ &d->nhist, 8 },
+	};
+	int rc;
+
+	if ((rc = vista_begin_transaction(nd->v, 0)) ||
+	    (rc = vista_set_ranges(nd->v, 5, r)))
+		return rc;
+	d->account[a] += delta;
+	d->teller[t] += delta;
+	d->branch[b] += delta;
+	d->hist[h] = (struct hist){ txid, delta, a, t, b };
+	d->nhist++;
+	return nd->n ? vr_commit(nd->n) : vista_end_transaction(nd->v);
+}
+
+/* ---- loopback round trip ---- */
+
+static int
+tcp_pair(int *srv_fd, int *cli_fd)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t sl = sizeof(sa);
+	int one = 1, l = socket(AF_INET, SOCK_STREAM, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(l, (void *)&sa, sizeof(sa)) || listen(l, 1) ||
+	    getsockname(l, (void *)&sa, &sl))
+		return -errno;
+	*cli_fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (connect(*cli_fd, (void *)&sa, sizeof(sa)))
+		return -errno;
+	*srv_fd = accept(l, NULL, NULL);
+	close(l);
+	setsockopt(*cli_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(*srv_fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return 0;
+}
+
+static void
+bench_rtt(double *med, double *p99)
+{
+	int s = -1, c = -1, n = (int)(20000 * secs) + 100;
+	char buf[64] = { 0 };
+	double *lat = malloc((size_t)n * sizeof(*lat));
+	pid_t pid;
+
+	if (tcp_pair(&s, &c))
+		die("loopback", -errno);
+	pid = fork();
+	if (pid == 0) {
+		close(c);
+		for (;;) {
+			if (read(s, buf, 64) != 64 || write(s, buf, 64) != 64)
+				_exit(0);
+		}
+	}
+	close(s);
+	for (int i = 0; i < n; i++) {
+		double t0 = now();
+		if (write(c, buf, 64) != 64)
+			die("rtt write", -errno);
+		for (size_t got = 0; got < 64;) {
+			ssize_t r = read(c, buf + got, 64 - got);
+			if (r <= 0)
+				die("rtt read", -errno);
+			got += (size_t)r;
+		}
+		lat[i] = now() - t0;
+	}
+	close(c);
+	waitpid(pid, NULL, 0);
+	qsort(lat, (size_t)n, sizeof(*lat), cmp_d);
+	*med = lat[n / 2] * 1e6;
+	*p99 = lat[n * 99 / 100] * 1e6;
+	free(lat);
+}
+
+/* ---- a run ---- */
+
+struct result {
+	double tps, med, p99;
+	double data_b, meta_b;
+};
+
+static pid_t
+spawn_backup(const char *name, unsigned port)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct node b;
+		open_node(&b, name, ADDR_B, VR_1SAFE, true);
+		(void)vr_follow(b.n, "127.0.0.1", port);
+		_exit(0);
+	}
+	return pid;
+}
+
+static struct result
+run(const char *name, int mode)
+{
+	struct result res = { 0, 0, 0, 0, 0 };
+	struct node p;
+	char bname[64];
+	pid_t bpid = 0;
+	size_t cap = 1 << 20, nl = 0;
+	double *lat = malloc(cap * sizeof(*lat));
+	uint64_t n = 0;
+	double t0, t1, end;
+	int rc;
+
+	open_node(&p, name, ADDR_P, mode ? (enum vr_mode)mode : VR_1SAFE,
+		mode != 0);
+	if (mode) {
+		snprintf(bname, sizeof(bname), "%s-backup", name);
+		if ((rc = vr_serve(p.n, "127.0.0.1", 0)))
+			die("vr_serve", rc);
+		bpid = spawn_backup(bname, vr_port(p.n));
+		if ((rc = vr_wait_backup(p.n, 20000)))
+			die("vr_wait_backup", rc);
+	}
+	/* Warm up, then measure. */
+	for (int i = 0; i < 2000; i++)
+		if ((rc = tx(&p, ++n)))
+			die("transaction", rc);
+	t0 = now();
+	end = t0 + secs;
+	for (;;) {
+		double a = now();
+		if (a >= end)
+			break;
+		for (int i = 0; i < 64; i++) {
+			double s = mode == VR_2SAFE || mode == VR_PIPELINED ?
+				now() : 0;
+			if ((rc = tx(&p, ++n)))
+				die("transaction", rc);
+			if (s != 0 && nl < cap)
+				lat[nl++] = now() - s;
+		}
+	}
+	t1 = now();
+	res.tps = (double)(n - 2000) / (t1 - t0);
+	if (mode) {
+		struct vr_status st;
+		if ((rc = vr_sync(p.n)))
+			die("vr_sync", rc);
+		vr_status(p.n, &st);
+		res.data_b = (double)st.data_bytes / (double)st.records;
+		res.meta_b = (double)st.meta_bytes / (double)st.records;
+	}
+	if (nl) {
+		qsort(lat, nl, sizeof(*lat), cmp_d);
+		res.med = lat[nl / 2] * 1e6;
+		res.p99 = lat[nl * 99 / 100] * 1e6;
+	}
+	free(lat);
+	close_node(&p);
+	if (bpid) {
+		kill(bpid, SIGKILL);
+		waitpid(bpid, NULL, 0);
+	}
+	return res;
+}
+
+#define ROUNDS 9
+static int rounds = 3;
+
+static int
+cmp_tps(const void *a, const void *b)
+{
+	const struct result *x = a, *y = b;
+	return x->tps < y->tps ? -1 : x->tps > y->tps;
+}
+
+/* The round of median throughput (its latencies with it). */
+static struct result
+median(struct result *r, int n)
+{
+	qsort(r, (size_t)n, sizeof(*r), cmp_tps);
+	return r[n / 2];
+}
+
+/* ---- failover ---- */
+
+struct killer {
+	pid_t pid;
+	int sig;
+	double t_sig;
+	vr_node *backup;
+};
+
+static void *
+kill_later(void *arg)
+{
+	struct killer *k = arg;
+	struct vr_status st;
+
+	/* Once the backup holds its full copy (a large segment takes a
+	 * while), and some records after it. */
+	do {
+		usleep(10000);
+		vr_status(k->backup, &st);
+	} while (st.copies == 0);
+	usleep((useconds_t)(secs * 300000));
+	k->t_sig = now();
+	kill(k->pid, k->sig);
+	return NULL;
+}
+
+/* A primary process (2-safe, committing in a loop) and this process as
+ * its backup; the primary gets `sig`.  detect: from the signal until
+ * vr_follow returns; promote: from then until the promoted node's first
+ * commit is durable. */
+static void
+failover(int sig, double *detect_ms, double *promote_ms)
+{
+	struct killer k;
+	struct node b;
+	pthread_t thr;
+	int pfd[2];
+	unsigned port = 0;
+	double t_det, t_first;
+	pid_t pid;
+	int rc;
+	char pn[32], bn[32];
+
+	snprintf(pn, sizeof(pn), "fo-p%d", sig);
+	snprintf(bn, sizeof(bn), "fo-b%d", sig);
+	if (pipe(pfd))
+		die("pipe", -errno);
+	pid = fork();
+	if (pid == 0) {
+		struct node p;
+		uint64_t n = 0;
+		open_node(&p, pn, ADDR_P, VR_2SAFE, true);
+		if ((rc = vr_serve(p.n, "127.0.0.1", 0)))
+			die("vr_serve", rc);
+		port = vr_port(p.n);
+		if (write(pfd[1], &port, sizeof(port)) != sizeof(port))
+			_exit(1);
+		(void)vr_wait_backup(p.n, 20000);
+		for (;;)
+			(void)tx(&p, ++n);
+	}
+	if (read(pfd[0], &port, sizeof(port)) != sizeof(port))
+		die("pipe read", -EIO);
+	close(pfd[0]);
+	close(pfd[1]);
+	open_node(&b, bn, ADDR_B, VR_1SAFE, true);
+	k = (struct killer){ pid, sig, 0, b.n };
+	pthread_create(&thr, NULL, kill_later, &k);
+	rc = vr_follow(b.n, "127.0.0.1", port);
+	t_det = now();
+	pthread_join(thr, NULL);
+	if (rc != VR_EPEERLOST)
+		die("vr_follow", rc);
+	if ((rc = vr_promote(b.n)))
+		die("vr_promote", rc);
+	if ((rc = vr_serve(b.n, "127.0.0.1", 0)))
+		die("vr_serve", rc);
+	/* 2-safe with no backup yet: committed locally, VR_ENOBACKUP after
+	 * the wait; the first commit is measured as 1-safe would see it. */
+	if ((rc = vista_begin_transaction(b.v, 0)) ||
+	    (rc = vista_set_range(b.v, &b.d->branch[0], 8)))
+		die("first transaction", rc);
+	b.d->branch[0]++;
+	b.d->teller[0]++;
+	if ((rc = vista_set_range(b.v, &b.d->teller[0], 8)))
+		die("first transaction", rc);
+	if ((rc = vista_end_transaction(b.v)))
+		die("first commit", rc);
+	t_first = now();
+	*detect_ms = (t_det - k.t_sig) * 1e3;
+	*promote_ms = (t_first - t_det) * 1e3;
+	close_node(&b);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct result r0, r1, r2, r3;
+	double rtt_med, rtt_p99, dk, pk, ds, ps;
+	int c;
+
+	while ((c = getopt(argc, argv, "t:a:qo:r:")) != -1) {
+		switch (c) {
+		case 'r':
+			rounds = atoi(optarg);
+			if (rounds < 1 || rounds > ROUNDS)
+				rounds = 3;
+			break;
+		case 'o': only = optarg; break;
+		case 't': secs = atof(optarg); break;
+		case 'a': naccount = strtoull(optarg, NULL, 0); break;
+		case 'q': secs = 0.1; naccount = 10000; rounds = 1; break;
+		default:
+			fprintf(stderr, "usage: vr-bench [-t SECONDS] "
+				"[-a ACCOUNTS] [-q]\n");
+			return 2;
+		}
+	}
+	setenv("RIO_DOMAIN", "cacheline", 0);
+	snprintf(tmpdir, sizeof(tmpdir), "/dev/shm/vr-bench-XXXXXX");
+	if (mkdtemp(tmpdir) == NULL)
+		die("mkdtemp", -errno);
+	signal(SIGPIPE, SIG_IGN);
+	printf("domain %s, database %.1f MiB, %.1f s per run\n",
+		getenv("RIO_DOMAIN"), (double)db_size() / (1 << 20), secs);
+	if (only != NULL) {
+		static const char *names[] = { "standalone", "1safe", "2safe",
+			"pipelined" };
+		for (int m = 0; m < 4; m++)
+			if (strcmp(only, names[m]) == 0) {
+				r0 = run(names[m], m);
+				printf("%s: %.0f tx/s\n", only, r0.tps);
+			}
+		goto out;
+	}
+	bench_rtt(&rtt_med, &rtt_p99);
+	printf("loopback round trip: median %.1f us, p99 %.1f us\n", rtt_med,
+		rtt_p99);
+	/* ROUNDS rounds of the four, interleaved, so that a load spike of
+	 * this shared machine hits them alike; the median round of each. */
+	{
+		struct result rr[4][ROUNDS];
+		static const char *nm[] = { "standalone", "1safe", "2safe",
+			"pipelined" };
+		for (int k = 0; k < rounds; k++)
+			for (int m = 0; m < 4; m++)
+				rr[m][k] = run(nm[m], m);
+		r0 = median(rr[0], rounds);
+		r1 = median(rr[1], rounds);
+		r2 = median(rr[2], rounds);
+		r3 = median(rr[3], rounds);
+	}
+	printf("%-12s %10s %8s %10s %10s %8s %8s  (median of %d rounds)\n",
+		"config", "tx/s", "ratio", "lat med us", "lat p99 us", "data B",
+		"meta B", rounds);
+	printf("%-12s %10.0f %8.3f %10s %10s %8s %8s\n", "standalone",
+		r0.tps, 1.0, "-", "-", "-", "-");
+	printf("%-12s %10.0f %8.3f %10s %10s %8.1f %8.1f\n", "1-safe", r1.tps,
+		r1.tps / r0.tps, "-", "-", r1.data_b, r1.meta_b);
+	printf("%-12s %10.0f %8.3f %10.1f %10.1f %8.1f %8.1f\n", "2-safe",
+		r2.tps, r2.tps / r0.tps, r2.med, r2.p99, r2.data_b, r2.meta_b);
+	printf("%-12s %10.0f %8.3f %10.1f %10.1f %8.1f %8.1f\n", "pipelined",
+		r3.tps, r3.tps / r0.tps, r3.med, r3.p99, r3.data_b, r3.meta_b);
+	printf("2-safe median - loopback median: %.1f us (target <= 10)\n",
+		r2.med - rtt_med);
+	fo_timeout = 2000;
+	failover(SIGKILL, &dk, &pk);
+	fo_timeout = 100;
+	failover(SIGSTOP, &ds, &ps);
+	printf("failover, primary killed: detected in %.2f ms, promotion to "
+		"first commit %.2f ms\n", dk, pk);
+	printf("failover, primary stopped (missed heartbeats, timeout 100 "
+		"ms): detected in %.2f ms, promotion to first commit %.2f ms\n",
+		ds, ps);
+out:
+	{
+		char cmd[300];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+		if (system(cmd) != 0)
+			return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * backup.c -- the backup: vr_follow applies the primary's stream
+ *
+ * Apply order for REDO records (the crash outcome after each step):
+ *   1. the record has arrived whole and verifies (wire.c W1); a crash or
+ *      a cut connection before: nothing of it is applied;
+ *   2. Vista transaction: set_range + copy of every piece, and the node
+ *      state's applied seq and stream position -- for this record and the
+ *      ones already waiting whole in the socket (a group);
+ *   3. vista_end_transaction: the group and the state are durable
+ *      together; a crash before leaves neither (Vista rolls back);
+ *   4. ACK {seq, pos} of the group's last record.
+ * Full copy: the state says `copying` (durably) before the first COPY
+ * chunk is written and stops saying it in the COPY_END transaction; a
+ * node interrupted in between refuses promotion (VR_EINCOMPLETE) and is
+ * copied again.
+ *
+ * Invariants
+ *   B1. Nothing of a record is applied before the whole record has
+ *       arrived and verified.
+ *   B2. A record is acknowledged only after step 3: an acknowledged
+ *       record survives any crash of this node.
+ *   B3. The applied seq moves with the bytes it counts (one transaction).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vr_int.h"
+
+uint16_t vr__seg_major(void);
+
+#define VR_GROUP_MAX 16 /* records applied in one transaction at most: libvista's
+			 * range set is a sorted array, a long group costs more */
+
+static int
+ack(vr_node *n, uint64_t seq, uint64_t pos)
+{
+	struct vr_ack a = { seq, pos, n->st->stream };
+	return vr__send_rec(n->cfd, VR_REC_ACK, 0, seq, n->st->epoch, &a,
+		sizeof(a));
+}
+
+/* Inside the open transaction: copy the pieces of a verified record. */
+static int
+apply_pieces(vr_node *n, const struct vr_rec_hdr *h)
+{
+	const struct vr_piece *pc = (const void *)(h + 1);
+	const char *data = (const char *)(pc + h->count);
+	struct vista_range stack[32] = { { NULL, 0 } }, *r = stack;
+	int rc;
+
+	/* Every piece declared with one persist barrier, then copied. */
+	if (h->count > 32 && (r = malloc(h->count * sizeof(*r))) == NULL)
+		return vr__err(-ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < h->count; i++)
+		r[i] = (struct vista_range){ n->base + pc[i].off, pc[i].len };
+	rc = vista_set_ranges(n->v, h->count, r);
+	if (r != stack)
+		free(r);
+	if (rc)
+		return rc;
+	for (uint32_t i = 0; i < h->count; i++) {
+		memcpy(n->base + pc[i].off, data, pc[i].len);
+		data += ((size_t)pc[i].len + 7) & ~(size_t)7;
+	}
+	return 0;
+}
+
+/* Inside the open transaction: the new state (B3). */
+static int
+set_state(vr_node *n, const struct vr_state *s)
+{
+	struct vr_state tmp = *s;
+	int rc = vista_set_range(n->v, n->st, sizeof(*n->st));
+
+	if (rc)
+		return rc;
+	vr__state_seal(&tmp);
+	memcpy(n->st, &tmp, sizeof(tmp));
+	return 0;
+}
+
+/* A BEAT announces the last seq the primary queued (the 1-safe loss
+ * window after a promotion). */
+static void
+heard_beat(vr_node *n, const struct vr_rec_hdr *h)
+{
+	if (h->seq > atomic_load(&n->announced))
+		atomic_store(&n->announced, h->seq);
+}
+
+static bool
+readable(int fd)
+{
+	struct pollfd pf = { fd, POLLIN, 0 };
+	return poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN);
+}
+
+#ifdef VR_BROKEN_APPLY_EARLY
+/* wrong: the pieces of a REDO record are stored as they arrive, before
+ * the record is whole and verified (B1). */
+static int
+read_apply_early(vr_node *n, struct vr_reader *rd,
+	const struct vr_rec_hdr **out)
+{
+	const struct vr_rec_hdr *h;
+	int rc = vr__reader_fill(rd, sizeof(*h), n->o.timeout_ms, &n->stop);
+
+	if (rc)
+		return rc;
+	h = (const void *)(rd->buf + rd->lo);
+	if ((rc = vr__hdr_check(h)) != 0)
+		return rc;
+	if (h->type == VR_REC_REDO && h->count > 0 &&
+	    (size_t)h->count * sizeof(struct vr_piece) <=
+		    h->len - sizeof(*h)) {
+		size_t at = sizeof(*h) + h->count * sizeof(struct vr_piece);
+		uint32_t count = h->count;
+		rc = vr__reader_fill(rd, at, n->o.timeout_ms, &n->stop);
+		for (uint32_t i = 0; rc == 0 && i < count; i++) {
+			const struct vr_piece *pc;
+			size_t pl;
+			h = (const void *)(rd->buf + rd->lo);
+			pc = (const void *)(h + 1);
+			pl = ((size_t)pc[i].len + 7) & ~(size_t)7;
+			if (pc[i].off + pc[i].len > n->size ||
+			    at + pl > h->len)
+				return VR_ECORRUPT;
+			rc = vr__reader_fill(rd, at + pl, n->o.timeout_ms,
+				&n->stop);
+			if (rc)
+				return rc;
+			h = (const void *)(rd->buf + rd->lo);
+			pc = (const void *)(h + 1);
+			rio_memcpy_persist(vista_segment_pool(n->seg),
+				n->base + pc[i].off, (const char *)h + at,
+				pc[i].len);
+			at += pl;
+		}
+		if (rc)
+			return rc;
+	}
+	return vr__reader_next(rd, out, n->o.timeout_ms, &n->stop, n->size);
+}
+#define READ_REC(n, rd, h) read_apply_early((n), (rd), (h))
+#else
+#define READ_REC(n, rd, h) \
+	vr__reader_next((rd), (h), (n)->o.timeout_ms, &(n)->stop, (n)->size)
+#endif
+
+static int
+hello(vr_node *n, void **buf, size_t *cap, uint64_t *pepoch,
+	uint8_t set_uuid[16])
+{
+	struct vr_hello me = { .seg_major = vr__seg_major(),
+		.role = VR_ROLE_BACKUP, .stream = n->st->stream,
+		.seq = n->st->applied, .pos = n->st->pos,
+		.seg_size = n->size };
+	const struct vr_rec_hdr *h;
+	const struct vr_hello *ph;
+	int rc;
+
+	memcpy(me.set_uuid, n->st->set_uuid, 16);
+	if (n->st->copying || n->st->role == VR_FRESH)
+		me.stream = 0; /* nothing to resume */
+	rc = vr__send_rec(n->cfd, VR_REC_HELLO, 0, n->st->applied,
+		n->st->epoch, &me, sizeof(me));
+	if (rc)
+		return rc;
+	rc = vr__read_rec(n->cfd, buf, cap, n->o.timeout_ms * 4, &n->stop,
+		n->size);
+	if (rc)
+		return rc;
+	h = *buf;
+	if (h->type == VR_REC_REFUSE) {
+		const struct vr_refuse *r = (const void *)(h + 1);
+		return vr__err(r->code, "the primary refused this backup: %s",
+			vr_strerror(r->code));
+	}
+	if (h->type != VR_REC_HELLO)
+		return vr__err(VR_ECORRUPT, "the primary answered HELLO with "
+			"a record of type %u", h->type);
+	ph = (const void *)(h + 1);
+	if (ph->seg_major != vr__seg_major())
+		return vr__err(VR_EVERSION, "the primary's segment layout "
+			"is version %u, this node's %u", ph->seg_major,
+			vr__seg_major());
+	if (ph->seg_size != n->size)
+		return vr__err(VR_ESIZE, "the primary's segment has %lu bytes, "
+			"this node's %zu", (unsigned long)ph->seg_size,
+			n->size);
+	if (memcmp(n->st->set_uuid, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16) &&
+	    memcmp(n->st->set_uuid, ph->set_uuid, 16))
+		return vr__err(VR_EOTHERSET, "the primary replicates another "
+			"segment (replica set uuid differs)");
+	if (h->epoch < n->st->epoch)
+		return vr__err(VR_ESTALE, "the primary's epoch %lu is older "
+			"than this node's %lu", (unsigned long)h->epoch,
+			(unsigned long)n->st->epoch);
+	*pepoch = h->epoch;
+	memcpy(set_uuid, ph->set_uuid, 16);
+	return 0;
+}
+
+static int
+copy_chunk(vr_node *n, const struct vr_rec_hdr *h, uint64_t epoch,
+	const uint8_t *set_uuid, bool first)
+{
+	int rc = vista_begin_transaction(n->v, 0);
+
+	if (rc)
+		return rc;
+	if (first) {
+		/* The state says "copying" from the first chunk on. */
+		struct vr_state s = *n->st;
+		s.copying = 1;
+		s.role = VR_BACKUP;
+		memcpy(s.set_uuid, set_uuid, 16);
+		s.epoch = epoch;
+		s.stream = 0;
+		rc = set_state(n, &s);
+	}
+	if (rc == 0)
+		rc = apply_pieces(n, h);
+	if (rc) {
+		(void)vista_abort_transaction(n->v);
+		return rc;
+	}
+	return vista_end_transaction(n->v);
+}
+
+int
+vr_follow(vr_node *n, const char *host, unsigned port)
+{
+	void *buf = NULL;
+	size_t cap = 0;
+	uint64_t epoch = 0, copied = 0;
+	uint8_t set_uuid[16] = { 0 };
+	struct vr_reader rd = { -1, NULL, 0, 0, 0 };
+	bool copying = false;
+	int rc, fd;
+
+	if (n == NULL || host == NULL)
+		return vr__err(-EINVAL, "vr_follow: NULL argument");
+	if (n->ring != NULL)
+		return vr__err(-EBUSY, "vr_follow: this node "
+			"serves as primary");
+	fd = vr__connect(host, port, n->o.timeout_ms * 4);
+	if (fd < 0)
+		return fd;
+	n->cfd = fd;
+	atomic_store(&n->stop, 0);
+	atomic_store(&n->following, 1);
+	vr__set_applying(true);
+	rc = hello(n, &buf, &cap, &epoch, set_uuid);
+	if (rc)
+		goto out;
+	if (n->st->role != VR_BACKUP && !n->st->copying) {
+		/* A primary of an older epoch (or a fresh node) rejoins: it
+		 * never commits again unless promoted (vr_promote). */
+		struct vr_state s = *n->st;
+		s.role = VR_BACKUP;
+		rc = vr__state_set(n, &s);
+		if (rc)
+			goto out;
+	}
+	atomic_store(&n->connected, 1);
+	rd.fd = n->cfd;
+	for (;;) {
+		const struct vr_rec_hdr *h;
+		uint64_t seq = 0, pos = n->st->pos;
+		unsigned k = 0;
+
+		rc = READ_REC(n, &rd, &h);
+		if (rc)
+			break;
+		if (h->type == VR_REC_BEAT) {
+			heard_beat(n, h);
+			/* Answer with the position: the primary hears us. */
+			rc = ack(n, n->st->applied, n->st->pos);
+			if (rc)
+				break;
+			continue;
+		}
+		if (h->type == VR_REC_COPY) {
+			rc = copy_chunk(n, h, epoch, set_uuid, !copying);
+			copying = true;
+			if (rc)
+				break;
+			copied += ((const struct vr_piece *)(h + 1))->len;
+			if (n->o.progress)
+				n->o.progress(n->o.progress_arg, copied,
+					n->size);
+			continue;
+		}
+		if (h->type == VR_REC_COPY_END) {
+			const struct vr_ack *e = (const void *)(h + 1);
+			struct vr_state s = *n->st;
+			s.copying = 0;
+			s.role = VR_BACKUP;
+			memcpy(s.set_uuid, set_uuid, 16);
+			s.epoch = epoch;
+			s.stream = e->stream;
+			s.applied = e->seq;
+			s.pos = e->pos;
+			rc = vr__state_set(n, &s);
+			if (rc)
+				break;
+			copying = false;
+			atomic_fetch_add(&n->copies, 1);
+			rc = ack(n, s.applied, s.pos);
+			if (rc)
+				break;
+			continue;
+		}
+		if (h->type != VR_REC_REDO) {
+			rc = vr__err(VR_ECORRUPT, "unexpected record type %u "
+				"in the stream", h->type);
+			break;
+		}
+		/* A group of REDO records in one transaction (B3). */
+		rc = vista_begin_transaction(n->v, 0);
+		if (rc)
+			break;
+		for (;;) {
+			if (h->seq != n->st->applied + 1 + k && n->st->applied) {
+				rc = vr__err(VR_ECORRUPT, "record %lu follows "
+					"%lu", (unsigned long)h->seq,
+					(unsigned long)(n->st->applied + k));
+				break;
+			}
+#ifdef VR_BROKEN_ACK_EARLY
+			/* wrong: acknowledged before it is durable (B2) */
+			(void)ack(n, h->seq, pos + h->len);
+#endif
+#ifndef VR_BROKEN_APPLY_EARLY
+			rc = apply_pieces(n, h);
+			if (rc)
+				break;
+#endif
+			seq = h->seq;
+			pos += h->len;
+			k++;
+			if (k >= VR_GROUP_MAX || (!vr__reader_ready(&rd) &&
+				    !readable(n->cfd)))
+				break;
+			rc = READ_REC(n, &rd, &h);
+			if (rc)
+				break;
+			if (h->type == VR_REC_BEAT) {
+				/* Ends the group (acknowledged below). */
+				heard_beat(n, h);
+				break;
+			}
+			if (h->type != VR_REC_REDO) {
+				rc = vr__err(VR_ECORRUPT, "record type %u "
+					"among redo records", h->type);
+				break;
+			}
+		}
+		if (rc == 0) {
+			struct vr_state s = *n->st;
+			s.applied = seq;
+			s.pos = pos;
+			rc = set_state(n, &s);
+		}
+		if (rc) {
+			(void)vista_abort_transaction(n->v);
+			break;
+		}
+		/* 3. The group and the state, durable together... */
+		rc = vista_end_transaction(n->v);
+		if (rc)
+			break;
+		/* 4. ...before the acknowledgement (B2). */
+		rc = ack(n, seq, pos);
+		if (rc)
+			break;
+	}
+out:
+	free(rd.buf);
+	vr__set_applying(false);
+	atomic_store(&n->connected, 0);
+	close(n->cfd);
+	n->cfd = -1;
+	free(buf);
+	atomic_store(&n->following, 0);
+	if (rc == -ECANCELED)
+		return 0;
+	if (rc == VR_EPEERLOST && n->o.auto_promote &&
+	    n->st->role == VR_BACKUP && !n->st->copying) {
+		int prc = vr_promote(n);
+		if (prc)
+			return prc;
+		return vr__err(VR_EPEERLOST, "the primary was lost; this node "
+			"was promoted (epoch %lu)",
+			(unsigned long)n->st->epoch);
+	}
+	return rc;
+}
+
+void
+vr_stop(vr_node *n)
+{
+	if (n != NULL)
+		atomic_store(&n->stop, 1);
+}

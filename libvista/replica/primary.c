@@ -1,0 +1,927 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * primary.c -- the primary: the commit hook, the ring, the sender thread
+ *
+ * Commit path (vr_commit, application thread):
+ *   1. vista_end_transaction calls vr__hook before anything is durable:
+ *      the hook diffs every declared range of the data segment against
+ *      its before-image, builds a REDO record of the changed bytes, takes
+ *      the next seq and appends the record to the ring (blocking while the
+ *      backup is a whole ring behind: head + len - tail > ring_size);
+ *   2. Vista commits locally;
+ *   3. 1-safe returns; 2-safe waits until acked >= seq; pipelined until
+ *      acked >= seq - window.
+ * The sender thread writes [sent, head) to the socket, reads ACKs (which
+ * move tail and acked), sends a BEAT every heartbeat_ms, and declares the
+ * backup lost after timeout_ms of silence.  1-safe and pipelined records
+ * wait up to VR_BATCH_MS for it; a 2-safe commit writes its own record
+ * (wlock) and reads its own ack (rlock) when it can take the lock.
+ * Lock order: wlock before rlock (only drop_fd takes both); n->lock is
+ * taken inside either, never the other way round.
+ *
+ * Ring pointers (byte positions, only growing; under n->lock):
+ *   tail <= sent <= head <= tail + ring_size; each is a record boundary.
+ *   The bytes in [tail, head) are stable: producers write only past head.
+ *
+ * Invariants
+ *   P1. A record enters the ring whole (header, pieces, data, check) and
+ *       head moves past it only then, so the sender never sends a part.
+ *   P2. 2-safe: vr_commit returns 0 only once the backup has acknowledged
+ *       the record, i.e. made it durable (backup.c B2).
+ *   P3. After a full copy, a thread whose transaction may have been
+ *       running during it sends its ranges whole, not diffed: the copy
+ *       may hold its uncommitted stores (commit) that the diff would not
+ *       see, or that its abort puts back (abort: the before-images go).
+ *   P4. A node that is not PRIMARY refuses every commit touching the
+ *       data segment (the hook returns the error before anything is
+ *       durable).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "vr_int.h"
+
+uint16_t vr__seg_major(void);
+
+/* Per thread: the scratch buffer a record is built in, the last copy
+ * generation it saw, the seq of its last commit. */
+struct vr_tls {
+	vr_node *n;
+	uint64_t gen;
+	uint64_t seq;
+	bool applying;
+	char *buf;
+	size_t cap;
+	uint64_t *ol;
+	size_t olcap;
+};
+static __thread struct vr_tls tls;
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+
+static void
+tls_free(void *p)
+{
+	struct vr_tls *t = p;
+	free(t->buf);
+	free(t->ol);
+	t->buf = NULL;
+	t->ol = NULL;
+	t->cap = t->olcap = 0;
+}
+
+static void
+tls_init(void)
+{
+	(void)pthread_key_create(&tls_key, tls_free);
+}
+
+void
+vr__set_applying(bool on)
+{
+	tls.applying = on;
+}
+
+static int
+reserve(size_t need)
+{
+	if (need > tls.cap) {
+		size_t c = tls.cap ? tls.cap : 4096;
+		char *nb;
+		while (c < need)
+			c *= 2;
+		nb = realloc(tls.buf, c);
+		if (nb == NULL)
+			return vr__err(-ENOMEM, "out of memory");
+		if (tls.buf == NULL) {
+			(void)pthread_once(&tls_once, tls_init);
+			(void)pthread_setspecific(tls_key, &tls);
+		}
+		tls.buf = nb;
+		tls.cap = c;
+	}
+	return 0;
+}
+
+/* Append one piece's data to the record being built (pieces first, data
+ * after: data goes to a second area, joined in build()). */
+struct builder {
+	size_t np, dlen;
+	char *data; /* malloc'd data area */
+	size_t dcap;
+};
+static __thread struct builder bld;
+
+static int
+add_piece(uint64_t off, const char *src, size_t len)
+{
+	while (len > 0) {
+		uint32_t l = len > (1u << 30) ? (1u << 30) : (uint32_t)len;
+		size_t pad = ((size_t)l + 7) & ~(size_t)7;
+		struct vr_piece *pc;
+		int rc = reserve(sizeof(struct vr_rec_hdr) +
+			(bld.np + 1) * sizeof(*pc));
+		if (rc)
+			return rc;
+		if (bld.dlen + pad > bld.dcap) {
+			size_t c = bld.dcap ? bld.dcap : 4096;
+			char *nd;
+			while (c < bld.dlen + pad)
+				c *= 2;
+			nd = realloc(bld.data, c);
+			if (nd == NULL)
+				return vr__err(-ENOMEM, "out of memory");
+			bld.data = nd;
+			bld.dcap = c;
+		}
+		pc = (struct vr_piece *)(tls.buf + sizeof(struct vr_rec_hdr)) +
+			bld.np++;
+		pc->off = off;
+		pc->len = l;
+		pc->reserved = 0;
+		memcpy(bld.data + bld.dlen, src, l);
+		memset(bld.data + bld.dlen + l, 0, pad - l);
+		bld.dlen += pad;
+		off += l;
+		src += l;
+		len -= l;
+	}
+	return 0;
+}
+
+/* The REDO record of the transaction: into tls.buf, its length. */
+static int
+build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
+	size_t *out_len, uint64_t *data_bytes, bool *touched)
+{
+	struct vista_txrange r;
+	size_t plen, total;
+	int rc;
+
+	bld.np = 0;
+	bld.dlen = 0;
+	*data_bytes = 0;
+	*touched = false;
+	while (vista_txinfo_next(tx, &r) == 1) {
+		uint64_t off0;
+		int k;
+		if (r.seg != n->seg)
+			continue;
+		*touched = true;
+		off0 = (uint64_t)((char *)r.addr - n->base);
+		if ((char *)r.addr < n->base || off0 + r.len > n->size)
+			continue; /* heap metadata: refused by the caller */
+		if (event == VISTA_HOOK_ABORT && !whole)
+			continue;
+		if (event == VISTA_HOOK_ABORT) {
+			/* P3: put the before-images back on the backup. */
+			rc = add_piece(off0, r.before, r.len);
+			*data_bytes += r.len;
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (whole) {
+			rc = add_piece(off0, r.addr, r.len);
+			*data_bytes += r.len;
+			if (rc)
+				return rc;
+			continue;
+		}
+		for (;;) {
+			size_t max = tls.olcap / 2;
+			k = max ? vr_diff(r.before, r.addr, r.len, 16, tls.ol,
+					max) : -E2BIG;
+			if (k != -E2BIG)
+				break;
+			max = max ? 2 * max : 64;
+			uint64_t *no = realloc(tls.ol, 2 * max * sizeof(*no));
+			if (no == NULL)
+				return vr__err(-ENOMEM, "out of memory");
+			tls.ol = no;
+			tls.olcap = 2 * max;
+		}
+		for (int i = 0; i < k; i++) {
+			rc = add_piece(off0 + tls.ol[2 * i],
+				(const char *)r.addr + tls.ol[2 * i],
+				tls.ol[2 * i + 1]);
+			*data_bytes += tls.ol[2 * i + 1];
+			if (rc)
+				return rc;
+		}
+	}
+	plen = bld.np * sizeof(struct vr_piece) + bld.dlen;
+	total = sizeof(struct vr_rec_hdr) + plen;
+	rc = reserve(total);
+	if (rc)
+		return rc;
+	memcpy(tls.buf + sizeof(struct vr_rec_hdr) +
+		bld.np * sizeof(struct vr_piece), bld.data, bld.dlen);
+	*out_len = bld.np ? total : 0;
+	return 0;
+}
+
+static void drop_locked(vr_node *n);
+
+/* 1-safe and pipelined: how long the sender lets records gather. */
+#define VR_BATCH_MS 1
+
+static void
+wake_sender(vr_node *n)
+{
+	uint64_t one = 1;
+	if (atomic_load(&n->sleeping))
+		(void)!write(n->efd, &one, sizeof(one));
+}
+
+/*
+ * Write the queued whole records [sent, head) to fd, at most about `max`
+ * bytes (whole records; at least one).  Caller holds wlock.  An error
+ * leaves the connection unusable (a record may be cut).
+ */
+static int
+push_locked(vr_node *n, int fd, uint64_t max)
+{
+	uint64_t s, h;
+	int rc = 0;
+
+	pthread_mutex_lock(&n->lock);
+	s = n->sent;
+	h = n->head;
+	pthread_mutex_unlock(&n->lock);
+	if (h - s > max) {
+		/* A bounded burst, so that acks are read between. */
+		uint64_t p = s;
+		while (p < h) {
+			struct vr_rec_hdr rh;
+			size_t at = p & (n->o.ring_size - 1);
+			for (size_t i = 0; i < sizeof(rh); i++)
+				((char *)&rh)[i] = n->ring[(at + i) &
+					(n->o.ring_size - 1)];
+			if (p != s && p + rh.len > s + max)
+				break;
+			p += rh.len;
+		}
+		h = p;
+	}
+	if (s < h) {
+		size_t at = s & (n->o.ring_size - 1);
+		size_t len = h - s, first = n->o.ring_size - at;
+		if (first >= len) {
+			rc = vr__write_all(fd, n->ring + at, len);
+		} else {
+			rc = vr__write_all(fd, n->ring + at, first);
+			if (rc == 0)
+				rc = vr__write_all(fd, n->ring, len - first);
+		}
+		if (rc == 0) {
+			pthread_mutex_lock(&n->lock);
+			if (n->sent < h)
+				n->sent = h;
+			pthread_mutex_unlock(&n->lock);
+			atomic_fetch_add(&n->bytes_sent, len);
+		}
+	}
+	return rc;
+}
+
+int
+vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
+{
+	vr_node *n = arg;
+	struct vr_rec_hdr *h;
+	uint64_t gen, dbytes, seq, pending;
+	size_t len;
+	bool whole, touched;
+	int role, rc;
+
+	tls.seq = 0;
+	if (tls.applying)
+		return 0;
+	gen = atomic_load(&n->copy_gen);
+	whole = tls.n != n || tls.gen != gen;
+	rc = build(n, event, tx, whole, &len, &dbytes, &touched);
+	if (rc)
+		return event == VISTA_HOOK_COMMIT ? rc : 0;
+	if (!touched)
+		return 0; /* not the replicated segment: local only */
+	role = vr__node_role(n);
+	if (event == VISTA_HOOK_COMMIT && role != VR_PRIMARY)
+		/* P4 */
+		return vr__err(role == VR_STALE ? VR_ESTALE : VR_ENOTPRIMARY,
+			"commit refused: this node is %s (epoch %lu)",
+			role == VR_STALE ? "stale" : role == VR_BACKUP ?
+			"a backup" : "not a primary yet",
+			(unsigned long)n->st->epoch);
+	if (vista_txinfo_flags(tx) & VISTA_TXI_HEAP)
+		return event == VISTA_HOOK_COMMIT ? vr__err(VR_EHEAP,
+			"commit refused: the transaction allocated or freed "
+			"heap blocks of a replicated segment") : 0;
+	if (event == VISTA_HOOK_COMMIT && n->ring == NULL)
+		return vr__err(VR_ENOTPRIMARY,
+			"commit refused: vr_serve has not run");
+	if (event == VISTA_HOOK_ABORT && (!whole || n->ring == NULL))
+		return 0;
+	tls.n = n;
+	tls.gen = gen;
+	if (len == 0)
+		return 0; /* nothing changed: nothing to send or wait for */
+	if (len > n->o.ring_size)
+		return event == VISTA_HOOK_COMMIT ? vr__err(VR_ETOOBIG,
+			"commit refused: a %zu-byte redo record, the ring "
+			"holds %zu", len, n->o.ring_size) : 0;
+	h = (struct vr_rec_hdr *)tls.buf;
+	pthread_mutex_lock(&n->lock);
+	while (!atomic_load(&n->alone) &&
+	    n->head + len - n->tail > n->o.ring_size) {
+		if (!atomic_load(&n->connected)) {
+			/* Full, and nobody to empty it. */
+			drop_locked(n);
+			break;
+		}
+		/* The backup is a whole ring behind: wait for its acks. */
+		pthread_cond_wait(&n->room, &n->lock);
+	}
+	seq = ++n->seq;
+	tls.seq = seq;
+	if (atomic_load(&n->alone)) {
+		/* No backup: nothing queued (it will get a full copy). */
+		pthread_mutex_unlock(&n->lock);
+		return 0;
+	}
+	vr__rec_seal(h, VR_REC_REDO, (uint32_t)bld.np, seq, n->st->epoch,
+		len, h + 1);
+	{
+		size_t at = n->head & (n->o.ring_size - 1);
+		size_t first = n->o.ring_size - at;
+		if (first >= len) {
+			memcpy(n->ring + at, tls.buf, len);
+		} else {
+			memcpy(n->ring + at, tls.buf, first);
+			memcpy(n->ring, tls.buf + first, len - first);
+		}
+	}
+	/* P1: head passes the record once it is whole. */
+	n->head += len;
+	pending = n->head - n->sent;
+	pthread_mutex_unlock(&n->lock);
+	atomic_fetch_add(&n->records, 1);
+	atomic_fetch_add(&n->data_bytes, dbytes);
+	atomic_fetch_add(&n->meta_bytes, len - dbytes);
+	if (n->o.mode != VR_2SAFE) {
+		/* 1-safe and pipelined: the sender ships a batch each
+		 * millisecond (VR_BATCH_MS), or as soon as an eighth of the
+		 * ring waits: no system call on most commits. */
+		if (pending >= n->o.ring_size / 8)
+			wake_sender(n);
+		return 0;
+	}
+	if (pthread_mutex_trylock(&n->wlock) == 0) {
+		/* 2-safe: the committing thread sends its record itself,
+		 * one wake-up less on the way to the acknowledgement. */
+		if (n->sfd >= 0 && push_locked(n, n->sfd, 256u << 10))
+			atomic_store(&n->wbroken, 1);
+		pthread_mutex_unlock(&n->wlock);
+		if (!atomic_load(&n->wbroken))
+			return 0;
+	}
+	wake_sender(n);
+	return 0;
+}
+
+/* ---- the sender thread ---- */
+
+/* No backup to keep the records for: drop them and begin a new stream, so
+ * that a backup that comes back is given a full copy.  Under n->lock. */
+static void
+drop_locked(vr_node *n)
+{
+	atomic_store(&n->alone, 1);
+	n->stream = vr__random64();
+	n->tail = n->sent = n->head;
+	n->base_seq = n->seq;
+	pthread_cond_broadcast(&n->room);
+	pthread_cond_broadcast(&n->ackcv);
+}
+
+/* The connection is gone: the ring keeps its records, so a backup that
+ * reconnects before the ring fills resumes from its log tail. */
+static void
+lost(vr_node *n)
+{
+	pthread_mutex_lock(&n->lock);
+	atomic_store(&n->connected, 0);
+	pthread_cond_broadcast(&n->ackcv);
+	pthread_mutex_unlock(&n->lock);
+}
+
+static bool
+role_ok(const vr_node *n)
+{
+	return vr__node_role(n) == VR_PRIMARY;
+}
+
+static int
+refuse(vr_node *n, int fd, int code, const char *fmt, const char *a)
+{
+	struct vr_refuse r = { code, 0 };
+	(void)vr__send_rec(fd, VR_REC_REFUSE, 0, 0, n->st->epoch, &r,
+		sizeof(r));
+	return vr__err(code, fmt, a);
+}
+
+/* Full copy to the backup on fd, with the producers held off: the
+ * segment as the committed-or-running transactions left it, then
+ * COPY_END with the stream position from which records follow. */
+static int
+full_copy(vr_node *n, int fd)
+{
+	char *buf = malloc(sizeof(struct vr_rec_hdr) +
+		sizeof(struct vr_piece) + VR_COPY_CHUNK);
+	struct vr_ack end;
+	int rc = 0;
+
+	if (buf == NULL)
+		return vr__err(-ENOMEM, "out of memory");
+	/* P3: threads running a transaction now send it whole. */
+	atomic_fetch_add(&n->copy_gen, 1);
+	for (size_t off = 0; off < n->size && rc == 0; off += VR_COPY_CHUNK) {
+		size_t l = n->size - off < VR_COPY_CHUNK ? n->size - off :
+			VR_COPY_CHUNK;
+		struct vr_rec_hdr *h = (void *)buf;
+		struct vr_piece *pc = (void *)(h + 1);
+		pc->off = off;
+		pc->len = (uint32_t)l;
+		pc->reserved = 0;
+		memcpy(pc + 1, n->base + off, l);
+		vr__rec_seal(h, VR_REC_COPY, 1, n->seq, n->st->epoch,
+			sizeof(*h) + sizeof(*pc) + ((l + 7) & ~(size_t)7), pc);
+		rc = vr__write_all(fd, buf, h->len);
+		atomic_fetch_add(&n->bytes_sent, h->len);
+	}
+	free(buf);
+	if (rc)
+		return rc;
+	end = (struct vr_ack){ n->seq, n->head, n->stream };
+	rc = vr__send_rec(fd, VR_REC_COPY_END, 0, n->seq, n->st->epoch, &end,
+		sizeof(end));
+	if (rc == 0) {
+		n->tail = n->sent = n->head;
+		n->base_seq = n->seq;
+		atomic_fetch_add(&n->copies, 1);
+	}
+	return rc;
+}
+
+/* A backup connected: HELLO both ways, then resume or copy. */
+static int
+handshake(vr_node *n, int fd)
+{
+	void *buf = NULL;
+	size_t cap = 0;
+	const struct vr_hello *bh;
+	struct vr_hello me;
+	int rc = vr__read_rec(fd, &buf, &cap, n->o.timeout_ms * 2, &n->stop,
+		n->size);
+
+	if (rc)
+		goto out;
+	if (((struct vr_rec_hdr *)buf)->type != VR_REC_HELLO) {
+		rc = refuse(n, fd, VR_ECORRUPT, "a backup began with %s",
+			"another record than HELLO");
+		goto out;
+	}
+	bh = (const void *)((char *)buf + sizeof(struct vr_rec_hdr));
+	if (bh->seg_major != vr__seg_major()) {
+		rc = refuse(n, fd, VR_EVERSION, "backup refused: %s",
+			"another segment layout version");
+		goto out;
+	}
+	if (bh->seg_size != n->size) {
+		rc = refuse(n, fd, VR_ESIZE, "backup refused: %s",
+			"another segment size");
+		goto out;
+	}
+	if (memcmp(bh->set_uuid, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16) &&
+	    memcmp(bh->set_uuid, n->st->set_uuid, 16)) {
+		rc = refuse(n, fd, VR_EOTHERSET, "backup refused: %s",
+			"it replicates another segment");
+		goto out;
+	}
+	if (((struct vr_rec_hdr *)buf)->epoch > n->st->epoch) {
+		/* The peer was promoted after us: we are stale for good. */
+		struct vr_state s = *n->st;
+		s.role = VR_STALE;
+		(void)vr__state_set(n, &s);
+		rc = refuse(n, fd, VR_ESTALE, "%s", "this primary is stale: "
+			"its peer has a newer epoch; it refuses writes from "
+			"now on");
+		pthread_cond_broadcast(&n->ackcv);
+		goto out;
+	}
+	pthread_mutex_lock(&n->lock);
+	me = (struct vr_hello){ .seg_major = vr__seg_major(),
+		.role = VR_ROLE_PRIMARY, .stream = n->stream,
+		.seg_size = n->size };
+	memcpy(me.set_uuid, n->st->set_uuid, 16);
+	if (((struct vr_rec_hdr *)buf)->epoch == n->st->epoch &&
+	    bh->stream == n->stream && bh->pos >= n->tail &&
+	    bh->pos <= n->head) {
+		/* Resume from the log tail the ring still holds. */
+		me.seq = bh->seq;
+		me.pos = bh->pos;
+		n->sent = bh->pos;
+		rc = vr__send_rec(fd, VR_REC_HELLO, 0, n->seq, n->st->epoch,
+			&me, sizeof(me));
+	} else {
+		me.seq = 0;
+		me.pos = 0;
+		rc = vr__send_rec(fd, VR_REC_HELLO, 0, n->seq, n->st->epoch,
+			&me, sizeof(me));
+		if (rc == 0)
+			rc = full_copy(n, fd);
+	}
+	if (rc == 0) {
+		atomic_store(&n->alone, 0);
+		atomic_store(&n->connected, 1);
+	}
+	pthread_mutex_unlock(&n->lock);
+out:
+	free(buf);
+	return rc;
+}
+
+static void
+on_ack(vr_node *n, const struct vr_rec_hdr *h)
+{
+	const struct vr_ack *a = (const void *)(h + 1);
+
+	pthread_mutex_lock(&n->lock);
+	/* pos <= head, not sent: the ack may be read before the thread
+	 * that sent the record has moved `sent` past it. */
+	if (a->stream == n->stream && a->pos >= n->tail &&
+	    a->pos <= n->head) {
+		n->tail = a->pos;
+		if (n->sent < a->pos)
+			n->sent = a->pos;
+		if (a->seq > atomic_load(&n->acked))
+			atomic_store(&n->acked, a->seq);
+		pthread_cond_broadcast(&n->room);
+		if (atomic_load(&n->waiters))
+			pthread_cond_broadcast(&n->ackcv);
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* Read whatever the backup sent (acks, answers to beats) without
+ * waiting for more.  Caller holds rlock, with n->rd.fd open. */
+static int
+read_acks(vr_node *n)
+{
+	for (;;) {
+		const struct vr_rec_hdr *h;
+		struct pollfd pf = { n->rd.fd, POLLIN, 0 };
+		int rc;
+		if (!vr__reader_ready(&n->rd) && (poll(&pf, 1, 0) <= 0 ||
+			    !(pf.revents & (POLLIN | POLLHUP | POLLERR))))
+			return 0;
+		rc = vr__reader_next(&n->rd, &h, n->o.timeout_ms, &n->stop,
+			n->size);
+		if (rc)
+			return rc;
+		atomic_store(&n->last_in, vr__now_us());
+		if (h->type == VR_REC_ACK)
+			on_ack(n, h);
+	}
+}
+
+/* The connection is closed: under both socket locks. */
+static void
+drop_fd(vr_node *n, int fd)
+{
+	pthread_mutex_lock(&n->wlock);
+	pthread_mutex_lock(&n->rlock);
+	n->sfd = -1;
+	n->rd.fd = -1;
+	n->rd.lo = n->rd.hi = 0;
+	close(fd);
+	pthread_mutex_unlock(&n->rlock);
+	pthread_mutex_unlock(&n->wlock);
+}
+
+static void *
+sender(void *arg)
+{
+	vr_node *n = arg;
+	int fd = -1;
+	uint64_t last_out = 0;
+	bool busy = false;
+
+	while (!atomic_load(&n->stop)) {
+		struct pollfd pf[2];
+		uint64_t now, s, h;
+		int rc;
+
+		if (fd < 0) {
+			pf[0] = (struct pollfd){ n->lfd, POLLIN, 0 };
+			if (poll(pf, 1, (int)n->o.heartbeat_ms) <= 0)
+				continue;
+			fd = accept4(n->lfd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd < 0)
+				continue;
+			vr__tune(fd);
+			if (role_ok(n) && handshake(n, fd) == 0) {
+				last_out = vr__now_us();
+				atomic_store(&n->last_in, last_out);
+				pthread_mutex_lock(&n->wlock);
+				pthread_mutex_lock(&n->rlock);
+				atomic_store(&n->wbroken, 0);
+				atomic_store(&n->rbroken, 0);
+				n->rd.fd = fd;
+				n->rd.lo = n->rd.hi = 0;
+				n->sfd = fd;
+				pthread_mutex_unlock(&n->rlock);
+				pthread_mutex_unlock(&n->wlock);
+				continue;
+			}
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		/* Send what is queued (whole records, P1). */
+		pthread_mutex_lock(&n->lock);
+		s = n->sent;
+		h = n->head;
+		pthread_mutex_unlock(&n->lock);
+		rc = atomic_load(&n->wbroken) ? vr__err(VR_EPEERLOST,
+			"a commit's send failed") : 0;
+		if (rc == 0 && s < h) {
+			pthread_mutex_lock(&n->wlock);
+			rc = push_locked(n, fd, 256u << 10);
+			pthread_mutex_unlock(&n->wlock);
+		}
+		now = vr__now_us();
+		if (rc == 0 && now - last_out >= n->o.heartbeat_ms * 1000u) {
+			/* Every heartbeat, busy or not: the backup learns the
+			 * last seq queued (the 1-safe loss window). */
+			uint64_t q;
+			pthread_mutex_lock(&n->lock);
+			q = n->seq;
+			pthread_mutex_unlock(&n->lock);
+			pthread_mutex_lock(&n->wlock);
+			rc = vr__send_rec(fd, VR_REC_BEAT, 0, q, n->st->epoch,
+				NULL, 0);
+			pthread_mutex_unlock(&n->wlock);
+			last_out = now;
+		}
+		/* Wait for an ack, a producer or the heartbeat; not on the
+		 * socket while a committing thread reads it (busy). */
+		pf[0] = (struct pollfd){ busy ? -1 : fd, POLLIN, 0 };
+		busy = false;
+		pf[1] = (struct pollfd){ n->efd, POLLIN, 0 };
+		atomic_store(&n->sleeping, 1);
+		pthread_mutex_lock(&n->lock);
+		s = n->sent;
+		h = n->head;
+		pthread_mutex_unlock(&n->lock);
+		if (rc == 0 && poll(pf, 2, s < h ? 0 :
+			    n->o.mode != VR_2SAFE ? VR_BATCH_MS :
+			    (int)n->o.heartbeat_ms) > 0) {
+			if (pf[1].revents & POLLIN) {
+				uint64_t x;
+				(void)!read(n->efd, &x, sizeof(x));
+			}
+			/* Acks, unless a committing thread reads them. */
+			if (rc == 0 && (pf[0].revents & (POLLIN | POLLHUP |
+					    POLLERR))) {
+				if (pthread_mutex_trylock(&n->rlock) == 0) {
+					rc = read_acks(n);
+					pthread_mutex_unlock(&n->rlock);
+				} else {
+					busy = true;
+				}
+			}
+		}
+		atomic_store(&n->sleeping, 0);
+		if (rc == 0 && atomic_load(&n->rbroken))
+			rc = vr__err(VR_EPEERLOST, "a commit's read failed");
+		if (rc == 0 && vr__now_us() - atomic_load(&n->last_in) >
+		    (uint64_t)n->o.timeout_ms * 1000u)
+			rc = vr__err(VR_EPEERLOST, "the backup was silent "
+				"for %u ms", n->o.timeout_ms);
+		if (rc) {
+			drop_fd(n, fd);
+			fd = -1;
+			lost(n);
+		}
+	}
+	if (fd >= 0)
+		drop_fd(n, fd);
+	return NULL;
+}
+
+/* ---- the API ---- */
+
+int
+vr_serve(vr_node *n, const char *host, unsigned port)
+{
+	int rc, fd;
+
+	if (n == NULL)
+		return vr__err(-EINVAL, "vr_serve: NULL node");
+	if (n->ring != NULL)
+		return vr__err(-EBUSY, "vr_serve: already serving");
+	if (n->st->role == VR_FRESH) {
+		/* The first primary of a new replica set. */
+		struct vr_state s = *n->st;
+		uint64_t a = vr__random64(), b = vr__random64();
+		memcpy(s.set_uuid, &a, 8);
+		memcpy(s.set_uuid + 8, &b, 8);
+		s.role = VR_PRIMARY;
+		s.epoch = 1;
+		rc = vr__state_set(n, &s);
+		if (rc)
+			return rc;
+	}
+	if (n->st->role == VR_STALE)
+		return vr__err(VR_ESTALE, "vr_serve: this node's epoch %lu is "
+			"older than its peer's: it rejoins as a backup "
+			"(vr_follow)", (unsigned long)n->st->epoch);
+	if (n->st->role != VR_PRIMARY)
+		return vr__err(VR_ENOTPRIMARY, "vr_serve: this node is a "
+			"backup: promote it first (vr_promote)");
+	n->ring = malloc(n->o.ring_size);
+	if (n->ring == NULL)
+		return vr__err(-ENOMEM, "out of memory");
+	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (n->efd < 0) {
+		rc = vr__err(-errno, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	fd = vr__listen(host, port, &n->port);
+	if (fd < 0) {
+		rc = fd;
+		goto fail;
+	}
+	n->lfd = fd;
+	n->stream = vr__random64();
+	n->head = n->sent = n->tail = 0;
+	atomic_store(&n->alone, 1);
+	atomic_store(&n->stop, 0);
+	rc = -pthread_create(&n->thr, NULL, sender, n);
+	if (rc) {
+		vr__err(rc, "pthread_create: %s", strerror(-rc));
+		goto fail;
+	}
+	n->thr_on = true;
+	return 0;
+fail:
+	if (n->lfd >= 0)
+		close(n->lfd);
+	if (n->efd >= 0)
+		close(n->efd);
+	n->lfd = n->efd = -1;
+	free(n->ring);
+	n->ring = NULL;
+	return rc;
+}
+
+unsigned
+vr_port(const vr_node *n)
+{
+	return n ? n->port : 0;
+}
+
+void
+vr__primary_stop(vr_node *n)
+{
+	if (n->thr_on) {
+		atomic_store(&n->stop, 1);
+		wake_sender(n);
+		pthread_join(n->thr, NULL);
+		n->thr_on = false;
+	}
+	if (n->lfd >= 0)
+		close(n->lfd);
+	if (n->efd >= 0)
+		close(n->efd);
+	n->lfd = n->efd = -1;
+}
+
+int
+vr_wait_backup(vr_node *n, unsigned timeout_ms)
+{
+	uint64_t t0 = vr__now_us();
+
+	while (!atomic_load(&n->connected)) {
+		if (vr__now_us() - t0 > (uint64_t)timeout_ms * 1000u)
+			return vr__err(VR_ENOBACKUP, "no backup connected "
+				"within %u ms", timeout_ms);
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* Wait until acked >= seq: spin a little (the round trip is tens of
+ * microseconds), then sleep on the condition. */
+static int
+wait_acked(vr_node *n, uint64_t seq)
+{
+	uint64_t t0 = vr__now_us(), limit;
+	struct timespec ts;
+	int rc = 0;
+
+	limit = t0 + (uint64_t)n->o.timeout_ms * 2000u;
+	if (atomic_load_explicit(&n->acked, memory_order_acquire) >= seq)
+		return 0;
+	if (n->o.mode == VR_2SAFE && pthread_mutex_trylock(&n->rlock) == 0) {
+		/* 2-safe: the committing thread waits in poll on the
+		 * backup's socket and reads the ack itself -- one wake-up,
+		 * as for a round trip.  (Others wait for it below.) */
+		while (atomic_load(&n->acked) < seq && n->rd.fd >= 0 &&
+		    !atomic_load(&n->rbroken) && vr__now_us() < limit &&
+		    vr__now_us() - atomic_load(&n->last_in) <=
+			    (uint64_t)n->o.timeout_ms * 1000u) {
+			/* (A silent backup: leave the socket to the sender,
+			 * which drops it, and wait below.) */
+			struct pollfd pf = { n->rd.fd, POLLIN, 0 };
+			if (!vr__reader_ready(&n->rd))
+				(void)poll(&pf, 1, 1);
+			if (read_acks(n)) {
+				atomic_store(&n->rbroken, 1);
+				wake_sender(n);
+			}
+		}
+		pthread_mutex_unlock(&n->rlock);
+		if (atomic_load(&n->acked) >= seq)
+			return 0;
+	}
+	pthread_mutex_lock(&n->lock);
+	atomic_fetch_add(&n->waiters, 1);
+	while (atomic_load(&n->acked) < seq) {
+		uint64_t now = vr__now_us();
+		if (now >= limit || vr__node_role(n) != VR_PRIMARY) {
+			rc = vr__err(VR_ENOBACKUP, "seq %lu committed locally "
+				"but not acknowledged by a backup within %u ms",
+				(unsigned long)seq, 2 * n->o.timeout_ms);
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		(void)pthread_cond_timedwait(&n->ackcv, &n->lock, &ts);
+	}
+	atomic_fetch_sub(&n->waiters, 1);
+	pthread_mutex_unlock(&n->lock);
+	return rc;
+}
+
+int
+vr_commit(vr_node *n)
+{
+	uint64_t seq;
+	int rc;
+
+	tls.seq = 0;
+	rc = vista_end_transaction(n->v);
+	if (rc)
+		return rc;
+	seq = tls.seq;
+	if (seq == 0 || n->o.mode == VR_1SAFE)
+		return 0;
+#ifdef VR_BROKEN_NO_WAIT
+	return 0; /* wrong: 2-safe returns before the backup's persist */
+#endif
+	if (n->o.mode == VR_PIPELINED) {
+		if (seq <= n->o.window)
+			return 0;
+		seq -= n->o.window;
+	}
+	return wait_acked(n, seq);
+}
+
+int
+vr_sync(vr_node *n)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&n->lock);
+	seq = n->seq;
+	pthread_mutex_unlock(&n->lock);
+	return seq ? wait_acked(n, seq) : 0;
+}
+
+uint64_t
+vr_last_seq(void)
+{
+	return tls.seq;
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vista-replica.c -- run a backup node, promote it, show a node's state
+ *
+ *   vista-replica follow  --dir D --size N --peer HOST:PORT [--auto-promote]
+ *                         [--timeout MS] [--heartbeat MS]
+ *   vista-replica promote --dir D --size N
+ *   vista-replica status  --dir D --size N
+ *
+ * A node's files are D/log (the vista log), D/seg (the data segment) and
+ * D/state (the node state); the data segment maps at --addr (default
+ * 0x7e0000000000) and the state right after it.  follow applies the
+ * primary's stream until the primary is lost; a full copy prints a
+ * progress line.  After a promotion it prints the epoch and the 1-safe
+ * loss window: the records the primary announced that never arrived.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vista_replica.h"
+
+struct node_args {
+	const char *dir;
+	size_t size;
+	unsigned long long addr;
+	unsigned timeout_ms, heartbeat_ms;
+	bool auto_promote;
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+		"usage: vista-replica follow  --dir D --size N --peer HOST:PORT "
+		"[--auto-promote] [--timeout MS] [--heartbeat MS]\n"
+		"       vista-replica promote --dir D --size N\n"
+		"       vista-replica status  --dir D --size N\n");
+	exit(2);
+}
+
+static int
+fail(const char *what, int rc)
+{
+	fprintf(stderr, "vista-replica: %s: %s (%s): %s\n", what,
+		vr_err_name(rc), vr_strerror(rc), vr_errormsg());
+	return 1;
+}
+
+static void
+progress(void *arg, uint64_t done, uint64_t total)
+{
+	static unsigned last = 101;
+	unsigned pct = (unsigned)(total ? done * 100 / total : 100);
+
+	(void)arg;
+	if (pct / 10 == last / 10 && done < total)
+		return; /* a line every 10% */
+	last = pct;
+	fprintf(stderr, "\rcopy: %llu/%llu KiB (%u%%)",
+		(unsigned long long)(done >> 10),
+		(unsigned long long)(total >> 10),
+		pct);
+	if (done >= total)
+		fputc('\n', stderr);
+}
+
+static int
+open_node(const struct node_args *a, vista **v, vista_segment **seg,
+	vr_node **n)
+{
+	char lp[4096], sp[4096], tp[4096];
+	struct vista_opts vo = { lp, 0, 0, 0 };
+	struct vr_opts ro;
+	char *addr = (char *)(uintptr_t)a->addr;
+	size_t fp = vista_segment_footprint(a->size);
+	int rc;
+
+	snprintf(lp, sizeof(lp), "%s/log", a->dir);
+	snprintf(sp, sizeof(sp), "%s/seg", a->dir);
+	snprintf(tp, sizeof(tp), "%s/state", a->dir);
+	rc = vista_init(&vo, v);
+	if (rc)
+		return fail("vista_init", rc);
+	rc = vista_map(*v, sp, addr, a->size, VISTA_CREATE, seg);
+	if (rc) {
+		vista_fini(*v);
+		return fail("vista_map", rc);
+	}
+	memset(&ro, 0, sizeof(ro));
+	ro.state_path = tp;
+	ro.state_addr = addr + ((fp + (1u << 21) - 1) & ~(size_t)((1u << 21) - 1));
+	ro.timeout_ms = a->timeout_ms;
+	ro.heartbeat_ms = a->heartbeat_ms;
+	ro.auto_promote = a->auto_promote;
+	ro.progress = progress;
+	rc = vr_open(*v, *seg, &ro, n);
+	if (rc) {
+		vista_fini(*v);
+		return fail("vr_open", rc);
+	}
+	return 0;
+}
+
+static void
+print_status(vr_node *n)
+{
+	static const char *roles[] = { "fresh", "primary", "backup", "stale" };
+	struct vr_status st;
+
+	(void)vr_status(n, &st);
+	printf("role %s epoch %llu applied %llu set ",
+		roles[st.role & 3], (unsigned long long)st.epoch,
+		(unsigned long long)st.seq);
+	for (int i = 0; i < 16; i++)
+		printf("%02x", st.set_uuid[i]);
+	printf("\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dir", required_argument, NULL, 'd' },
+		{ "size", required_argument, NULL, 's' },
+		{ "addr", required_argument, NULL, 'a' },
+		{ "peer", required_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "heartbeat", required_argument, NULL, 'h' },
+		{ "auto-promote", no_argument, NULL, 'A' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct node_args a = { NULL, 0, 0x7e0000000000ull, 0, 0, false };
+	const char *cmd, *peer = NULL;
+	vista *v;
+	vista_segment *seg;
+	vr_node *n;
+	int c, rc, ret = 0;
+
+	if (argc < 2)
+		usage();
+	cmd = argv[1];
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': a.dir = optarg; break;
+		case 's': a.size = strtoull(optarg, NULL, 0); break;
+		case 'a': a.addr = strtoull(optarg, NULL, 0); break;
+		case 'p': peer = optarg; break;
+		case 't': a.timeout_ms = (unsigned)atoi(optarg); break;
+		case 'h': a.heartbeat_ms = (unsigned)atoi(optarg); break;
+		case 'A': a.auto_promote = true; break;
+		default: usage();
+		}
+	}
+	if (a.dir == NULL || a.size == 0)
+		usage();
+	if (strcmp(cmd, "follow") == 0) {
+		char host[256];
+		const char *colon;
+		struct vr_status st;
+		if (peer == NULL || (colon = strrchr(peer, ':')) == NULL ||
+		    (size_t)(colon - peer) >= sizeof(host))
+			usage();
+		memcpy(host, peer, (size_t)(colon - peer));
+		host[colon - peer] = '\0';
+		if (open_node(&a, &v, &seg, &n))
+			return 1;
+		rc = vr_follow(n, host, (unsigned)atoi(colon + 1));
+		(void)vr_status(n, &st);
+		if (st.role == VR_PRIMARY) {
+			printf("promoted: epoch %llu, applied seq %llu, "
+				"primary announced %llu: 1-safe loss window "
+				"%llu transaction(s)\n",
+				(unsigned long long)st.epoch,
+				(unsigned long long)st.seq,
+				(unsigned long long)st.announced,
+				(unsigned long long)(st.announced > st.seq ?
+					st.announced - st.seq : 0));
+		} else if (rc) {
+			ret = fail("vr_follow", rc);
+		}
+		print_status(n);
+	} else if (strcmp(cmd, "promote") == 0) {
+		if (open_node(&a, &v, &seg, &n))
+			return 1;
+		rc = vr_promote(n);
+		if (rc)
+			ret = fail("vr_promote", rc);
+		print_status(n);
+	} else if (strcmp(cmd, "status") == 0) {
+		if (open_node(&a, &v, &seg, &n))
+			return 1;
+		print_status(n);
+	} else {
+		usage();
+	}
+	fflush(stdout);
+	(void)vr_close(n);
+	(void)vista_fini(v);
+	return ret;
+}

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vr_int.h -- libvista_replica internals shared between its files
+ *
+ * Files: err.c (codes), wire.c (records, diff, socket I/O), node.c (the
+ * state segment, open/close/promote/status), primary.c (the hook, the
+ * ring, the sender thread), backup.c (vr_follow: apply and acknowledge).
+ *
+ * Node state machine (vr_state.role, durable; the function behind each
+ * transition):
+ *   FRESH --vr_serve--> PRIMARY --a backup of a higher epoch--> STALE
+ *   FRESH/BACKUP/STALE --vr_follow (full copy if needed)--> BACKUP
+ *   BACKUP --vr_promote (epoch + 1, new stream)--> PRIMARY
+ * Only PRIMARY commits (the hook refuses otherwise).
+ */
+#ifndef VR_INT_H
+#define VR_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "replica_layout.h"
+#include "rio.h"
+#include "vista.h"
+#include "vista_replica.h"
+
+#define vr__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
+
+/* The tests (C++) include this header for the stream functions only. */
+#ifdef __cplusplus
+#define VR_ATOMIC(t) t
+#else
+#include <stdatomic.h>
+#define VR_ATOMIC(t) _Atomic t
+#endif
+
+/* A buffered reader: records are parsed out of large receives. */
+struct vr_reader {
+	int fd;
+	char *buf;
+	size_t cap, lo, hi; /* unread bytes are [lo, hi) */
+};
+struct vr_node {
+	vista *v;
+	vista_segment *seg;       /* the replicated data segment */
+	vista_segment *sseg;      /* the state segment */
+	struct vr_state *st;      /* in sseg */
+	char *base;               /* data segment user area */
+	size_t size;
+	struct vr_opts o;
+
+	/* Primary: the ring of queued records, byte positions grow forever
+	 * (position p lives at ring[p & (ring_size - 1)]).
+	 *   tail <= sent <= head;  tail: acknowledged (the backup may need
+	 *   nothing before it); sent: written to the socket; head: queued. */
+	pthread_mutex_t lock;     /* producers, the ring's pointers */
+	pthread_mutex_t wlock;    /* one writer of the socket at a time */
+	int sfd;                  /* the backup's connection, -1 if none */
+	VR_ATOMIC(int) wbroken;   /* a commit's send failed: drop it */
+	pthread_mutex_t rlock;    /* one reader of the backup's acks */
+	struct vr_reader rd;      /* ... and its buffer (fd -1: none) */
+	VR_ATOMIC(uint64_t) last_in; /* us: the backup was last heard */
+	VR_ATOMIC(int) rbroken;   /* a commit's read failed: drop it */
+	pthread_cond_t room;      /* tail moved (producers wait) */
+	pthread_cond_t ackcv;     /* acked moved (2-safe waiters) */
+	char *ring;
+	uint64_t head, sent, tail;
+	uint64_t seq;             /* last seq queued */
+	uint64_t base_seq;        /* seq of the record ending at tail */
+	VR_ATOMIC(uint64_t) acked;   /* last seq acknowledged */
+	VR_ATOMIC(int) waiters;
+	VR_ATOMIC(int) sleeping;     /* the sender is in poll() */
+	VR_ATOMIC(uint64_t) copy_gen;
+	int efd;                  /* eventfd: wakes the sender */
+	int lfd;                  /* listening socket */
+	unsigned port;
+	pthread_t thr;
+	bool thr_on;
+	VR_ATOMIC(int) stop;
+	VR_ATOMIC(int) connected;
+	VR_ATOMIC(int) alone;        /* no backup: records are dropped */
+	uint64_t stream;          /* the primary's stream in DRAM */
+
+	/* Backup. */
+	VR_ATOMIC(int) following;
+	VR_ATOMIC(uint64_t) announced;
+	int cfd;                  /* vr_follow's connection */
+
+	/* Statistics. */
+	VR_ATOMIC(uint64_t) records, bytes_sent, data_bytes, meta_bytes, copies;
+};
+
+/* err.c */
+
+/* wire.c */
+void vr__rec_seal(struct vr_rec_hdr *h, uint16_t type, uint32_t count,
+	uint64_t seq, uint64_t epoch, size_t len, const void *payload);
+int vr__hdr_check(const struct vr_rec_hdr *h);
+int vr__rec_verify(const struct vr_rec_hdr *h, const void *payload,
+	uint64_t seg_size);
+int vr__write_all(int fd, const void *buf, size_t len);
+int vr__read_all(int fd, void *buf, size_t len, unsigned timeout_ms,
+	const VR_ATOMIC(int) *stop);
+int vr__read_rec(int fd, void **buf, size_t *cap, unsigned timeout_ms,
+	const VR_ATOMIC(int) *stop, uint64_t seg_size);
+int vr__reader_fill(struct vr_reader *r, size_t need, unsigned timeout_ms,
+	const VR_ATOMIC(int) *stop);
+/* The next whole, verified record (valid until the next call). */
+int vr__reader_next(struct vr_reader *r, const struct vr_rec_hdr **out,
+	unsigned timeout_ms, const VR_ATOMIC(int) *stop, uint64_t seg_size);
+bool vr__reader_ready(const struct vr_reader *r);
+int vr__send_rec(int fd, uint16_t type, uint32_t count, uint64_t seq,
+	uint64_t epoch, const void *payload, size_t plen);
+int vr__listen(const char *host, unsigned port, unsigned *bound);
+int vr__connect(const char *host, unsigned port, unsigned timeout_ms);
+void vr__tune(int fd);
+uint64_t vr__now_us(void);
+
+/* node.c */
+void vr__state_seal(struct vr_state *s);
+int vr__state_set(vr_node *n, const struct vr_state *ns);
+int vr__node_role(const vr_node *n);
+
+uint64_t vr__random64(void);
+
+/* primary.c */
+int vr__hook(void *arg, unsigned event, struct vista_txinfo *tx);
+void vr__primary_stop(vr_node *n);
+/* The calling thread applies records (backup.c): the hook lets its
+ * transactions through. */
+void vr__set_applying(bool on);
+
+#endif /* VR_INT_H */

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * vr_dc.c -- debit-credit on a replicated segment, and its checker
+ *
+ *   vr_dc primary DIR PORT MODE ACKLOG RUN   serve, wait for a backup, run
+ *        transactions until killed; every transaction whose vr_commit
+ *        returned 0 is appended (its id, 8 bytes) to ACKLOG
+ *   vr_dc check DIR ACKLOG MODE              the TPC-B invariants; for
+ *        2safe (and pipelined: the ids up to the last acknowledged one)
+ *        every acknowledged transaction must be in the history
+ *
+ * Node files and addresses as vista-replica's (DIR/log, DIR/seg,
+ * DIR/state; data at 0x7e0000000000, state after it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vista_replica.h"
+
+#define SIZE (8u << 20)
+#define ADDR ((char *)0x7e0000000000ull)
+#define NBRANCH 4
+#define NTELLER 40
+#define NACCOUNT 4000
+#define NHIST 200000
+
+struct hist {
+	uint64_t txid;
+	int64_t delta;
+	uint32_t account;
+	uint16_t teller, branch;
+};
+
+struct db {
+	int64_t branch[NBRANCH];
+	int64_t teller[NTELLER];
+	int64_t account[NACCOUNT];
+	uint64_t nhist;
+	struct hist hist[NHIST];
+};
+
+static vista *v;
+static vista_segment *seg;
+static vr_node *node;
+
+static int
+die(const char *what, int rc)
+{
+	fprintf(stderr, "vr_dc: %s: %s: %s\n", what, vr_err_name(rc),
+		vr_errormsg());
+	exit(3);
+}
+
+static void
+open_node(const char *dir, enum vr_mode mode)
+{
+	char lp[4096], sp[4096], tp[4096];
+	struct vista_opts vo = { lp, 0, 0, 0 };
+	struct vr_opts ro;
+	size_t fp = vista_segment_footprint(SIZE);
+	int rc;
+
+	snprintf(lp, sizeof(lp), "%s/log", dir);
+	snprintf(sp, sizeof(sp), "%s/seg", dir);
+	snprintf(tp, sizeof(tp), "%s/state", dir);
+	if ((rc = vista_init(&vo, &v)))
+		die("vista_init", rc);
+	if ((rc = vista_map(v, sp, ADDR, SIZE, VISTA_CREATE, &seg)))
+		die("vista_map", rc);
+	memset(&ro, 0, sizeof(ro));
+	ro.state_path = tp;
+	ro.state_addr = ADDR + ((fp + (1u << 21) - 1) &
+		~(size_t)((1u << 21) - 1));
+	ro.mode = mode;
+	ro.timeout_ms = 1000; /* a loaded machine is no dead peer */
+	if ((rc = vr_open(v, seg, &ro, &node)))
+		die("vr_open", rc);
+}
+
+static enum vr_mode
+mode_of(const char *s)
+{
+	if (strcmp(s, "1safe") == 0)
+		return VR_1SAFE;
+	if (strcmp(s, "pipelined") == 0)
+		return VR_PIPELINED;
+	return VR_2SAFE;
+}
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static _Noreturn void
+primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
+	uint64_t run)
+{
+	struct db *d;
+	uint64_t s = run * 0x9e3779b97f4a7c15ull + 1, txid = run << 32;
+	int fd, rc;
+
+	open_node(dir, mode);
+	d = vista_segment_base(seg);
+	fd = open(acklog, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	if (fd < 0)
+		die("open acklog", -errno);
+	if ((rc = vr_serve(node, "127.0.0.1", port)))
+		die("vr_serve", rc);
+	printf("port %u\n", vr_port(node));
+	fflush(stdout);
+	if ((rc = vr_wait_backup(node, 10000)))
+		die("vr_wait_backup", rc);
+	printf("serving\n");
+	fflush(stdout);
+	for (;;) {
+		uint32_t a = (uint32_t)(rnd(&s) % NACCOUNT);
+		uint16_t t = (uint16_t)(rnd(&s) % NTELLER);
+		uint16_t b = t % NBRANCH;
+		int64_t delta = (int64_t)(rnd(&s) % 1999) - 999;
+		uint64_t h = d->nhist;
+		struct vista_range r[5] = {
+			{ &d->account[a], 8 }, { &d->teller[t], 8 },
+			{ &d->branch[b], 8 }, { &d->hist[h % NHIST], 24 },
+			{ &d->nhist, 8 },
+		};
+		if (h >= NHIST)
+			pause(); /* full: wait for the kill */
+		if ((rc = vista_begin_transaction(v, 0)) ||
+		    (rc = vista_set_ranges(v, 5, r)))
+			die("transaction", rc);
+		txid++;
+		d->account[a] += delta;
+		d->teller[t] += delta;
+		d->branch[b] += delta;
+		d->hist[h] = (struct hist){ txid, delta, a, t, b };
+		d->nhist = h + 1;
+		rc = vr_commit(node);
+		if (rc == 0) {
+			if (write(fd, &txid, 8) != 8)
+				die("write acklog", -errno);
+		} else if (rc != VR_ENOBACKUP) {
+			die("vr_commit", rc);
+		}
+	}
+}
+
+static int
+check(const char *dir, const char *acklog, enum vr_mode mode)
+{
+	struct db *d;
+	int64_t sa = 0, st = 0, sb = 0, sh = 0;
+	uint64_t *ids = NULL, id;
+	size_t nids = 0, missing = 0;
+	FILE *f;
+
+	open_node(dir, mode);
+	d = vista_segment_base(seg);
+	for (int i = 0; i < NACCOUNT; i++)
+		sa += d->account[i];
+	for (int i = 0; i < NTELLER; i++)
+		st += d->teller[i];
+	for (int i = 0; i < NBRANCH; i++)
+		sb += d->branch[i];
+	if (d->nhist > NHIST) {
+		printf("BAD: history count %llu\n",
+			(unsigned long long)d->nhist);
+		return 1;
+	}
+	ids = malloc(d->nhist * sizeof(*ids) + 8);
+	for (uint64_t i = 0; i < d->nhist; i++) {
+		sh += d->hist[i].delta;
+		ids[i] = d->hist[i].txid;
+	}
+	if (sa != st || st != sb || sb != sh) {
+		printf("BAD: accounts %lld tellers %lld branches %lld "
+			"history %lld\n", (long long)sa, (long long)st,
+			(long long)sb, (long long)sh);
+		return 1;
+	}
+	/* History ids grow by one per transaction of the run. */
+	nids = d->nhist;
+	f = fopen(acklog, "rb");
+	if (f != NULL) {
+		size_t acked = 0;
+		while (fread(&id, 8, 1, f) == 1) {
+			bool found = false;
+			acked++;
+			for (size_t i = nids; i-- > 0;)
+				if (ids[i] == id) {
+					found = true;
+					break;
+				}
+			if (!found)
+				missing++;
+		}
+		fclose(f);
+		printf("history %zu, acknowledged %zu, missing %zu\n", nids,
+			acked, missing);
+	}
+	free(ids);
+	if (missing && mode == VR_2SAFE) {
+		printf("BAD: %zu acknowledged transaction(s) lost\n", missing);
+		return 1;
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 7 && strcmp(argv[1], "primary") == 0)
+		primary(argv[2], (unsigned)atoi(argv[3]), mode_of(argv[4]),
+			argv[5], strtoull(argv[6], NULL, 0));
+	if (argc == 5 && strcmp(argv[1], "check") == 0)
+		return check(argv[2], argv[3], mode_of(argv[4]));
+	fprintf(stderr, "usage: vr_dc primary DIR PORT MODE ACKLOG RUN | "
+		"check DIR ACKLOG MODE\n");
+	return 2;
+}
