@@ -237,6 +237,66 @@ TEST_CASE("a send waits while an RSN owed to another process is "
 #if !defined(SBML_BROKEN_SEND_UNACKED) && \
 	!defined(SBML_BROKEN_DELIVER_BEFORE_RECORDED)
 
+TEST_CASE("a wait for acknowledgements re-sends what is owed every rto, "
+	  "not at every round", "[quiet]")
+{
+	// b owes a the RSN of "x" and a computes (never pumps): b's flush
+	// and output wait 100 ms each; the RSN goes again every rto (5 ms),
+	// about 20 times per wait -- not in a busy loop of packets
+	Group g(2, nullptr, 100);
+	sbml *a = g.h[0], *b = g.h[1];
+	SBML_REQUIRE_OK(sbml_send(a, 1, "x", 1));
+	std::string m;
+	SBML_REQUIRE_OK(g.recv(1, 0, m));
+	struct sbml_stats st0, st1, st2;
+	sbml_stats(b, &st0);
+	REQUIRE(sbml_flush(b, 100) == SBML_ETIMEDOUT);
+	sbml_stats(b, &st1);
+	int fd = open("/dev/null", O_WRONLY);
+	REQUIRE(fd >= 0);
+	REQUIRE(sbml_output(b, fd, "y", 1) == SBML_ETIMEDOUT);
+	close(fd);
+	sbml_stats(b, &st2);
+	INFO("flush " << st1.ctrl_packets - st0.ctrl_packets << ", output " <<
+		st2.ctrl_packets - st1.ctrl_packets << " packets of their own");
+	REQUIRE(st1.ctrl_packets - st0.ctrl_packets >= 1);
+	REQUIRE(st1.ctrl_packets - st0.ctrl_packets <= 40);
+	REQUIRE(st2.ctrl_packets - st1.ctrl_packets >= 1);
+	REQUIRE(st2.ctrl_packets - st1.ctrl_packets <= 40);
+	// a comes back: the RSN is acknowledged, the output goes
+	std::thread ta([&] { (void)sbml_flush(a, 2000); });
+	b->o.timeout_ms = 5000;
+	SBML_REQUIRE_OK(sbml_flush(b, 5000));
+	ta.join();
+	REQUIRE(sbt::all_fully_logged(a, 1));
+}
+
+TEST_CASE("an RSN in a packet of its own is acknowledged at once",
+	  "[quiet]")
+{
+	// a holds acknowledgements for 10 s when nothing rides (rsn_delay);
+	// b's flush, waiting for the acknowledgement of the RSN it returned
+	// alone, must not wait for that
+	Group g(2, nullptr, 20000);
+	sbml_close(g.h[0]);
+	g.base.rsn_delay_us = 10000000;
+	g.open(0);
+	sbml *a = g.h[0], *b = g.h[1];
+	SBML_REQUIRE_OK(sbml_send(a, 1, "x", 1));
+	std::string m;
+	SBML_REQUIRE_OK(g.recv(1, 0, m));
+	std::atomic<bool> over{ false };
+	std::thread ta([&] {
+		while (!over)
+			(void)sbml__pump(a, sbml__now_ns() + 1000000);
+	});
+	int rc = sbml_flush(b, 1500);
+	over = true;
+	ta.join();
+	REQUIRE(rc == 0);
+	REQUIRE(sbt::all_fully_logged(a, 1));
+}
+
 TEST_CASE("duplicates are delivered once and answered with their RSN",
 	"[dup]")
 {
