@@ -227,6 +227,9 @@ nqueens(unsigned n)
 				continue;
 			mine += below(msg, c0, c1);
 			share++;
+			int rc = sbml_poll(S);
+			if (rc)
+				die("poll", rc);
 			work();
 		}
 	say("nqueens %u: process %u counted %lu in %lu placements\n", n,
@@ -347,10 +350,23 @@ tsp_map(unsigned n)
 	}
 }
 
+/* A long computation serves the network now and then: its peers wait
+ * for its acknowledgements (the send rule).  Nothing is delivered, so
+ * the computation stays deterministic. */
+static void
+serve_now_and_then(void)
+{
+	static unsigned long nodes;
+	int rc;
+	if ((++nodes & 0x3fff) == 0 && (rc = sbml_poll(S)) != 0)
+		die("poll", rc);
+}
+
 static void
 tsp_search(unsigned depth, unsigned cur, uint32_t seen, int len, int rest)
 {
 	unsigned n = T.n;
+	serve_now_and_then();
 	if (depth == n) {
 		int total = len + T.d[cur][0];
 		if (total > T.best)
@@ -477,6 +493,7 @@ gauss(unsigned n)
 	for (unsigned l = 0; l < nloc; l++)
 		gauss_row(n, self + NPROC * l, a + l * w);
 	unsigned pivots = 0;
+	int rc;
 	for (unsigned k = 0; k < n; k++) {
 		struct cand c = { (int32_t)k, -1, -1.0 };
 		for (unsigned l = 0; l < nloc; l++)
@@ -530,6 +547,8 @@ gauss(unsigned n)
 		for (unsigned l = 0; l < nloc; l++) {
 			if (done[l])
 				continue;
+			if (l % 32 == 31 && (rc = sbml_poll(S)) != 0)
+				die("poll", rc);
 			double *row = a + l * w;
 			double f = row[k] / p[0];
 			for (unsigned j = k; j < w; j++)

@@ -20,7 +20,7 @@ reps=${2:-3}
 shift $(( $# >= 2 ? 2 : 1 ))
 runs=("$@")
 [ ${#runs[@]} -gt 0 ] || runs=(nqueens:12 nqueens:13 nqueens:14 tsp:16 \
-	tsp:18 tsp:20 gauss:100 gauss:200 gauss:300)
+	tsp:18 tsp:20 gauss:300 gauss:600 gauss:1000)
 ninja -C "$build" bench/sbml/sbml-apps >/dev/null
 app="$build/bench/sbml/sbml-apps"
 tmp=$(mktemp -d)

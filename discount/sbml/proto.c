@@ -602,6 +602,22 @@ hurry(sbml *s, int dst)
 	s->next_tick = 0;
 }
 
+/* The datagrams that are there (at most 256), then the timers. */
+static void
+serve(sbml *s)
+{
+	for (int i = 0; i < 256; i++) {
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(s->fd, s->rxbuf, s->bufsize, MSG_DONTWAIT,
+			(struct sockaddr *)&from, &fl);
+		if (n < 0)
+			break;
+		on_packet(s, s->rxbuf, (size_t)n, &from);
+	}
+	tick(s, sbml__now_ns());
+}
+
 /* One round: wait for datagrams (at most ~1 ms, or until deadline),
  * handle them all, run the timers.  Returns 0, or SBML_ETIMEDOUT once
  * deadline has passed. */
@@ -624,17 +640,18 @@ sbml__pump(sbml *s, uint64_t deadline)
 	}
 	if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
 		return sbml__errno("poll");
-	for (int i = 0; i < 256; i++) {
-		struct sockaddr_storage from;
-		socklen_t fl = sizeof(from);
-		ssize_t n = recvfrom(s->fd, s->rxbuf, s->bufsize, MSG_DONTWAIT,
-			(struct sockaddr *)&from, &fl);
-		if (n < 0)
-			break;
-		on_packet(s, s->rxbuf, (size_t)n, &from);
-	}
-	tick(s, sbml__now_ns());
+	serve(s);
 	return 0;
+}
+
+int
+sbml_poll(sbml *s)
+{
+	int rc = sbml__check(s);
+
+	if (rc == 0)
+		serve(s);
+	return rc;
 }
 
 static uint64_t

@@ -297,6 +297,44 @@ TEST_CASE("an RSN in a packet of its own is acknowledged at once",
 	REQUIRE(sbt::all_fully_logged(a, 1));
 }
 
+TEST_CASE("sbml_poll serves the network without waiting and delivers "
+	  "nothing", "[quiet]")
+{
+	// b computes, calling only sbml_poll: the RSN it owes a is
+	// acknowledged, a's second message is queued but not delivered
+	Group g(2);
+	sbml *a = g.h[0], *b = g.h[1];
+	SBML_REQUIRE_OK(sbml_send(a, 1, "x", 1));
+	std::string m;
+	SBML_REQUIRE_OK(g.recv(1, 0, m));
+	REQUIRE(b->unacked == 1);
+	std::atomic<bool> over{ false };
+	std::thread ta([&] {
+		while (!over)
+			(void)sbml__pump(a, sbml__now_ns() + 1000000);
+	});
+	for (int i = 0; i < 20000 && b->unacked; i++) {
+		SBML_REQUIRE_OK(sbml_poll(b));
+		usleep(100);
+	}
+	over = true;
+	ta.join();
+	REQUIRE(b->unacked == 0);
+	REQUIRE(sbt::all_fully_logged(a, 1));
+	SBML_REQUIRE_OK(sbml_send(a, 1, "y", 1));
+	for (int i = 0; i < 20000 && !b->peer[0].queue; i++) {
+		SBML_REQUIRE_OK(sbml_poll(b));
+		usleep(100);
+	}
+	REQUIRE(b->peer[0].queue != nullptr);
+	struct sbml_stats st;
+	sbml_stats(b, &st);
+	REQUIRE(st.received == 1);
+	REQUIRE(b->sii == 1);
+	SBML_REQUIRE_OK(g.recv(1, 0, m));
+	REQUIRE(m == "y");
+}
+
 TEST_CASE("duplicates are delivered once and answered with their RSN",
 	"[dup]")
 {
