@@ -409,11 +409,21 @@ sbml_finish(sbml *s)
 		/* Everyone is done: nobody needs this log any more.  A
 		 * peer that missed our DONE may have left; after a quiet
 		 * linger, so do we.  A process recovered at its finishing
-		 * checkpoint needs nothing and is needed by nobody who left. */
+		 * checkpoint needs nothing and is needed by nobody who left
+		 * -- but a peer that acknowledged our DONE and has not
+		 * finished is there and may still need us: its own recovery
+		 * can forget our DONE, and only we can say it again. */
 		if (all_rcvd && (all_acked || now - quiet_since >= linger))
 			break;
-		if (recovered && now - quiet_since >= linger)
-			break;
+		if (recovered && now - quiet_since >= linger) {
+			bool needed = false;
+			for (unsigned d = 0; d < s->n; d++)
+				needed |= d != s->self &&
+					s->peer[d].done_acked &&
+					!s->peer[d].done_rcvd;
+			if (!needed)
+				break;
+		}
 		rc = sbml__pump(s, deadline);
 		if (rc) {
 			char st[256];
