@@ -15,8 +15,11 @@
  *      after rsn_delay, and again every rto until acknowledged.
  *   3. X records the RSN (M is *fully logged*) and acknowledges it; the
  *      acknowledgement rides on the next packet to Y or leaves after
- *      rsn_delay.  An RSN for a message already recorded is acknowledged
- *      again (the first acknowledgement was lost).
+ *      rsn_delay -- at once when the RSN came in a packet of its own
+ *      (CTRL): it found nothing to ride, so Y may be waiting for this
+ *      acknowledgement to send (P1), and nothing would bring it sooner.
+ *      An RSN for a message already recorded is acknowledged again (the
+ *      first acknowledgement was lost).
  *
  * Invariants
  *   P1. (Section 3.3) A DATA packet leaves only when every RSN this
@@ -505,6 +508,11 @@ on_packet(sbml *s, const uint8_t *buf, size_t len,
 			s->next_tick = 0;
 		if (w.type == SBML_PKT_DATA)
 			on_data(s, &w);
+		/* step 3: RSNs in a packet of their own are acknowledged at
+		 * once; the answer carries only RSNs we owe, which the
+		 * peer's acknowledgement ends (no ping-pong) */
+		else if (w.nrsn && p->nacks)
+			send_ctrl(s, w.src);
 		break;
 	case SBML_PKT_REPLAY_REQ:
 		serve_replay_req(s, w.src, w.sii);
@@ -594,6 +602,22 @@ hurry(sbml *s, int dst)
 	s->next_tick = 0;
 }
 
+/* The datagrams that are there (at most 256), then the timers. */
+static void
+serve(sbml *s)
+{
+	for (int i = 0; i < 256; i++) {
+		struct sockaddr_storage from;
+		socklen_t fl = sizeof(from);
+		ssize_t n = recvfrom(s->fd, s->rxbuf, s->bufsize, MSG_DONTWAIT,
+			(struct sockaddr *)&from, &fl);
+		if (n < 0)
+			break;
+		on_packet(s, s->rxbuf, (size_t)n, &from);
+	}
+	tick(s, sbml__now_ns());
+}
+
 /* One round: wait for datagrams (at most ~1 ms, or until deadline),
  * handle them all, run the timers.  Returns 0, or SBML_ETIMEDOUT once
  * deadline has passed. */
@@ -616,17 +640,18 @@ sbml__pump(sbml *s, uint64_t deadline)
 	}
 	if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
 		return sbml__errno("poll");
-	for (int i = 0; i < 256; i++) {
-		struct sockaddr_storage from;
-		socklen_t fl = sizeof(from);
-		ssize_t n = recvfrom(s->fd, s->rxbuf, s->bufsize, MSG_DONTWAIT,
-			(struct sockaddr *)&from, &fl);
-		if (n < 0)
-			break;
-		on_packet(s, s->rxbuf, (size_t)n, &from);
-	}
-	tick(s, sbml__now_ns());
+	serve(s);
 	return 0;
+}
+
+int
+sbml_poll(sbml *s)
+{
+	int rc = sbml__check(s);
+
+	if (rc == 0)
+		serve(s);
+	return rc;
 }
 
 static uint64_t
@@ -998,10 +1023,13 @@ sbml_flush(sbml *s, int timeout_ms)
 	uint64_t deadline = deadline_of(s, timeout_ms);
 	int rc = sbml__check(s);
 
-	while (rc == 0 && !all_logged(s)) {
+	/* once: what is owed leaves at the next tick, and then again every
+	 * rto (a hurry per round would re-send it at every round, without
+	 * waiting in poll, while the peer computes) */
+	if (rc == 0 && !all_logged(s))
 		hurry(s, -1);
+	while (rc == 0 && !all_logged(s))
 		rc = sbml__pump(s, deadline);
-	}
 	return rc;
 }
 
@@ -1013,10 +1041,10 @@ sbml_output(sbml *s, int fd, const void *buf, size_t len)
 	int rc = sbml__check(s);
 
 	/* Section 3.3: output waits for the acknowledgements, as a send */
-	while (rc == 0 && s->unacked && !s->o.no_logging) {
-		hurry(s, -1);
+	if (rc == 0 && s->unacked && !s->o.no_logging)
+		hurry(s, -1); /* once, as in sbml_flush */
+	while (rc == 0 && s->unacked && !s->o.no_logging)
 		rc = sbml__pump(s, deadline);
-	}
 	while (rc == 0 && len) {
 		ssize_t n = write(fd, b, len);
 		if (n < 0 && errno == EINTR)

@@ -16,7 +16,11 @@
  *      incarnation number makes every packet of the dead life stale;
  *   2. REPLAY_REQ(first = sii + 1) to every peer, again every rto until
  *      its REPLAY_END came and as many REPLAY packets as it announced:
- *      the fully logged messages to Y with RSN >= first, kept by RSN;
+ *      the fully logged messages to Y with RSN >= first, kept by RSN.
+ *      A request again keeps what came and asks from the first RSN
+ *      still missing after sii: a peer answers with a blast of its whole
+ *      answer, and a log longer than the socket buffer loses the same
+ *      tail every time when each request starts from scratch;
  *   3. L = the end of the run of consecutive RSNs from first; every
  *      peer's REPLAY_END names its dependency-vector entry for Y, and a
  *      peer depending on an interval above L cannot be made consistent:
@@ -57,8 +61,15 @@ sbml__on_replay_pkt(sbml *s, const struct sbml__wire *w)
 	if (!s->recovering)
 		return; /* late: stale for this recovery */
 	if (w->type == SBML_PKT_REPLAY_END) {
+		/* the answer counts the messages from rec_from on; those
+		 * below it are all here (rec_from is the first missing RSN).
+		 * An older answer, asked from lower, counts some twice: too
+		 * many expected, asked again. */
+		uint64_t below = 0;
+		for (struct sbml__msg *m = s->replay; m; m = m->next)
+			below += m->peer == w->src && m->rsn < p->rec_from;
 		p->rec_end = true;
-		p->rec_expect = w->arg;
+		p->rec_expect = w->arg + below;
 		p->rec_dv = w->sii;
 		p->rec_recovering = (w->flags & SBML_PKT_F_RECOVERING) != 0;
 		return;
@@ -109,22 +120,17 @@ sbml__recover_tick(sbml *s, uint64_t now)
 			/* step 2 */
 			if (collected(s, d))
 				continue;
-			if (p->rec_end) {
-				/* an answer was lost: ask again from scratch */
-				p->rec_end = false;
-				p->rec_got = 0;
-				for (struct sbml__msg **pp = &s->replay; *pp;) {
-					if ((*pp)->peer == d) {
-						struct sbml__msg *m = *pp;
-						*pp = m->next;
-						free(m);
-					} else {
-						pp = &(*pp)->next;
-					}
-				}
-			}
+			/* (part of) an answer was lost, or none came yet:
+			 * ask from the first RSN missing, keeping the rest */
+			uint64_t from = s->sii + 1;
+			for (struct sbml__msg *m = s->replay;
+			     m && m->rsn <= from; m = m->next)
+				if (m->rsn == from)
+					from++;
+			p->rec_end = false;
+			p->rec_from = from;
 			struct sbml__wire w = { .type = SBML_PKT_REPLAY_REQ,
-				.sii = s->sii + 1 };
+				.sii = from };
 			p->rec_tx = now;
 			sbml__send_pkt(s, d, &w, NULL);
 		} else if (!p->rec_done_acked) {
@@ -188,6 +194,7 @@ sbml__recover(sbml *s)
 		struct sbml__peer *p = &s->peer[d];
 		p->rec_end = p->rec_recovering = p->rec_done_acked = false;
 		p->rec_expect = p->rec_got = p->rec_tx = 0;
+		p->rec_from = s->sii + 1;
 		p->done_rcvd = p->done_acked = false;
 	}
 	s->next_tick = 0;
@@ -402,11 +409,21 @@ sbml_finish(sbml *s)
 		/* Everyone is done: nobody needs this log any more.  A
 		 * peer that missed our DONE may have left; after a quiet
 		 * linger, so do we.  A process recovered at its finishing
-		 * checkpoint needs nothing and is needed by nobody who left. */
+		 * checkpoint needs nothing and is needed by nobody who left
+		 * -- but a peer that acknowledged our DONE and has not
+		 * finished is there and may still need us: its own recovery
+		 * can forget our DONE, and only we can say it again. */
 		if (all_rcvd && (all_acked || now - quiet_since >= linger))
 			break;
-		if (recovered && now - quiet_since >= linger)
-			break;
+		if (recovered && now - quiet_since >= linger) {
+			bool needed = false;
+			for (unsigned d = 0; d < s->n; d++)
+				needed |= d != s->self &&
+					s->peer[d].done_acked &&
+					!s->peer[d].done_rcvd;
+			if (!needed)
+				break;
+		}
 		rc = sbml__pump(s, deadline);
 		if (rc) {
 			char st[256];

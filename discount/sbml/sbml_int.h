@@ -82,6 +82,7 @@ struct sbml__peer {
 	/* recovery of this process: the answer of this peer */
 	bool rec_end, rec_recovering, rec_done_acked;
 	uint64_t rec_expect, rec_got, rec_dv, rec_tx;
+	uint64_t rec_from;      /* the first RSN the last REPLAY_REQ asked */
 	/* termination */
 	bool done_rcvd, done_acked;
 	/* a recovery of the peer asked us for replays */

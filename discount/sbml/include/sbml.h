@@ -157,6 +157,18 @@ SBML_EXPORT int sbml_call(sbml *s, unsigned dst, const void *req,
 	size_t reqlen, void *rep, size_t cap, size_t *replen);
 
 /*
+ * Serve the network without waiting and without delivering anything:
+ * the datagrams that arrived (RSNs, acknowledgements, messages queued
+ * for later receives, peers' recovery requests) and the timers
+ * (retransmissions, RSNs and acknowledgements due).  A process that
+ * computes for long calls it now and then, so that its peers are not
+ * kept waiting for its acknowledgements (the send rule) or its replays;
+ * what the program receives next does not change.  Returns 0 or
+ * SBML_EFATAL.
+ */
+SBML_EXPORT int sbml_poll(sbml *s);
+
+/*
  * Wait until every RSN this process returned is acknowledged and every
  * message it sent is fully logged (or timeout_ms, < 0: the option's).
  * Returns 0 or SBML_ETIMEDOUT.
