@@ -41,17 +41,70 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Populated at once: no page fault on the hot path, in any period. */
+#define HUGE_SZ (2ul << 20)
+
+/* Bytes of [p, p + n) the kernel backs with transparent huge pages, from
+ * /proc/self/smaps (0 if it cannot be read). */
+static uint64_t
+huge_bytes(const void *p, size_t n)
+{
+	char line[512];
+	uintptr_t lo, hi, a = (uintptr_t)p;
+	unsigned long long kb;
+	bool in = false;
+	uint64_t sum = 0;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = lo < a + n && hi > a;
+		else if (in && sscanf(line, "AnonHugePages: %llu kB", &kb) == 1)
+			sum += kb * 1024;
+	}
+	fclose(f);
+	return sum;
+}
+
+/*
+ * Populated at once: no page fault on the hot path, in any period.  With
+ * CKR_HUGEPAGES the mapping is aligned to 2 MiB and advised huge before it
+ * is populated, so the kernel faults it in as huge pages where it can.
+ */
 static void *
 alloc(ckr *c, int i, size_t n)
 {
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	char *p;
+	size_t len = n, lead;
 
+	if (!(c->opts.flags & CKR_HUGEPAGES)) {
+		p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		c->mem[i] = p;
+		c->memsz[i] = n;
+		return p;
+	}
+	len = (n + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+	p = mmap(NULL, len + HUGE_SZ, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
+	lead = (HUGE_SZ - ((uintptr_t)p & (HUGE_SZ - 1))) & (HUGE_SZ - 1);
+	if (lead > 0)
+		munmap(p, lead);
+	munmap(p + lead + len, HUGE_SZ - lead);
+	p += lead;
 	c->mem[i] = p;
-	c->memsz[i] = n;
+	c->memsz[i] = len;
+	/* advice only: without THP the state stays in small pages */
+	(void)madvise(p, len, MADV_HUGEPAGE);
+	if (madvise(p, len, MADV_POPULATE_WRITE) != 0)
+		memset(p, 0, len);
+	c->st.huge_bytes += huge_bytes(p, len);
 	return p;
 }
 
@@ -173,6 +226,9 @@ check_opts(const struct ckr_opts *o)
 	    (o->obj_size & (o->obj_size - 1)))
 		return ckr__err(CKR_EINVAL, "ckr_open: object size %u is not "
 			"a power of two in 4..%u", o->obj_size, CKR_CHUNK);
+	if (o->flags & ~CKR_HUGEPAGES)
+		return ckr__err(CKR_EINVAL, "ckr_open: unknown flags 0x%x",
+			o->flags);
 	if (o->nobjs == 0 || o->nobjs > (1ull << 40) / o->obj_size)
 		return ckr__err(CKR_EINVAL, "ckr_open: %llu objects",
 			(unsigned long long)o->nobjs);

@@ -36,14 +36,20 @@ void act(ckr *c, std::vector<uint32_t> &ref, test::Rng &r)
 TEST_CASE("handlers match a reference across periods", "[handlers]")
 {
 	test::Rng r(test::seed());
-	for (auto st : { CKR_STORAGE_FILE, CKR_STORAGE_POOL })
+	// the state in small pages on both storages, in huge pages on files
+	for (auto st : { CKR_STORAGE_FILE, CKR_STORAGE_POOL, (ckr_storage)0 })
 		for (auto al : algos) {
-			DYNAMIC_SECTION(ckr_algo_name(al) << "/" << sname(st))
+			uint32_t fl = st == 0 ? CKR_HUGEPAGES : 0;
+			if (st == 0)
+				st = CKR_STORAGE_FILE;
+			DYNAMIC_SECTION(ckr_algo_name(al) << "/" << sname(st)
+				<< (fl ? "/hugepages" : ""))
 			{
 				test::TempDir d;
 				const uint64_t nobjs = 64;
 				const uint32_t osz = 256;
 				auto o = opts(al, st, nobjs, osz);
+				o.flags = fl;
 				ckr *c;
 				CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
 				uint64_t nw = ckr_nwords(c);
@@ -83,6 +89,10 @@ TEST_CASE("handlers match a reference across periods", "[handlers]")
 				struct ckr_stats sts;
 				ckr_stats(c, &sts);
 				REQUIRE(sts.completed == 8);
+				if (fl != 0 && sts.huge_bytes == 0)
+					WARN("no transparent huge page was given");
+				if (fl == 0)
+					REQUIRE(sts.huge_bytes == 0);
 				CKR_REQUIRE_OK(ckr_close(c));
 			}
 		}
@@ -362,6 +372,10 @@ TEST_CASE("bad input: clear errors, the other slot when one is bad", "[bad]")
 				CKR_EINVAL);
 			o2 = o;
 			o2.nobjs = 0;
+			CKR_REQUIRE_RC(ckr_open(d.path.c_str(), &o2, &c),
+				CKR_EINVAL);
+			o2 = o;
+			o2.flags = 0x80;
 			CKR_REQUIRE_RC(ckr_open(d.path.c_str(), &o2, &c),
 				CKR_EINVAL);
 			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));

@@ -109,7 +109,17 @@ struct ckr_opts {
 	uint32_t rio_flags;       /* pool storage: RIO_FORCE_* for the pools */
 	ckr_replay_fn replay;     /* recovery: required if the log is not empty */
 	void *replay_ctx;
+	uint32_t flags;           /* CKR_HUGEPAGES */
 };
+
+/*
+ * ckr_opts.flags: CKR_HUGEPAGES backs the state and the algorithm's copies
+ * with transparent huge pages (2 MiB, madvise(MADV_HUGEPAGE)), which cuts
+ * the mutator's TLB misses (Section 5.6).  Best effort: where the kernel
+ * has none to give, the pages stay small (ckr_stats.huge_bytes says how
+ * much of the state got them).  No effect on the stored formats.
+ */
+#define CKR_HUGEPAGES 1u
 
 /*
  * Open the checkpoint directory `dir` (created if missing): files
@@ -182,6 +192,8 @@ struct ckr_stats {
 	int bad_slots;           /* written slots found invalid at open */
 	uint64_t poc_ns;         /* time spent in ckr_point_of_consistency */
 	uint64_t fork_ns;        /* CKR_FORK: of it, in fork() */
+	uint64_t huge_bytes;     /* CKR_HUGEPAGES: bytes of the state and its
+	                          * copies in huge pages at open */
 };
 CKR_EXPORT void ckr_stats(const ckr *c, struct ckr_stats *st);
 
