@@ -261,7 +261,14 @@ choose_slot(ckr *c, int *slot, struct ckr_slot_hdr *best)
 			*best = h[s];
 		}
 	}
-	if (*slot < 0 && empty < 2)
+	/*
+	 * Neither slot complete.  With one slot never written, the other is
+	 * the first checkpoint, torn by a crash in its W1..W4 (I4: a slot is
+	 * rewritten only after the other completed): no checkpoint was ever
+	 * complete, and recovery replays the log from its start.  Both
+	 * written and neither valid is damage no crash leaves.
+	 */
+	if (*slot < 0 && empty == 0)
 		return ckr__err(CKR_ECORRUPT, "%s: no valid checkpoint slot "
 			"(slot 0: %s, slot 1: %s)", c->ckpt.path,
 			ckr_err_name(rc[0]), ckr_err_name(rc[1]));

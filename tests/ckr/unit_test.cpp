@@ -224,6 +224,29 @@ TEST_CASE("bad input: clear errors, the other slot when one is bad", "[bad]")
 			REQUIRE(s.recovered_slot == 1);
 			REQUIRE(s.replayed == 100);
 		}
+		DYNAMIC_SECTION("first checkpoint's header torn: " << sname(st))
+		{
+			// A crash in the first checkpoint's W4: slot 0's header
+			// half written, slot 1 never written.  No checkpoint
+			// was ever complete: recovery replays the whole log.
+			test::Rng r(7);
+			std::vector<uint32_t> ref(nw, 0);
+			ckr *c;
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+			for (int k = 0; k < 100; k++)
+				act(c, ref, r);
+			REQUIRE(ckr_point_of_consistency(c, CKR_POC_WAIT) == 1);
+			CKR_REQUIRE_OK(ckr_close(c));
+			char z[64] = {};
+			test::patch_file(ck, slot_off(st, nw, 0) + 64, z,
+				sizeof(z));
+			CKR_REQUIRE_RC(ckr_slot_check(d.path.c_str(), st, 0,
+				nullptr, nullptr), CKR_ECORRUPT);
+			auto s = reopen_ok(d.path, o, ref);
+			REQUIRE(s.recovered_slot == -1);
+			REQUIRE(s.bad_slots == 1);
+			REQUIRE(s.replayed == 100);
+		}
 		DYNAMIC_SECTION("both slots corrupt: " << sname(st))
 		{
 			two_slots(d.path, st, o);
