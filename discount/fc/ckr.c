@@ -237,7 +237,8 @@ check_opts(const struct ckr_opts *o)
 
 /* Choose the newest complete slot; fills *slot (-1: none) and *h. */
 static int
-choose_slot(ckr *c, int *slot, struct ckr_slot_hdr *best)
+choose_slot(ckr *c, int *slot, struct ckr_slot_hdr *best,
+	struct ckr_slot_hdr *oldest, bool *two)
 {
 	struct ckr_slot_hdr h[2];
 	int rc[2], empty = 0;
@@ -261,6 +262,9 @@ choose_slot(ckr *c, int *slot, struct ckr_slot_hdr *best)
 			*best = h[s];
 		}
 	}
+	*two = rc[0] == 0 && rc[1] == 0;
+	if (*slot >= 0)
+		*oldest = *two ? h[*slot ^ 1] : *best;
 	/*
 	 * Neither slot complete.  With one slot never written, the other is
 	 * the first checkpoint, torn by a crash in its W1..W4 (I4: a slot is
@@ -272,21 +276,15 @@ choose_slot(ckr *c, int *slot, struct ckr_slot_hdr *best)
 		return ckr__err(CKR_ECORRUPT, "%s: no valid checkpoint slot "
 			"(slot 0: %s, slot 1: %s)", c->ckpt.path,
 			ckr_err_name(rc[0]), ckr_err_name(rc[1]));
-	if (*slot >= 0 && best->log_seq > c->durable)
-		return ckr__err(CKR_ECORRUPT, "%s: slot %d (epoch %llu) is at "
-			"action %llu, the log holds only %llu", c->ckpt.path,
-			*slot, (unsigned long long)best->epoch,
-			(unsigned long long)best->log_seq,
-			(unsigned long long)c->durable);
 	return 0;
 }
 
 int
 ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 {
-	struct ckr_slot_hdr h;
+	struct ckr_slot_hdr h, old;
 	uint32_t *init = NULL;
-	bool created;
+	bool created, two = false;
 	ckr *c;
 	int rc, slot = -1;
 
@@ -334,7 +332,16 @@ ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 	if (rc == 0)
 		rc = ckr__log_open(c, true);
 	if (rc == 0)
-		rc = choose_slot(c, &slot, &h);
+		rc = choose_slot(c, &slot, &h, &old, &two);
+	if (rc == 0)
+		rc = ckr__log_recover(c, slot >= 0 ? &old : NULL,
+			slot >= 0 ? &h : NULL);
+	if (rc == 0 && slot >= 0 && h.log_seq > c->durable)
+		rc = ckr__err(CKR_ECORRUPT, "%s: slot %d (epoch %llu) is at "
+			"action %llu, the log holds only %llu", c->ckpt.path,
+			slot, (unsigned long long)h.epoch,
+			(unsigned long long)h.log_seq,
+			(unsigned long long)c->durable);
 	if (rc == 0 && (init = calloc(c->hot.nwords, 4)) == NULL)
 		rc = ckr__err(-ENOMEM, "ckr_open: state");
 	if (rc == 0 && slot >= 0)
@@ -349,7 +356,7 @@ ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 	}
 	c->next_slot = slot >= 0 ? slot ^ 1 : 0;
 	if (rc == 0)
-		rc = ckr__log_replay(c, slot >= 0 ? h.log_seq : 0);
+		rc = ckr__log_replay(c, slot >= 0 ? &h : NULL);
 	if (rc == 0 && opts->storage == CKR_STORAGE_FILE &&
 	    (c->stage = malloc(CKR_CHUNK)) == NULL)
 		rc = ckr__err(-ENOMEM, "ckr_open: writer buffer");
@@ -426,6 +433,7 @@ ckr_point_of_consistency(ckr *c, unsigned flags)
 	c->epoch++;
 	pthread_mutex_lock(&c->llock);
 	c->ck_log_seq = c->appended;
+	c->ck_lpos = c->app_lpos;
 	pthread_mutex_unlock(&c->llock);
 	if (h->algo == CKR_FORK) {
 		uint64_t f0 = now_ns();
