@@ -32,7 +32,7 @@
  * Printed: per update rate and algorithm, the mutator's overhead per
  * checkpoint period (its time minus the time of the same updates to a plain
  * array), then its range over the repetitions, and for the rates of -t the
- * time of every 0.1 s interval (mean / max); -T PREFIX also writes the
+ * time of every 0.1 s interval (mean / median / max); -T PREFIX also writes the
  * per-interval series of each traced rate to PREFIX-RATE.dat (columns:
  * interval, raw, then one per algorithm: gnuplot, bench/ckr/plot.gp).
  *
@@ -54,6 +54,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <stdbool.h>
 
@@ -375,6 +376,26 @@ run_ckr(const char *dir, enum ckr_algo algo, enum ckr_storage st,
 	return 0;
 }
 
+static int
+cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(const double *v, int n)
+{
+	double *t = malloc(n * sizeof(double)), m;
+
+	memcpy(t, v, n * sizeof(double));
+	qsort(t, n, sizeof(double), cmp_d);
+	m = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+	free(t);
+	return m;
+}
+
 static const char *
 aname(int a)
 {
@@ -488,12 +509,22 @@ main(int argc, char **argv)
 		printf(" %9s", aname(algos[a]));
 	printf("\n");
 
-	uint32_t *raw = malloc(nwords * 4);
+	/* populated, as libckr's state is: no page fault in the raw runs;
+	 * with -H in huge pages as well, so the overhead is the algorithm's */
+	size_t rawsz = (nwords * 4 + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+	uint32_t *raw = mmap(NULL, rawsz, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-	/* populated, as libckr's state is: no page fault in the raw runs */
-	memset(raw, 0xff, nwords * 4);
+	if (raw == MAP_FAILED) {
+		perror("ckr-zipf: mmap");
+		return 1;
+	}
+	if (flags & CKR_HUGEPAGES)
+		madvise(raw, rawsz, MADV_HUGEPAGE);
+	memset(raw, 0xff, rawsz);
 	double ovmin[32][MAXA], ovmax[32][MAXA], prate[32];
-	double tmean[32][MAXA + 1], tmax[32][MAXA + 1], trate[32];
+	double tmean[32][MAXA + 1], tmax[32][MAXA + 1], tmed[32][MAXA + 1];
+	double trate[32];
 	double forkms_per_gb = 0;
 	uint64_t huge = 0;
 	int ntraced = 0;
@@ -603,6 +634,7 @@ main(int argc, char **argv)
 					if (x > tmax[ntraced][a])
 						tmax[ntraced][a] = x;
 				}
+				tmed[ntraced][a] = median(best_iv + a * niv, niv);
 			}
 			for (int k = 0; f != NULL && k < niv; k++) {
 				fprintf(f, "%d", k);
@@ -633,16 +665,18 @@ main(int argc, char **argv)
 		printf("\n");
 	}
 	if (ntraced > 0) {
-		printf("\n# mutator time per 0.1 s interval, ms: mean / max "
-		       "(the max is the latency peak)\n");
-		printf("%10s %13s", "updates/s", "raw");
+		printf("\n# mutator time per 0.1 s interval, ms: mean / median / "
+		       "max (the max is the latency peak; the median leaves out "
+		       "the intervals other load preempted)\n");
+		printf("%10s %20s", "updates/s", "raw");
 		for (int a = 0; a < nalgos; a++)
-			printf(" %13s", aname(algos[a]));
+			printf(" %20s", aname(algos[a]));
 		printf("\n");
 		for (int k = 0; k < ntraced; k++) {
 			printf("%10.0f", trate[k]);
 			for (int a = 0; a <= nalgos; a++)
-				printf(" %6.2f/%6.2f", tmean[k][a], tmax[k][a]);
+				printf(" %6.2f/%6.2f/%6.2f", tmean[k][a],
+					tmed[k][a], tmax[k][a]);
 			printf("\n");
 		}
 	}
@@ -652,7 +686,7 @@ main(int argc, char **argv)
 	if (forkms_per_gb > 0)
 		printf("\n# fork() pause: %.1f ms per GB of state (Redis "
 		       "publishes 23 ms/GB on KVM)\n", forkms_per_gb);
-	free(raw);
+	munmap(raw, rawsz);
 	free(iv);
 	free(best_iv);
 	return 0;
