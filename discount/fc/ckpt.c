@@ -35,7 +35,10 @@
  *                               its data is still being written (I1);
  *   CKR_BROKEN_WRITER_READS_LIVE the writer reads the mutator's current
  *                               cells, already overwritten for the next
- *                               period (I3).
+ *                               period (I3);
+ *   CKR_BROKEN_RELEASE_EARLY    the log before a checkpoint is released
+ *                               when it starts, not after W4 (log.c L4):
+ *                               caught by [kill-ring].
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -386,6 +389,13 @@ write_checkpoint(ckr *c)
 	uint64_t csum = 0;
 	int s = c->next_slot, rc;
 
+#ifdef CKR_BROKEN_RELEASE_EARLY
+	/* broken: the log before this checkpoint released before it is
+	 * complete, while the older slot still needs it (L4) */
+	pthread_mutex_lock(&c->llock);
+	c->head_lpos = c->ck_lpos;
+	pthread_mutex_unlock(&c->llock);
+#endif
 	if (c->hot.algo == CKR_FORK) {
 		rc = fork_wait(c, &csum);
 	} else {
