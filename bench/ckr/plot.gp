@@ -14,7 +14,7 @@ nonempty(f) = int(system("test -s " . f . " && echo 1 || echo 0"))
 table(f) = sprintf("< awk '/updates\\/s +raw_ms/ {t = 1; next} t && NF == 0 {exit} t' '%s'", f)
 # the algorithm names of that table and of a series/sweep file
 tnames(f) = system(sprintf("awk '/updates\\/s +raw_ms/ {for (i = 3; i <= NF; i++) printf \"%%s \", $i; exit}' '%s'", f))
-snames(f) = system(sprintf("head -1 '%s' | cut -d' ' -f3-", f))
+snames(f) = system(sprintf("head -1 '%s' | cut -d' ' -f4-", f))
 note = "mutator and writer share 2 vCPUs with other load"
 
 # Figure 5 (and its pool, huge-page and Vista companions): overhead per
