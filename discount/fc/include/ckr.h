@@ -167,12 +167,14 @@ CKR_EXPORT int ckr_point_of_consistency(ckr *c, unsigned flags);
 CKR_EXPORT int ckr_checkpoint_wait(ckr *c);
 
 /*
- * Append an action record (1..65536 bytes) to the logical log; *seq (if
- * not NULL) receives its number.  The record is durable only once the
+ * Append an action record (1..65536 bytes) to the logical log, a ring that
+ * completed checkpoints release (the records before the older of the two
+ * newest); *seq (if not NULL) receives its number.  The record is durable only once the
  * logger has committed it (ckr_log_commit); a checkpoint is never marked
  * complete before every action it includes is durable in the log.
- * Returns 0, CKR_ERECORD, CKR_ELOGFULL (nothing appended), or the sticky
- * error.
+ * Returns 0, CKR_ERECORD, CKR_ELOGFULL (the ring holds no room beside the
+ * records since the older complete checkpoint; nothing appended: take a
+ * checkpoint and retry), or the sticky error.
  */
 CKR_EXPORT int ckr_log_append(ckr *c, const void *rec, size_t len,
 	uint64_t *seq);
@@ -208,7 +210,12 @@ CKR_EXPORT void ckr_stats(const ckr *c, struct ckr_stats *st);
 CKR_EXPORT int ckr_slot_check(const char *dir, enum ckr_storage storage,
 	int slot, uint64_t *epoch, uint64_t *log_seq);
 
-/* Durable log records from seq 0 on, in order, to fn (a reader's scan). */
+/*
+ * The durable log records, in order, to fn (a reader's scan): from seq 0
+ * while the log's ring has not wrapped, else from the older complete
+ * slot's log_seq (the records before it are released, docs/ckr.md).
+ * *count receives the last seq + 1.
+ */
 CKR_EXPORT int ckr_log_scan(const char *dir, enum ckr_storage storage,
 	int (*fn)(void *ctx, uint64_t seq, const void *rec, size_t len),
 	void *ctx, uint64_t *count);
