@@ -25,6 +25,8 @@
  *   W3  wait: log durable >= log_seq
  *   W4  write the header, sync      crash before: incomplete; after:
  *                                   slot s is complete (epoch E)
+ *       release the log before the previous complete checkpoint (L4
+ *       in log.c): its slot is the one the next checkpoint overwrites
  *   W5  busy = 0                    the mutator may start the next period
  *
  * Deliberately broken builds (discount/fc/meson.build), each caught by
@@ -33,7 +35,10 @@
  *                               its data is still being written (I1);
  *   CKR_BROKEN_WRITER_READS_LIVE the writer reads the mutator's current
  *                               cells, already overwritten for the next
- *                               period (I3).
+ *                               period (I3);
+ *   CKR_BROKEN_RELEASE_EARLY    the log before a checkpoint is released
+ *                               when it starts, not after W4 (log.c L4):
+ *                               caught by [kill-ring].
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -294,6 +299,7 @@ make_hdr(ckr *c, struct ckr_slot_hdr *h, uint64_t csum)
 	h->chunk = CKR_CHUNK;
 	h->data_csum = csum;
 	h->log_id = c->log_id;
+	h->log_off = CKR_HDR_SIZE + c->ck_lpos % c->opts.log_capacity;
 	h->csum = hdr_csum(h);
 }
 
@@ -383,6 +389,13 @@ write_checkpoint(ckr *c)
 	uint64_t csum = 0;
 	int s = c->next_slot, rc;
 
+#ifdef CKR_BROKEN_RELEASE_EARLY
+	/* broken: the log before this checkpoint released before it is
+	 * complete, while the older slot still needs it (L4) */
+	pthread_mutex_lock(&c->llock);
+	c->head_lpos = c->ck_lpos;
+	pthread_mutex_unlock(&c->llock);
+#endif
 	if (c->hot.algo == CKR_FORK) {
 		rc = fork_wait(c, &csum);
 	} else {
@@ -413,8 +426,10 @@ write_checkpoint(ckr *c)
 		if (rc == 0)
 			rc = ckr__media_sync(&c->ckpt);
 		free(all);
-		if (rc == 0)
+		if (rc == 0) {
 			c->next_slot ^= 1;
+			ckr__log_release(c);
+		}
 		return rc;
 #else
 		memset(&h, 0, sizeof(h));
@@ -432,8 +447,10 @@ write_checkpoint(ckr *c)
 		make_hdr(c, &h, csum);
 		rc = write_hdr(c, s, &h); /* W4 */
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		c->next_slot ^= 1; /* I4 */
+		ckr__log_release(c); /* L4: after W4 */
+	}
 	return rc;
 }
 

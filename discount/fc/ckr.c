@@ -41,17 +41,70 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Populated at once: no page fault on the hot path, in any period. */
+#define HUGE_SZ (2ul << 20)
+
+/* Bytes of [p, p + n) the kernel backs with transparent huge pages, from
+ * /proc/self/smaps (0 if it cannot be read). */
+static uint64_t
+huge_bytes(const void *p, size_t n)
+{
+	char line[512];
+	uintptr_t lo, hi, a = (uintptr_t)p;
+	unsigned long long kb;
+	bool in = false;
+	uint64_t sum = 0;
+	FILE *f = fopen("/proc/self/smaps", "re");
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 &&
+		    strchr(line, '-') < strchr(line, ' '))
+			in = lo < a + n && hi > a;
+		else if (in && sscanf(line, "AnonHugePages: %llu kB", &kb) == 1)
+			sum += kb * 1024;
+	}
+	fclose(f);
+	return sum;
+}
+
+/*
+ * Populated at once: no page fault on the hot path, in any period.  With
+ * CKR_HUGEPAGES the mapping is aligned to 2 MiB and advised huge before it
+ * is populated, so the kernel faults it in as huge pages where it can.
+ */
 static void *
 alloc(ckr *c, int i, size_t n)
 {
-	void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	char *p;
+	size_t len = n, lead;
 
+	if (!(c->opts.flags & CKR_HUGEPAGES)) {
+		p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		c->mem[i] = p;
+		c->memsz[i] = n;
+		return p;
+	}
+	len = (n + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+	p = mmap(NULL, len + HUGE_SZ, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return NULL;
+	lead = (HUGE_SZ - ((uintptr_t)p & (HUGE_SZ - 1))) & (HUGE_SZ - 1);
+	if (lead > 0)
+		munmap(p, lead);
+	munmap(p + lead + len, HUGE_SZ - lead);
+	p += lead;
 	c->mem[i] = p;
-	c->memsz[i] = n;
+	c->memsz[i] = len;
+	/* advice only: without THP the state stays in small pages */
+	(void)madvise(p, len, MADV_HUGEPAGE);
+	if (madvise(p, len, MADV_POPULATE_WRITE) != 0)
+		memset(p, 0, len);
+	c->st.huge_bytes += huge_bytes(p, len);
 	return p;
 }
 
@@ -173,6 +226,9 @@ check_opts(const struct ckr_opts *o)
 	    (o->obj_size & (o->obj_size - 1)))
 		return ckr__err(CKR_EINVAL, "ckr_open: object size %u is not "
 			"a power of two in 4..%u", o->obj_size, CKR_CHUNK);
+	if (o->flags & ~CKR_HUGEPAGES)
+		return ckr__err(CKR_EINVAL, "ckr_open: unknown flags 0x%x",
+			o->flags);
 	if (o->nobjs == 0 || o->nobjs > (1ull << 40) / o->obj_size)
 		return ckr__err(CKR_EINVAL, "ckr_open: %llu objects",
 			(unsigned long long)o->nobjs);
@@ -181,7 +237,8 @@ check_opts(const struct ckr_opts *o)
 
 /* Choose the newest complete slot; fills *slot (-1: none) and *h. */
 static int
-choose_slot(ckr *c, int *slot, struct ckr_slot_hdr *best)
+choose_slot(ckr *c, int *slot, struct ckr_slot_hdr *best,
+	struct ckr_slot_hdr *oldest, bool *two)
 {
 	struct ckr_slot_hdr h[2];
 	int rc[2], empty = 0;
@@ -205,25 +262,29 @@ choose_slot(ckr *c, int *slot, struct ckr_slot_hdr *best)
 			*best = h[s];
 		}
 	}
-	if (*slot < 0 && empty < 2)
+	*two = rc[0] == 0 && rc[1] == 0;
+	if (*slot >= 0)
+		*oldest = *two ? h[*slot ^ 1] : *best;
+	/*
+	 * Neither slot complete.  With one slot never written, the other is
+	 * the first checkpoint, torn by a crash in its W1..W4 (I4: a slot is
+	 * rewritten only after the other completed): no checkpoint was ever
+	 * complete, and recovery replays the log from its start.  Both
+	 * written and neither valid is damage no crash leaves.
+	 */
+	if (*slot < 0 && empty == 0)
 		return ckr__err(CKR_ECORRUPT, "%s: no valid checkpoint slot "
 			"(slot 0: %s, slot 1: %s)", c->ckpt.path,
 			ckr_err_name(rc[0]), ckr_err_name(rc[1]));
-	if (*slot >= 0 && best->log_seq > c->durable)
-		return ckr__err(CKR_ECORRUPT, "%s: slot %d (epoch %llu) is at "
-			"action %llu, the log holds only %llu", c->ckpt.path,
-			*slot, (unsigned long long)best->epoch,
-			(unsigned long long)best->log_seq,
-			(unsigned long long)c->durable);
 	return 0;
 }
 
 int
 ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 {
-	struct ckr_slot_hdr h;
+	struct ckr_slot_hdr h, old;
 	uint32_t *init = NULL;
-	bool created;
+	bool created, two = false;
 	ckr *c;
 	int rc, slot = -1;
 
@@ -271,7 +332,16 @@ ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 	if (rc == 0)
 		rc = ckr__log_open(c, true);
 	if (rc == 0)
-		rc = choose_slot(c, &slot, &h);
+		rc = choose_slot(c, &slot, &h, &old, &two);
+	if (rc == 0)
+		rc = ckr__log_recover(c, slot >= 0 ? &old : NULL,
+			slot >= 0 ? &h : NULL);
+	if (rc == 0 && slot >= 0 && h.log_seq > c->durable)
+		rc = ckr__err(CKR_ECORRUPT, "%s: slot %d (epoch %llu) is at "
+			"action %llu, the log holds only %llu", c->ckpt.path,
+			slot, (unsigned long long)h.epoch,
+			(unsigned long long)h.log_seq,
+			(unsigned long long)c->durable);
 	if (rc == 0 && (init = calloc(c->hot.nwords, 4)) == NULL)
 		rc = ckr__err(-ENOMEM, "ckr_open: state");
 	if (rc == 0 && slot >= 0)
@@ -286,7 +356,7 @@ ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 	}
 	c->next_slot = slot >= 0 ? slot ^ 1 : 0;
 	if (rc == 0)
-		rc = ckr__log_replay(c, slot >= 0 ? h.log_seq : 0);
+		rc = ckr__log_replay(c, slot >= 0 ? &h : NULL);
 	if (rc == 0 && opts->storage == CKR_STORAGE_FILE &&
 	    (c->stage = malloc(CKR_CHUNK)) == NULL)
 		rc = ckr__err(-ENOMEM, "ckr_open: writer buffer");
@@ -363,6 +433,7 @@ ckr_point_of_consistency(ckr *c, unsigned flags)
 	c->epoch++;
 	pthread_mutex_lock(&c->llock);
 	c->ck_log_seq = c->appended;
+	c->ck_lpos = c->app_lpos;
 	pthread_mutex_unlock(&c->llock);
 	if (h->algo == CKR_FORK) {
 		uint64_t f0 = now_ns();

@@ -95,6 +95,9 @@ struct ckr {
 	bool wstop;
 	uint64_t epoch;      /* of the checkpoint started last */
 	uint64_t ck_log_seq; /* its log_seq */
+	uint64_t ck_lpos;    /* its log position (logical, see below) */
+	uint64_t prev_lpos;  /* the last complete checkpoint's, if have_prev */
+	bool have_prev;
 	int next_slot;
 	uint32_t *stage;     /* file storage: one chunk */
 	pid_t child;         /* CKR_FORK */
@@ -113,7 +116,10 @@ struct ckr {
 	uint64_t appended;     /* records appended (next seq) */
 	uint64_t durable;      /* records durable */
 	uint64_t log_tail;     /* media offset of the next record (logger) */
-	uint64_t log_reserved; /* record bytes appended (capacity check) */
+	/* Logical log positions: byte counts that only grow, the media
+	 * offset of position x being CKR_HDR_SIZE + x % capacity. */
+	uint64_t app_lpos;     /* after the last appended record */
+	uint64_t head_lpos;    /* of the oldest record still needed (L4) */
 
 	struct ckr_stats st;
 };
@@ -129,11 +135,16 @@ int ckr__fork_start(ckr *c);
 
 /* log.c */
 int ckr__log_open(ckr *c, bool create);
-int ckr__log_replay(ckr *c, uint64_t from);
+int ckr__log_recover(ckr *c, const struct ckr_slot_hdr *oldest,
+	const struct ckr_slot_hdr *best);
+int ckr__log_replay(ckr *c, const struct ckr_slot_hdr *best);
+void ckr__log_release(ckr *c);
 int ckr__log_start(ckr *c);
 void ckr__log_stop(ckr *c);
 int ckr__log_wait(ckr *c, uint64_t n);
-int ckr__log_scan_media(struct ckr_media *m, uint64_t *tail,
+int ckr__log_scan_media(struct ckr_media *m,
+	const struct ckr_slot_hdr *oldest, uint64_t mark_seq,
+	uint64_t *mark_len, uint64_t *start_off, uint64_t *tail, uint64_t *len,
 	int (*fn)(void *ctx, uint64_t seq, const void *rec, size_t len),
 	void *ctx, uint64_t *count, uint64_t *log_id);
 

@@ -19,13 +19,20 @@
  * Log file "log" (or rio pool "log.pool"):
  *
  *   +0      log header (CKR_HDR_SIZE bytes, written once at create)
- *   +4096   records, each 8-byte aligned, back to back, up to capacity
+ *   +4096   records, each 8-byte aligned, back to back in a ring of
+ *           `capacity` bytes: a record that does not fit before the end
+ *           goes at +4096 (the ring's start), never split
  *
  * A record is { seq, len, pad, payload rounded up to 8, csum } and is
  * valid iff seq is the next expected number and csum =
- * rio_checksum(record without csum, seed = log_id): the valid records form
- * a prefix; a torn tail or stale bytes beyond it never pass (the log is
- * never rewritten, its id differs per created log).
+ * rio_checksum(record without csum, seed = log_id): from a known start the
+ * valid records form a chain (the next one right after the last, or at the
+ * ring's start if it is not there); a torn tail or stale bytes of an
+ * earlier lap or an older log never pass (seq only grows, the id differs
+ * per created log).  Where a scan starts: record 0 at +4096 while it is
+ * still there (the ring never wrapped), else the oldest complete slot's
+ * (log_seq, log_off).  Records before the older complete slot's log_seq
+ * are released: the ring reuses their bytes (log.c, L4).
  *
  * All fields little-endian (the stack runs on x86-64 only).
  */
@@ -39,7 +46,7 @@
 #define CKR_HDR_SIZE 4096u
 #define CKR_SLOT_MAGIC "CKRSLOT" /* 7 chars + NUL */
 #define CKR_LOG_MAGIC "CKRLOG\0" /* 7 bytes + NUL */
-#define CKR_MAJOR 1
+#define CKR_MAJOR 2 /* 2: the log is a ring, slots say where (log_off) */
 #define CKR_MINOR 0
 #define CKR_INCOMPAT_KNOWN 0u
 #define CKR_COMPAT_KNOWN 0u
@@ -63,12 +70,15 @@ struct ckr_slot_hdr {
 	uint32_t chunk;     /* 52: CKR_CHUNK */
 	uint64_t data_csum; /* 56: chained rio_checksum of the data, per chunk */
 	uint64_t log_id;    /* 64: the log this checkpoint goes with */
-	uint8_t reserved[48]; /* 72: zero */
+	uint64_t log_off;   /* 72: log offset where record log_seq is, or
+	                     *     where it would go if it fits (else +4096) */
+	uint8_t reserved[40]; /* 80: zero */
 	uint64_t csum;      /* 120: rio_checksum(bytes 0..119, SLOT seed) */
 };
 RIO_STATIC_ASSERT(sizeof(struct ckr_slot_hdr) == 128, "slot header size");
 RIO_STATIC_ASSERT(offsetof(struct ckr_slot_hdr, epoch) == 24, "epoch");
 RIO_STATIC_ASSERT(offsetof(struct ckr_slot_hdr, log_id) == 64, "log_id");
+RIO_STATIC_ASSERT(offsetof(struct ckr_slot_hdr, log_off) == 72, "log_off");
 RIO_STATIC_ASSERT(offsetof(struct ckr_slot_hdr, csum) == 120, "csum");
 
 struct ckr_log_hdr {

@@ -4,14 +4,22 @@
  *          logger thread, the scan that recovery and readers use
  *
  * Invariants:
- *   L1. Records are written once, in seq order, back to back after the
- *       header; the durable records form a prefix (one writer, the logger,
- *       appending at log_tail).
+ *   L1. Records are written once, in seq order, back to back in a ring
+ *       after the header (a record that does not fit before its end goes
+ *       at its start); the durable records form a chain from the scan's
+ *       start (one writer, the logger, appending at log_tail).
  *   L2. `durable` advances only after the sync that made those records
  *       durable returned (G2 before G3).
  *   L3. A record is valid iff its seq is the next expected one and its
  *       checksum, seeded with this log's id, matches: a torn tail ends the
- *       log; a record of an older log of the same path never passes.
+ *       log; a record of an earlier lap or an older log never passes.
+ *   L4. Truncation: the ring reuses only the bytes of records before the
+ *       log_seq of the older of the two newest complete checkpoints.  The
+ *       head moves there when a checkpoint completes (after its W4,
+ *       ckr__log_release), so while either slot is complete every record
+ *       after it is in the log: recovery from the other slot, when one is
+ *       bad, still finds its log.  An append that would pass the head
+ *       fails (CKR_ELOGFULL) and changes nothing.
  *
  * Group commit, for the records appended since the last one:
  *   G1  write them at log_tail         crash: some may be durable, any
@@ -63,49 +71,83 @@ log_hdr_check(const struct ckr_media *m, const struct ckr_log_hdr *h)
 	return 0;
 }
 
-/* Scan the valid prefix of records in [CKR_HDR_SIZE, size) of p (L3). */
+/* Is a valid record seq at off (L3)?  Its size in *rs. */
+static bool
+rec_ok(const char *p, uint64_t end, uint64_t off, uint64_t seq,
+	uint64_t log_id, uint64_t *rs)
+{
+	struct ckr_rec_hdr rh;
+	uint64_t csum;
+
+	if (off + sizeof(rh) + 8 > end)
+		return false;
+	memcpy(&rh, p + off, sizeof(rh));
+	if (rh.seq != seq || rh.len == 0 || rh.len > CKR_REC_MAX ||
+	    rh.pad != 0)
+		return false;
+	*rs = ckr_rec_size(rh.len);
+	if (off + *rs > end)
+		return false;
+	memcpy(&csum, p + off + *rs - 8, 8);
+	return rio_checksum(p + off, *rs - 8, log_id) == csum;
+}
+
+/*
+ * Scan the chain of valid records of the ring [CKR_HDR_SIZE, end) of p
+ * from record start_seq at start_off (L1, L3): each record right after the
+ * last, or at the ring's start if it is not there.  *len: the logical
+ * bytes from start_off to *tail (wrapped ends included); *mark_len: those
+ * before record mark_seq (if it is reached); *count: the next seq.
+ */
 static int
-scan(const char *p, uint64_t size, uint64_t log_id, uint64_t *tail,
+scan(const char *p, uint64_t end, uint64_t log_id, uint64_t start_off,
+	uint64_t start_seq, uint64_t mark_seq, uint64_t *mark_len,
+	uint64_t *tail, uint64_t *len,
 	int (*fn)(void *ctx, uint64_t seq, const void *rec, size_t len),
 	void *ctx, uint64_t *count)
 {
-	uint64_t off = CKR_HDR_SIZE, seq = 0;
+	uint64_t off = start_off, seq = start_seq, n = 0, rs = 0;
 	int rc;
 
-	for (;;) {
-		struct ckr_rec_hdr rh;
-		uint64_t rs, csum;
-
-		if (off + sizeof(rh) + 8 > size)
-			break;
-		memcpy(&rh, p + off, sizeof(rh));
-		if (rh.seq != seq || rh.len == 0 || rh.len > CKR_REC_MAX ||
-		    rh.pad != 0)
-			break;
-		rs = ckr_rec_size(rh.len);
-		if (off + rs > size)
-			break;
-		memcpy(&csum, p + off + rs - 8, 8);
-		if (rio_checksum(p + off, rs - 8, log_id) != csum)
-			break;
-		if (fn != NULL && (rc = fn(ctx, seq, p + off + sizeof(rh),
-					   rh.len)) != 0)
+	for (;; seq++) {
+		if (seq == mark_seq && mark_len != NULL)
+			*mark_len = n;
+		if (!rec_ok(p, end, off, seq, log_id, &rs)) {
+			if (off == CKR_HDR_SIZE ||
+			    !rec_ok(p, end, CKR_HDR_SIZE, seq, log_id, &rs))
+				break;
+			n += end - off; /* the writer wrapped here */
+			off = CKR_HDR_SIZE;
+		}
+		if (fn != NULL && (rc = fn(ctx, seq, p + off +
+			sizeof(struct ckr_rec_hdr), rs - 8 -
+			sizeof(struct ckr_rec_hdr))) != 0)
 			return rc;
 		off += rs;
-		seq++;
+		n += rs;
 	}
 	*tail = off;
+	*len = n;
 	*count = seq;
 	return 0;
 }
 
+/*
+ * Scan the log media from its oldest retained record: record 0 at the
+ * ring's start while it is there, else `oldest`'s (log_seq, log_off) (the
+ * older complete slot; NULL if none).  See scan() for the outputs;
+ * *start_off is where it started.
+ */
 int
-ckr__log_scan_media(struct ckr_media *m, uint64_t *tail,
+ckr__log_scan_media(struct ckr_media *m, const struct ckr_slot_hdr *oldest,
+	uint64_t mark_seq, uint64_t *mark_len, uint64_t *start_off,
+	uint64_t *tail, uint64_t *len,
 	int (*fn)(void *ctx, uint64_t seq, const void *rec, size_t len),
 	void *ctx, uint64_t *count, uint64_t *log_id)
 {
 	struct ckr_log_hdr h;
 	const char *p;
+	uint64_t end, rs, seq0 = 0, off0 = CKR_HDR_SIZE;
 	int rc;
 
 	if (m->size < CKR_HDR_SIZE)
@@ -118,14 +160,32 @@ ckr__log_scan_media(struct ckr_media *m, uint64_t *tail,
 	if (rc != 0)
 		return rc;
 	*log_id = h.log_id;
-	if (m->kind == CKR_STORAGE_POOL)
-		return scan(m->base, CKR_HDR_SIZE + h.capacity, h.log_id, tail,
-			fn, ctx, count);
-	p = mmap(NULL, m->size, PROT_READ, MAP_SHARED, m->fd, 0);
-	if (p == MAP_FAILED)
-		return ckr__errno("mmap %s", m->path);
-	rc = scan(p, CKR_HDR_SIZE + h.capacity, h.log_id, tail, fn, ctx, count);
-	munmap((void *)p, m->size);
+	end = CKR_HDR_SIZE + h.capacity;
+	if (m->kind == CKR_STORAGE_POOL) {
+		p = m->base;
+	} else {
+		p = mmap(NULL, m->size, PROT_READ, MAP_SHARED, m->fd, 0);
+		if (p == MAP_FAILED)
+			return ckr__errno("mmap %s", m->path);
+	}
+	if (oldest != NULL && !rec_ok(p, end, CKR_HDR_SIZE, 0, h.log_id, &rs)) {
+		if (oldest->log_off < CKR_HDR_SIZE || oldest->log_off > end ||
+		    oldest->log_off % 8) {
+			rc = ckr__err(CKR_ECORRUPT, "%s: a slot puts action %llu "
+				"at %llu, outside the log's ring", m->path,
+				(unsigned long long)oldest->log_seq,
+				(unsigned long long)oldest->log_off);
+			goto out;
+		}
+		seq0 = oldest->log_seq;
+		off0 = oldest->log_off;
+	}
+	*start_off = off0;
+	rc = scan(p, end, h.log_id, off0, seq0, mark_seq, mark_len, tail, len,
+		fn, ctx, count);
+out:
+	if (m->kind != CKR_STORAGE_POOL)
+		munmap((void *)p, m->size);
 	return rc;
 }
 
@@ -134,7 +194,7 @@ int
 ckr__log_open(ckr *c, bool create)
 {
 	struct ckr_log_hdr h;
-	uint64_t tail, count, cap = c->opts.log_capacity;
+	uint64_t cap = c->opts.log_capacity;
 	bool created;
 	int rc;
 
@@ -164,14 +224,39 @@ ckr__log_open(ckr *c, bool create)
 		if (rc != 0)
 			return rc;
 	}
-	rc = ckr__log_scan_media(&c->logm, &tail, NULL, NULL, &count,
-		&c->log_id);
+	rc = log_hdr_check(&c->logm, &h);
+	if (rc != 0)
+		return rc;
+	c->log_id = h.log_id;
+	c->opts.log_capacity = h.capacity;
+	return 0;
+}
+
+/*
+ * Find the durable records (from the oldest retained one, given the
+ * slots chosen at open: oldest and best complete, NULL if none) and set
+ * the positions: the head at the scan's start, the last complete
+ * checkpoint at best's log_seq (L4).
+ */
+int
+ckr__log_recover(ckr *c, const struct ckr_slot_hdr *oldest,
+	const struct ckr_slot_hdr *best)
+{
+	uint64_t start, tail, len, count, id, mark = 0;
+	int rc;
+
+	rc = ckr__log_scan_media(&c->logm, oldest, best ? best->log_seq : 0,
+		&mark, &start, &tail, &len, NULL, NULL, &count, &id);
 	if (rc != 0)
 		return rc;
 	c->log_tail = tail;
-	c->log_reserved = tail - CKR_HDR_SIZE;
-	c->opts.log_capacity = h.capacity;
+	c->head_lpos = start - CKR_HDR_SIZE;
+	c->app_lpos = c->head_lpos + len;
 	c->appended = c->durable = count;
+	if (best != NULL) {
+		c->prev_lpos = c->head_lpos + mark;
+		c->have_prev = true;
+	}
 	return 0;
 }
 
@@ -197,19 +282,66 @@ replay_one(void *ctx, uint64_t seq, const void *rec, size_t len)
 }
 
 int
-ckr__log_replay(ckr *c, uint64_t from)
+ckr__log_replay(ckr *c, const struct ckr_slot_hdr *best)
 {
-	struct replay_ctx r = { c, from };
-	uint64_t tail, count, id;
+	struct replay_ctx r = { c, best != NULL ? best->log_seq : 0 };
+	uint64_t start, tail, len, count, id;
 
-	if (from >= c->durable)
+	if (r.from >= c->durable)
 		return 0;
 	if (c->opts.replay == NULL)
 		return ckr__err(CKR_EINVAL, "%s: %llu logged actions to replay "
 			"and no replay callback", c->logm.path,
-			(unsigned long long)(c->durable - from));
-	return ckr__log_scan_media(&c->logm, &tail, replay_one, &r, &count,
-		&id);
+			(unsigned long long)(c->durable - r.from));
+	/* from best itself: the records from its log_seq on are retained */
+	return ckr__log_scan_media(&c->logm, best, 0, NULL, &start, &tail,
+		&len, replay_one, &r, &count, &id);
+}
+
+/* After a checkpoint's W4: release the records before the previous
+ * complete checkpoint (L4). */
+void
+ckr__log_release(ckr *c)
+{
+	pthread_mutex_lock(&c->llock);
+	if (c->have_prev)
+		c->head_lpos = c->prev_lpos;
+	c->prev_lpos = c->ck_lpos;
+	c->have_prev = true;
+	pthread_mutex_unlock(&c->llock);
+}
+
+/* G1: write the group's records at log_tail, wrapping each record that
+ * does not fit before the ring's end to its start (as the appender
+ * placed it, L1). */
+static int
+log_write(ckr *c, const char *buf, size_t n)
+{
+	uint64_t end = CKR_HDR_SIZE + c->opts.log_capacity, at = c->log_tail;
+	size_t run = 0, k = 0;
+	int rc;
+
+	while (k < n) {
+		struct ckr_rec_hdr rh;
+		uint64_t rs;
+
+		memcpy(&rh, buf + k, sizeof(rh));
+		rs = ckr_rec_size(rh.len);
+		if (at + run + rs > end) {
+			if (run > 0 &&
+			    (rc = ckr__media_write(&c->logm, at, buf + k - run,
+				     run)) != 0)
+				return rc;
+			at = CKR_HDR_SIZE;
+			run = 0;
+		}
+		run += rs;
+		k += rs;
+	}
+	rc = ckr__media_write(&c->logm, at, buf + n - run, run);
+	if (rc == 0)
+		c->log_tail = at + run;
+	return rc;
 }
 
 static void *
@@ -235,7 +367,7 @@ logger_main(void *arg)
 		c->lfill = 0;
 		pthread_cond_broadcast(&c->ldone);
 		pthread_mutex_unlock(&c->llock);
-		rc = ckr__media_write(&c->logm, c->log_tail, buf, n); /* G1 */
+		rc = log_write(c, buf, n); /* G1 */
 		/* G2: the records are durable before durable says so (L2) */
 		if (rc == 0)
 			rc = ckr__media_sync(&c->logm);
@@ -243,7 +375,6 @@ logger_main(void *arg)
 		if (rc != 0) {
 			ckr__fail(c, rc);
 		} else {
-			c->log_tail += n;
 			c->durable = upto; /* G3 */
 			c->st.group_commits++;
 		}
@@ -296,7 +427,7 @@ int
 ckr_log_append(ckr *c, const void *rec, size_t len, uint64_t *seq)
 {
 	struct ckr_rec_hdr rh;
-	uint64_t rs, csum;
+	uint64_t rs, csum, at, cap = c->opts.log_capacity;
 	char *p;
 	int rc;
 
@@ -310,13 +441,18 @@ ckr_log_append(ckr *c, const void *rec, size_t len, uint64_t *seq)
 		return ckr__err(rc, "ckr handle failed before: %s",
 			ckr_strerror(rc));
 	}
-	if (c->log_reserved + rs > c->opts.log_capacity) {
+	/* its place in the ring: after the last, or at the start (L1) */
+	at = c->app_lpos;
+	if (at % cap + rs > cap)
+		at += cap - at % cap;
+	if (at + rs - c->head_lpos > cap) {
 		pthread_mutex_unlock(&c->llock);
 		return ckr__err(CKR_ELOGFULL, "%s: record of %llu bytes does not "
-			"fit: %llu of %llu bytes used", c->logm.path,
+			"fit: %llu of %llu bytes hold actions since the older "
+			"complete checkpoint", c->logm.path,
 			(unsigned long long)rs,
-			(unsigned long long)c->log_reserved,
-			(unsigned long long)c->opts.log_capacity);
+			(unsigned long long)(c->app_lpos - c->head_lpos),
+			(unsigned long long)cap);
 	}
 	while (c->lfill + rs > c->lbufsz && ckr__sticky(c) == 0)
 		pthread_cond_wait(&c->ldone, &c->llock);
@@ -334,7 +470,7 @@ ckr_log_append(ckr *c, const void *rec, size_t len, uint64_t *seq)
 	csum = rio_checksum(p, rs - 8, c->log_id);
 	memcpy(p + rs - 8, &csum, 8);
 	c->lfill += rs;
-	c->log_reserved += rs;
+	c->app_lpos = at + rs;
 	if (seq != NULL)
 		*seq = c->appended;
 	c->appended++;
@@ -359,15 +495,30 @@ ckr_log_scan(const char *dir, enum ckr_storage storage,
 	int (*fn)(void *ctx, uint64_t seq, const void *rec, size_t len),
 	void *ctx, uint64_t *count)
 {
-	struct ckr_media m;
-	uint64_t tail, id, n = 0;
+	struct ckr_media m, ck;
+	struct ckr_slot_hdr h[2], *oldest = NULL;
+	uint64_t start, tail, len, id, n = 0;
 	bool created;
 	int rc;
 
 	rc = ckr__media_open(&m, dir, "log", storage, 0, 0, false, &created);
 	if (rc != 0)
 		return rc;
-	rc = ckr__log_scan_media(&m, &tail, fn, ctx, &n, &id);
+	/* the log id, then the older complete slot of this log, if any */
+	rc = ckr__log_scan_media(&m, NULL, 0, NULL, &start, &tail, &len, NULL,
+		NULL, &n, &id);
+	if (rc == 0 && ckr__media_open(&ck, dir, "ckpt", storage, 0, 0, false,
+			       &created) == 0) {
+		for (int s = 0; s < 2; s++)
+			if (ckr__slot_read_hdr(&ck, 0, 0, s, &h[s], id,
+				    true) == 0 &&
+			    (oldest == NULL || h[s].epoch < oldest->epoch))
+				oldest = &h[s];
+		ckr__media_close(&ck);
+	}
+	if (rc == 0)
+		rc = ckr__log_scan_media(&m, oldest, 0, NULL, &start, &tail,
+			&len, fn, ctx, &n, &id);
 	ckr__media_close(&m);
 	if (count != NULL)
 		*count = n;

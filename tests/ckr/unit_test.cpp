@@ -36,14 +36,20 @@ void act(ckr *c, std::vector<uint32_t> &ref, test::Rng &r)
 TEST_CASE("handlers match a reference across periods", "[handlers]")
 {
 	test::Rng r(test::seed());
-	for (auto st : { CKR_STORAGE_FILE, CKR_STORAGE_POOL })
+	// the state in small pages on both storages, in huge pages on files
+	for (auto st : { CKR_STORAGE_FILE, CKR_STORAGE_POOL, (ckr_storage)0 })
 		for (auto al : algos) {
-			DYNAMIC_SECTION(ckr_algo_name(al) << "/" << sname(st))
+			uint32_t fl = st == 0 ? CKR_HUGEPAGES : 0;
+			if (st == 0)
+				st = CKR_STORAGE_FILE;
+			DYNAMIC_SECTION(ckr_algo_name(al) << "/" << sname(st)
+				<< (fl ? "/hugepages" : ""))
 			{
 				test::TempDir d;
 				const uint64_t nobjs = 64;
 				const uint32_t osz = 256;
 				auto o = opts(al, st, nobjs, osz);
+				o.flags = fl;
 				ckr *c;
 				CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
 				uint64_t nw = ckr_nwords(c);
@@ -83,6 +89,10 @@ TEST_CASE("handlers match a reference across periods", "[handlers]")
 				struct ckr_stats sts;
 				ckr_stats(c, &sts);
 				REQUIRE(sts.completed == 8);
+				if (fl != 0 && sts.huge_bytes == 0)
+					WARN("no transparent huge page was given");
+				if (fl == 0)
+					REQUIRE(sts.huge_bytes == 0);
 				CKR_REQUIRE_OK(ckr_close(c));
 			}
 		}
@@ -122,6 +132,85 @@ TEST_CASE("recovery: newest checkpoint plus the log after it", "[recover]")
 				uint64_t n = 0;
 				REQUIRE(reference(d.path, st, ref.size(), &n) == ref);
 				REQUIRE(n == 3000);
+			}
+		}
+}
+
+TEST_CASE("log truncation: the ring reuses what checkpoints released",
+	"[truncate]")
+{
+	test::Rng r(test::seed());
+	const uint64_t rs = ckr_rec_size(sizeof(Action));
+	for (auto st : { CKR_STORAGE_FILE, CKR_STORAGE_POOL })
+		for (auto al : { CKR_NAIVE, CKR_IPP, CKR_FORK }) {
+			DYNAMIC_SECTION(ckr_algo_name(al) << "/" << sname(st))
+			{
+				test::TempDir d;
+				auto o = opts(al, st, 32, 64);
+				// room for 350 records: the records since the
+				// older complete slot are up to three periods of
+				// 100 while the newest checkpoint is being
+				// written; not a multiple of one record: records
+				// wrap with a gap before the ring's end
+				o.log_capacity = 350 * rs + 24;
+				std::vector<uint32_t> ref(32 * 16, 0), at_ck;
+				ckr *c;
+				uint64_t total = 0;
+				// four runs, each recovering the one before; the
+				// log is written about 6 times over
+				for (int run = 0; run < 4; run++) {
+					CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o,
+						&c));
+					REQUIRE(state_of(c) == ref);
+					struct ckr_stats s0;
+					ckr_stats(c, &s0);
+					REQUIRE(s0.log_durable == total);
+					if (run > 0)
+						REQUIRE(s0.replayed == 30);
+					for (int k = 0; k < 530; k++) {
+						act(c, ref, r);
+						if (k % 100 == 99) {
+							REQUIRE(ckr_point_of_consistency(
+								c, CKR_POC_WAIT) == 1);
+							at_ck = ref;
+						}
+					}
+					total += 530;
+					CKR_REQUIRE_OK(ckr_close(c));
+				}
+				// the records since the older complete slot are
+				// all there: a scan replays them from its log_seq
+				uint64_t e0 = 0, e1 = 0, l0 = 0, l1 = 0, n = 0;
+				CKR_REQUIRE_OK(ckr_slot_check(d.path.c_str(), st, 0,
+					&e0, &l0));
+				CKR_REQUIRE_OK(ckr_slot_check(d.path.c_str(), st, 1,
+					&e1, &l1));
+				uint64_t first = UINT64_MAX;
+				CKR_REQUIRE_OK(ckr_log_scan(d.path.c_str(), st,
+					[](void *ctx, uint64_t seq, const void *,
+						size_t) {
+						auto *f = (uint64_t *)ctx;
+						if (*f == UINT64_MAX)
+							*f = seq;
+						return 0;
+					}, &first, &n));
+				REQUIRE(n == total);
+				REQUIRE(first == std::min(l0, l1));
+				REQUIRE(first > 0); // the start was reused
+				// the newest slot damaged: the older one and
+				// its log still give the state
+				int newest = e0 > e1 ? 0 : 1;
+				char z[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+				test::patch_file(ckpt_path(d.path, st),
+					slot_off(st, 32 * 16, newest) + 40, z,
+					sizeof(z));
+				CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+				REQUIRE(state_of(c) == ref);
+				struct ckr_stats s1;
+				ckr_stats(c, &s1);
+				REQUIRE(s1.recovered_slot == (newest ^ 1));
+				REQUIRE(s1.replayed == 130);
+				CKR_REQUIRE_OK(ckr_close(c));
 			}
 		}
 }
@@ -212,6 +301,29 @@ TEST_CASE("bad input: clear errors, the other slot when one is bad", "[bad]")
 				nullptr, nullptr), CKR_EBADMAGIC);
 			auto s = reopen_ok(d.path, o, ref);
 			REQUIRE(s.recovered_slot == 1);
+			REQUIRE(s.replayed == 100);
+		}
+		DYNAMIC_SECTION("first checkpoint's header torn: " << sname(st))
+		{
+			// A crash in the first checkpoint's W4: slot 0's header
+			// half written, slot 1 never written.  No checkpoint
+			// was ever complete: recovery replays the whole log.
+			test::Rng r(7);
+			std::vector<uint32_t> ref(nw, 0);
+			ckr *c;
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+			for (int k = 0; k < 100; k++)
+				act(c, ref, r);
+			REQUIRE(ckr_point_of_consistency(c, CKR_POC_WAIT) == 1);
+			CKR_REQUIRE_OK(ckr_close(c));
+			char z[64] = {};
+			test::patch_file(ck, slot_off(st, nw, 0) + 64, z,
+				sizeof(z));
+			CKR_REQUIRE_RC(ckr_slot_check(d.path.c_str(), st, 0,
+				nullptr, nullptr), CKR_ECORRUPT);
+			auto s = reopen_ok(d.path, o, ref);
+			REQUIRE(s.recovered_slot == -1);
+			REQUIRE(s.bad_slots == 1);
 			REQUIRE(s.replayed == 100);
 		}
 		DYNAMIC_SECTION("both slots corrupt: " << sname(st))
@@ -362,6 +474,10 @@ TEST_CASE("bad input: clear errors, the other slot when one is bad", "[bad]")
 				CKR_EINVAL);
 			o2 = o;
 			o2.nobjs = 0;
+			CKR_REQUIRE_RC(ckr_open(d.path.c_str(), &o2, &c),
+				CKR_EINVAL);
+			o2 = o;
+			o2.flags = 0x80;
 			CKR_REQUIRE_RC(ckr_open(d.path.c_str(), &o2, &c),
 				CKR_EINVAL);
 			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));

@@ -109,7 +109,17 @@ struct ckr_opts {
 	uint32_t rio_flags;       /* pool storage: RIO_FORCE_* for the pools */
 	ckr_replay_fn replay;     /* recovery: required if the log is not empty */
 	void *replay_ctx;
+	uint32_t flags;           /* CKR_HUGEPAGES */
 };
+
+/*
+ * ckr_opts.flags: CKR_HUGEPAGES backs the state and the algorithm's copies
+ * with transparent huge pages (2 MiB, madvise(MADV_HUGEPAGE)), which cuts
+ * the mutator's TLB misses (Section 5.6).  Best effort: where the kernel
+ * has none to give, the pages stay small (ckr_stats.huge_bytes says how
+ * much of the state got them).  No effect on the stored formats.
+ */
+#define CKR_HUGEPAGES 1u
 
 /*
  * Open the checkpoint directory `dir` (created if missing): files
@@ -157,12 +167,14 @@ CKR_EXPORT int ckr_point_of_consistency(ckr *c, unsigned flags);
 CKR_EXPORT int ckr_checkpoint_wait(ckr *c);
 
 /*
- * Append an action record (1..65536 bytes) to the logical log; *seq (if
- * not NULL) receives its number.  The record is durable only once the
+ * Append an action record (1..65536 bytes) to the logical log, a ring that
+ * completed checkpoints release (the records before the older of the two
+ * newest); *seq (if not NULL) receives its number.  The record is durable only once the
  * logger has committed it (ckr_log_commit); a checkpoint is never marked
  * complete before every action it includes is durable in the log.
- * Returns 0, CKR_ERECORD, CKR_ELOGFULL (nothing appended), or the sticky
- * error.
+ * Returns 0, CKR_ERECORD, CKR_ELOGFULL (the ring holds no room beside the
+ * records since the older complete checkpoint; nothing appended: take a
+ * checkpoint and retry), or the sticky error.
  */
 CKR_EXPORT int ckr_log_append(ckr *c, const void *rec, size_t len,
 	uint64_t *seq);
@@ -182,6 +194,8 @@ struct ckr_stats {
 	int bad_slots;           /* written slots found invalid at open */
 	uint64_t poc_ns;         /* time spent in ckr_point_of_consistency */
 	uint64_t fork_ns;        /* CKR_FORK: of it, in fork() */
+	uint64_t huge_bytes;     /* CKR_HUGEPAGES: bytes of the state and its
+	                          * copies in huge pages at open */
 };
 CKR_EXPORT void ckr_stats(const ckr *c, struct ckr_stats *st);
 
@@ -196,7 +210,12 @@ CKR_EXPORT void ckr_stats(const ckr *c, struct ckr_stats *st);
 CKR_EXPORT int ckr_slot_check(const char *dir, enum ckr_storage storage,
 	int slot, uint64_t *epoch, uint64_t *log_seq);
 
-/* Durable log records from seq 0 on, in order, to fn (a reader's scan). */
+/*
+ * The durable log records, in order, to fn (a reader's scan): from seq 0
+ * while the log's ring has not wrapped, else from the older complete
+ * slot's log_seq (the records before it are released, docs/ckr.md).
+ * *count receives the last seq + 1.
+ */
 CKR_EXPORT int ckr_log_scan(const char *dir, enum ckr_storage storage,
 	int (*fn)(void *ctx, uint64_t seq, const void *rec, size_t len),
 	void *ctx, uint64_t *count);

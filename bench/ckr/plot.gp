@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# plot.gp -- Cao et al. (SIGMOD'11) Figures 5-11 and 14 from bench/ckr/run.sh
+#   gnuplot -c bench/ckr/plot.gp OUT_DIR
+# Reads OUT_DIR/fig5-file.txt, fig5-vista.txt, fig5-pool.txt,
+# fig14-huge.txt, fig10-mmo.txt (ckr-zipf's output), series-*.dat and
+# sweep-*.dat; writes OUT_DIR/fig*.png.  Every figure: the mutator on one
+# core and the writer on the other of a 2-core VM shared with other load.
+dir = ARG1
+set terminal pngcairo size 1000,600 font "sans,10"
+set grid
+set key below
+nonempty(f) = int(system("test -s " . f . " && echo 1 || echo 0"))
+# the first table of a ckr-zipf output (rate, raw, one column per algorithm)
+table(f) = sprintf("< awk '/updates\\/s +raw_ms/ {t = 1; next} t && NF == 0 {exit} t' '%s'", f)
+# the algorithm names of that table and of a series/sweep file
+tnames(f) = system(sprintf("awk '/updates\\/s +raw_ms/ {for (i = 3; i <= NF; i++) printf \"%%s \", $i; exit}' '%s'", f))
+snames(f) = system(sprintf("head -1 '%s' | cut -d' ' -f4-", f))
+note = "mutator and writer share 2 vCPUs with other load"
+
+# Figure 5 (and its pool, huge-page and Vista companions): overhead per
+# checkpoint period against the update rate.
+set logscale xy
+set xlabel "updates per second"
+set ylabel "overhead per checkpoint period, ms (log)"
+do for [s in "file pool"] {
+	f = dir . "/fig5-" . s . ".txt"
+	if (nonempty(f)) {
+		n = tnames(f)
+		v = dir . "/fig5-vista.txt"
+		set output dir . "/fig5-" . s . ".png"
+		set title "Zipf, 200 MB, " . s . " storage: overhead (paper Fig. 5); " . note
+		if (s eq "file" && nonempty(v)) {
+			plot for [i = 1:words(n)] table(f) using 1:(column(i + 2) > 0 ? column(i + 2) : 1/0) with linespoints title word(n, i), \
+			     table(v) using 1:3 with linespoints title "vista"
+		} else {
+			plot for [i = 1:words(n)] table(f) using 1:(column(i + 2) > 0 ? column(i + 2) : 1/0) with linespoints title word(n, i)
+		}
+	}
+}
+
+# Figure 14: huge pages against small pages, per algorithm.
+f = dir . "/fig14-huge.txt"
+g = dir . "/fig5-file.txt"
+if (nonempty(f) && nonempty(g)) {
+	n = tnames(f)
+	set output dir . "/fig14-huge.png"
+	set title "Zipf, 200 MB: 4 KB pages (dashed) and transparent huge pages (solid) (paper Fig. 14); " . note
+	plot for [i = 1:words(n)] table(f) using 1:(column(i + 2) > 0 ? column(i + 2) : 1/0) with linespoints lc i dt 1 title word(n, i) . " huge", \
+	     for [i = 1:words(n)] table(g) using 1:(column(i + 2) > 0 ? column(i + 2) : 1/0) with linespoints lc i dt 2 title word(n, i) . " 4 KB"
+}
+
+# Figures 6 and 7: overhead against the state size.
+unset logscale x
+set xlabel "state size, MB"
+do for [p in "0.08 2.56"] {
+	f = dir . "/sweep-" . p . ".dat"
+	if (nonempty(f)) {
+		n = snames(f)
+		set output dir . "/fig" . (p eq "0.08" ? "6" : "7") . "-sweep-" . p . ".png"
+		set title "Zipf, " . p . "% of the state updated per second (paper Fig. " . (p eq "0.08" ? "6" : "7") . "); " . note
+		plot for [i = 1:words(n)] f using 1:(column(i + 2) > 0 ? column(i + 2) : 1/0) with linespoints title word(n, i)
+	}
+}
+
+# Figures 8, 9 and 11: mutator time per 0.1 s interval over time.
+unset logscale
+set logscale y
+set xlabel "0.1 s interval"
+set ylabel "mutator time per interval, ms (log)"
+do for [s in "file-320000 file-1280000 vista-320000 pool-320000 pool-1280000 huge-320000 huge-1280000 mmo-0"] {
+	f = dir . "/series-" . s . ".dat"
+	if (nonempty(f)) {
+		n = system("head -1 '" . f . "' | cut -d' ' -f3-")
+		fig = (s eq "mmo-0") ? "11" : (strstrt(s, "1280000") ? "9" : "8")
+		set output dir . "/fig" . fig . "-series-" . s . ".png"
+		set title "mutator time per 0.1 s interval, " . s . " (paper Fig. " . fig . "); " . note
+		plot for [i = 1:words(n)] f using 1:(column(i + 1)) with linespoints title word(n, i)
+	}
+}
+
+# Figure 10: MMO overhead per checkpoint period, one bar per algorithm.
+f = dir . "/fig10-mmo.txt"
+if (nonempty(f)) {
+	unset logscale
+	set logscale y
+	n = tnames(f)
+	set output dir . "/fig10-mmo.png"
+	set title "MMO, 2,000 players: overhead per checkpoint period (paper Fig. 10); " . note
+	set style fill solid 0.6 border -1
+	set boxwidth 0.6
+	set xlabel ""
+	set ylabel "overhead per checkpoint period, ms (log)"
+	set xrange [-0.5:words(n) - 0.5]
+	set xtics () 
+	do for [i = 1:words(n)] { set xtics add (word(n, i) i - 1) }
+	plot for [i = 1:words(n)] table(f) using (i - 1):(column(i + 2) > 0 ? column(i + 2) : 1/0) with boxes lc i notitle
+}

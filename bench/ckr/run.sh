@@ -1,0 +1,66 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# run.sh -- the libckr experiments of Cao et al. (SIGMOD'11) and their plots
+#
+#   bench/ckr/run.sh BUILD_DIR OUT_DIR [what ...]
+#
+# what: fig5 (Zipf overhead per rate, all algorithms and Vista, file
+# storage, with the per-interval series of Figures 8-9), pool (the same on
+# rio pools), huge (the same with transparent huge pages, Figure 14),
+# mmo (Figures 10-11), sweep (state size 100 MB - 1.6 GB at 0.08% and
+# 2.56% of the state per second, Figures 6-7).  Default: all of them.
+# Storage goes to /dev/shm (CKR_DIR overrides); then gnuplot -c
+# bench/ckr/plot.gp OUT_DIR draws the figures.  The mutator runs on one
+# core and the writer on the other of whatever the machine has.
+set -e
+build=${1:?build dir}
+out=${2:?output dir}
+shift 2
+what=${*:-fig5 pool huge mmo sweep}
+z=$build/bench/ckr/ckr-zipf
+d=${CKR_DIR:-/dev/shm}
+R=${CKR_REPS:-3}
+ckr=naive,bacou,bazz,ipp,fork
+all=$ckr,vista
+# Vista's per-tick transaction grows worse than linearly with the cells
+# it declares (about 10 us each at 32K a tick, 28 us at 64K): its runs
+# stop at 640K updates/s.
+vrates=10000,20000,40000,80000,160000,320000,640000
+mkdir -p "$out"
+
+for w in $what; do
+	case $w in
+	fig5)
+		$z -a $ckr -R $R -d "$d" -T "$out/series-file" \
+			>"$out/fig5-file.txt"
+		$z -a vista -r $vrates -t 320000 -R $R -d "$d" \
+			-T "$out/series-vista" >"$out/fig5-vista.txt" ;;
+	pool)
+		$z -a $ckr -R $R -d "$d" -S pool -T "$out/series-pool" \
+			>"$out/fig5-pool.txt" ;;
+	huge)
+		$z -a $ckr -R $R -d "$d" -H -T "$out/series-huge" \
+			>"$out/fig14-huge.txt" ;;
+	mmo)
+		$z -w mmo -a $all -R $R -d "$d" -T "$out/series-mmo" \
+			>"$out/fig10-mmo.txt" ;;
+	sweep)
+		# 0.08% and 2.56% of the state's words per second, as in the
+		# paper (40,960 and 1,310,720 updates/s at 200 MB)
+		for pct in 0.08 2.56; do
+			f=$out/sweep-$pct.dat
+			algos=$ckr
+			[ $pct = 0.08 ] && algos=$all
+			echo "# MB raw $(echo $algos | tr , ' ')" >"$f"
+			for n in 12500 25000 50000 100000 200000; do
+				rate=$(awk "BEGIN{printf \"%d\", $n*2048*$pct/100}")
+				$z -o $n -r $rate -t 0 -a $algos -R 2 -n 2 -d "$d" \
+					>"$out/sweep-$pct-$n.txt"
+				awk -v mb=$((n * 8192 / 1000000)) \
+					'/^ *updates\/s +raw_ms/ { getline; $1 = mb; print; exit }' \
+					"$out/sweep-$pct-$n.txt" >>"$f"
+			done
+		done ;;
+	*) echo "run.sh: unknown experiment $w" >&2; exit 2 ;;
+	esac
+done
