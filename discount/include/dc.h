@@ -71,9 +71,17 @@ enum dc_protocol {
 	DC_CBNDVS_LOG = 4, /* CBNDVS, input logged */
 	DC_PERIODIC = 5,   /* every interval_ms only */
 	DC_MANUAL = 6,     /* dc_checkpoint() only */
+	/* Computations of several processes (twopc.c, dc-coord(1)): every
+	 * participant commits, by two-phase commit through the coordinator
+	 * at $DC_2PC_COORD, before any of them executes a visible event;
+	 * sends are not visible.  $DC_2PC_ID names the participant. */
+	DC_CPV_2PC = 16,   /* commit prior to visible, two-phase commit */
+	DC_CBNDV_2PC = 17, /* the same, only after a non-deterministic
+	                    * event of the process about to do the visible
+	                    * event */
 };
 /* "cpvs", "cand", "cbndvs", "cand-log", "cbndvs-log", "periodic",
- * "manual" (case-insensitive).  Returns 0 or DC_EPROTOCOL. */
+ * "manual", "cpv-2pc", "cbndv-2pc" (case-insensitive).  Returns 0 or DC_EPROTOCOL. */
 DC_EXPORT int dc_protocol_parse(const char *name, enum dc_protocol *out);
 DC_EXPORT const char *dc_protocol_name(enum dc_protocol p);
 
