@@ -477,6 +477,8 @@ take_part(uint64_t r)
 		if (rc == 1)
 			return 1; /* recovery found round r committed */
 	}
+	/* test build: DC_CRASH_AT=2pc-prepared:R, prepared but no vote */
+	dc__crashpoint("2pc-prepared", r);
 	dc__vol.tp_prepared = r;
 	if (rc) {
 		dc__say("2pc: participant %u cannot commit round %lu: %s (%s)",
