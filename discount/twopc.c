@@ -442,6 +442,10 @@ dc__twopc_setup(int protocol)
 	if (fd < 0)
 		return dc__err(-errno, "2pc: socket: %s", strerror(errno));
 	dc__vol.tp_fd = dc__own_fd(fd);
+	/* the coordinator's SIGRTMAX may come once joined, before libdc's
+	 * handler is in place (sud.c installs it): ignored until then */
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	sigaction(DC__TIMER_SIG, &ign, NULL);
 	int rc = resolve();
 	if (rc == 0)
 		rc = join();
@@ -470,6 +474,7 @@ take_part(uint64_t r)
 	int rc = hold();
 	if (!rc)
 		rc = state_write(DC_2PC_HOLDING, r, c, g);
+	bool held = rc == 0; /* 2pc-held is the part of round c */
 	if (!rc) {
 		dc__vol.tp_local = true;
 		rc = dc__commit();
@@ -518,7 +523,10 @@ take_part(uint64_t r)
 			"participant %u rolls back to round %lu",
 			(unsigned long)r, (int)m.reason, (int)m.code,
 			dc__vol.tp_part, (unsigned long)c);
-		state_write(DC_2PC_ABORTED, r, c, g);
+		/* without a complete held copy (P1, P2 failed), DIR still
+		 * holds generation g, the part of round c: nothing to undo */
+		if (held)
+			state_write(DC_2PC_ABORTED, r, c, g);
 		break;
 	}
 	if (now_ms() >= end)

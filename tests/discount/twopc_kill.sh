@@ -22,7 +22,8 @@
 #   twopc_kill.sh NBODY COORD EQUIV PROTOCOL MODE [N SEED]
 #
 # With TWOPC_EXPECT=TEXT (a broken build), the run must fail with a
-# message containing TEXT, and that is a pass.
+# message containing TEXT, and that is a pass; TWOPC_REF names the
+# correct build's NBODY for the failure-free reference run.
 #
 # Exit: 0 pass, 1 fail (what failed on stderr), 2 usage.
 set -u
@@ -79,11 +80,14 @@ launch() {
 	echo $rc >"$T/rc.$name"
 }
 
+REF_NBODY=${TWOPC_REF:-$NBODY}
 part() { # RANK LIB-ENV...: one participant
 	local r=$1; shift
+	local nb=$NBODY
+	[ -n "${REFRUN:-}" ] && nb=$REF_NBODY
 	exec env DC_DIR="$SHM/p$r" NBODY_PROTOCOL="$PROTO" \
 		DC_2PC_COORD=127.0.0.1:$CPORT DC_2PC_ID=$r "$@" \
-		"$NBODY" $r 4 $PORT $BODIES $STEPS $EVERY
+		"$nb" $r 4 $PORT $BODIES $STEPS $EVERY
 }
 
 # A failure-free run: the reference.
@@ -126,7 +130,7 @@ stop_all() {
 	pids=()
 }
 
-run "$T/ref.ev" ""
+REFRUN=1 run "$T/ref.ev" ""
 wait_done
 stop_all
 [ -s "$T/ref.ev" ] || fail "the reference run wrote no visible event"
@@ -142,7 +146,9 @@ kill)
 		run "$T/obs.ev" ""
 		while [ $n -lt "$KILLS" ]; do
 			sleep "0.$(( 10 + RANDOM % 30 ))"
-			[ -e "$T/rc.p0" ] && break
+			# a participant that ended cannot roll back: no kill
+			# once one has (rank 0's FIN ends the others)
+			compgen -G "$T/rc.p*" >/dev/null && break
 			who=${names[$((RANDOM % 5))]}
 			[ -e "$T/pid.$who" ] || continue
 			kill -9 "$(cat "$T/pid.$who")" 2>/dev/null && n=$((n + 1))
