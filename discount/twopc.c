@@ -574,8 +574,13 @@ dc__twopc_serve(void)
 int
 dc__twopc_round(void)
 {
-	if (dc__vol.fatal)
+	if (dc__vol.fatal) {
+		/* a failed local commit: the visible event waits for
+		 * nothing, so the process stops before it */
+		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			SIGKILL, 0, 0, 0, 0);
 		return DC_EFATAL;
+	}
 	uint64_t base = dc__vol.tp_prepared;
 	msg_send(DC_2PC_REQUEST, base, 0, 0, 0);
 #ifdef DC_BROKEN_2PC_EARLY_VISIBLE
@@ -597,7 +602,12 @@ dc__twopc_round(void)
 		if (r > base)
 			return 0;
 	}
-	dc__vol.fatal = true;
-	return dc__err(DC_EFATAL, "2pc: no round from the coordinator in "
-		"%d ms", DC_2PC_WAIT_MS);
+	/* the visible event must not go out without its round: the
+	 * process ends here, before it (its launcher starts it again) */
+	dc__say("2pc: no round from the coordinator in %d ms; participant %u "
+		"stops before its visible event", DC_2PC_WAIT_MS,
+		dc__vol.tp_part);
+	dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), SIGKILL,
+		0, 0, 0, 0);
+	return DC_EFATAL;
 }
