@@ -132,7 +132,11 @@ struct dc_opts {
  * another executable, or a library, the vDSO or the mappings differ:
  * nothing is changed), DC_ECORRUPT, DC_EVERSION, DC_EFS, DC_EUNSUPPORTED
  * (the process already has a second thread or a shared writable
- * mapping), or -errno.
+ * mapping), or -errno.  Under DC_CPV_2PC and DC_CBNDV_2PC it first
+ * settles a round the last run left undecided and joins the coordinator:
+ * -EINVAL (no or a bad $DC_2PC_COORD / $DC_2PC_ID), DC_EUNSUPPORTED
+ * (tracking undo), DC_EPROTOCOL (the coordinator has fewer participants),
+ * DC_EFATAL (no coordinator answered in 30 s); nothing is changed.
  */
 DC_EXPORT int dc_init(const struct dc_opts *opts);
 

@@ -11,6 +11,9 @@
 #                  round 2 and before its vote (DC_CRASH_AT, test builds):
 #                  the round aborts and every participant returns to
 #                  round 1;
+#   no-vote        participant 2 cannot commit (a file stands where its
+#                  held copy goes): it votes no, says why, and every
+#                  round aborts until the file is removed;
 #   stop-coord     the coordinator is stopped (SIGSTOP) after the first
 #                  visible event: no further visible event may appear
 #                  until it runs again.
@@ -173,6 +176,20 @@ kill)
 	;;
 abort)
 	run "$T/obs.ev" "DC_CRASH_AT=2pc-prepared:2"
+	;;
+no-vote)
+	run "$T/obs.ev" ""
+	t=0
+	while [ ! -s "$T/obs.ev" ] && [ $t -lt 300 ]; do sleep 0.05; t=$((t + 1)); done
+	: >"$SHM/p2/2pc-held.tmp"
+	t=0
+	until grep -q "aborted (reason 2, participant 2)" "$T/err.coord" ||
+		[ $t -ge 600 ]; do sleep 0.05; t=$((t + 1)); done
+	rm -f "$SHM/p2/2pc-held.tmp"
+	grep -q "aborted (reason 2, participant 2)" "$T/err.coord" ||
+		fail "no round aborted by participant 2's no vote"
+	grep -q "participant 2 cannot commit round" "$T/err.p2" ||
+		fail "participant 2 did not say why it could not commit"
 	;;
 stop-coord)
 	run "$T/obs.ev" ""
