@@ -47,11 +47,7 @@ cleanup() {
 	for f in "$T"/pid.*; do
 		[ -e "$f" ] && kill -CONT "$(cat "$f")" 2>/dev/null
 	done
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for f in "$T"/pid.*; do
-		[ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
-	done
-	wait 2>/dev/null
+	stop_all
 	[ -n "${TWOPC_KEEP:-}" ] && echo "kept $T" >&2 && return
 	rm -rf "$T" "$SHM"
 }
@@ -126,10 +122,17 @@ wait_done() { # all four participants ended, within LIMIT seconds
 	fail "the computation did not end in $LIMIT s"
 }
 
+# the launchers first, then what they ran (twice: one may have started
+# a process as it was stopped); only the launchers are waited for
 stop_all() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for f in "$T"/pid.*; do kill -9 "$(cat "$f")" 2>/dev/null; done
-	wait 2>/dev/null
+	for i in 1 2; do
+		for f in "$T"/pid.*; do
+			[ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+		done
+		sleep 0.1
+	done
+	[ ${#pids[@]} -gt 0 ] && wait "${pids[@]}" 2>/dev/null
 	pids=()
 }
 
@@ -181,10 +184,14 @@ no-vote)
 	run "$T/obs.ev" ""
 	t=0
 	while [ ! -s "$T/obs.ev" ] && [ $t -lt 300 ]; do sleep 0.05; t=$((t + 1)); done
-	: >"$SHM/p2/2pc-held.tmp"
 	t=0
+	# (a directory of that name: a hold in progress; the file next time)
 	until grep -q "aborted (reason 2, participant 2)" "$T/err.coord" ||
-		[ $t -ge 600 ]; do sleep 0.05; t=$((t + 1)); done
+		[ $t -ge 600 ]; do
+		[ -e "$SHM/p2/2pc-held.tmp" ] || : >"$SHM/p2/2pc-held.tmp"
+		sleep 0.05
+		t=$((t + 1))
+	done
 	rm -f "$SHM/p2/2pc-held.tmp"
 	grep -q "aborted (reason 2, participant 2)" "$T/err.coord" ||
 		fail "no round aborted by participant 2's no vote"
