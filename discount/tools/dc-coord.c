@@ -3,7 +3,7 @@
  * dc-coord.c -- the coordinator of CPV-2PC and CBNDV-2PC
  *
  *   dc-coord --port P --parts N [--dir D] [--vote-ms T] [--stats FILE]
- *            [--verbose]
+ *            [--verbose] [--defer-ms N --defer-round R]
  *
  * Runs the two-phase commits of a computation of N participants (libdc
  * under protocol cpv-2pc or cbndv-2pc, DC_2PC_COORD=127.0.0.1:P,
@@ -91,6 +91,10 @@ static int sock = -1;
 static bool verbose;
 static unsigned vote_ms = 2000;
 static const char *stats_path;
+/* --defer-ms N --defer-round R (tests: a slow coordinator): a round
+ * requested after round R committed opens only N ms after it */
+static unsigned defer_ms;
+static uint64_t defer_round, defer_from;
 
 static uint64_t
 now_ms(void)
@@ -269,6 +273,9 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 		}
 		if (!all_joined() || q->joined_epoch != co.epoch + 1)
 			break; /* the requester asks again */
+		if (defer_from && co.committed == defer_round &&
+		    now_ms() - defer_from < defer_ms)
+			break;
 		/* C1 */
 		co.last++;
 		co.open = OPEN_VOTING;
@@ -302,6 +309,8 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 		co.committed = co.last;
 		co.open = OPEN_DECIDED;
 		co.commits++;
+		if (co.last == defer_round && defer_ms)
+			defer_from = now_ms();
 		persist();
 		say("round %lu committed", (unsigned long)co.last);
 		for (unsigned j = 0; j < co.nparts; j++)
@@ -359,6 +368,8 @@ main(int argc, char **argv)
 		{ "vote-ms", required_argument, 0, 't' },
 		{ "stats", required_argument, 0, 's' },
 		{ "verbose", no_argument, 0, 'v' },
+		{ "defer-ms", required_argument, 0, 'D' },
+		{ "defer-round", required_argument, 0, 'R' },
 		{ 0, 0, 0, 0 } };
 	unsigned long port = 0, n = 0;
 	const char *dir = NULL;
@@ -371,6 +382,8 @@ main(int argc, char **argv)
 		case 't': vote_ms = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': stats_path = optarg; break;
 		case 'v': verbose = true; break;
+		case 'D': defer_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'R': defer_round = strtoull(optarg, NULL, 10); break;
 		default: usage();
 		}
 	}

@@ -14,6 +14,9 @@
 #   no-vote        participant 2 cannot commit (a file stands where its
 #                  held copy goes): it votes no, says why, and every
 #                  round aborts until the file is removed;
+#   slow-coord     the coordinator opens the round after round 1 only 2 s
+#                  after round 1 committed: 1 s into that, rank 0 has
+#                  released exactly one visible event (the first);
 #   stop-coord     the coordinator is stopped (SIGSTOP) after the first
 #                  visible event: no further visible event may appear
 #                  until it runs again.
@@ -94,7 +97,7 @@ run() { # EVENTS-FILE EXTRA-ENV-FOR-RANK-2
 	local ev=$1 extra=$2
 	rm -rf "$SHM"/* "$T"/pid.* "$T"/rc.* "$T"/restarts.*
 	launch coord "$COORD" --port $CPORT --parts 4 --dir "$SHM/coord" \
-		--vote-ms 2000 --stats "$T/coord.stats" &
+		--vote-ms 2000 --stats "$T/coord.stats" ${COORD_EXTRA:-} &
 	pids+=($!)
 	sleep 0.2
 	for r in 0 1 2 3; do
@@ -197,6 +200,15 @@ no-vote)
 		fail "no round aborted by participant 2's no vote"
 	grep -q "participant 2 cannot commit round" "$T/err.p2" ||
 		fail "participant 2 did not say why it could not commit"
+	;;
+slow-coord)
+	COORD_EXTRA="--defer-ms 2000 --defer-round 1" run "$T/obs.ev" ""
+	t=0
+	until grep -q "^commits=1" "$T/coord.stats" 2>/dev/null ||
+		[ $t -ge 300 ]; do sleep 0.05; t=$((t + 1)); done
+	sleep 1
+	n=$(wc -l <"$T/obs.ev")
+	[ "$n" -le 1 ] || fail "$n visible events with one round committed"
 	;;
 stop-coord)
 	run "$T/obs.ev" ""
