@@ -1061,6 +1061,10 @@ dc__commit(void)
 		return 0;
 	if (dc__vol.fatal)
 		return DC_EFATAL;
+	/* the two-phase-commit protocols: after the first checkpoint, every
+	 * commit is a round of the computation (twopc.c invariant 4) */
+	if (dc__vol.twopc && !dc__vol.tp_local && dc__vol.committed != 0)
+		return dc__twopc_round();
 	if (dc__st.pre_checkpoint) {
 		unsigned char sel = dc__vol.selector;
 		dc__vol.in_commit = 1;

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "ckpt_layout.h"
+#include "twopc_layout.h"
 #include "dc.h"
 #include "rio.h"
 #include "linux_compat.h"
@@ -203,6 +204,18 @@ struct dc__vols {
 	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;
 	int mundo_fd;
 	int events_fd;          /* DC_EVENTS (events.c), or -1 */
+	/* the two-phase-commit protocols (twopc.c) */
+	bool twopc;             /* DC_CPV_2PC or DC_CBNDV_2PC */
+	bool tp_local;          /* the commit of a round: local */
+	volatile bool tp_poked; /* the coordinator's signal came while libdc
+	                         * ran: served after the blocked call */
+	bool tp_verbose;
+	int tp_fd;              /* UDP socket to the coordinator, or -1 */
+	uint32_t tp_part;       /* $DC_2PC_ID */
+	uint64_t tp_epoch;      /* the coordinator's, at join */
+	uint64_t tp_prepared;   /* last round taken part in */
+	struct sockaddr_storage tp_coord;
+	struct dc_2pc_state tp_st; /* the current state record */
 	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;
@@ -486,5 +499,12 @@ int dc__log_undo_pop(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 	const char *what, uint64_t *n);
 
 #define DC__PROT_LOG(p) ((p) == DC_CAND_LOG || (p) == DC_CBNDVS_LOG)
+
+/* twopc.c */
+bool dc__twopc_parse(const char *name, enum dc_protocol *out);
+int dc__twopc_setup(int protocol);
+int dc__twopc_first(void);
+int dc__twopc_round(void);
+void dc__twopc_serve(void);
 
 #endif /* DC_INT_H */

@@ -42,14 +42,19 @@ dc_protocol_parse(const char *name, enum dc_protocol *out)
 			*out = (enum dc_protocol)i;
 			return 0;
 		}
+	if (dc__twopc_parse(name, out))
+		return 0;
 	return dc__err(DC_EPROTOCOL, "unknown protocol '%s' (cpvs, cand, "
-		"cbndvs, cand-log, cbndvs-log, periodic, manual)",
+		"cbndvs, cand-log, cbndvs-log, periodic, manual, cpv-2pc, "
+		"cbndv-2pc)",
 		name ? name : "");
 }
 
 const char *
 dc_protocol_name(enum dc_protocol p)
 {
+	if (p == DC_CPV_2PC || p == DC_CBNDV_2PC)
+		return p == DC_CPV_2PC ? "cpv-2pc" : "cbndv-2pc";
 	return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "?";
 }
 
@@ -167,7 +172,8 @@ dc_init(const struct dc_opts *opts)
 		o = *opts;
 	if (dc__vol.active)
 		return dc__err(DC_EINIT, "dc_init: already running");
-	if ((unsigned)o.protocol > DC_MANUAL)
+	if ((unsigned)o.protocol > DC_MANUAL && o.protocol != DC_CPV_2PC &&
+	    o.protocol != DC_CBNDV_2PC)
 		return dc__err(DC_EPROTOCOL, "dc_init: protocol %d",
 			(int)o.protocol);
 	if (o.protocol == DC_PERIODIC && o.interval_ms == 0)
@@ -210,6 +216,10 @@ dc_init(const struct dc_opts *opts)
 	else
 		default_dir(dc__vol.dir, sizeof(dc__vol.dir));
 
+	/* the two-phase-commit protocols: an undecided round resolved, the
+	 * coordinator told (twopc.c), before the directory is read */
+	if ((rc1 = dc__twopc_setup((int)o.protocol)) != 0)
+		return rc1;
 	/* a previous run that crashed while exiting left its delayed
 	 * deletions to do (kstate.c) */
 	dc__k_exit_deletes(dc__vol.dir);
@@ -248,6 +258,8 @@ dc_init(const struct dc_opts *opts)
 	dc__vol.active = true;
 	rc = dc__commit_first();
 	if (rc < 0)
+		goto fail;
+	if (rc == 0 && (rc = dc__twopc_first()))
 		goto fail;
 	if (rc == 0 && o.verbose)
 		dc__say("checkpointing into %s (protocol %s, tracking %s)",

@@ -127,7 +127,7 @@ own_fd(int fd)
 		(fd == v->shadow_fd || fd == v->redo_fd || fd == v->ndlog_fd ||
 			fd == v->fundo_fd || fd == v->uffd ||
 			fd == v->pagemap_fd || fd == v->dirfd ||
-			fd == v->events_fd);
+			fd == v->events_fd || fd == v->tp_fd);
 }
 
 /* Describe a descriptor that just appeared. */

@@ -76,6 +76,8 @@ prot_mask(uint64_t m)
 {
 	m &= ~(1ull << (SIGSYS - 1));
 	m &= ~(1ull << (SIGSEGV - 1));
+	if (dc__vol.twopc) /* the coordinator's signal (twopc.c) */
+		m &= ~(1ull << (DC__TIMER_SIG - 1));
 	return m;
 }
 
@@ -91,6 +93,16 @@ blocking(long nr, const long *a, ucontext_t *uc)
 		0);
 	long r = pass(nr, a);
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	/* the coordinator's signal interrupted the call: the round first,
+	 * then the call again (twopc.c) */
+	while (r == -EINTR && dc__vol.tp_poked) {
+		dc__twopc_serve();
+		dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, (long)&old,
+			8, 0, 0);
+		r = pass(nr, a);
+		dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0,
+			0);
+	}
 	return r;
 }
 
@@ -107,6 +119,7 @@ dc__nd_event(void)
 		break;
 	case DC_CBNDVS:
 	case DC_CBNDVS_LOG:
+	case DC_CBNDV_2PC:
 		dc__st.nd_flag = true;
 		break;
 	default:
@@ -120,7 +133,12 @@ before_visible(void)
 	dc__st.stats.visible_events++;
 	switch (dc__st.protocol) {
 	case DC_CPVS:
+	case DC_CPV_2PC: /* a round (ckpt.c, twopc.c) */
 		dc__commit();
+		break;
+	case DC_CBNDV_2PC:
+		if (dc__st.nd_flag)
+			dc__commit();
 		break;
 	case DC_CBNDVS:
 	case DC_CBNDVS_LOG:
@@ -349,8 +367,8 @@ output(long nr, long *a, ucontext_t *uc, int fd)
 		}
 		return pass(nr, a);
 	}
-	if (!is_nd_kind(k))
-		return blocking(nr, a, uc);
+	if (!is_nd_kind(k) || (dc__vol.twopc && k == DC__K_SOCK))
+		return blocking(nr, a, uc); /* 2pc: a send is not visible */
 	before_visible();
 	long r = blocking(nr, a, uc);
 	dc__event(nr, a, r);
@@ -666,6 +684,8 @@ dc__dispatch(long nr, long *a, void *ucv)
 	case SYS_sendto:
 	case SYS_sendmsg:
 	case SYS_sendmmsg:
+		if (dc__vol.twopc) /* a send is not visible (twopc.c) */
+			return blocking(nr, a, uc);
 		before_visible();
 		r = blocking(nr, a, uc);
 		dc__event(nr, a, r);
@@ -850,6 +870,20 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 	(void)si;
 	(void)uc;
 	unsigned char prev = dc__vol.selector;
+	if (dc__vol.twopc) {
+		/* the coordinator's signal: a round (twopc.c); inside libdc,
+		 * after the call it interrupted (blocking) */
+		if (prev != BLOCK || dc__vol.in_commit) {
+			dc__vol.tp_poked = true;
+			return;
+		}
+		uint64_t psp = enter(uc);
+		dc__vol.selector = ALLOW;
+		dc__twopc_serve();
+		dc__vol.prog_sp = psp;
+		dc__vol.selector = prev;
+		return;
+	}
 	if (prev != BLOCK || dc__vol.in_commit)
 		return; /* inside libdc: the next tick will do */
 	uint64_t psp = enter(uc);
@@ -892,7 +926,9 @@ dc__sud_start(void)
 	}
 	dc__install_handler(SIGSEGV);
 	ka.handler = (uintptr_t)timer_handler;
-	ka.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER | SA_RESTART;
+	/* 2pc: no restart, so a blocked call returns and the round runs */
+	ka.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER |
+		(dc__vol.twopc ? 0 : SA_RESTART);
 	dc__sys6(SYS_rt_sigaction, DC__TIMER_SIG, (long)&ka, 0, 8, 0, 0);
 	/* SIGSYS must be deliverable (invariant 2) */
 	uint64_t un = 1ull << (SIGSYS - 1);

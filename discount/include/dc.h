@@ -71,9 +71,17 @@ enum dc_protocol {
 	DC_CBNDVS_LOG = 4, /* CBNDVS, input logged */
 	DC_PERIODIC = 5,   /* every interval_ms only */
 	DC_MANUAL = 6,     /* dc_checkpoint() only */
+	/* Computations of several processes (twopc.c, dc-coord(1)): every
+	 * participant commits, by two-phase commit through the coordinator
+	 * at $DC_2PC_COORD, before any of them executes a visible event;
+	 * sends are not visible.  $DC_2PC_ID names the participant. */
+	DC_CPV_2PC = 16,   /* commit prior to visible, two-phase commit */
+	DC_CBNDV_2PC = 17, /* the same, only after a non-deterministic
+	                    * event of the process about to do the visible
+	                    * event */
 };
 /* "cpvs", "cand", "cbndvs", "cand-log", "cbndvs-log", "periodic",
- * "manual" (case-insensitive).  Returns 0 or DC_EPROTOCOL. */
+ * "manual", "cpv-2pc", "cbndv-2pc" (case-insensitive).  Returns 0 or DC_EPROTOCOL. */
 DC_EXPORT int dc_protocol_parse(const char *name, enum dc_protocol *out);
 DC_EXPORT const char *dc_protocol_name(enum dc_protocol p);
 
@@ -124,7 +132,11 @@ struct dc_opts {
  * another executable, or a library, the vDSO or the mappings differ:
  * nothing is changed), DC_ECORRUPT, DC_EVERSION, DC_EFS, DC_EUNSUPPORTED
  * (the process already has a second thread or a shared writable
- * mapping), or -errno.
+ * mapping), or -errno.  Under DC_CPV_2PC and DC_CBNDV_2PC it first
+ * settles a round the last run left undecided and joins the coordinator:
+ * -EINVAL (no or a bad $DC_2PC_COORD / $DC_2PC_ID), DC_EUNSUPPORTED
+ * (tracking undo), DC_EPROTOCOL (the coordinator has fewer participants),
+ * DC_EFATAL (no coordinator answered in 30 s); nothing is changed.
  */
 DC_EXPORT int dc_init(const struct dc_opts *opts);
 

@@ -1,0 +1,445 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nbody_prog.c -- a TreadMarks-like parallel Barnes-Hut N-body over UDP
+ *                 (the thesis' Figure 6.6 application, written for the
+ *                 benchmark and the 2PC kill tests)
+ *
+ *   nbody RANK NPROC PORT BODIES STEPS PRINT_EVERY
+ *
+ * NPROC processes on 127.0.0.1, rank r at port PORT + r.  Each owns
+ * BODIES / NPROC bodies; every step it sends its bodies' positions and
+ * masses to every other rank (the "diffs"), waits for theirs, builds the
+ * Barnes-Hut octree over all bodies, computes the forces on its own and
+ * moves them.  Rank 0 prints the system's energy and centre of mass every
+ * PRINT_EVERY steps and at the end -- the computation's only visible
+ * events.  Messages carry the step; a rank keeps its last two steps' to
+ * send again to a rank that asks (a lost datagram, a restarted peer).
+ *
+ * The result does not depend on the order messages arrive in (the tree
+ * is built by body index), so a failure-free run and a recovered one
+ * print the same lines.
+ *
+ * $NBODY_PROTOCOL (a dc protocol name, or unset/"none": no libdc) and
+ * $DC_DIR choose the checkpointing.  Exit: 0 done; 1 dc_init failed;
+ * 2 usage; 3 the ranks disagree about the step (an inconsistent
+ * recovery: a rank two steps ahead of this one).  A rank left behind by
+ * an inconsistent recovery waits for steps no one sends again: the
+ * computation never ends.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <dc.h>
+
+#define MAXB 8192
+#define MAXP 8
+#define NB_MAGIC 0x4e424f44u
+#define FIN_STEP 0xffffffffu
+
+struct body {
+	double x[3], v[3], m;
+};
+struct wire {
+	double x[3], m;
+};
+struct hdr {
+	uint32_t magic, rank, step, n;
+};
+
+static struct body b[MAXB];
+static struct node {
+	double c[3], half;     /* cube */
+	double cm[3], m;       /* centre of mass */
+	int child[8];          /* node index, or -1 */
+	int body;              /* leaf: body index, -1 none, -2 internal */
+} tree[4 * MAXB];
+static int ntree;
+static int rank_, nproc, nbodies, per;
+static int sock;
+static unsigned base_port;
+/* my last two steps' messages, to send again */
+static unsigned char keep[2][sizeof(struct hdr) + MAXB / 2 * sizeof(struct wire)];
+static size_t keep_len[2];
+static unsigned keep_step[2];
+static unsigned char got[MAXP];       /* step s message from rank r */
+static unsigned char got_next[MAXP];  /* step s + 1, early */
+static struct body next_buf[MAXB];
+
+static void
+fail(const char *what, unsigned a, unsigned c)
+{
+	fprintf(stderr, "nbody %d: %s (%u, %u)\n", rank_, what, a, c);
+	exit(3);
+}
+
+static int
+own_lo(int r)
+{
+	return r * per;
+}
+
+static void
+send_to(int r, const void *p, size_t n)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+		.sin_port = htons((uint16_t)(base_port + (unsigned)r)),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	sendto(sock, p, n, 0, (struct sockaddr *)&a, sizeof(a));
+}
+
+static void
+pack(unsigned step)
+{
+	unsigned i = step & 1;
+	struct hdr *h = (struct hdr *)(void *)keep[i];
+	h->magic = NB_MAGIC;
+	h->rank = (uint32_t)rank_;
+	h->step = step;
+	h->n = (uint32_t)per;
+	struct wire *w = (struct wire *)(void *)(h + 1);
+	for (int k = 0; k < per; k++) {
+		const struct body *q = &b[own_lo(rank_) + k];
+		memcpy(w[k].x, q->x, sizeof(q->x));
+		w[k].m = q->m;
+	}
+	keep_len[i] = sizeof(*h) + (size_t)per * sizeof(*w);
+	keep_step[i] = step;
+}
+
+static void
+store(const struct hdr *h, const struct wire *w, struct body *dst)
+{
+	for (unsigned k = 0; k < h->n; k++) {
+		memcpy(dst[k].x, w[k].x, sizeof(w[k].x));
+		dst[k].m = w[k].m;
+	}
+}
+
+/* One datagram in, at step s.  Returns 1 when it was FIN. */
+static int
+take(unsigned s, const unsigned char *buf, ssize_t n)
+{
+	const struct hdr *h = (const void *)buf;
+	if (n < (ssize_t)sizeof(*h) || h->magic != NB_MAGIC ||
+	    h->rank >= (unsigned)nproc || (int)h->rank == rank_)
+		return 0;
+	if (h->step == FIN_STEP)
+		return 1;
+	if (n != (ssize_t)(sizeof(*h) + h->n * sizeof(struct wire)) ||
+	    h->n != (unsigned)per)
+		return 0;
+	const struct wire *w = (const void *)(h + 1);
+	if (h->step == s) {
+		if (!got[h->rank])
+			store(h, w, &b[own_lo((int)h->rank)]);
+		got[h->rank] = 1;
+	} else if (h->step == s + 1) {
+		/* the sender is ahead: it has mine of step s */
+		store(h, w, &next_buf[own_lo((int)h->rank)]);
+		got_next[h->rank] = 1;
+	} else if (h->step + 1 == s) {
+		/* the sender is behind and lost mine of its step: again */
+		unsigned i = h->step & 1;
+		if (keep_step[i] == h->step)
+			send_to((int)h->rank, keep[i], keep_len[i]);
+	} else if (h->step > s + 1) {
+		fail("a rank is two steps ahead", h->step, s);
+	}
+	/* older: a retransmission that was queued, stale */
+	return 0;
+}
+
+/* Exchange step s's positions with every other rank. */
+static void
+exchange(unsigned s)
+{
+	static unsigned char buf[65536];
+	pack(s);
+	memset(got, 0, sizeof(got));
+	for (int r = 0; r < nproc; r++)
+		if (got_next[r]) {
+			for (int k = 0; k < per; k++) {
+				memcpy(b[own_lo(r) + k].x, next_buf[own_lo(r) + k].x,
+					sizeof(b[0].x));
+				b[own_lo(r) + k].m = next_buf[own_lo(r) + k].m;
+			}
+			got[r] = 1;
+			got_next[r] = 0;
+		}
+	unsigned i = s & 1;
+	for (int r = 0; r < nproc; r++)
+		if (r != rank_)
+			send_to(r, keep[i], keep_len[i]);
+	for (;;) {
+		int missing = 0;
+		for (int r = 0; r < nproc; r++)
+			missing += r != rank_ && !got[r];
+		if (!missing)
+			return;
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		if (poll(&p, 1, 20) <= 0) {
+			for (int r = 0; r < nproc; r++)
+				if (r != rank_ && !got[r])
+					send_to(r, keep[i], keep_len[i]);
+			continue;
+		}
+		ssize_t n;
+		while ((n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+			take(s, buf, n);
+	}
+}
+
+/* ---- Barnes-Hut ---- */
+
+static int
+new_node(const double c[3], double half)
+{
+	if (ntree >= (int)(sizeof(tree) / sizeof(tree[0])))
+		fail("tree full", (unsigned)ntree, 0);
+	struct node *t = &tree[ntree];
+	memcpy(t->c, c, sizeof(t->c));
+	t->half = half;
+	t->m = 0;
+	memset(t->cm, 0, sizeof(t->cm));
+	for (int k = 0; k < 8; k++)
+		t->child[k] = -1;
+	t->body = -1;
+	return ntree++;
+}
+
+static int
+octant(const struct node *t, const double x[3])
+{
+	return (x[0] > t->c[0]) | (x[1] > t->c[1]) << 1 | (x[2] > t->c[2]) << 2;
+}
+
+static void
+insert(int n, int i, int depth)
+{
+	struct node *t = &tree[n];
+	if (t->body == -1) {
+		t->body = i;
+		return;
+	}
+	if (depth > 60)
+		return; /* coincident bodies: merged */
+	if (t->body >= 0) {
+		int old = t->body;
+		t->body = -2;
+		insert(n, old, depth);
+	}
+	int o = octant(&tree[n], b[i].x);
+	if (tree[n].child[o] < 0) {
+		double c[3], h = tree[n].half / 2;
+		for (int k = 0; k < 3; k++)
+			c[k] = tree[n].c[k] + ((o >> k) & 1 ? h : -h);
+		int ch = new_node(c, h);
+		tree[n].child[o] = ch;
+	}
+	insert(tree[n].child[o], i, depth + 1);
+}
+
+static void
+mass(int n)
+{
+	struct node *t = &tree[n];
+	if (t->body >= 0) {
+		t->m = b[t->body].m;
+		memcpy(t->cm, b[t->body].x, sizeof(t->cm));
+		return;
+	}
+	double m = 0, cm[3] = { 0, 0, 0 };
+	for (int k = 0; k < 8; k++) {
+		int c = t->child[k];
+		if (c < 0)
+			continue;
+		mass(c);
+		m += tree[c].m;
+		for (int d = 0; d < 3; d++)
+			cm[d] += tree[c].m * tree[c].cm[d];
+	}
+	t->m = m;
+	for (int d = 0; d < 3; d++)
+		t->cm[d] = m > 0 ? cm[d] / m : t->c[d];
+}
+
+static void
+force(int n, int i, double a[3])
+{
+	const struct node *t = &tree[n];
+	if (t->m == 0 || t->body == i)
+		return;
+	double d[3], r2 = 1e-4;
+	for (int k = 0; k < 3; k++) {
+		d[k] = t->cm[k] - b[i].x[k];
+		r2 += d[k] * d[k];
+	}
+	if (t->body >= 0 || (2 * t->half) * (2 * t->half) < 0.25 * r2) {
+		double f = t->m / (r2 * sqrt(r2));
+		for (int k = 0; k < 3; k++)
+			a[k] += f * d[k];
+		return;
+	}
+	for (int k = 0; k < 8; k++)
+		if (t->child[k] >= 0)
+			force(t->child[k], i, a);
+}
+
+static void
+step_once(void)
+{
+	ntree = 0;
+	double c[3] = { 0, 0, 0 }, half = 1;
+	for (int i = 0; i < nbodies; i++)
+		for (int k = 0; k < 3; k++)
+			while (fabs(b[i].x[k]) > half)
+				half *= 2;
+	int root = new_node(c, half);
+	for (int i = 0; i < nbodies; i++)
+		insert(root, i, 0);
+	mass(root);
+	const double dt = 1e-3;
+	for (int i = own_lo(rank_); i < own_lo(rank_) + per; i++) {
+		double a[3] = { 0, 0, 0 };
+		force(root, i, a);
+		for (int k = 0; k < 3; k++)
+			b[i].v[k] += dt * a[k];
+	}
+	for (int i = own_lo(rank_); i < own_lo(rank_) + per; i++)
+		for (int k = 0; k < 3; k++)
+			b[i].x[k] += dt * b[i].v[k];
+}
+
+static void
+report(unsigned s)
+{
+	double cm[3] = { 0, 0, 0 }, m = 0;
+	for (int i = 0; i < nbodies; i++) {
+		m += b[i].m;
+		for (int k = 0; k < 3; k++)
+			cm[k] += b[i].m * b[i].x[k];
+	}
+	printf("step %u mass %.6f centre %.9f %.9f %.9f\n", s, m, cm[0] / m,
+		cm[1] / m, cm[2] / m);
+	fflush(stdout);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc != 7) {
+		fprintf(stderr, "usage: nbody RANK NPROC PORT BODIES STEPS "
+			"PRINT_EVERY\n");
+		return 2;
+	}
+	rank_ = atoi(argv[1]);
+	nproc = atoi(argv[2]);
+	base_port = (unsigned)atoi(argv[3]);
+	nbodies = atoi(argv[4]);
+	unsigned steps = (unsigned)atoi(argv[5]);
+	unsigned every = (unsigned)atoi(argv[6]);
+	if (nproc < 1 || nproc > MAXP || rank_ < 0 || rank_ >= nproc ||
+	    nbodies < nproc || nbodies > MAXB || nbodies % nproc || !every ||
+	    nbodies / nproc * sizeof(struct wire) + sizeof(struct hdr) > 65000)
+		return 2;
+	per = nbodies / nproc;
+	const char *proto = getenv("NBODY_PROTOCOL");
+	if (proto && *proto && strcmp(proto, "none") != 0) {
+		struct dc_opts o = { 0 };
+		if (dc_protocol_parse(proto, &o.protocol) != 0) {
+			fprintf(stderr, "nbody: %s\n", dc_errormsg());
+			return 2;
+		}
+		int rc = dc_init(&o);
+		if (rc) {
+			fprintf(stderr, "nbody %d: dc_init: %s: %s\n", rank_,
+				dc_strerror(rc), dc_errormsg());
+			return 1;
+		}
+	}
+	sock = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET,
+		.sin_port = htons((uint16_t)(base_port + (unsigned)rank_)),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int big = 1 << 20;
+	setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	if (bind(sock, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		fprintf(stderr, "nbody %d: bind: %s\n", rank_, strerror(errno));
+		return 1;
+	}
+	/* the same bodies in every rank: a Plummer-like ball from one seed */
+	uint64_t seed = 12345;
+	for (int i = 0; i < nbodies; i++) {
+		for (int k = 0; k < 3; k++) {
+			seed = seed * 6364136223846793005ull +
+				1442695040888963407ull;
+			b[i].x[k] = (double)(seed >> 11) / (double)(1ull << 53)
+				* 2 - 1;
+			b[i].v[k] = 0;
+		}
+		b[i].m = 1.0 / nbodies;
+	}
+	for (unsigned s = 0; s < steps; s++) {
+		exchange(s);
+		if (rank_ == 0 && s % every == 0)
+			report(s);
+		step_once();
+	}
+	exchange(steps);
+	if (rank_ == 0) {
+		report(steps);
+		/* FIN, acknowledged by a FIN back from each rank */
+		struct hdr f = { NB_MAGIC, 0, FIN_STEP, 0 };
+		unsigned char acked[MAXP] = { 0 };
+		unsigned char buf[65536];
+		for (int tries = 0; tries < 250; tries++) {
+			int left = 0;
+			for (int r = 1; r < nproc; r++)
+				if (!acked[r]) {
+					send_to(r, &f, sizeof(f));
+					left++;
+				}
+			if (!left)
+				break;
+			struct pollfd p = { .fd = sock, .events = POLLIN };
+			if (poll(&p, 1, 20) <= 0)
+				continue;
+			ssize_t n;
+			while ((n = recv(sock, buf, sizeof(buf),
+				    MSG_DONTWAIT)) > 0) {
+				const struct hdr *h = (const void *)buf;
+				if (n >= (ssize_t)sizeof(*h) &&
+				    h->magic == NB_MAGIC &&
+				    h->step == FIN_STEP && h->rank < MAXP)
+					acked[h->rank] = 1;
+				else
+					take(steps, buf, n);
+			}
+		}
+		return 0;
+	}
+	/* wait for rank 0's FIN, answering who still asks */
+	unsigned char buf[65536];
+	for (;;) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t n;
+		while ((n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+			if (take(steps, buf, n) == 1) {
+				struct hdr f = { NB_MAGIC, (uint32_t)rank_,
+					FIN_STEP, 0 };
+				send_to(0, &f, sizeof(f));
+				return 0;
+			}
+	}
+}
