@@ -967,6 +967,10 @@ commit_body(void)
 	if (dc__track_undo() && !dc__vol.dir_is_mem &&
 	    (rc = dc__sync_fd(dc__vol.shadow_fd)))
 		return rc;
+	/* held.c H1, H2: the interval's held output is durable and named
+	 * as gen's before the record below commits it. */
+	if ((rc = dc__held_seal(gen)))
+		return rc;
 	/* Commit point: once this record is durable, generation gen is the
 	 * checkpoint a crash returns to. */
 	rio_persist(dc__vol.ctl, c, sizeof(*c));
@@ -995,7 +999,8 @@ commit_body(void)
 	if (seg.len > dc__st.stats.redo_bytes_max)
 		dc__st.stats.redo_bytes_max = seg.len;
 	dc__k_after_commit();
-	return 0;
+	/* held.c H4, H5: the output of the committed interval */
+	return dc__held_release(gen);
 }
 
 /*
@@ -1130,7 +1135,7 @@ static void
 remove_dir_files(const char *dir)
 {
 	static const char *const names[] = { "ctl", "shadow", "redo", "ndlog",
-		"fundo", "mundo" };
+		"fundo", "mundo", "held", "rename" };
 	char p[PATH_MAX];
 	/* ctl first: without it the directory holds no checkpoint, so a
 	 * crash half way leaves nothing that could be recovered wrongly. */
@@ -1175,6 +1180,7 @@ dc__cleanup_exit(void)
 {
 	if (!dc__vol.active)
 		return;
+	dc__held_exit(); /* a last commit performs the held output */
 	/* The checkpoint first, then every delayed deletion, open or not:
 	 * the run is complete (kstate.c, dc__k_exit_list). */
 	dc__vol.active = false;

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "ckpt_layout.h"
+#include "held_int.h"
 #include "dc.h"
 #include "rio.h"
 #include "linux_compat.h"
@@ -203,6 +204,7 @@ struct dc__vols {
 	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;
 	int mundo_fd;
 	int events_fd;          /* DC_EVENTS (events.c), or -1 */
+	struct dc__held held;   /* the buffered protocol's output (held.c) */
 	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;
