@@ -35,7 +35,7 @@
 #define DC_HELD_SEED 0x44434844ull     /* "DCHD" */
 #define DC_HREC_MAGIC 0x43524844u      /* "DHRC" */
 #define DC_HREC_SEED 0x44434852ull     /* "DCHR" */
-#define DC_HDATA_SEED 0x44434844ull    /* data checksum, chained */
+#define DC_HDATA_SEED 0x44434441ull    /* "DCDA": payloads, chained */
 #define DC_HDATA_CHUNK 65536u          /* bytes per piece of the chain */
 
 enum dc_held_scheme {
