@@ -936,6 +936,13 @@ commit_body(void)
 	if (rc)
 		return rc;
 	dc__crashpoint("redo", gen);
+	/* held.c H1, H2: the interval's held output is durable and named as
+	 * gen's before the commit record exists -- on tmpfs the record's
+	 * stores into the mapped ctl file already outlive the process, so
+	 * the seal must come before the slot is written, not merely before
+	 * its persist. */
+	if ((rc = dc__held_seal(gen)))
+		return rc;
 
 	/* The segment is durable (dc__redo_append synced it); now the commit
 	 * record that vouches for it.  Invariant 4: generations advance by
@@ -966,10 +973,6 @@ commit_body(void)
 	 * that makes it the checkpoint; on tmpfs its writes are. */
 	if (dc__track_undo() && !dc__vol.dir_is_mem &&
 	    (rc = dc__sync_fd(dc__vol.shadow_fd)))
-		return rc;
-	/* held.c H1, H2: the interval's held output is durable and named
-	 * as gen's before the record below commits it. */
-	if ((rc = dc__held_seal(gen)))
 		return rc;
 	/* Commit point: once this record is durable, generation gen is the
 	 * checkpoint a crash returns to. */

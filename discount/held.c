@@ -56,7 +56,8 @@
  *     sees (fstat, SEEK_END, O_APPEND) counts them.  Calls that act on a
  *     file's bytes behind the program's back (truncate, rename, unlink,
  *     mmap, readv, sendfile ...) first take a checkpoint, which releases
- *     the held writes.
+ *     the held writes.  fsync does not: a held write is durable already
+ *     (in the buffer), as the paper's synchronous writes are.
  *  6. A full buffer (DC_HELD_MAX bytes, or its record table) takes a
  *     checkpoint before the write that would not fit; a single write
  *     larger than the buffer fails with ENOSPC and a message.
@@ -630,9 +631,6 @@ needs_release(long nr, const long *a)
 	case SYS_sendfile:
 	case SYS_copy_file_range:
 	case SYS_splice:
-	case SYS_fsync:
-	case SYS_fdatasync:
-	case SYS_sync_file_range:
 		return true;
 	case SYS_mmap:
 		return !(a[3] & MAP_ANONYMOUS) && a[4] >= 0;

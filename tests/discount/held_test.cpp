@@ -129,6 +129,11 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 			break; // done before the kill
 		}
 		c.kills++;
+		if (!out.empty()) {
+			c.ok = false;
+			c.why = "killed run said: " + out;
+			break;
+		}
 		long k = find_state(test::read_file(file), n);
 		test::write_file(stop, "");
 		out = dctest::run_capture(argv, &st, env);
@@ -151,7 +156,9 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 				": resumed at write " + std::to_string(dn) +
 				", the file is not the failure-free file "
 				"after it (file was at " + std::to_string(k) +
-				" writes when killed)";
+				" writes when killed, is at " +
+				std::to_string(find_state(test::read_file(file),
+					n)) + " now)";
 		} else if ((uint64_t)k > dn || dn < last) {
 			c.ok = false;
 			c.why = "kill " + std::to_string(c.kills) +
