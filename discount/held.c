@@ -31,7 +31,8 @@
  *   H1 (Rename) the interval's records are appended to `held`, synced;
  *      (Buffer) they already are, one sync per write;
  *   H2 the header {gen g, end, nrec} is written and synced: it vouches
- *      for [64, end) (dc__held_seal);
+ *      for [64, end) (dc__held_seal); before the commit slot is written
+ *      at all, since on tmpfs its stores are durable as they are made;
  *   H3 the commit record of g (ckpt.c): THE OUTPUT IS COMMITTED HERE;
  *   H4 every record is performed in request order, the files written are
  *      synced (dc__held_release);

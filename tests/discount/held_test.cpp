@@ -97,7 +97,8 @@ struct Campaign {
 };
 
 // cycles kills of prog (scheme, interval ms, n writes), each followed by
-// a resumed run that reports; then a run to the end.
+// a resumed run that reports; then a run to the end.  A writer that ends
+// before the kill is checked and started again on an empty file.
 Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 	uint64_t n, int interval, const std::vector<std::string> &extra = {},
 	const char *base = "/dev/shm", int kill_lo = 40, int kill_span = 300)
@@ -113,20 +114,31 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 	env.insert(env.end(), extra.begin(), extra.end());
 	unsigned rs = (unsigned)test::seed();
 	uint64_t last = 0;
-	bool finished = false;
-	for (int i = 0; i < cycles && c.ok; i++) {
+	// a run to the end: the failure-free file, the directory gone
+	auto finish = [&](int st, const std::string &out) {
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			c.ok = false;
+			c.why = "last run: status " + std::to_string(st) +
+				": " + out;
+		} else if (test::read_file(file) != state_after(n)) {
+			c.ok = false;
+			c.why = "the finished file is not the failure-free file";
+		} else if (test::exists(d / "ck")) {
+			c.ok = false;
+			c.why = "the checkpoint directory outlived the run";
+		}
+	};
+	while (c.kills < cycles && c.ok) {
 		int st;
 		std::string out = dctest::run_capture(argv, &st, env,
 			kill_lo + (int)(rand_r(&rs) % (unsigned)kill_span));
 		if (WIFEXITED(st)) {
-			if (WEXITSTATUS(st) != 0) {
-				c.ok = false;
-				c.why = "writer exit " +
-					std::to_string(WEXITSTATUS(st)) + ": " +
-					out;
-			}
-			finished = true;
-			break; // done before the kill
+			// done before the kill: checked, and again from the
+			// start while kills are left to make
+			finish(st, out);
+			test::write_file(file, "");
+			last = 0;
+			continue;
 		}
 		c.kills++;
 		if (!out.empty()) {
@@ -172,20 +184,9 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 	}
 	if (!c.ok)
 		return c;
-	int st = 0;
-	std::string out;
-	if (!finished)
-		out = dctest::run_capture(argv, &st, env);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		c.ok = false;
-		c.why = "last run: status " + std::to_string(st) + ": " + out;
-	} else if (test::read_file(file) != state_after(n)) {
-		c.ok = false;
-		c.why = "the finished file is not the failure-free file";
-	} else if (test::exists(d / "ck")) {
-		c.ok = false;
-		c.why = "the checkpoint directory outlived the run";
-	}
+	int st;
+	std::string out = dctest::run_capture(argv, &st, env);
+	finish(st, out);
 	return c;
 }
 
