@@ -96,8 +96,12 @@ main(int argc, char **argv)
 		} else {
 			r = pwrite(fd, buf, w.len, (off_t)w.off);
 		}
-		if (r != (ssize_t)w.len)
+		if (r != (ssize_t)w.len) {
+			printf("write %lu: %zd of %lu bytes: %s\n",
+				(unsigned long)i, r, (unsigned long)w.len,
+				r < 0 ? strerror(errno) : "short");
 			return 2;
+		}
 		memcpy(model + w.off, buf, w.len);
 		if (w.off + w.len > msize)
 			msize = w.off + w.len;

@@ -123,12 +123,17 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 		} else if (test::read_file(file) != state_after(n)) {
 			c.ok = false;
 			c.why = "the finished file is not the failure-free file";
-		} else if (test::exists(d / "ck")) {
+		} else if (test::exists(d / "ck/ctl")) {
 			c.ok = false;
-			c.why = "the checkpoint directory outlived the run";
+			c.why = "the checkpoint outlived the run";
 		}
 	};
-	while (c.kills < cycles && c.ok) {
+	for (int runs = 0; c.kills < cycles && c.ok; runs++) {
+		if (runs > 4 * cycles + 20) {
+			c.ok = false;
+			c.why = "no kill landed after the first commit";
+			break;
+		}
 		int st;
 		std::string out = dctest::run_capture(argv, &st, env,
 			kill_lo + (int)(rand_r(&rs) % (unsigned)kill_span));
@@ -140,7 +145,22 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 			last = 0;
 			continue;
 		}
+		if (!test::exists(d / "ck/ctl") && test::read_file(file).empty())
+			continue; // a fresh run killed before its first commit
 		c.kills++;
+		if (!test::exists(d / "ck/ctl")) {
+			// killed while exiting, the checkpoint already gone
+			// (ctl goes first): the run was complete, its output
+			// performed
+			finish(0, out);
+			if (!c.ok)
+				c.why = "kill " + std::to_string(c.kills) +
+					" during the exit: " + c.why;
+			test::write_file(file, "");
+			dc_discard((d / "ck").c_str());
+			last = 0;
+			continue;
+		}
 		if (!out.empty()) {
 			c.ok = false;
 			c.why = "killed run said: " + out;
@@ -150,6 +170,18 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 		test::write_file(stop, "");
 		out = dctest::run_capture(argv, &st, env);
 		unlink(stop.c_str());
+		if (WIFEXITED(st)) {
+			// resumed inside the exit of a complete run (its
+			// last checkpoint), which it finishes
+			unlink(rep.c_str());
+			finish(st, out);
+			if (!c.ok)
+				c.why = "kill " + std::to_string(c.kills) +
+					", resumed in the exit: " + c.why;
+			test::write_file(file, "");
+			last = 0;
+			continue;
+		}
 		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
 			c.ok = false;
 			c.why = "resumed run did not report: " + out;
