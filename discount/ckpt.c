@@ -937,6 +937,13 @@ commit_body(void)
 	if (rc)
 		return rc;
 	dc__crashpoint("redo", gen);
+	/* held.c H1, H2: the interval's held output is durable and named as
+	 * gen's before the commit record exists -- on tmpfs the record's
+	 * stores into the mapped ctl file already outlive the process, so
+	 * the seal must come before the slot is written, not merely before
+	 * its persist. */
+	if ((rc = dc__held_seal(gen)))
+		return rc;
 
 	/* The segment is durable (dc__redo_append synced it); now the commit
 	 * record that vouches for it.  Invariant 4: generations advance by
@@ -996,7 +1003,8 @@ commit_body(void)
 	if (seg.len > dc__st.stats.redo_bytes_max)
 		dc__st.stats.redo_bytes_max = seg.len;
 	dc__k_after_commit();
-	return 0;
+	/* held.c H4, H5: the output of the committed interval */
+	return dc__held_release(gen);
 }
 
 /*
@@ -1130,7 +1138,7 @@ static void
 remove_dir_files(const char *dir)
 {
 	static const char *const names[] = { "ctl", "shadow", "redo", "ndlog",
-		"fundo", "mundo" };
+		"fundo", "mundo", "held", "rename" };
 	char p[PATH_MAX];
 	/* ctl first: without it the directory holds no checkpoint, so a
 	 * crash half way leaves nothing that could be recovered wrongly. */
@@ -1175,6 +1183,7 @@ dc__cleanup_exit(void)
 {
 	if (!dc__vol.active)
 		return;
+	dc__held_exit(); /* a last commit performs the held output */
 	/* The checkpoint first, then every delayed deletion, open or not:
 	 * the run is complete (kstate.c, dc__k_exit_list). */
 	dc__vol.active = false;

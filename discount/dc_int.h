@@ -30,6 +30,7 @@
 
 #include "ckpt_layout.h"
 #include "twopc_layout.h"
+#include "held_int.h"
 #include "dc.h"
 #include "rio.h"
 #include "linux_compat.h"
@@ -216,6 +217,7 @@ struct dc__vols {
 	uint64_t tp_prepared;   /* last round taken part in */
 	struct sockaddr_storage tp_coord;
 	struct dc_2pc_state tp_st; /* the current state record */
+	struct dc__held held;   /* the buffered protocol's output (held.c) */
 	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;

@@ -32,7 +32,7 @@ union dc__vol_pages dc__volp __attribute__((aligned(4096)));
 
 
 static const char *const names[] = { "cpvs", "cand", "cbndvs", "cand-log",
-	"cbndvs-log", "periodic", "manual" };
+	"cbndvs-log", "periodic", "manual", "buffered" };
 
 int
 dc_protocol_parse(const char *name, enum dc_protocol *out)
@@ -45,8 +45,8 @@ dc_protocol_parse(const char *name, enum dc_protocol *out)
 	if (dc__twopc_parse(name, out))
 		return 0;
 	return dc__err(DC_EPROTOCOL, "unknown protocol '%s' (cpvs, cand, "
-		"cbndvs, cand-log, cbndvs-log, periodic, manual, cpv-2pc, "
-		"cbndv-2pc)",
+		"cbndvs, cand-log, cbndvs-log, periodic, manual, buffered, "
+		"cpv-2pc, cbndv-2pc)",
 		name ? name : "");
 }
 
@@ -172,13 +172,14 @@ dc_init(const struct dc_opts *opts)
 		o = *opts;
 	if (dc__vol.active)
 		return dc__err(DC_EINIT, "dc_init: already running");
-	if ((unsigned)o.protocol > DC_MANUAL && o.protocol != DC_CPV_2PC &&
+	if ((unsigned)o.protocol > DC_BUFFERED && o.protocol != DC_CPV_2PC &&
 	    o.protocol != DC_CBNDV_2PC)
 		return dc__err(DC_EPROTOCOL, "dc_init: protocol %d",
 			(int)o.protocol);
-	if (o.protocol == DC_PERIODIC && o.interval_ms == 0)
-		return dc__err(-EINVAL, "dc_init: the periodic protocol needs "
-			"an interval");
+	if ((o.protocol == DC_PERIODIC || o.protocol == DC_BUFFERED) &&
+	    o.interval_ms == 0)
+		return dc__err(-EINVAL, "dc_init: the %s protocol needs an "
+			"interval", dc_protocol_name(o.protocol));
 	if ((unsigned)o.tracking > DC_TRACK_UNDO)
 		return dc__err(-EINVAL, "dc_init: dirty tracking %d",
 			(int)o.tracking);
@@ -239,6 +240,8 @@ dc_init(const struct dc_opts *opts)
 		dc__vol.ctlb = NULL;
 	}
 	if ((rc = dc__files_create(dc__vol.dir)))
+		return rc;
+	if ((rc = dc__held_start(o.protocol == DC_BUFFERED)))
 		return rc;
 	dc__st.protocol = (int)o.protocol;
 	dc__st.interval_ms = o.interval_ms;

@@ -420,6 +420,10 @@ dc__recover(void)
 	rio_persist(dc__vol.ctl, &w->incarnation, sizeof(uint64_t));
 	dc__vol.incarnation = w->incarnation;
 	dc__rstep();
+	/* the held output of the committed interval, performed (again);
+	 * that of the lost one dropped (held.c invariant 3) */
+	if ((rc = dc__held_recover()))
+		return rc;
 	uint64_t end, count;
 	dc__nd_scan(dc__vol.committed + 1, &end, &count, NULL);
 	dc__vol.replay_off = 0;

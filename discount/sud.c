@@ -646,6 +646,11 @@ dc__dispatch(long nr, long *a, void *ucv)
 	for (int i = 0; i < 3; i++)
 		if ((unsigned long)a[i] < DC__MAX_FD)
 			dc__vol.fd_touched[a[i]] = true;
+	if (dc__held_on()) { /* the buffered protocol (held.c) */
+		r = dc__held_syscall(nr, a, &handled);
+		if (handled)
+			return r;
+	}
 	switch (nr) {
 	case SYS_read:
 	case SYS_readv: {

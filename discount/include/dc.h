@@ -71,6 +71,8 @@ enum dc_protocol {
 	DC_CBNDVS_LOG = 4, /* CBNDVS, input logged */
 	DC_PERIODIC = 5,   /* every interval_ms only */
 	DC_MANUAL = 6,     /* dc_checkpoint() only */
+	DC_BUFFERED = 7,   /* every interval_ms only; output (files, streams)
+	                    * held until the next commit, then performed */
 	/* Computations of several processes (twopc.c, dc-coord(1)): every
 	 * participant commits, by two-phase commit through the coordinator
 	 * at $DC_2PC_COORD, before any of them executes a visible event;
@@ -81,7 +83,8 @@ enum dc_protocol {
 	                    * event */
 };
 /* "cpvs", "cand", "cbndvs", "cand-log", "cbndvs-log", "periodic",
- * "manual", "cpv-2pc", "cbndv-2pc" (case-insensitive).  Returns 0 or DC_EPROTOCOL. */
+ * "manual", "buffered", "cpv-2pc", "cbndv-2pc" (case-insensitive).
+ * Returns 0 or DC_EPROTOCOL. */
 DC_EXPORT int dc_protocol_parse(const char *name, enum dc_protocol *out);
 DC_EXPORT const char *dc_protocol_name(enum dc_protocol p);
 
@@ -108,7 +111,8 @@ struct dc_opts {
 	const char *dir;
 	enum dc_protocol protocol;
 	/* Also checkpoint every this many milliseconds (0 = never; required
-	 * for DC_PERIODIC). */
+	 * for DC_PERIODIC and DC_BUFFERED; DC_BUFFERED holds file writes
+	 * by the scheme $DC_DISK names: "buffer" (default) or "rename"). */
 	unsigned interval_ms;
 	/* Called after a recovery, just before the program continues
 	 * (thesis: e.g. re-initialise the terminal). */

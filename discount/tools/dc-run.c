@@ -3,7 +3,8 @@
  * dc-run.c -- run an unmodified program under Discount Checking
  *
  *   dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]
- *          [--events F] [--tracking uffd|wp|undo] [--verbose] -- prog args
+ *          [--events F] [--tracking uffd|wp|undo] [--disk buffer|rename]
+ *          [--verbose] -- prog args
  *   dc-run --status [--dir D] -- prog args     (what a crash would resume)
  *   dc-run --discard [--dir D] -- prog args    (forget a checkpoint)
  *
@@ -28,7 +29,8 @@
 
 static const char help[] =
 	"usage: dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]\n"
-	"              [--events F] [--tracking uffd|wp|undo] [--verbose] --\n"
+	"              [--events F] [--tracking uffd|wp|undo]\n"
+	"              [--disk buffer|rename] [--verbose] --\n"
 	"              program [args...]\n"
 	"       dc-run --status|--discard [--dir D] -- program [args...]\n"
 	"\n"
@@ -60,6 +62,9 @@ static const char help[] =
 	"                             commit together through dc-coord\n"
 	"                             ($DC_2PC_COORD, $DC_2PC_ID; sends are\n"
 	"                             not visible)\n"
+	"                 buffered    every --interval MS only; output to\n"
+	"                             files, terminals and pipes is held\n"
+	"                             and performed after the next commit\n"
 	"  --interval MS  also commit every MS milliseconds\n"
 	"  --tracking T   how written pages are found (default uffd):\n"
 	"                 uffd  userfaultfd write protection, async mode,\n"
@@ -70,6 +75,10 @@ static const char help[] =
 	"                 undo  the memory is moved into a persistent\n"
 	"                       segment; the first write to a page faults\n"
 	"                       and logs its before-image (the thesis' design)\n"
+	"  --disk S       buffered: how a file write is held (default\n"
+	"                 buffer): buffer  data and metadata appended to a\n"
+	"                 persistent buffer; rename  data appended to a\n"
+	"                 rename area, the mapping written at the commit\n"
 	"  --stats F      write the run's counters to F when it ends\n"
 	"  --events F     append every visible event (each write to a\n"
 	"                 terminal, pipe or socket) to F, one C-escaped\n"
@@ -107,13 +116,14 @@ main(int argc, char **argv)
 		{ "verbose", 0, 0, 'v' }, { "status", 0, 0, 's' },
 		{ "discard", 0, 0, 'x' }, { "help", 0, 0, 'h' },
 		{ "stats", 1, 0, 'S' }, { "tracking", 1, 0, 't' },
-		{ "events", 1, 0, 'e' },
+		{ "events", 1, 0, 'e' }, { "disk", 1, 0, 'D' },
 		{ 0, 0, 0, 0 } };
 	const char *dir = NULL, *proto = "cbndvs", *interval = NULL;
 	const char *stats = NULL, *tracking = NULL, *events = NULL;
+	const char *disk = NULL;
 	bool verbose = false, status = false, discard = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "+d:p:i:vsxhS:t:e:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+d:p:i:vsxhS:t:e:D:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'p': proto = optarg; break;
@@ -124,6 +134,7 @@ main(int argc, char **argv)
 		case 'S': stats = optarg; break;
 		case 't': tracking = optarg; break;
 		case 'e': events = optarg; break;
+		case 'D': disk = optarg; break;
 		case 'h': usage(true); break;
 		default: usage(false);
 		}
@@ -140,9 +151,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "dc-run: %s\n", dc_errormsg());
 		return 2;
 	}
-	if (p == DC_PERIODIC && interval == NULL) {
-		fprintf(stderr, "dc-run: --protocol periodic needs "
-			"--interval MS\n");
+	if ((p == DC_PERIODIC || p == DC_BUFFERED) && interval == NULL) {
+		fprintf(stderr, "dc-run: --protocol %s needs "
+			"--interval MS\n", dc_protocol_name(p));
+		return 2;
+	}
+	if (disk && strcmp(disk, "buffer") && strcmp(disk, "rename")) {
+		fprintf(stderr, "dc-run: --disk %s: buffer or rename\n", disk);
 		return 2;
 	}
 	char dbuf[PATH_MAX];
@@ -219,6 +234,8 @@ main(int argc, char **argv)
 		setenv("DC_STATS", stats, 1);
 	if (events)
 		setenv("DC_EVENTS", events, 1);
+	if (disk)
+		setenv("DC_DISK", disk, 1);
 	/* glibc's rseq area would be registered by the fresh process, not
 	 * the recovered one: switch it off (docs/discount.md). */
 	const char *tun = getenv("GLIBC_TUNABLES");

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// held_test.cpp -- the buffered protocol's held output (discount/held.c):
+//                  a writer killed at random under Buffer and Rename, the
+//                  broken builds that must be caught, the buffer's limits
+//                  and corruption
+//
+// The writer (held_prog.c) makes the writes of held_gen.h.  After each
+// kill: the file as the kill left it must be the failure-free file after
+// some number k of writes (never torn: a write is performed whole, in
+// request order, or not at all, but for a part of the one a kill inside
+// the release interrupted); a run resumed with the STOP file present
+// reports the number D of writes at its checkpoint, and the file must then
+// be the failure-free file after exactly D writes (the state at the
+// checkpoint plus the held writes of the committed intervals), with
+// k <= D.  Finally a run to the end must leave the failure-free file.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+extern "C" {
+#include "held_gen.h"
+}
+
+namespace {
+
+const uint64_t seed = 7;
+
+// The failure-free file after k writes.
+std::string state_after(uint64_t k)
+{
+	std::string f;
+	struct held_gen g;
+	held_init(&g, seed);
+	std::vector<unsigned char> b(HELD_MAXLEN);
+	for (uint64_t i = 0; i < k; i++) {
+		struct held_w w = held_write(&g, i, b.data());
+		if (f.size() < w.off + w.len)
+			f.resize(w.off + w.len, '\0');
+		memcpy(&f[w.off], b.data(), w.len);
+	}
+	return f;
+}
+
+// The smallest k such that the file is the failure-free file after k
+// writes, with at most a part of write k performed over it (a kill inside
+// the release stops a write between pages; recovery performs it again),
+// or -1.
+long find_state(const std::string &file, uint64_t n)
+{
+	std::string f;
+	struct held_gen g;
+	held_init(&g, seed);
+	std::vector<unsigned char> b(HELD_MAXLEN);
+	for (uint64_t i = 0;; i++) {
+		if (f == file)
+			return (long)i;
+		if (i == n)
+			return -1;
+		struct held_w w = held_write(&g, i, b.data());
+		bool part = file.size() >= f.size() &&
+			file.size() <= std::max<size_t>(f.size(), w.off + w.len);
+		for (size_t j = 0; part && j < file.size(); j++) {
+			bool in = j >= w.off && j < w.off + w.len;
+			char old = j < f.size() ? f[j] : '\0';
+			part = file[j] == old ||
+				(in && file[j] == (char)b[j - w.off]);
+		}
+		if (part)
+			return (long)i;
+		if (f.size() < w.off + w.len)
+			f.resize(w.off + w.len, '\0');
+		memcpy(&f[w.off], b.data(), w.len);
+	}
+}
+
+std::string env_or_skip(const char *k)
+{
+	const char *v = getenv(k);
+	if (v == nullptr || !*v) {
+		WARN("skipped: " << k << " not set");
+		return "";
+	}
+	return v;
+}
+
+struct Campaign {
+	int kills = 0;
+	int moved = 0; // kills after which the resumed run was further on
+	bool ok = true;
+	std::string why;
+};
+
+// cycles kills of prog (scheme, interval ms, n writes), each followed by
+// a resumed run that reports; then a run to the end.  A writer that ends
+// before the kill is checked and started again on an empty file.
+Campaign campaign(const std::string &prog, const char *scheme, int cycles,
+	uint64_t n, int interval, const std::vector<std::string> &extra = {},
+	const char *base = "/dev/shm", int kill_lo = 40, int kill_span = 300)
+{
+	Campaign c;
+	test::TempDir d(base);
+	std::string file = d / "f", stop = d / "stop", rep = d / "rep";
+	test::write_file(file, "");
+	std::vector<std::string> argv = { prog, d / "ck", file,
+		std::to_string(n), std::to_string(seed),
+		std::to_string(interval), stop, rep };
+	std::vector<std::string> env = { std::string("DC_DISK=") + scheme };
+	env.insert(env.end(), extra.begin(), extra.end());
+	unsigned rs = (unsigned)test::seed();
+	uint64_t last = 0;
+	// a run to the end: the failure-free file, the directory gone
+	auto finish = [&](int st, const std::string &out) {
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			c.ok = false;
+			c.why = "last run: status " + std::to_string(st) +
+				": " + out;
+		} else if (test::read_file(file) != state_after(n)) {
+			c.ok = false;
+			c.why = "the finished file is not the failure-free file";
+		} else if (test::exists(d / "ck/ctl")) {
+			c.ok = false;
+			c.why = "the checkpoint outlived the run";
+		}
+	};
+	for (int runs = 0; c.kills < cycles && c.ok; runs++) {
+		if (runs > 4 * cycles + 20) {
+			c.ok = false;
+			c.why = "no kill landed after the first commit";
+			break;
+		}
+		int st;
+		std::string out = dctest::run_capture(argv, &st, env,
+			kill_lo + (int)(rand_r(&rs) % (unsigned)kill_span));
+		if (WIFEXITED(st)) {
+			// done before the kill: checked, and again from the
+			// start while kills are left to make
+			finish(st, out);
+			test::write_file(file, "");
+			last = 0;
+			continue;
+		}
+		if (!test::exists(d / "ck/ctl") && test::read_file(file).empty())
+			continue; // a fresh run killed before its first commit
+		c.kills++;
+		if (!test::exists(d / "ck/ctl")) {
+			// killed while exiting, the checkpoint already gone
+			// (ctl goes first): the run was complete, its output
+			// performed
+			finish(0, out);
+			if (!c.ok)
+				c.why = "kill " + std::to_string(c.kills) +
+					" during the exit: " + c.why;
+			test::write_file(file, "");
+			dc_discard((d / "ck").c_str());
+			last = 0;
+			continue;
+		}
+		if (!out.empty()) {
+			c.ok = false;
+			c.why = "killed run said: " + out;
+			break;
+		}
+		long k = find_state(test::read_file(file), n);
+		test::write_file(stop, "");
+		out = dctest::run_capture(argv, &st, env);
+		unlink(stop.c_str());
+		if (WIFEXITED(st)) {
+			// resumed inside the exit of a complete run (its
+			// last checkpoint), which it finishes
+			unlink(rep.c_str());
+			finish(st, out);
+			if (!c.ok)
+				c.why = "kill " + std::to_string(c.kills) +
+					", resumed in the exit: " + c.why;
+			test::write_file(file, "");
+			last = 0;
+			continue;
+		}
+		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
+			c.ok = false;
+			c.why = "resumed run did not report: " + out;
+			break;
+		}
+		uint64_t dn = strtoull(test::read_file(rep).c_str(), nullptr,
+			10);
+		unlink(rep.c_str());
+		if (k < 0) {
+			c.ok = false;
+			c.why = "kill " + std::to_string(c.kills) +
+				": the file is no failure-free state (torn)";
+		} else if (test::read_file(file) != state_after(dn)) {
+			c.ok = false;
+			c.why = "kill " + std::to_string(c.kills) +
+				": resumed at write " + std::to_string(dn) +
+				", the file is not the failure-free file "
+				"after it (file was at " + std::to_string(k) +
+				" writes when killed, is at " +
+				std::to_string(find_state(test::read_file(file),
+					n)) + " now)";
+		} else if ((uint64_t)k > dn || dn < last) {
+			c.ok = false;
+			c.why = "kill " + std::to_string(c.kills) +
+				": a committed write was lost (" +
+				std::to_string(k) + " > " + std::to_string(dn) +
+				" or < " + std::to_string(last) + ")";
+		}
+		if (dn > last)
+			c.moved++;
+		last = dn;
+	}
+	if (!c.ok)
+		return c;
+	int st;
+	std::string out = dctest::run_capture(argv, &st, env);
+	finish(st, out);
+	return c;
+}
+
+} // namespace
+
+TEST_CASE("a writer killed at random under Buffer and Rename leaves the "
+	  "checkpoint's file plus the committed held writes, never torn",
+	"[held-crash]")
+{
+	std::string prog = env_or_skip("DC_TEST_HELD");
+	if (prog.empty())
+		return;
+	const char *scheme = GENERATE("buffer", "rename");
+	// 5 ms: many intervals per run, kills in the interval, in the
+	// commit and in the release
+	Campaign c = campaign(prog, scheme, test::iterations(12), 20000, 5);
+	INFO(scheme << ": " << c.why);
+	REQUIRE(c.ok);
+	// most kills hit a run that had written and committed something
+	REQUIRE(c.moved * 2 >= c.kills);
+	REQUIRE(c.kills >= 3);
+}
+
+TEST_CASE("on a disk file system (every append synced) the same holds",
+	"[held-crash]")
+{
+	std::string prog = env_or_skip("DC_TEST_HELD");
+	if (prog.empty())
+		return;
+	const char *scheme = GENERATE("buffer", "rename");
+	// (50 ms: a disk commit takes longer than 5)
+	Campaign c = campaign(prog, scheme, test::iterations(3), 1500, 50, {},
+		"/var/tmp", 300, 2500);
+	INFO(scheme << ": " << c.why);
+	REQUIRE(c.ok);
+}
+
+TEST_CASE("a kill inside the commit or the release is recovered: the "
+	  "sealed records are dropped or performed again",
+	"[held-crash]")
+{
+	std::string prog = env_or_skip("DC_TEST_HELD_CP");
+	if (prog.empty())
+		return;
+	const char *scheme = GENERATE("buffer", "rename");
+	const char *at = GENERATE("held-sealed", "held-apply", "held-applied",
+		"committed");
+	test::TempDir d;
+	std::string file = d / "f", stop = d / "stop", rep = d / "rep";
+	std::vector<std::string> argv = { prog, d / "ck", file, "3000",
+		std::to_string(seed), "5", stop, rep };
+	// a commit with nothing held seals and releases nothing: the first
+	// of generations 4.. whose commit holds records
+	int st = 0;
+	std::string out;
+	for (int g = 4; g < 40; g++) {
+		test::write_file(file, "");
+		dc_discard((d / "ck").c_str());
+		out = dctest::run_capture(argv, &st,
+			{ std::string("DC_DISK=") + scheme,
+				std::string("DC_CRASH_AT=") + at + ":" +
+					std::to_string(g) });
+		if (!WIFEXITED(st))
+			break;
+	}
+	INFO(scheme << " " << at << ": " << out);
+	REQUIRE(WIFSIGNALED(st));
+	REQUIRE(WTERMSIG(st) == SIGKILL);
+	long k = find_state(test::read_file(file), 3000);
+	REQUIRE(k >= 0);
+	test::write_file(stop, "");
+	out = dctest::run_capture(argv, &st,
+		{ std::string("DC_DISK=") + scheme });
+	REQUIRE(WIFSIGNALED(st));
+	uint64_t dn = strtoull(test::read_file(rep).c_str(), nullptr, 10);
+	INFO("killed at " << k << " writes, resumed at " << dn);
+	REQUIRE((uint64_t)k <= dn);
+	REQUIRE(test::read_file(file) == state_after(dn));
+}
+
+// A broken build's campaign, under both schemes, must fail.
+static void require_caught(const char *prog_env)
+{
+	std::string prog = env_or_skip(prog_env);
+	if (prog.empty())
+		return;
+	for (const char *scheme : { "buffer", "rename" }) {
+		Campaign c = campaign(prog, scheme, 12, 20000, 5);
+		INFO(scheme << ": " << c.why);
+		REQUIRE_FALSE(c.ok);
+	}
+}
+
+TEST_CASE("output released before its interval commits is caught",
+	"[held-broken-early]")
+{
+	require_caught("DC_TEST_HELD_BROKEN_EARLY");
+}
+
+TEST_CASE("held writes performed out of order are caught",
+	"[held-broken-order]")
+{
+	require_caught("DC_TEST_HELD_BROKEN_ORDER");
+}
+
+TEST_CASE("a full buffer takes a checkpoint; a write larger than the "
+	  "buffer fails with ENOSPC and says why", "[held-buffer]")
+{
+	std::string prog = env_or_skip("DC_TEST_HELD");
+	if (prog.empty())
+		return;
+	const char *scheme = GENERATE("buffer", "rename");
+	// 20 000 bytes hold two to thirty writes: checkpoints are forced
+	// far more often than the interval (1 s) would take them
+	Campaign c = campaign(prog, scheme, test::iterations(4), 3000, 1000,
+		{ "DC_HELD_MAX=20000" });
+	INFO(scheme << ": " << c.why);
+	REQUIRE(c.ok);
+
+	test::TempDir d;
+	test::write_file(d / "f", "");
+	int st;
+	std::string out = dctest::run_capture({ prog, d / "ck", d / "f", "0",
+		"1", "1000", d / "stop", d / "rep", "big" }, &st,
+		{ std::string("DC_DISK=") + scheme, "DC_HELD_MAX=4096" });
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out.find("big write: -1 No space left on device") !=
+		std::string::npos);
+	REQUIRE(out.find("larger than the held-output buffer (4096 bytes, "
+			 "DC_HELD_MAX)") != std::string::npos);
+	REQUIRE(test::read_file(d / "f").empty());
+}
+
+TEST_CASE("a corrupt held record or header stops the recovery with "
+	  "DC_ECORRUPT and performs nothing", "[held-buffer]")
+{
+	std::string prog = env_or_skip("DC_TEST_HELD_CP");
+	if (prog.empty())
+		return;
+	const char *scheme = GENERATE("buffer", "rename");
+	struct Damage {
+		const char *file;
+		off_t off;
+		const char *msg;
+	};
+	// held: header at 0 (64 bytes), the first record at 64 (Rename:
+	// a PATH record; Buffer: a PATH record, its payload at 128)
+	const Damage dmg[] = {
+		{ "held", 20, "bad magic or header checksum" },
+		{ "held", 64 + 30, "record 0 at 64: bad magic or checksum" },
+		{ "held", 130, "record 0 at 64: payload checksum mismatch" },
+		{ "rename", 10, "payload checksum mismatch" },
+	};
+	for (const Damage &x : dmg) {
+		if (!strcmp(x.file, "rename") && strcmp(scheme, "rename"))
+			continue;
+		test::TempDir d;
+		std::string file = d / "f";
+		test::write_file(file, "");
+		std::vector<std::string> argv = { prog, d / "ck", file,
+			"100000", std::to_string(seed), "5", d / "stop",
+			d / "rep" };
+		int st;
+		// killed once a generation that held records committed,
+		// before they were performed
+		struct stat hs;
+		for (int g = 5; g < 40; g++) {
+			test::write_file(file, "");
+			dc_discard((d / "ck").c_str());
+			dctest::run_capture(argv, &st, { std::string("DC_DISK=") +
+				scheme, "DC_CRASH_AT=committed:" +
+				std::to_string(g) });
+			REQUIRE(WIFSIGNALED(st));
+			if (stat((d / "ck/held").c_str(), &hs) == 0 &&
+			    hs.st_size > 256)
+				break;
+		}
+		REQUIRE(hs.st_size > 256);
+		std::string before = test::read_file(file);
+		unsigned char b;
+		std::string p = d / (std::string("ck/") + x.file);
+		int fd = open(p.c_str(), O_RDWR);
+		REQUIRE(fd >= 0);
+		REQUIRE(pread(fd, &b, 1, x.off) == 1);
+		b ^= 0x5a;
+		REQUIRE(pwrite(fd, &b, 1, x.off) == 1);
+		close(fd);
+		std::string out = dctest::run_capture(argv, &st,
+			{ std::string("DC_DISK=") + scheme });
+		INFO(scheme << " " << x.file << "@" << x.off << ": " << out);
+		REQUIRE(WIFEXITED(st));
+		REQUIRE(WEXITSTATUS(st) == 1);
+		REQUIRE(out.find("DC_ECORRUPT") == std::string::npos);
+		REQUIRE(out.find("checkpoint files are corrupt") !=
+			std::string::npos);
+		REQUIRE(out.find(x.msg) != std::string::npos);
+		REQUIRE(test::read_file(file) == before);
+	}
+}
+
+TEST_CASE("dc-run: the buffered protocol needs an interval, and the disk "
+	  "scheme is buffer or rename", "[held-buffer]")
+{
+	std::string run = env_or_skip("DC_RUN");
+	if (run.empty())
+		return;
+	int st;
+	std::string out = dctest::run_capture({ run, "--protocol", "buffered",
+		"--", "/bin/true" }, &st);
+	REQUIRE(WEXITSTATUS(st) == 2);
+	REQUIRE(out.find("--protocol buffered needs --interval MS") !=
+		std::string::npos);
+	out = dctest::run_capture({ run, "--protocol", "buffered",
+		"--interval", "10", "--disk", "tape", "--", "/bin/true" }, &st);
+	REQUIRE(WEXITSTATUS(st) == 2);
+	REQUIRE(out.find("--disk tape: buffer or rename") != std::string::npos);
+}
