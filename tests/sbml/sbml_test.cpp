@@ -605,8 +605,8 @@ TEST_CASE("a recovery collects a long log over a lossy network: a request "
 {
 	// every datagram lost with probability 0.2: an answer of 150
 	// messages arrives whole about once in 10^15 tries, so asking from
-	// scratch each time never ends; asking from the first missing RSN
-	// gets 80% of the rest each time
+	// scratch each time never ends; a window asked again keeps what
+	// came and gets 80% of the rest each time
 	sbml_faults f{};
 	f.drop = 0.2;
 	f.seed = 11;
