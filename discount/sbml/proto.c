@@ -116,6 +116,8 @@ log_unlink(sbml *s, struct sbml__peer *p, struct sbml__msg **pp)
 				offsetof(struct sbml__msg, next));
 	if (p->first_partial == m)
 		p->first_partial = next_partial(m->next);
+	if (p->replay_at == m)
+		p->replay_at = NULL;
 	if (m->rsn == 0)
 		p->partial--;
 	log_count(s, m, -1);
@@ -377,15 +379,41 @@ on_data(sbml *s, const struct sbml__wire *w)
 	*pp = m;
 }
 
+/* Section 3.4 step 2, one window of the answer: the logged messages to
+ * src with RSN >= from, at most REPLAY_WINDOW of them and about
+ * REPLAY_WINDOW_BYTES, then REPLAY_END with their count and the RSN of
+ * the next logged message (0: none, the answer is complete).  The
+ * recovering process asks for the next window when this one is whole,
+ * and again for this one when a packet of it was lost: a window, never
+ * the whole answer, is what a request makes leave, so a log longer than
+ * the socket buffer costs no more than one packet per message plus the
+ * windows lost.  The send log to src holds its fully logged messages in
+ * ascending RSN (src delivers a sender's messages in SSN order, and an
+ * entry made partially logged again by a recovery of src -- step 5 --
+ * gets an RSN above every RSN kept), so a window is a run of the log. */
+#define REPLAY_WINDOW 16
+#define REPLAY_WINDOW_BYTES (64u << 10)
+
 static void
 serve_replay_req(sbml *s, unsigned src, uint64_t from)
 {
 	struct sbml__peer *p = &s->peer[src];
-	uint64_t n = 0;
+	uint64_t n = 0, next = 0, bytes = 0;
+	struct sbml__msg *m = p->log;
 
-	for (struct sbml__msg *m = p->log; m; m = m->next) {
+	/* the next window starts where the last one stopped: a walk of
+	 * the log from its head for each would make the answer quadratic */
+	if (p->replay_at && p->replay_at->rsn == from)
+		m = p->replay_at;
+	p->replay_at = NULL;
+	for (; m; m = m->next) {
 		if (m->rsn == 0 || m->rsn < from)
 			continue;
+		if (n == REPLAY_WINDOW || bytes >= REPLAY_WINDOW_BYTES) {
+			next = m->rsn;
+			p->replay_at = m;
+			break;
+		}
 		struct sbml__wire w = {
 			.type = SBML_PKT_REPLAY,
 			.ssn = m->ssn,
@@ -395,10 +423,12 @@ serve_replay_req(sbml *s, unsigned src, uint64_t from)
 		};
 		sbml__send_pkt(s, src, &w, m->data);
 		n++;
+		bytes += m->len;
 	}
 	struct sbml__wire e = {
 		.type = SBML_PKT_REPLAY_END,
 		.flags = s->recovering ? SBML_PKT_F_RECOVERING : 0,
+		.ssn = next,
 		.sii = p->dv,
 		.arg = n,
 	};

@@ -14,13 +14,19 @@
  * finds the process resumed from a checkpoint taken before it):
  *   1. the state is the checkpoint's (libdc reloaded it); a new
  *      incarnation number makes every packet of the dead life stale;
- *   2. REPLAY_REQ(first = sii + 1) to every peer, again every rto until
- *      its REPLAY_END came and as many REPLAY packets as it announced:
- *      the fully logged messages to Y with RSN >= first, kept by RSN.
- *      A request again keeps what came and asks from the first RSN
- *      still missing after sii: a peer answers with a blast of its whole
- *      answer, and a log longer than the socket buffer loses the same
- *      tail every time when each request starts from scratch;
+ *   2. the logged messages from every peer, window by window: REPLAY_REQ
+ *      (first = rec_from, at first sii + 1) is answered by at most a
+ *      window of them (proto.c: 16 messages, about 64 KiB) in RSN order
+ *      and REPLAY_END(count, the sender's next logged RSN or 0 for
+ *      none).  A whole window is followed at once by the request from
+ *      that next RSN; a window with a packet lost is asked again every
+ *      rto, keeping what came.  A request never makes more than one
+ *      window leave, so the socket buffer is not overrun and the cost
+ *      is about one packet per logged message, whatever the length of
+ *      the log: a peer's resume point is its own next RSN, never one
+ *      the receiver guesses, so the RSNs of other peers and a gap in
+ *      the RSNs (a message that died with a second failure) are
+ *      crossed like any other step;
  *   3. L = the end of the run of consecutive RSNs from first; every
  *      peer's REPLAY_END names its dependency-vector entry for Y, and a
  *      peer depending on an interval above L cannot be made consistent:
@@ -49,6 +55,16 @@
 
 #define NS_MS 1000000ull
 
+static void
+ask(sbml *s, unsigned d, uint64_t now)
+{
+	struct sbml__wire w = { .type = SBML_PKT_REPLAY_REQ,
+		.sii = s->peer[d].rec_from };
+
+	s->peer[d].rec_tx = now;
+	sbml__send_pkt(s, d, &w, NULL);
+}
+
 void
 sbml__on_replay_pkt(sbml *s, const struct sbml__wire *w)
 {
@@ -58,27 +74,37 @@ sbml__on_replay_pkt(sbml *s, const struct sbml__wire *w)
 		p->rec_done_acked = true;
 		return;
 	}
-	if (!s->recovering)
-		return; /* late: stale for this recovery */
+	if (!s->recovering || s->replay_last != UINT64_MAX)
+		return; /* late: stale for this recovery, or after step 2 */
 	if (w->type == SBML_PKT_REPLAY_END) {
-		/* the answer counts the messages from rec_from on; those
-		 * below it are all here (rec_from is the first missing RSN).
-		 * An older answer, asked from lower, counts some twice: too
-		 * many expected, asked again. */
-		uint64_t below = 0;
-		for (struct sbml__msg *m = s->replay; m; m = m->next)
-			below += m->peer == w->src && m->rsn < p->rec_from;
-		p->rec_end = true;
-		p->rec_expect = w->arg + below;
+		/* the window asked from rec_from: arg messages, and the
+		 * sender's next logged RSN is ssn (0: none).  An answer to
+		 * an earlier window ends at or below rec_from. */
+		if (w->ssn != 0 && w->ssn <= p->rec_from)
+			return;
 		p->rec_dv = w->sii;
 		p->rec_recovering = (w->flags & SBML_PKT_F_RECOVERING) != 0;
+		if (p->rec_end || p->rec_got < w->arg)
+			return; /* lost some: asked again at rto */
+		if (w->ssn == 0) {
+			p->rec_end = true;
+			return;
+		}
+		/* whole: the next window at once (the pace of the answer
+		 * is the receiver's) */
+		p->rec_from = w->ssn;
+		p->rec_got = 0;
+		ask(s, w->src, sbml__now_ns());
 		return;
 	}
-	/* REPLAY: keep by RSN, once */
+	/* REPLAY: keep by RSN, once; a sender's answer comes in ascending
+	 * RSN, so its place is searched from its last one */
 	struct sbml__msg **pp, *m;
 	if (w->arg <= s->sii)
 		return;
-	for (pp = &s->replay; *pp && (*pp)->rsn < w->arg; pp = &(*pp)->next)
+	pp = p->rec_last && p->rec_last->rsn < w->arg ? &p->rec_last->next
+						       : &s->replay;
+	for (; *pp && (*pp)->rsn < w->arg; pp = &(*pp)->next)
 		;
 	if (*pp && (*pp)->rsn == w->arg)
 		return;
@@ -94,15 +120,15 @@ sbml__on_replay_pkt(sbml *s, const struct sbml__wire *w)
 	memcpy(m->data, w->payload, w->payload_len);
 	m->next = *pp;
 	*pp = m;
-	p->rec_got++;
+	p->rec_last = m;
+	if (w->arg >= p->rec_from)
+		p->rec_got++;
 }
 
 static bool
 collected(const sbml *s, unsigned d)
 {
-	const struct sbml__peer *p = &s->peer[d];
-
-	return p->rec_end && p->rec_got >= p->rec_expect;
+	return s->peer[d].rec_end;
 }
 
 void
@@ -117,22 +143,10 @@ sbml__recover_tick(sbml *s, uint64_t now)
 		if (d == s->self || now < p->rec_tx + rto)
 			continue;
 		if (s->replay_last == UINT64_MAX) {
-			/* step 2 */
-			if (collected(s, d))
-				continue;
-			/* (part of) an answer was lost, or none came yet:
-			 * ask from the first RSN missing, keeping the rest */
-			uint64_t from = s->sii + 1;
-			for (struct sbml__msg *m = s->replay;
-			     m && m->rsn <= from; m = m->next)
-				if (m->rsn == from)
-					from++;
-			p->rec_end = false;
-			p->rec_from = from;
-			struct sbml__wire w = { .type = SBML_PKT_REPLAY_REQ,
-				.sii = from };
-			p->rec_tx = now;
-			sbml__send_pkt(s, d, &w, NULL);
+			/* step 2: no answer yet, or (part of) the window was
+			 * lost: the same window again, keeping what came */
+			if (!collected(s, d))
+				ask(s, d, now);
 		} else if (!p->rec_done_acked) {
 			/* step 5 */
 			struct sbml__wire w = { .type = SBML_PKT_REPLAY_DONE,
@@ -193,8 +207,9 @@ sbml__recover(sbml *s)
 	for (unsigned d = 0; d < s->n; d++) {
 		struct sbml__peer *p = &s->peer[d];
 		p->rec_end = p->rec_recovering = p->rec_done_acked = false;
-		p->rec_expect = p->rec_got = p->rec_tx = 0;
+		p->rec_got = p->rec_tx = 0;
 		p->rec_from = s->sii + 1;
+		p->rec_last = NULL;
 		p->done_rcvd = p->done_acked = false;
 	}
 	s->next_tick = 0;
@@ -252,6 +267,8 @@ sbml__recover(sbml *s)
 		return rc;
 	}
 	/* a message beyond a gap cannot be replayed: step 5 resends it */
+	for (unsigned d = 0; d < s->n; d++)
+		s->peer[d].rec_last = NULL;
 	for (struct sbml__msg **pp = &s->replay; *pp;) {
 		if ((*pp)->rsn > last) {
 			struct sbml__msg *m = *pp;

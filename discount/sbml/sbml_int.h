@@ -81,10 +81,14 @@ struct sbml__peer {
 	uint64_t acks_since;   /* oldest pending ack (ns) */
 	/* recovery of this process: the answer of this peer */
 	bool rec_end, rec_recovering, rec_done_acked;
-	uint64_t rec_expect, rec_got, rec_dv, rec_tx;
-	uint64_t rec_from;      /* the first RSN the last REPLAY_REQ asked */
+	uint64_t rec_got, rec_dv, rec_tx; /* rec_got: kept from rec_from on */
+	uint64_t rec_from;     /* the window asked: its first RSN */
+	struct sbml__msg *rec_last; /* its last REPLAY kept (where the
+	                        * next one goes into the replay list) */
 	/* termination */
 	bool done_rcvd, done_acked;
+	struct sbml__msg *replay_at; /* the log entry its last answer's
+	                        * window stopped before (NULL: none) */
 	/* a recovery of the peer asked us for replays */
 	bool replay_l_known;
 };

@@ -17,12 +17,14 @@
  *               before the message (Section 3.5).  Acks: RSNs dst
  *               returned that the sender has recorded.
  *   CTRL        RSN entries and acks alone, when nothing rides.
- *   REPLAY_REQ  a recovering sender asks dst for its logged messages
- *               with RSN >= sii.
+ *   REPLAY_REQ  a recovering sender asks dst for a window of its logged
+ *               messages: the first ones with RSN >= sii.
  *   REPLAY      one logged message: ssn, sii as sent, arg = its RSN.
- *   REPLAY_END  the answer is complete: arg = how many REPLAY packets it
- *               had, sii = the sender's dependency-vector entry for dst;
- *               flag RECOVERING if the sender is itself recovering.
+ *   REPLAY_END  the window is complete: arg = how many REPLAY packets it
+ *               had, ssn = the RSN of the next logged message after it
+ *               (0: none, the answer is complete), sii = the sender's
+ *               dependency-vector entry for dst; flag RECOVERING if the
+ *               sender is itself recovering.
  *   REPLAY_DONE the recovering sender will re-create state intervals up
  *               to sii (L) only: dst treats its messages with RSN > L as
  *               partially logged again (Section 3.4 step 5).
