@@ -80,7 +80,9 @@
  * through the flush of the log), and DC_TEST_REDO_MAX sets the log size
  * that makes a commit flush (1: every commit), DC_TEST_MUNDO_MAX the
  * undo log's size past which an append fails as on a full file system
- * (seg.c).  Read once per
+ * (seg.c), DC_TEST_SEGV_TICK=1 sends the checkpoint timer's signal at
+ * the start of every SIGSEGV handler, the tick that arrives between a
+ * fault and its check (sud.c invariant 6).  Read once per
  * incarnation, into untracked memory: the environment is process memory,
  * and a recovered process has the checkpoint's. */
 void
@@ -94,6 +96,8 @@ dc__crashpoint_init(void)
 		dc__vol.redo_max = strtoull(e, NULL, 10);
 	e = getenv("DC_TEST_MUNDO_MAX");
 	dc__vol.mu_cap = e ? strtoull(e, NULL, 10) : 0;
+	e = getenv("DC_TEST_SEGV_TICK");
+	dc__vol.segv_tick = e && e[0] == '1';
 }
 
 void

@@ -290,6 +290,7 @@ struct dc__vols {
 	uint64_t rstep, rstep_kill; /* recovery steps taken; kill at this one
 	                             * (recover.c dc__rstep) */
 	uint64_t mu_cap;        /* DC_TEST_MUNDO_MAX (seg.c) */
+	bool segv_tick;         /* DC_TEST_SEGV_TICK (sud.c segv_handler) */
 #endif
 	char buf[65536] __attribute__((aligned(64)));
 	/* scratch, untracked: input replay and logging (sud.c), the undo

@@ -24,6 +24,16 @@
  *     from a local that lives in the checkpointed frames).
  *  5. vDSO time functions are patched into real system calls so they
  *     trap like any other (thesis: gettimeofday is non-deterministic).
+ *  6. From a SIGSEGV to the moment its handler has decided whether it is
+ *     a cold-region (WP: protected-page) fault, every other signal is
+ *     blocked (the handler's sa_mask).  Otherwise a signal pending at the
+ *     fault -- the checkpoint timer, above all when commits on a disk
+ *     file system take longer than the interval -- is delivered on top of
+ *     the SIGSEGV frame before its handler's first instruction, and the
+ *     commit it makes may warm the region (dc__track_refold, the
+ *     arguments of its own calls): the handler then finds nothing cold,
+ *     takes the fault for the program's and sets the default action, and
+ *     the next cold-region fault kills the process.
  */
 #include <elf.h>
 #include <errno.h>
@@ -384,12 +394,17 @@ static int
 install(int sig, uintptr_t handler, unsigned long flags, uint64_t mask)
 {
 	struct ksigaction ka = { 0 };
+	ka.mask = prot_mask(mask);
 	if (sig == SIGSEGV) {
 		/* always libdc's: cold-region faults first (track.c); on its
-		 * own stack, and nested (a cold fault inside a handler) */
+		 * own stack, and nested (a cold fault inside a handler);
+		 * every other signal blocked (invariant 6) */
 		ka.handler = (uintptr_t)segv_handler;
 		ka.flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTORER |
 			(flags & SA_RESTART);
+#ifndef DC_BROKEN_SEGV_UNMASKED
+		ka.mask = DC__SIGS_BLOCKED;
+#endif
 	} else if (handler == (uintptr_t)SIG_DFL ||
 		   handler == (uintptr_t)SIG_IGN) {
 		ka.handler = handler;
@@ -400,7 +415,6 @@ install(int sig, uintptr_t handler, unsigned long flags, uint64_t mask)
 		ka.flags &= ~(unsigned long)SA_RESETHAND;
 	}
 	ka.restorer = dc__restorer;
-	ka.mask = prot_mask(mask);
 	return (int)dc__sys6(SYS_rt_sigaction, sig, (long)&ka, 0, 8, 0, 0);
 }
 
@@ -464,17 +478,34 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 
 /* SIGSEGV: a write into a cold region (or, WP, a protected page) is made
  * good here; anything else is the program's (its handler through the
- * wrapper, or the default action: death, by the same fault again). */
+ * wrapper, or the default action: death, by the same fault again).
+ * Every signal but SIGSEGV is blocked from the fault to the check
+ * (invariant 6): the program's handler gets the program's mask back. */
 static void
 segv_handler(int sig, siginfo_t *si, void *uc)
 {
 	/* page-fault error code: bit 1 set for a write */
 	bool write = ((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2;
+#ifdef DC_TEST_CRASHPOINTS
+	if (dc__vol.segv_tick) /* a tick between the fault and the check */
+		dc__sys6(SYS_tgkill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			dc__sys6(SYS_gettid, 0, 0, 0, 0, 0, 0), DC__TIMER_SIG,
+			0, 0, 0);
+#endif
 	if (si->si_code == SEGV_ACCERR &&
 	    dc__track_fault((uint64_t)(uintptr_t)si->si_addr, write))
 		return;
-	uintptr_t h = dc__st.sig[SIGSEGV].handler;
+	const struct dc__sigrec *r = &dc__st.sig[SIGSEGV];
+	uintptr_t h = r->handler;
 	if (h != (uintptr_t)SIG_DFL && h != (uintptr_t)SIG_IGN) {
+		/* the mask the kernel would have set for the program's own
+		 * handler: the interrupted one and the handler's */
+		uint64_t m, hm;
+		memcpy(&m, &((ucontext_t *)uc)->uc_sigmask, 8);
+		memcpy(&hm, &r->mask, 8);
+		m = prot_mask(m | hm);
+		dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8, 0,
+			0);
 		sig_wrapper(sig, si, uc);
 		return;
 	}

@@ -350,6 +350,50 @@ static void killed_then_resumed(const std::string &prog, int stage)
 	REQUIRE(out == "resumed " + std::to_string(stage) + " ok\n");
 }
 
+// dc-test-coldsig under `dc-run --protocol periodic --interval 5`, the
+// checkpoint directory on the disk (/var/tmp: commits slower than the
+// interval), with the library given; DC_TEST_SEGV_TICK=1 (test builds)
+// sends the timer's signal at every cold-region fault, between the fault
+// and its check (sud.c invariant 6).  The output and wait status.
+static std::string coldsig_run(const std::string &lib, int *st)
+{
+	test::TempDir d("/var/tmp");
+	std::string prog = dctest::env_or("DC_TEST_COLDSIG", "dc-test-coldsig");
+	return dctest::run_capture({ dctest::env_or("DC_RUN", "dc-run"),
+		"--dir", d / "ck", "--protocol", "periodic", "--interval", "5",
+		"--", prog, "12", "8" }, st,
+		{ "DC_LIB=" + lib, "DC_TEST_SEGV_TICK=1" });
+}
+
+TEST_CASE("a checkpoint tick between a cold-region fault and its check "
+	  "changes nothing: the output of a run without libdc", "[coldsig]")
+{
+	int st;
+	std::string ref = dctest::run_capture({ dctest::env_or(
+		"DC_TEST_COLDSIG", "dc-test-coldsig"), "12", "8" }, &st);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(ref == "sum 96\n");
+	std::string out = coldsig_run(dctest::env_or("DC_TEST_LIB",
+		"libdc_test.so"), &st);
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out == ref);
+}
+
+TEST_CASE("a SIGSEGV handler that lets the tick commit before the check "
+	  "is caught", "[coldsig-broken]")
+{
+	int st;
+	std::string out = coldsig_run(dctest::env_or("DC_BROKEN_SEGV_LIB",
+		"libdc_broken_segv.so"), &st);
+	INFO(out);
+	REQUIRE(WIFSIGNALED(st));
+	REQUIRE(WTERMSIG(st) == SIGSEGV);
+	REQUIRE(out != "sum 96\n");
+}
+
 TEST_CASE("mremap, madvise, mprotect and munmap of checkpointed memory "
 	  "roll back with it", "[seg]")
 {
