@@ -128,6 +128,9 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 			c.why = "the checkpoint outlived the run";
 		}
 	};
+	// a kill that keeps landing before the first commit (a slow disk
+	// under load) waits twice as long the next time
+	int wait_lo = kill_lo;
 	for (int runs = 0; c.kills < cycles && c.ok; runs++) {
 		if (runs > 4 * cycles + 20) {
 			c.ok = false;
@@ -136,7 +139,7 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 		}
 		int st;
 		std::string out = dctest::run_capture(argv, &st, env,
-			kill_lo + (int)(rand_r(&rs) % (unsigned)kill_span));
+			wait_lo + (int)(rand_r(&rs) % (unsigned)kill_span));
 		if (WIFEXITED(st)) {
 			// done before the kill: checked, and again from the
 			// start while kills are left to make
@@ -145,8 +148,12 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 			last = 0;
 			continue;
 		}
-		if (!test::exists(d / "ck/ctl") && test::read_file(file).empty())
-			continue; // a fresh run killed before its first commit
+		if (!test::exists(d / "ck/ctl") &&
+		    test::read_file(file).empty()) {
+			// a fresh run killed before its first commit
+			wait_lo = std::min(2 * wait_lo, 20000);
+			continue;
+		}
 		c.kills++;
 		if (!test::exists(d / "ck/ctl")) {
 			// killed while exiting, the checkpoint already gone
