@@ -39,7 +39,7 @@
  *
  * The server's port is kept in the client's data, so that the check can
  * bind it again; checks of different images serialize on a lock file of
- * that port.
+ * that port, in $VG_PM_LOCK_DIR if set.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -158,10 +158,13 @@ open_all(const char *dir, unsigned flags, vista **v, struct node *c,
 	if (server_at_client_port) {
 		port = (uint16_t)((struct client_data *)c->data)->port;
 		if (port) {
-			/* Checks of other images want the same port. */
-			char lock[64];
-			snprintf(lock, sizeof(lock), "/dev/shm/vg_pm-%u.lock",
-				port);
+			/* Checks of other images want the same port.  The
+			 * lock lives in $VG_PM_LOCK_DIR (the test's own
+			 * directory, removed with it), else /dev/shm. */
+			const char *ld = getenv("VG_PM_LOCK_DIR");
+			char lock[4200];
+			snprintf(lock, sizeof(lock), "%s/vg_pm-%u.lock",
+				ld && *ld ? ld : "/dev/shm", port);
 			int fd = open(lock, O_RDWR | O_CREAT, 0666);
 			if (fd < 0 || flock(fd, LOCK_EX) != 0)
 				FAIL("lock %s: %s", lock, strerror(errno));

@@ -12,6 +12,7 @@ set -u
 PMT=$1 VGPM=$2 BROKEN=$3 BROKEN_RECLAIM=$4 BROKEN_DRAIN=$5
 dir=$(mktemp -d /dev/shm/vg-pm-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
+export VG_PM_LOCK_DIR=$dir # the checks' port locks (vg_pm.c)
 rc=0
 
 run() { # NAME PROGRAM [MODE]
