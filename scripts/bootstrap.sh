@@ -6,6 +6,9 @@
 # build directory is reconfigured, not recreated.
 #
 #   ./scripts/bootstrap.sh [BUILD_DIR] [-- extra meson setup options]
+#
+# With BUILD_SUITE=NAME only the targets that suite's tests need are built
+# (scripts/suite-targets.py); run it with `meson test --no-rebuild`.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -79,4 +82,10 @@ if [ -f "$BUILD/build.ninja" ]; then
 else
 	meson setup "$BUILD" "$@"
 fi
-ninja -C "$BUILD"
+if [ -n "${BUILD_SUITE:-}" ]; then
+	mapfile -t targets < <(scripts/suite-targets.py "$BUILD" "$BUILD_SUITE")
+	[ ${#targets[@]} -gt 0 ] || exit 1
+	ninja -C "$BUILD" "${targets[@]}"
+else
+	ninja -C "$BUILD"
+fi
