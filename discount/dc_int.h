@@ -208,12 +208,13 @@ struct dc__vols {
 	/* the two-phase-commit protocols (twopc.c) */
 	bool twopc;             /* DC_CPV_2PC or DC_CBNDV_2PC */
 	bool tp_local;          /* the commit of a round: local */
-	volatile bool tp_poked; /* the coordinator's signal came while libdc
-	                         * ran: served after the blocked call */
+	volatile bool tp_poked; /* the coordinator's datagram signalled while
+	                         * libdc ran: served after the blocked call */
 	bool tp_verbose;
 	int tp_fd;              /* UDP socket to the coordinator, or -1 */
 	uint32_t tp_part;       /* $DC_2PC_ID */
 	uint64_t tp_epoch;      /* the coordinator's, at join */
+	uint64_t tp_incarnation; /* random, per start: sent with JOIN */
 	uint64_t tp_prepared;   /* last round taken part in */
 	struct sockaddr_storage tp_coord;
 	struct dc_2pc_state tp_st; /* the current state record */

@@ -42,8 +42,8 @@
  *             temporary name, durable, renamed), then IDLE(C).  Redone
  *             from the start if the process dies half way.
  *   Then JOIN: the coordinator rolls the other participants back (it
- *   kills them; their launchers restart them) when this process is a new
- *   incarnation in the current epoch.
+ *   tells them to end with ROLLBACK; their launchers restart them) when
+ *   this process is a new incarnation in the current epoch.
  *
  * Invariants:
  *  1. A participant votes yes only after its prepared checkpoint (P3) and
@@ -71,6 +71,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -385,9 +386,15 @@ join(void)
 	struct dc_2pc_msg m;
 	uint64_t end = now_ms() + DC_2PC_WAIT_MS;
 	while (now_ms() < end) {
-		msg_send(DC_2PC_JOIN, dc__vol.tp_st.committed, 0, 0, 0);
-		while (msg_recv(&m, DC_2PC_RESEND_MS * 5))
-			if (m.type == DC_2PC_WELCOME) {
+		msg_send(DC_2PC_JOIN, dc__vol.tp_st.committed, 0, 0,
+			dc__vol.tp_incarnation);
+		/* JOIN again every 100 ms whatever else arrives meanwhile (a
+		 * rollback's ROLLBACKs come every 20 ms until this JOIN is
+		 * seen in the new epoch) */
+		uint64_t next = now_ms() + DC_2PC_RESEND_MS * 5, t;
+		while ((t = now_ms()) < next)
+			if (msg_recv(&m, (int)(next - t)) &&
+			    m.type == DC_2PC_WELCOME) {
 				if (m.status < 0)
 					return dc__err(DC_EPROTOCOL, "2pc: the "
 						"coordinator refused participant "
@@ -442,10 +449,27 @@ dc__twopc_setup(int protocol)
 	if (fd < 0)
 		return dc__err(-errno, "2pc: socket: %s", strerror(errno));
 	dc__vol.tp_fd = dc__own_fd(fd);
-	/* the coordinator's SIGRTMAX may come once joined, before libdc's
-	 * handler is in place (sud.c installs it): ignored until then */
+	/* The coordinator's signal may come once joined, before libdc's
+	 * handler is in place (sud.c installs it): ignored until then.  It
+	 * is raised here by the kernel, not sent by the coordinator: every
+	 * datagram arriving on this socket raises SIGRTMAX in this process
+	 * (O_ASYNC, F_SETSIG), so a coordinator on another host reaches a
+	 * participant blocked in a call or computing in program code. */
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 	sigaction(DC__TIMER_SIG, &ign, NULL);
+	struct f_owner_ex own = { .type = F_OWNER_PID, .pid = getpid() };
+	fd = dc__vol.tp_fd;
+	if (fd < 0 || fcntl(fd, F_SETOWN_EX, &own) != 0 ||
+	    fcntl(fd, F_SETSIG, DC__TIMER_SIG) != 0 ||
+	    fcntl(fd, F_SETFL, O_ASYNC) != 0)
+		return dc__err(-errno, "2pc: signal on arrival (O_ASYNC): %s",
+			strerror(errno));
+	/* the incarnation: tells the coordinator this start from an earlier
+	 * one, whatever the pids on other hosts */
+	if (getrandom(&dc__vol.tp_incarnation,
+		    sizeof(dc__vol.tp_incarnation), 0) !=
+	    (ssize_t)sizeof(dc__vol.tp_incarnation))
+		return dc__err(-errno, "2pc: getrandom: %s", strerror(errno));
 	int rc = resolve();
 	if (rc == 0)
 		rc = join();
@@ -464,6 +488,25 @@ dc__twopc_first(void)
 }
 
 /* ---- rounds ---- */
+
+/* The computation rolled back past this incarnation (another participant
+ * recovered, or a round aborted): this process ends, before anything
+ * else it would do; its launcher restarts it at its part of the last
+ * committed round (the record needs no change: IDLE, or HOLDING, which
+ * recovery resolves by ASK).  Returns false for any other message. */
+static bool
+rolled_back(const struct dc_2pc_msg *m)
+{
+	if (m->type != DC_2PC_ROLLBACK || m->epoch <= dc__vol.tp_epoch)
+		return false;
+	dc__say("2pc: the computation rolled back to round %lu (epoch %lu); "
+		"participant %u ends to be restarted",
+		(unsigned long)m->round, (unsigned long)m->epoch,
+		dc__vol.tp_part);
+	dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), SIGKILL,
+		0, 0, 0, 0);
+	return true;
+}
 
 /* Take part in round r.  Returns 0 once committed, 1 when resumed by
  * recovery at its prepared checkpoint, or DC_EFATAL. */
@@ -510,6 +553,8 @@ take_part(uint64_t r)
 					dc__vol.committed);
 			continue;
 		}
+		if (rolled_back(&m))
+			return DC_EFATAL;
 		if (m.type != DC_2PC_DECISION || m.round != r)
 			continue;
 		if (m.status == 1 && rc == 0) {
@@ -551,6 +596,8 @@ serve_one(const struct dc_2pc_msg *m, uint64_t *r)
 	if (m->type == DC_2PC_DECISION && m->round <= dc__vol.tp_prepared &&
 	    m->status == 1)
 		msg_send(DC_2PC_ACK, m->round, 0, 0, 0);
+	if (rolled_back(m))
+		return DC_EFATAL;
 	return 0;
 }
 

@@ -43,6 +43,10 @@ enum dc_2pc_type {
 	DC_2PC_ACK = 7,      /* p->c: decision of round applied */
 	DC_2PC_ASK = 8,      /* p->c (recovery): what became of round? */
 	DC_2PC_ANSWER = 9,   /* c->p: status 1 committed, 0 aborted */
+	DC_2PC_ROLLBACK = 12, /* c->p: the computation rolled back to round
+	                       * in epoch: a participant joined in an
+	                       * earlier epoch ends (its launcher restarts
+	                       * it) */
 };
 
 /* Why a round aborted (reason of a DECISION with status 0). */
@@ -63,8 +67,9 @@ struct dc_2pc_msg {
 	uint32_t nparts;   /* 12: participants of the computation */
 	uint64_t round;    /* 16: round (distributed checkpoint) number */
 	uint64_t epoch;    /* 24: rollbacks of the computation so far */
-	uint64_t gen;      /* 32: a participant's local generation */
-	int32_t pid;       /* 40: the sender's process id (JOIN) */
+	uint64_t gen;      /* 32: VOTE: a participant's local generation;
+	                    * JOIN: its incarnation (random per start) */
+	int32_t pid;       /* 40: the sender's process id (logs only) */
 	int32_t status;    /* 44: vote / decision / answer, per type */
 	int32_t reason;    /* 48: enum dc_2pc_reason */
 	int32_t code;      /* 52: a no vote's error code (DC_E*, -errno);

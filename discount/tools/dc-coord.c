@@ -2,12 +2,16 @@
 /*
  * dc-coord.c -- the coordinator of CPV-2PC and CBNDV-2PC
  *
- *   dc-coord --port P --parts N [--dir D] [--vote-ms T] [--stats FILE]
- *            [--verbose] [--defer-ms N --defer-round R]
+ *   dc-coord --port P --parts N [--bind ADDR] [--dir D] [--vote-ms T]
+ *            [--stats FILE] [--verbose] [--defer-ms N --defer-round R]
  *
  * Runs the two-phase commits of a computation of N participants (libdc
- * under protocol cpv-2pc or cbndv-2pc, DC_2PC_COORD=127.0.0.1:P,
- * DC_2PC_ID=0..N-1) and orders its rollbacks.  It is itself made
+ * under protocol cpv-2pc or cbndv-2pc, DC_2PC_COORD=ADDR:P,
+ * DC_2PC_ID=0..N-1; ADDR is 127.0.0.1 unless --bind names another of this
+ * host's IPv4 addresses) and orders its rollbacks.  It reaches the
+ * participants by datagram only (each datagram raises a signal in the
+ * participant: twopc.c), never by process id, so they may run on other
+ * hosts.  It is itself made
  * recoverable by linking it with libdc (thesis 6.2.2): its state -- the
  * participants, the epoch, the rounds and their outcomes -- is ordinary
  * memory, checkpointed (protocol manual) at each change that must
@@ -18,22 +22,26 @@
  * A round R (docs/ARCHITECTURE.md, "Two-phase commit"):
  *   C1. a REQUEST from a joined participant, all N joined in the current
  *       epoch, no round open: R = last + 1 is opened; checkpoint;
- *   C2. PREPARE(R) to every participant, with the signal (SIGRTMAX) that
- *       makes it look, again every 20 ms to those that have not voted;
+ *   C2. PREPARE(R) to every participant, again every 20 ms to those that
+ *       have not voted;
  *   C3. every vote yes: outcome COMMIT recorded, `committed` = R;
  *       checkpoint (THE DISTRIBUTED CHECKPOINT IS COMMITTED HERE); then
  *       DECISION(R, commit) to all, again until each acknowledges;
  *   C3'. a vote no, --vote-ms without every vote, or a participant that
  *       joins again meanwhile: outcome ABORT with the reason; the epoch
- *       moves on; checkpoint; DECISION(R, abort) to all, and every
- *       participant is killed: their launchers restart them, and each
- *       returns to round `committed`.
+ *       moves on; checkpoint; DECISION(R, abort) to all, and ROLLBACK
+ *       (below).
  * A rollback: a participant that JOINs when it already joined in the
  * current epoch is a new incarnation (it failed and recovered): the epoch
- * moves on; checkpoint; every other participant is killed (SIGKILL) and
- * restarted by its launcher, so the whole computation returns to the last
- * committed distributed checkpoint.  A participant's first JOIN in an
- * epoch is its first run, or its restart after such a kill.
+ * moves on; checkpoint; ROLLBACK(epoch) to every participant not joined
+ * in the new epoch, again every 20 ms until it joins: each ends itself
+ * and is restarted by its launcher, so the whole computation returns to
+ * the last committed distributed checkpoint.  A participant's first JOIN
+ * in an epoch is its first run, or its restart after such a rollback.
+ * After a rollback, WELCOME waits until all N joined in the new epoch:
+ * every incarnation of the discarded execution has ended by then, so
+ * none of its datagrams reaches a recovered participant's sockets, which
+ * recovery makes after WELCOME.
  *
  * Invariants:
  *  1. A decision is durable (checkpointed) before any participant hears
@@ -43,6 +51,7 @@
  *     before its PREPARE is sent.
  *  3. Rounds are sequential: one open at a time.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -80,7 +89,8 @@ static struct {
 	uint64_t outcome_round[HIST];
 	struct part {
 		struct sockaddr_in addr;
-		int pid;
+		int pid;                /* for messages only */
+		uint64_t incarnation;   /* the JOIN's: random per start */
 		uint64_t joined_epoch;  /* epoch + 1 when joined in it; 0 */
 		bool voted, yes, acked;
 		int code;
@@ -171,17 +181,21 @@ stats(void)
 	fclose(f);
 }
 
+/* The participants a rollback has not reached yet (not joined in this
+ * epoch) are told to end; sent again every RESEND_MS until they join. */
 static void
-kill_others(unsigned except)
+roll_back_others(void)
 {
+	if (co.epoch == 0)
+		return;
 	for (unsigned k = 0; k < co.nparts; k++)
-		if (k != except && co.p[k].pid > 0)
-			kill(co.p[k].pid, SIGKILL);
+		if (co.p[k].joined_epoch != co.epoch + 1)
+			send_to(k, DC_2PC_ROLLBACK, co.committed, 0, 0, 0);
 }
 
 /* C3': the open round aborts; everyone goes back to `committed`. */
 static void
-abort_round(int reason, int blame, unsigned except)
+abort_round(int reason, int blame)
 {
 	uint64_t r = co.last;
 	co.outcome[r % HIST] = 2;
@@ -195,7 +209,7 @@ abort_round(int reason, int blame, unsigned except)
 		(unsigned long)r, reason, blame, (unsigned long)co.committed);
 	for (unsigned k = 0; k < co.nparts; k++)
 		send_to(k, DC_2PC_DECISION, r, 0, reason, blame);
-	kill_others(except);
+	roll_back_others();
 	stats();
 }
 
@@ -215,8 +229,6 @@ prepare_all(bool all)
 		if (!all && co.p[k].voted)
 			continue;
 		send_to(k, DC_2PC_PREPARE, co.last, 0, 0, 0);
-		if (co.p[k].pid > 0)
-			kill(co.p[k].pid, SIGRTMAX);
 	}
 }
 
@@ -236,14 +248,16 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 	struct part *q = &co.p[k];
 	switch (m->type) {
 	case DC_2PC_JOIN: {
-		bool again = q->joined_epoch == co.epoch + 1 && q->pid != m->pid;
+		bool again = q->joined_epoch == co.epoch + 1 &&
+			q->incarnation != m->gen;
 		q->addr = *from;
 		q->pid = m->pid;
+		q->incarnation = m->gen;
 		if (again) {
 			/* a new incarnation: the computation rolls back */
 			co.rollbacks++;
 			if (co.open == OPEN_VOTING) {
-				abort_round(DC_2PC_R_RECOVERED, (int)k, k);
+				abort_round(DC_2PC_R_RECOVERED, (int)k);
 			} else {
 				co.epoch++;
 				persist();
@@ -251,17 +265,24 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 					"recovered; the computation returns to "
 					"round %lu\n", k,
 					(unsigned long)co.committed);
-				kill_others(k);
 			}
 		}
-		if (q->joined_epoch != co.epoch + 1 || q->pid != m->pid ||
-		    again) {
+		if (q->joined_epoch != co.epoch + 1 || again) {
 			q->joined_epoch = co.epoch + 1;
 			persist();
 		}
 		say("participant %u joined (pid %d, epoch %lu)", k, m->pid,
 			(unsigned long)co.epoch);
-		send_to(k, DC_2PC_WELCOME, co.committed, 0, 0, 0);
+		roll_back_others();
+		/* after a rollback, WELCOME only once every incarnation of
+		 * the discarded execution has ended (all joined again), then
+		 * to all; a participant sends JOIN again until it comes */
+		if (co.epoch == 0)
+			send_to(k, DC_2PC_WELCOME, co.committed, 0, 0, 0);
+		else if (all_joined())
+			for (unsigned j = 0; j < co.nparts; j++)
+				send_to(j, DC_2PC_WELCOME, co.committed, 0, 0,
+					0);
 		stats();
 		break;
 	}
@@ -297,7 +318,7 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 		q->yes = m->status == 0;
 		q->code = m->code;
 		if (!q->yes) {
-			abort_round(DC_2PC_R_NO, (int)k, co.nparts);
+			abort_round(DC_2PC_R_NO, (int)k);
 			break;
 		}
 		for (unsigned j = 0; j < co.nparts; j++)
@@ -331,7 +352,7 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 		q->addr = *from;
 		uint64_t r = m->round;
 		if (co.open == OPEN_VOTING && r == co.last)
-			abort_round(DC_2PC_R_RECOVERED, (int)k, k);
+			abort_round(DC_2PC_R_RECOVERED, (int)k);
 		int out = r >= 1 && co.outcome_round[r % HIST] == r ?
 			co.outcome[r % HIST] : 2;
 		struct dc_2pc_msg n = { .magic = DC_2PC_MAGIC,
@@ -353,8 +374,8 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: dc-coord --port P --parts N [--dir D] "
-		"[--vote-ms T] [--stats FILE] [--verbose]\n");
+	fprintf(stderr, "usage: dc-coord --port P --parts N [--bind ADDR] "
+		"[--dir D] [--vote-ms T] [--stats FILE] [--verbose]\n");
 	exit(2);
 }
 
@@ -364,6 +385,7 @@ main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "port", required_argument, 0, 'p' },
 		{ "parts", required_argument, 0, 'n' },
+		{ "bind", required_argument, 0, 'b' },
 		{ "dir", required_argument, 0, 'd' },
 		{ "vote-ms", required_argument, 0, 't' },
 		{ "stats", required_argument, 0, 's' },
@@ -373,11 +395,19 @@ main(int argc, char **argv)
 		{ 0, 0, 0, 0 } };
 	unsigned long port = 0, n = 0;
 	const char *dir = NULL;
+	struct in_addr bind_addr = { htonl(INADDR_LOOPBACK) };
 	int c;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': port = strtoul(optarg, NULL, 10); break;
 		case 'n': n = strtoul(optarg, NULL, 10); break;
+		case 'b':
+			if (inet_pton(AF_INET, optarg, &bind_addr) != 1) {
+				fprintf(stderr, "dc-coord: --bind %s: not an "
+					"IPv4 address\n", optarg);
+				usage();
+			}
+			break;
 		case 'd': dir = optarg; break;
 		case 't': vote_ms = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': stats_path = optarg; break;
@@ -405,8 +435,7 @@ main(int argc, char **argv)
 	 * back, bound to the same port, from its checkpoint */
 	sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET,
-		.sin_port = htons((uint16_t)port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		.sin_port = htons((uint16_t)port), .sin_addr = bind_addr };
 	int one = 1;
 	setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sock < 0 || bind(sock, (struct sockaddr *)&a, sizeof(a)) != 0) {
@@ -418,7 +447,8 @@ main(int argc, char **argv)
 	uint64_t last_send = 0;
 	for (;;) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };
-		int t = co.open != OPEN_NONE ? RESEND_MS : 1000;
+		bool rolling = co.epoch > 0 && !all_joined();
+		int t = co.open != OPEN_NONE || rolling ? RESEND_MS : 1000;
 		int k = poll(&p, 1, t);
 		if (k > 0) {
 			struct dc_2pc_msg m;
@@ -438,7 +468,7 @@ main(int argc, char **argv)
 			for (unsigned j = 0; j < co.nparts; j++)
 				if (!co.p[j].voted)
 					blame = (int)j;
-			abort_round(DC_2PC_R_TIMEOUT, blame, co.nparts);
+			abort_round(DC_2PC_R_TIMEOUT, blame);
 		}
 		if (now - last_send < RESEND_MS)
 			continue;
@@ -450,5 +480,7 @@ main(int argc, char **argv)
 				if (!co.p[j].acked)
 					send_to(j, DC_2PC_DECISION, co.last, 1,
 						0, 0);
+		if (rolling)
+			roll_back_others();
 	}
 }

@@ -6,7 +6,9 @@
  *
  *   nbody RANK NPROC PORT BODIES STEPS PRINT_EVERY
  *
- * NPROC processes on 127.0.0.1, rank r at port PORT + r.  Each owns
+ * NPROC processes, rank r at port PORT + r of 127.0.0.1, or of the r-th
+ * IPv4 address of $NBODY_HOSTS (comma-separated: ranks on other hosts,
+ * e.g. network namespaces).  Each owns
  * BODIES / NPROC bodies; every step it sends its bodies' positions and
  * masses to every other rank (the "diffs"), waits for theirs, builds the
  * Barnes-Hut octree over all bodies, computes the forces on its own and
@@ -66,6 +68,7 @@ static int ntree;
 static int rank_, nproc, nbodies, per;
 static int sock;
 static unsigned base_port;
+static struct in_addr host[MAXP];     /* rank r's address */
 /* my last two steps' messages, to send again */
 static unsigned char keep[2][sizeof(struct hdr) + MAXB / 2 * sizeof(struct wire)];
 static size_t keep_len[2];
@@ -92,8 +95,32 @@ send_to(int r, const void *p, size_t n)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET,
 		.sin_port = htons((uint16_t)(base_port + (unsigned)r)),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		.sin_addr = host[r] };
 	sendto(sock, p, n, 0, (struct sockaddr *)&a, sizeof(a));
+}
+
+/* Each rank's address: $NBODY_HOSTS's r-th, or the loopback. */
+static int
+hosts(const char *list)
+{
+	for (int r = 0; r < nproc; r++)
+		host[r].s_addr = htonl(INADDR_LOOPBACK);
+	if (list == NULL || *list == '\0')
+		return 0;
+	char buf[MAXP * 16];
+	if (strlen(list) >= sizeof(buf))
+		goto bad;
+	strcpy(buf, list);
+	char *save, *h = strtok_r(buf, ",", &save);
+	for (int r = 0; r < nproc; r++, h = strtok_r(NULL, ",", &save))
+		if (h == NULL || inet_pton(AF_INET, h, &host[r]) != 1)
+			goto bad;
+	if (h == NULL)
+		return 0;
+bad:
+	fprintf(stderr, "nbody: NBODY_HOSTS '%s': want %d IPv4 addresses, "
+		"comma-separated\n", list, nproc);
+	return -1;
 }
 
 static void
@@ -352,6 +379,8 @@ main(int argc, char **argv)
 	    nbodies / nproc * sizeof(struct wire) + sizeof(struct hdr) > 65000)
 		return 2;
 	per = nbodies / nproc;
+	if (hosts(getenv("NBODY_HOSTS")) != 0)
+		return 2;
 	const char *proto = getenv("NBODY_PROTOCOL");
 	if (proto && *proto && strcmp(proto, "none") != 0) {
 		struct dc_opts o = { 0 };
@@ -369,7 +398,7 @@ main(int argc, char **argv)
 	sock = socket(AF_INET, SOCK_DGRAM, 0);
 	struct sockaddr_in a = { .sin_family = AF_INET,
 		.sin_port = htons((uint16_t)(base_port + (unsigned)rank_)),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		.sin_addr = host[rank_] };
 	int big = 1 << 20;
 	setsockopt(sock, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
 	if (bind(sock, (struct sockaddr *)&a, sizeof(a)) != 0) {

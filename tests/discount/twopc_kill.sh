@@ -27,11 +27,17 @@
 #
 #   twopc_kill.sh NBODY COORD EQUIV PROTOCOL MODE [N SEED]
 #
+# With TWOPC_NETNS=1 the computation runs on two hosts: network
+# namespaces made here, joined by a veth pair (10.77.0.1 holds the
+# coordinator and ranks 0-1, 10.77.0.2 ranks 2-3); they exist only inside
+# the namespaces, removed on exit.  Without the right to make them the
+# test is skipped (exit 77).
+#
 # With TWOPC_EXPECT=TEXT (a broken build), the run must fail with a
 # message containing TEXT, and that is a pass; TWOPC_REF names the
 # correct build's NBODY for the failure-free reference run.
 #
-# Exit: 0 pass, 1 fail (what failed on stderr), 2 usage.
+# Exit: 0 pass, 1 fail (what failed on stderr), 2 usage, 77 skipped.
 set -u
 [ $# -ge 5 ] || { echo "usage: $0 NBODY COORD EQUIV PROTOCOL MODE [N SEED]" >&2; exit 2; }
 NBODY=$1 COORD=$2 EQUIV=$3 PROTO=$4 MODE=$5
@@ -46,11 +52,14 @@ SHM=$(mktemp -d /dev/shm/dc-2pc.XXXXXX)
 PORT=$(( 20000 + ($$ * 7 + SEED * 131) % 12000 ))
 CPORT=$(( PORT + 10 ))
 pids=()
+NSA= NSB=
 cleanup() {
 	for f in "$T"/pid.*; do
 		[ -e "$f" ] && kill -CONT "$(cat "$f")" 2>/dev/null
 	done
 	stop_all
+	[ -n "$NSA" ] && ip netns del "$NSA" 2>/dev/null
+	[ -n "$NSB" ] && ip netns del "$NSB" 2>/dev/null
 	[ -n "${TWOPC_KEEP:-}" ] && echo "kept $T" >&2 && return
 	rm -rf "$T" "$SHM"
 }
@@ -82,22 +91,51 @@ launch() {
 	echo $rc >"$T/rc.$name"
 }
 
+# Where each process runs: `on coord|RANK CMD...` runs CMD on its host.
+CADDR=127.0.0.1 HOSTS=
+on() { shift; exec "$@"; }
+if [ -n "${TWOPC_NETNS:-}" ]; then
+	NSA=dc2pc-a.$$ NSB=dc2pc-b.$$
+	if ! ip netns add "$NSA" 2>/dev/null; then
+		NSA=
+		echo "twopc_kill: cannot make network namespaces (root and" \
+			"iproute2 needed): skipped" >&2
+		exit 77
+	fi
+	ip netns add "$NSB" &&
+	ip -n "$NSA" link add veth0 type veth peer name veth1 netns "$NSB" &&
+	ip -n "$NSA" addr add 10.77.0.1/24 dev veth0 &&
+	ip -n "$NSB" addr add 10.77.0.2/24 dev veth1 &&
+	for ns in "$NSA" "$NSB"; do
+		ip -n "$ns" link set lo up && ip -n "$ns" link set up \
+			dev "$( [ "$ns" = "$NSA" ] && echo veth0 || echo veth1)"
+	done || fail "could not make the two hosts"
+	CADDR=10.77.0.1 HOSTS=10.77.0.1,10.77.0.1,10.77.0.2,10.77.0.2
+	on() {
+		local ns=$NSA
+		case $1 in 2|3) ns=$NSB ;; esac
+		shift
+		exec ip netns exec "$ns" "$@"
+	}
+fi
+
 REF_NBODY=${TWOPC_REF:-$NBODY}
 part() { # RANK LIB-ENV...: one participant
 	local r=$1; shift
 	local nb=$NBODY
 	[ -n "${REFRUN:-}" ] && nb=$REF_NBODY
-	exec env DC_DIR="$SHM/p$r" NBODY_PROTOCOL="$PROTO" \
-		DC_2PC_COORD=127.0.0.1:$CPORT DC_2PC_ID=$r "$@" \
-		"$nb" $r 4 $PORT $BODIES $STEPS $EVERY
+	on $r env DC_DIR="$SHM/p$r" NBODY_PROTOCOL="$PROTO" \
+		DC_2PC_COORD=$CADDR:$CPORT DC_2PC_ID=$r NBODY_HOSTS=$HOSTS \
+		"$@" "$nb" $r 4 $PORT $BODIES $STEPS $EVERY
 }
 
 # A failure-free run: the reference.
 run() { # EVENTS-FILE EXTRA-ENV-FOR-RANK-2
 	local ev=$1 extra=$2
 	rm -rf "$SHM"/* "$T"/pid.* "$T"/rc.* "$T"/restarts.*
-	launch coord "$COORD" --port $CPORT --parts 4 --dir "$SHM/coord" \
-		--vote-ms 2000 --stats "$T/coord.stats" ${COORD_EXTRA:-} &
+	launch coord on coord "$COORD" --bind $CADDR --port $CPORT \
+		--parts 4 --dir "$SHM/coord" --vote-ms 2000 \
+		--stats "$T/coord.stats" ${COORD_EXTRA:-} &
 	pids+=($!)
 	sleep 0.2
 	for r in 0 1 2 3; do
