@@ -4,8 +4,8 @@
  *                clients (the thesis' Figure 6.7 application, written for
  *                the benchmark and the game kill test)
  *
- *   dc-game server PORT FRAMES [FPS]
- *   dc-game client ID PORT [INPUT_HZ] [QUIET_S]
+ *   dc-game server PORT FRAMES [FPS [LINGER_MS]]
+ *   dc-game client ID PORT [INPUT_HZ [QUIET_S [LINGER_MS]]]
  *
  * Unmodified in the thesis' sense: no libdc call; run it under dc-run.
  *
@@ -19,7 +19,7 @@
  * heard from.  A frame late by more than a frame period (the server was
  * stopped, or restarted) does not make it catch up: the next frame is
  * due a period from now.  After frame FRAMES it sends a last frame
- * marked over, three times, and exits 0.
+ * marked over, three times, and exits 0 -- LINGER_MS (0) later.
  *
  * A client (ID < NSHIP) sends an input INPUT_HZ (30) times a second,
  * thrust a fixed function of (ID, seq), and draws each frame it receives:
@@ -36,6 +36,13 @@
  * (F: distinct frames per second between the first and the last).  Exit
  * 0 when the game ended with no frame going back and none bad; 3 when
  * one did; 4 when no frame came for QUIET_S (20) seconds; 2 usage.
+ * It exits LINGER_MS (0) after that line, reading and dropping frames.
+ *
+ * LINGER_MS: under CPV-2PC and CBNDV-2PC the four processes are one
+ * computation, and a round needs every participant; one that has exited
+ * makes the others' rounds abort (dc-coord knows no participant that
+ * leaves).  With a linger longer than the spread of the processes' ends,
+ * every process's last visible event commits before any of them exits.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -134,8 +141,21 @@ static struct sockaddr_in peer[NSHIP];
 static int known[NSHIP];
 static struct input latest[NSHIP];
 
+/* LINGER_MS of reading and dropping datagrams, with no visible event */
+static void
+linger(int fd, int ms)
+{
+	double end = now_s() + ms / 1000.0;
+	char buf[512];
+	for (double t = now_s(); t < end; t = now_s()) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		if (poll(&p, 1, (int)((end - t) * 1000) + 1) > 0)
+			(void)recv(fd, buf, sizeof(buf), 0);
+	}
+}
+
 static int
-server(int port, uint32_t frames, int fps)
+server(int port, uint32_t frames, int fps, int linger_ms)
 {
 	int fd = udp_socket(port);
 	double period = 1.0 / fps, due = now_s() + period;
@@ -190,6 +210,7 @@ server(int port, uint32_t frames, int fps)
 				usleep(50000);
 		}
 	}
+	linger(fd, linger_ms);
 	return 0;
 }
 
@@ -216,7 +237,7 @@ follows(const struct frame *a, const struct frame *b)
 }
 
 static int
-client(uint32_t id, int port, int hz, int quiet_s)
+client(uint32_t id, int port, int hz, int quiet_s, int linger_ms)
 {
 	int fd = udp_socket(0);
 	struct sockaddr_in srv = { .sin_family = AF_INET,
@@ -287,6 +308,7 @@ client(uint32_t id, int port, int hz, int quiet_s)
 	double fps = frames > 1 ? (frames - 1) / (t_last - t_first) : 0;
 	fprintf(stderr, "client %u: frames %ld dups %ld gaps %ld back %ld "
 		"bad %ld fps %.2f\n", id, frames, dups, gaps, back, bad, fps);
+	linger(fd, linger_ms);
 	return back || bad ? 3 : 0;
 }
 
@@ -295,19 +317,22 @@ main(int argc, char **argv)
 {
 	if (argc >= 4 && strcmp(argv[1], "server") == 0) {
 		int fps = argc > 4 ? atoi(argv[4]) : 15;
-		if (fps <= 0)
+		int ms = argc > 5 ? atoi(argv[5]) : 0;
+		if (fps <= 0 || ms < 0)
 			return 2;
-		return server(atoi(argv[2]), (uint32_t)atol(argv[3]), fps);
+		return server(atoi(argv[2]), (uint32_t)atol(argv[3]), fps, ms);
 	}
 	if (argc >= 4 && strcmp(argv[1], "client") == 0) {
 		uint32_t id = (uint32_t)atoi(argv[2]);
 		int hz = argc > 4 ? atoi(argv[4]) : 30;
 		int quiet = argc > 5 ? atoi(argv[5]) : 20;
-		if (id >= NSHIP || hz <= 0 || quiet <= 0)
+		int ms = argc > 6 ? atoi(argv[6]) : 0;
+		if (id >= NSHIP || hz <= 0 || quiet <= 0 || ms < 0)
 			return 2;
-		return client(id, atoi(argv[3]), hz, quiet);
+		return client(id, atoi(argv[3]), hz, quiet, ms);
 	}
-	fprintf(stderr, "usage: dc-game server PORT FRAMES [FPS]\n"
-		"       dc-game client ID PORT [INPUT_HZ] [QUIET_S]\n");
+	fprintf(stderr, "usage: dc-game server PORT FRAMES [FPS [LINGER_MS]]\n"
+		"       dc-game client ID PORT [INPUT_HZ [QUIET_S "
+		"[LINGER_MS]]]\n");
 	return 2;
 }
