@@ -51,7 +51,7 @@ DAT=$D/space.dat
 		NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 		src == "apps.csv" {
 			p = $c["protocol"]
-			if (p in x)
+			if ((p in x) && $c["commits"] != "-")
 				print $c["app"], p, $c["fs"], x[p], y[p],
 					$c["commits"], $c["cpu_over_pct"], "-"
 		}
