@@ -97,8 +97,12 @@ one() { # APP PROTO BASE_DIR
 		dc=("$DCRUN" --dir "$d/ck" --protocol "$p" --stats "$W/stats" --)
 	fi
 	if [[ $p == *2pc ]]; then
+		# a round waits 20 s for a vote, not 2: on a loaded disk a
+		# prepare's copies and fdatasyncs take seconds, and an
+		# aborted round ends the participant (twopc.c P5), which
+		# only a launcher would restart
 		PORT=$(( PORT + 1 ))
-		"$CO" --port $PORT --parts 1 --dir "$d/coord" 2>/dev/null &
+		"$CO" --port $PORT --parts 1 --dir "$d/coord" --vote-ms 20000 2>/dev/null &
 		cp=$!
 		sleep 0.2
 	fi

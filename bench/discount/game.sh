@@ -44,7 +44,11 @@ one() { # PROTO BASE_DIR
 	rm -rf "$d" "$W"/t.* "$W"/s.* "$W"/e.*; mkdir -p "$d"
 	PORT=$(( PORT + 2 ))
 	if [[ $p == *2pc ]]; then
-		"$CO" --port $((PORT + 1)) --parts 4 --dir "$d/coord" 2>/dev/null &
+		# a round waits 20 s for a vote, not 2: on a loaded disk a
+		# prepare's copies and fdatasyncs take seconds, and an
+		# aborted round ends the participant (twopc.c P5), which
+		# only a launcher would restart
+		"$CO" --port $((PORT + 1)) --parts 4 --dir "$d/coord" --vote-ms 20000 2>/dev/null &
 		cp=$!
 		sleep 0.2
 	fi

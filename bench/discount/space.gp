@@ -11,7 +11,7 @@ dir = ARG1
 dat = dir . "/space.dat"
 set terminal pngcairo size 1000,760 font "sans,10"
 set xrange [-0.6:2.6]
-set yrange [-0.6:2.6]
+set yrange [-0.65:2.65]
 set xtics ("none\n(CPVS, CPV-2PC)" 0, "identify\n(CAND, CBNDVS,\nCBNDV-2PC)" 1, \
 	"identify and log input\n(-LOG)" 2)
 set ytics ("none: commit after\nnon-determinism\n(CAND, CAND-LOG)" 0, \
@@ -21,7 +21,8 @@ set xlabel "effort to convert non-determinism"
 set ylabel "effort to track visible events"
 set grid
 set key outside right top
-set bmargin 7
+set bmargin 8
+set xlabel offset 0,-1.5
 
 $protos << EOD
 0 1 CPVS
@@ -44,16 +45,18 @@ best(a, fs) = sprintf("< awk '$1 == \"%s\" && $3 == \"%s\" && \
 	a, fs, dat)
 
 set output dir . "/space.png"
-set title "Recovery protocols in the protocol space (Figure 6.1): each application's best protocol and its overhead\n(filled: Discount Checking, tmpfs; open: Discount Checking-disk, ext4; overhead: CPU time added, see bench/RESULTS.md)"
+set title "Recovery protocols in the protocol space (Figure 6.1): each application's best protocol and its overhead\n(filled, below: Discount Checking, tmpfs; open, above: Discount Checking-disk, ext4; overhead: CPU time added, see bench/RESULTS.md)"
 n = words(apps)
-plot $protos using 1:2 with points pt 4 ps 4 lc rgb "gray50" notitle, \
-	'' using 1:2:3 with labels offset 0,2.6 tc rgb "gray30" notitle, \
+# below each protocol the applications whose best it is on tmpfs, above
+# it those on ext4, one row per application
+plot $protos using 1:2 with points pt 4 ps 3 lc rgb "gray50" notitle, \
+	'' using 1:2:3 with labels offset -2.5,0 right tc rgb "gray30" notitle, \
 	for [i = 1:n] best(word(apps, i), "tmpfs") using \
-		($1 - 0.35 + 0.14 * i):($2 - 0.2):3 with labels point pt 7 ps 1.5 \
-		lc i offset 0.6,0 left font ",8" title word(apps, i) . " (tmpfs)", \
+		($1 + 0.02):($2 - 0.05 - 0.085 * i):3 with labels point pt 7 ps 1.2 \
+		lc i offset 0.8,0 left font ",8" title word(apps, i) . " (tmpfs)", \
 	for [i = 1:n] best(word(apps, i), "ext4") using \
-		($1 - 0.35 + 0.14 * i):($2 - 0.42):3 with labels point pt 6 ps 1.5 \
-		lc i offset 0.6,0 left font ",8" title word(apps, i) . " (ext4)"
+		($1 + 0.02):($2 + 0.05 + 0.085 * i):3 with labels point pt 6 ps 1.2 \
+		lc i offset 0.8,0 left font ",8" title word(apps, i) . " (ext4)"
 
 # Figures 6.3-6.7: app a's rows, "x y protocol commits tmpfs/ext4"
 panel(a) = sprintf("< awk '$1 == \"%s\" { k = $2; x[k] = $4; y[k] = $5; \
@@ -68,6 +71,9 @@ unset xlabel
 unset ylabel
 set xtics ("none" 0, "identify" 1, "log" 2)
 set ytics ("after ND" 0, "vis+send" 1, "2PC" 2)
+unset xlabel
+set xlabel offset 0,0
+set bmargin
 set multiplot layout 2,3 title "Figures 6.3-6.7: commits (game: checkpoints/s) and overhead tmpfs/ext4 (game: fps and CPU overhead)"
 do for [i = 1:n] {
 	a = word(apps, i)
