@@ -32,7 +32,7 @@
 # "did not end".  APPS_FS: the file systems (tmpfs ext4).  Every run's files (nvi's f.txt, sc's vals.txt and out.sc,
 # magic's t1.mag without its timestamp line) must equal the run alone's.
 # Table on stdout; CSV in bench/results/discount/apps.csv (APPS_CSV).
-# --quick: 60 keys at 30 ms, 8 commands at 250 ms, tmpfs only (a smoke
+# --quick: 40 keys at 20 ms, 6 commands at 200 ms, tmpfs only (a smoke
 # run, about 2 minutes).
 # --check: tests/discount's check (apps.sh in meson's suite discount):
 # --quick without the table; fails when a program's files under a
@@ -59,7 +59,7 @@ MAGIC=/usr/lib/x86_64-linux-gnu/magic/tcl/magicdnull
 APPS=${APPS_APPS:-nvi sc magic}
 KEYS=${APPS_KEYS:-300} CMDS=${APPS_CMDS:-30} REPS=${APPS_REPS:-1}
 KMS=100 CMS=1000 FSS=${APPS_FS:-tmpfs ext4} WAIT=${APPS_WAIT:-300}
-if [ $QUICK = 1 ]; then KEYS=60 CMDS=8 KMS=30 CMS=250 FSS=tmpfs WAIT=20; fi
+if [ $QUICK = 1 ]; then KEYS=40 CMDS=6 KMS=20 CMS=200 FSS=tmpfs WAIT=20; fi
 PROTOS=${APPS_PROTOS:-none cpvs cand cbndvs cand-log cbndvs-log cpv-2pc cbndv-2pc}
 TYPIST=$SRC/bench/discount/typist.py
 W=$(mktemp -d /tmp/dc-apps.XXXXXX)
