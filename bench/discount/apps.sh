@@ -33,7 +33,7 @@
 # magic's t1.mag without its timestamp line) must equal the run alone's.
 # Table on stdout; CSV in bench/results/discount/apps.csv (APPS_CSV).
 # --quick: 40 keys at 20 ms, 6 commands at 200 ms, tmpfs only (a smoke
-# run, about 2 minutes).
+# run, about 2 minutes; its CSV only with APPS_CSV).
 # --check: tests/discount's check (apps.sh in meson's suite discount):
 # --quick without the table; fails when a program's files under a
 # protocol differ from its files alone, when a run does not end, or
@@ -151,6 +151,8 @@ one() { # APP PROTO BASE_DIR
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
 CSV=${APPS_CSV:-bench/results/discount/apps.csv}
+# a quick run does not replace the full run's table
+[ $QUICK = 1 ] && CSV=${APPS_CSV:-$W/apps.csv}
 [ $CHECK = 1 ] || { mkdir -p "$(dirname "$CSV")"; echo "app,protocol,fs,commits,wall_s,cpu_s,wall_ratio,cpu_ratio,cpu_over_pct" >"$CSV"; }
 [ $CHECK = 1 ] || printf "%d keys at %d ms (nvi, sc), %d commands at %d ms (magic); medians of %d\n" \
 	"$KEYS" "$KMS" "$CMDS" "$CMS" "$REPS"

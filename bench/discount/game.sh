@@ -20,7 +20,8 @@
 # server alone, and the CPU time (user + system) of the processes and
 # the coordinator.  GAME_FRAMES frames (300: 20 s); --quick: 90.  Every
 # client must end the game with its checks passed (game_prog.c).
-# Table on stdout; CSV in bench/results/discount/game.csv.
+# Table on stdout; CSV in bench/results/discount/game.csv (GAME_CSV;
+# --quick: only with GAME_CSV).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 QUICK=0
@@ -97,7 +98,9 @@ one() { # PROTO BASE_DIR
 }
 
 mkdir -p bench/results/discount
-CSV=bench/results/discount/game.csv
+CSV=${GAME_CSV:-bench/results/discount/game.csv}
+# a quick run does not replace the full run's table
+[ $QUICK = 1 ] && CSV=${GAME_CSV:-$W/game.csv}
 echo "protocol,fs,fps,frames,gaps,ckpt_per_s,server_ckpt_per_s,cpu_s,wall_s" >"$CSV"
 printf "game: a server and 3 clients, %d frames at 15 frames a second\n" "$FRAMES"
 printf "%-11s %-6s %6s %7s %5s %10s %10s %7s %7s\n" protocol fs fps frames gaps \
