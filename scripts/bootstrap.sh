@@ -54,6 +54,8 @@ PACKAGES=(
 	tmux
 	sc
 	nvi
+	# discount: the application study (bench/discount/apps.sh; magic -dnull)
+	magic
 	# tools/pmemtest (addr2line symbolizes call sites)
 	binutils
 	# bench/tpcb_tpcc
