@@ -87,6 +87,7 @@ struct vr_passive {
 	VR_ATOMIC(int) stop;
 	VR_ATOMIC(int) sleeping;
 	VR_ATOMIC(int) stale;
+	VR_ATOMIC(int) ready;    /* the backup acknowledged its full copy */
 	int efd, lfd, cfd;
 	unsigned port;
 	pthread_t thr;
@@ -96,6 +97,8 @@ struct vr_passive {
 	VR_ATOMIC(int) following;
 	VR_ATOMIC(int) fstop;
 	uint64_t applied;
+	bool drain_due;          /* VRP_BROKEN_FENCE_LATE only */
+	VR_ATOMIC(uint64_t) announced;
 
 	/* Statistics (producer's under lock; the others atomic). */
 	uint64_t records, fences, piece_bytes, meta_bytes, class_bytes[4];
@@ -424,6 +427,7 @@ vr_passive_status(const vr_passive *n, struct vr_passive_status *s)
 	s->dropped = n->dropped;
 	s->bytes_sent = atomic_load(&m->bytes_sent);
 	s->copies = atomic_load(&m->copies);
+	s->announced = atomic_load(&m->announced);
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -668,6 +672,7 @@ drop_backup(vr_passive *n)
 {
 	pthread_mutex_lock(&n->lock);
 	n->live = false;
+	atomic_store(&n->ready, 0);
 	/* Nothing sealed or open is sent any more: the next backup takes a
 	 * full copy (P5). */
 	n->sent = n->head = n->rec;
@@ -813,9 +818,16 @@ send_records(vr_passive *n, uint64_t from, uint64_t to)
 static int
 read_acks(vr_passive *n, char *buf, size_t *have, uint64_t *last_in)
 {
+	bool full;
+again:
+	full = false;
 	for (;;) {
-		ssize_t r = recv(n->cfd, buf + *have, 4096 - *have,
-			MSG_DONTWAIT);
+		ssize_t r;
+		if (*have == 4096) {
+			full = true; /* parse first, then read on */
+			break;
+		}
+		r = recv(n->cfd, buf + *have, 4096 - *have, MSG_DONTWAIT);
 		if (r == 0)
 			return vr__err(VR_EPEERLOST, "the backup closed the "
 				"connection");
@@ -842,6 +854,8 @@ read_acks(vr_passive *n, char *buf, size_t *have, uint64_t *last_in)
 			return rc;
 		if (h->type == VRP_REC_ACK) {
 			struct vrp_ack a;
+			/* The first ACK of a connection is the full copy's. */
+			atomic_store(&n->ready, 1);
 			memcpy(&a, h + 1, sizeof(a));
 			if (a.seq > atomic_load(&n->acked)) {
 				atomic_store(&n->acked, a.seq);
@@ -853,6 +867,8 @@ read_acks(vr_passive *n, char *buf, size_t *have, uint64_t *last_in)
 		memmove(buf, buf + h->len, *have - h->len);
 		*have -= h->len;
 	}
+	if (full)
+		goto again;
 	return 0;
 }
 
@@ -1006,7 +1022,7 @@ vr_passive_wait_backup(vr_passive *n, unsigned timeout_ms)
 		pthread_mutex_lock(&n->lock);
 		live = n->live;
 		pthread_mutex_unlock(&n->lock);
-		if (live && atomic_load(&n->acked) >= n->seq)
+		if (live && atomic_load(&n->ready))
 			return 0;
 		if (atomic_load(&n->stale))
 			return vr__err(VR_ESTALE, "a backup of a newer epoch "
@@ -1097,17 +1113,34 @@ vrp__apply(vr_passive *n, const struct vr_rec_hdr *h)
 		rio_flush(vp->pool, vp->map + pc->off, pc->len);
 		at += sizeof(*pc) + PAD8(pc->len);
 	}
-	if (h->type == VRP_REC_FENCE) {
-#ifndef VRP_BROKEN_FENCE_LATE
+#ifdef VRP_BROKEN_FENCE_LATE
+	/* Broken on purpose: the fence of the previous record, after this
+	 * record's pieces are stored. */
+	if (n->drain_due)
+		for (unsigned i = 0; i < n->npools; i++)
+			rio_drain(n->pools[i].pool);
+	n->drain_due = h->type == VRP_REC_FENCE;
+#else
+	if (h->type == VRP_REC_FENCE)
 		/* P1: every piece so far is durable before the next record
 		 * is stored (one sfence orders every pool's write-backs;
 		 * each pool is drained for the page domain's sake). */
 		for (unsigned i = 0; i < n->npools; i++)
 			rio_drain(n->pools[i].pool);
 #endif
+	if (h->type == VRP_REC_FENCE)
 		n->applied = h->seq;
-	}
 	return 0;
+}
+
+/* Is a whole record already buffered (then an ack can wait for it)? */
+static bool
+rec_waiting(const struct vr_reader *r)
+{
+	const struct vr_rec_hdr *h = (const void *)(r->buf + r->lo);
+
+	return r->hi - r->lo >= HDR && h->magic == VR_WIRE_MAGIC &&
+		h->major == VRP_WIRE_MAJOR && r->hi - r->lo >= h->len;
 }
 
 /* The copy files, written with pwrite during a full copy. */
@@ -1229,7 +1262,7 @@ vr_passive_follow(vr_passive *n, const char *host, unsigned port,
 	struct vr_rec_hdr *h = (void *)buf;
 	struct vrp_hello bh, ph;
 	uint64_t sizes[VRP_MAX_POOLS];
-	uint64_t pepoch;
+	uint64_t pepoch, last_ack = 0;
 	int fd, rc;
 
 	if (npaths == 0 || npaths > VRP_MAX_POOLS)
@@ -1342,28 +1375,34 @@ vr_passive_follow(vr_passive *n, const char *host, unsigned port,
 #endif
 			vrp__apply(n, r);
 			atomic_fetch_add(&n->bytes_sent, r->len);
-		} else if (r->type != VRP_REC_BEAT) {
+		} else if (r->type == VRP_REC_BEAT) {
+			if (r->seq > atomic_load(&n->announced))
+				atomic_store(&n->announced, r->seq);
+		} else {
 			rc = vr__err(VR_ECORRUPT, "passive: record type %u in "
 				"the stream", r->type);
 			break;
 		}
 		/* P2: acknowledge the last durable fence when nothing more
-		 * is waiting (one ack covers a batch), and answer beats. */
+		 * is waiting (one ack covers a batch) or a heartbeat has
+		 * passed since the last ack, and answer beats. */
 		bool ack = r->type == VRP_REC_BEAT ||
-			(r->type == VRP_REC_FENCE && !vr__reader_ready(&rd));
+			(r->type == VRP_REC_FENCE && (!rec_waiting(&rd) ||
+			vr__now_us() - last_ack > n->o.heartbeat_ms * 1000ull));
 #ifdef VRP_BROKEN_ACK_EARLY
 		ack = r->type == VRP_REC_BEAT;
 #endif
 		if (ack) {
 			struct vrp_ack a = { n->applied };
+			last_ack = vr__now_us();
 			if ((rc = send_small(fd, VRP_REC_ACK, 0, n->st.epoch,
 				&a, sizeof(a))))
 				break;
 		}
 	}
-	if (rc == -ECANCELED)
-		rc = 0;
 out:
+	if (rc == -ECANCELED)
+		rc = 0; /* vr_passive_stop (during a copy: still incomplete) */
 	close_copies(n);
 	free(rd.buf);
 	close(fd);

@@ -286,6 +286,7 @@ struct vr_passive_status {
 	uint64_t class_bytes[4]; /* piece bytes by opts.classify */
 	uint64_t dropped;      /* bytes written back while no backup */
 	uint64_t copies;
+	uint64_t announced; /* backup: highest record seq the beats named */
 };
 VR_EXPORT int vr_passive_status(const vr_passive *n,
 	struct vr_passive_status *st);
