@@ -1046,6 +1046,13 @@ vr_passive_commit(vr_passive *n)
 	if (n->o.mode == VR_1SAFE)
 		return 0;
 	pthread_mutex_lock(&n->lock);
+	if (!n->live) {
+		/* The tap dropped this transaction's write-backs: no fence
+		 * of it exists to wait for. */
+		pthread_mutex_unlock(&n->lock);
+		return vr__err(VR_ENOBACKUP, "no backup: committed locally, "
+			"not replicated");
+	}
 	target = n->fseq;
 	if (n->rcount || n->unfenced) {
 		/* Write-backs after the last fence: not a commit's yet. */

@@ -402,6 +402,38 @@ TEST_CASE("passive failover: promote the backup, the old primary is stale",
 	VR_REQUIRE_RC(vr_passive_serve(p.n, "127.0.0.1", 0), VR_ESTALE);
 }
 
+TEST_CASE("passive 2-safe: no backup, no acknowledged commit", "[ploop]")
+{
+	test::TempDir da, db;
+	PNode p, b;
+	Follower f;
+	p.open(da.path, VR_2SAFE, 300);
+	p.add();
+	VR_REQUIRE_OK(vr_passive_serve(p.n, "127.0.0.1", 0));
+	b.open(db.path, VR_2SAFE, 300);
+	f.start(b, vr_passive_port(p.n));
+	VR_REQUIRE_OK(vr_passive_wait_backup(p.n, 10000));
+	put(p, 1, 1);
+	VR_REQUIRE_OK(vr_passive_commit(p.n));
+	// The backup goes away; once the primary knows, its write-backs are
+	// not sent, and a commit must not count as replicated (the last
+	// fence it could wait for is an old, acknowledged one).
+	vr_passive_stop(b.n);
+	VR_REQUIRE_OK(f.join());
+	struct vr_passive_status st;
+	for (int w = 0; w < 500; w++) {
+		vr_passive_status(p.n, &st);
+		if (!st.connected)
+			break;
+		usleep(10000);
+	}
+	REQUIRE(!st.connected);
+	put(p, 2, 2);
+	VR_REQUIRE_RC(vr_passive_commit(p.n), VR_ENOBACKUP);
+	vr_passive_status(p.n, &st);
+	CHECK(st.dropped > 0);
+}
+
 TEST_CASE("passive: a backup of another set or pool count is refused",
 	"[ploop]")
 {
