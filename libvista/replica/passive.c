@@ -52,6 +52,7 @@
 #include "vr_int.h"
 
 #define LINE 64u
+#define VRP_BATCH_MS 1 /* 1-safe: the sender's longest nap */
 #define HDR ((uint64_t)sizeof(struct vr_rec_hdr))
 #define PAD8(x) (((x) + 7) & ~(uint64_t)7)
 
@@ -465,7 +466,11 @@ seal(vr_passive *n, uint16_t type)
 	n->head = n->rec = n->rec + len;
 	n->end = n->rec + HDR;
 	n->rcount = 0;
-	wake_sender(n);
+	/* 1-safe: the sender ships what gathered every VRP_BATCH_MS; wake
+	 * it early only when an eighth of the ring waits (a 2-safe commit
+	 * wakes it itself). */
+	if (n->head - n->sent > (n->mask + 1) / 8)
+		wake_sender(n);
 }
 
 /* Room for `need` more bytes in the open record, contiguous in the ring.
@@ -925,7 +930,8 @@ sender_main(void *arg)
 			if (to == from) {
 				pf[0] = (struct pollfd){ n->efd, POLLIN, 0 };
 				pf[1] = (struct pollfd){ n->cfd, POLLIN, 0 };
-				(void)poll(pf, 2, (int)n->o.heartbeat_ms);
+				(void)poll(pf, 2, n->o.mode == VR_1SAFE ?
+					VRP_BATCH_MS : (int)n->o.heartbeat_ms);
 			}
 			atomic_store(&n->sleeping, 0);
 			(void)!read(n->efd, &one, sizeof(one));
@@ -1059,6 +1065,7 @@ vr_passive_commit(vr_passive *n)
 		seal(n, VRP_REC_FENCE);
 		target = n->fseq;
 	}
+	wake_sender(n);
 	t0 = vr__now_us();
 #ifndef VRP_BROKEN_NO_WAIT
 	while (atomic_load(&n->acked) < target) {
