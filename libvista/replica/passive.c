@@ -607,7 +607,8 @@ tap_drain(void *arg, const rio_pool *p)
 	pthread_mutex_lock(&n->lock);
 	/* A fence orders every pool's earlier write-backs (one sfence per
 	 * thread; the model treats it as the whole program's). */
-	if (n->live && (n->rcount || n->unfenced))
+	if (n->live && (n->rcount || n->unfenced) &&
+	    (n->rcount || make_room(n, 0)))
 		seal(n, VRP_REC_FENCE);
 	pthread_mutex_unlock(&n->lock);
 }
@@ -1060,7 +1061,7 @@ vr_passive_commit(vr_passive *n)
 			"not replicated");
 	}
 	target = n->fseq;
-	if (n->rcount || n->unfenced) {
+	if ((n->rcount || n->unfenced) && (n->rcount || make_room(n, 0))) {
 		/* Write-backs after the last fence: not a commit's yet. */
 		seal(n, VRP_REC_FENCE);
 		target = n->fseq;
