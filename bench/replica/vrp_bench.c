@@ -109,6 +109,12 @@ die(const char *what, int rc)
 {
 	fprintf(stderr, "vrp-bench: %s: %s: %s\n", what, vr_err_name(rc),
 		vr_errormsg());
+	if (tmpdir[0]) {
+		char cmd[300];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "vrp-bench: %s left behind\n", tmpdir);
+	}
 	exit(1);
 }
 

@@ -1283,8 +1283,9 @@ vr_passive_follow(vr_passive *n, const char *host, unsigned port,
 	if (npaths == 0 || npaths > VRP_MAX_POOLS)
 		return vr__err(-EINVAL, "vr_passive_follow: %u paths",
 			npaths);
-	if (n->thr_on)
-		return vr__err(-EBUSY, "vr_passive_follow: this node serves");
+	if (n->thr_on || n->npools)
+		return vr__err(-EBUSY, "vr_passive_follow: this node serves "
+			"(or was given pools to serve)");
 	atomic_store(&n->fstop, 0);
 	fd = vr__connect(host, port, n->o.timeout_ms * 10);
 	if (fd < 0)

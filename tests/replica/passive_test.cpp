@@ -115,6 +115,19 @@ TEST_CASE("passive mode refuses the byte domain and bad options", "[ptap]")
 		std::string::npos);
 	VR_REQUIRE_RC(vr_passive_serve(n, "127.0.0.1", 0), -EINVAL);
 	vr_passive_close(n);
+	// A node given pools to serve does not follow (its pools are not
+	// copies to overwrite).
+	rio_pool *q = make_pool(d.path + "/q", RIO_FORCE_CACHELINE);
+	std::string sq = d.path + "/stq";
+	o.state_path = sq.c_str();
+	VR_REQUIRE_OK(vr_passive_open(&o, &n));
+	VR_REQUIRE_OK(vr_passive_add_pool(n, q));
+	VR_REQUIRE_RC(vr_passive_add_pool(n, q), -EINVAL);
+	const char *qp[1] = { "/nonexistent/x" };
+	VR_REQUIRE_RC(vr_passive_follow(n, "127.0.0.1", 1, qp, 1), -EBUSY);
+	vr_passive_close(n);
+	rio_pool_close(q);
+	o.state_path = sp.c_str();
 	rio_pool_close(p);
 	// A state file that holds something else.
 	int fd = open(sp.c_str(), O_WRONLY | O_TRUNC);

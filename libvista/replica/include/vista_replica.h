@@ -263,7 +263,8 @@ VR_EXPORT int vr_passive_commit(vr_passive *n);
  * primary is lost (VR_EPEERLOST), vr_passive_stop() (0), or an error:
  * VR_EOTHERSET, VR_EVERSION, VR_ESIZE (another pool count), VR_ESTALE,
  * VR_ETRUNC, VR_ECORRUPT (what was stored stays, a crash image of the
- * primary's pools), -errno.  The copies are closed when it returns.
+ * primary's pools), -EBUSY (the node serves or was given pools), -errno.
+ * The copies are closed when it returns.
  */
 VR_EXPORT int vr_passive_follow(vr_passive *n, const char *host,
 	unsigned port, const char *const *paths, unsigned npaths);
