@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # pcrash.sh -- SIGKILL campaign on debit-credit with a passive backup
 #
-#   pcrash.sh TOOL VR_DC ITERATIONS EXPECT MODES SCENARIOS
+#   pcrash.sh TOOL VR_DC ITERATIONS EXPECT MODES SCENARIOS [KIND]
 #
 # Each iteration: a fresh primary (vr_dc pprimary: libvista's log and
 # segment pools replicated by vr_passive) and a passive backup
@@ -19,9 +19,19 @@
 # it opens them): the TPC-B invariants, and for 2safe every acknowledged
 # transaction present.  MODES and SCENARIOS are comma lists, taken in
 # turn.  EXPECT=pass: every iteration must pass; EXPECT=caught: a broken
-# build, some iteration must fail the check.
+# build, some iteration must fail the check.  KIND=active runs the same
+# scenarios on the active backup (vr_dc primary/check, vista-replica
+# follow/promote; a rejoining backup may resume from the ring's tail, so
+# it is given up to 0.5 s, not a progress line); crash.sh has the active
+# campaign's other scenarios.
 set -u
-TOOL=$1 DC=$2 N=$3 EXPECT=$4
+TOOL=$1 DC=$2 N=$3 EXPECT=$4 KIND=${7:-passive}
+SIZE=8388608
+if [ "$KIND" = active ]; then
+	PRI=primary CHK=check FOLLOW=follow PROMOTE=promote SZ="--size $SIZE"
+else
+	PRI=pprimary CHK=pcheck FOLLOW=passive-follow PROMOTE=passive-promote SZ=
+fi
 IFS=, read -r -a MODES <<< "$5"
 IFS=, read -r -a SCEN <<< "$6"
 T=$(mktemp -d /dev/shm/vrpcrash-XXXXXX)
@@ -38,7 +48,7 @@ wait_for() {
 }
 
 follow() { # DIR PORT OUT
-	"$TOOL" passive-follow --dir "$1" --peer 127.0.0.1:$2 \
+	"$TOOL" $FOLLOW --dir "$1" $SZ --peer 127.0.0.1:$2 \
 		--auto-promote --timeout 1000 >> "$3" 2>&1 &
 	bp=$!
 }
@@ -48,7 +58,7 @@ for ((i = 0; i < N; i++)); do
 	scen=${SCEN[$(((i / ${#MODES[@]}) % ${#SCEN[@]}))]}
 	P=$T/p$i B=$T/b$i
 	mkdir -p "$P" "$B"
-	"$DC" pprimary "$P" 0 "$mode" "$P.ack" $((i + 1)) > "$P.out" 2>&1 &
+	"$DC" $PRI "$P" 0 "$mode" "$P.ack" $((i + 1)) > "$P.out" 2>&1 &
 	pp=$!
 	if ! wait_for "$P.out" '^port ' 500; then
 		echo "iteration $i: the primary did not start"; cat "$P.out"
@@ -72,7 +82,7 @@ for ((i = 0; i < N; i++)); do
 		sleep 0.02
 		kill -9 $pp; wait $pp 2>/dev/null
 		kills=$((kills + 2))
-		"$TOOL" passive-promote --dir "$B" >> "$B.out" 2>&1
+		"$TOOL" $PROMOTE --dir "$B" $SZ >> "$B.out" 2>&1
 		;;
 	backup)
 		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
@@ -80,7 +90,9 @@ for ((i = 0; i < N; i++)); do
 		sleep "0.$(printf '%03d' $((20 + RANDOM % 100)))"
 		: > "$B.out2"
 		follow "$B" "$port" "$B.out2"
-		if ! wait_for "$B.out2" '100%' 1500; then
+		if [ "$KIND" = active ]; then
+			wait_for "$B.out2" '100%' 50
+		elif ! wait_for "$B.out2" '100%' 1500; then
 			echo "iteration $i: the backup did not rejoin"
 			cat "$B.out2"; exit 1
 		fi
@@ -103,7 +115,7 @@ for ((i = 0; i < N; i++)); do
 		;;
 	esac
 	win=$(sed -n 's/.*loss window \([0-9]*\).*/; reported loss window \1/p' "$B.out")
-	if out=$("$DC" pcheck "$B" "$P.ack" "$mode" 2>&1); then
+	if out=$("$DC" $CHK "$B" "$P.ack" "$mode" 2>&1); then
 		echo "iteration $i ($mode, $scen): ok: $out$win"
 	else
 		echo "iteration $i ($mode, $scen): FAILED: $out"

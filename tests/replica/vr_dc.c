@@ -251,11 +251,17 @@ check(const char *dir, const char *acklog, enum vr_mode mode, bool passive)
 		while (fread(&id, 8, 1, f) == 1) {
 			bool found = false;
 			acked++;
-			for (size_t i = nids; i-- > 0;)
-				if (ids[i] == id) {
+			/* The history's ids grow with its index (one run per
+			 * node): a binary search, not a scan per id. */
+			for (size_t lo = 0, hi = nids; lo < hi && !found;) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (ids[mid] == id)
 					found = true;
-					break;
-				}
+				else if (ids[mid] < id)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
 			if (!found)
 				missing++;
 		}
