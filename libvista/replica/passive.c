@@ -89,6 +89,10 @@ struct vr_passive {
 	VR_ATOMIC(int) sleeping;
 	VR_ATOMIC(int) stale;
 	VR_ATOMIC(int) ready;    /* the backup acknowledged its full copy */
+	/* One writer of the socket at a time: the sender thread, or a 2-safe
+	 * commit that sends its own records (lock order: wlock, then lock). */
+	pthread_mutex_t wlock;
+	VR_ATOMIC(int) wbroken;  /* a commit's send failed: drop the backup */
 	int efd, lfd, cfd;
 	unsigned port;
 	pthread_t thr;
@@ -370,6 +374,7 @@ vr_passive_open(const struct vr_passive_opts *o, vr_passive **out)
 		n->o.timeout_ms = 100;
 	n->efd = n->lfd = n->cfd = -1;
 	pthread_mutex_init(&n->lock, NULL);
+	pthread_mutex_init(&n->wlock, NULL);
 	pthread_cond_init(&n->room, NULL);
 	pthread_cond_init(&n->ackcv, NULL);
 	if ((rc = state_load(n))) {
@@ -400,6 +405,7 @@ vr_passive_close(vr_passive *n)
 	close(n->state_fd);
 	free(n->ring);
 	pthread_mutex_destroy(&n->lock);
+	pthread_mutex_destroy(&n->wlock);
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
 	free(n);
@@ -676,6 +682,8 @@ send_timed(vr_passive *n, int fd, const void *buf, size_t len)
 static void
 drop_backup(vr_passive *n)
 {
+	/* No commit is writing the socket while it closes. */
+	pthread_mutex_lock(&n->wlock);
 	pthread_mutex_lock(&n->lock);
 	n->live = false;
 	atomic_store(&n->ready, 0);
@@ -691,6 +699,8 @@ drop_backup(vr_passive *n)
 	if (n->cfd >= 0)
 		close(n->cfd);
 	n->cfd = -1;
+	atomic_store(&n->wbroken, 0);
+	pthread_mutex_unlock(&n->wlock);
 }
 
 /* The HELLO exchange, then the full copy (P5).  0: the backup is live. */
@@ -794,7 +804,7 @@ welcome(vr_passive *n, int fd)
 
 /* Checksum and send the sealed records in [from, to). */
 static int
-send_records(vr_passive *n, uint64_t from, uint64_t to)
+send_records(vr_passive *n, int fd, uint64_t from, uint64_t to)
 {
 	uint64_t run = from; /* start of the contiguous bytes not yet sent */
 	uint64_t p = from;
@@ -804,7 +814,7 @@ send_records(vr_passive *n, uint64_t from, uint64_t to)
 		struct vr_rec_hdr *h = (void *)(n->ring + (p & n->mask));
 		if (h->magic == 0) {
 			/* The producer wrapped here. */
-			if (p > run && (rc = send_timed(n, n->cfd,
+			if (p > run && (rc = send_timed(n, fd,
 				n->ring + (run & n->mask), p - run)))
 				return rc;
 			p += n->mask + 1 - (p & n->mask);
@@ -815,7 +825,7 @@ send_records(vr_passive *n, uint64_t from, uint64_t to)
 		p += h->len;
 	}
 	if (p > run)
-		return send_timed(n, n->cfd, n->ring + (run & n->mask),
+		return send_timed(n, fd, n->ring + (run & n->mask),
 			p - run);
 	return 0;
 }
@@ -909,20 +919,24 @@ sender_main(void *arg)
 			last_in = last_out = vr__now_us();
 			continue;
 		}
+		pthread_mutex_lock(&n->wlock);
 		pthread_mutex_lock(&n->lock);
 		from = n->sent;
 		to = n->head;
 		pthread_mutex_unlock(&n->lock);
-		rc = 0;
-		if (from < to) {
-			rc = send_records(n, from, to);
+		rc = atomic_load(&n->wbroken) ? vr__err(VR_EPEERLOST,
+			"a commit could not send to the backup") : 0;
+		if (rc == 0 && from < to) {
+			rc = send_records(n, n->cfd, from, to);
 			pthread_mutex_lock(&n->lock);
 			if (n->live && n->sent == from)
 				n->sent = to;
 			pthread_cond_broadcast(&n->room);
 			pthread_mutex_unlock(&n->lock);
 			last_out = vr__now_us();
-		} else {
+		}
+		pthread_mutex_unlock(&n->wlock);
+		if (rc == 0 && from >= to) {
 			uint64_t one;
 			atomic_store(&n->sleeping, 1);
 			pthread_mutex_lock(&n->lock);
@@ -941,8 +955,10 @@ sender_main(void *arg)
 			rc = read_acks(n, abuf, &have, &last_in);
 		now = vr__now_us();
 		if (rc == 0 && now - last_out > n->o.heartbeat_ms * 1000ull) {
+			pthread_mutex_lock(&n->wlock);
 			rc = send_small(n->cfd, VRP_REC_BEAT, n->seq,
 				n->st.epoch, NULL, 0);
+			pthread_mutex_unlock(&n->wlock);
 			last_out = now;
 		}
 		if (rc == 0 && now - last_in > n->o.timeout_ms * 1000ull)
@@ -1066,7 +1082,25 @@ vr_passive_commit(vr_passive *n)
 		seal(n, VRP_REC_FENCE);
 		target = n->fseq;
 	}
-	wake_sender(n);
+	/* Send the records itself if no one else is writing the socket (one
+	 * wake-up fewer than through the sender thread); else wake it. */
+	if (pthread_mutex_trylock(&n->wlock) == 0) {
+		uint64_t from = n->sent, to = n->head;
+		int fd = n->cfd;
+		pthread_mutex_unlock(&n->lock);
+		if (from < to && !atomic_load(&n->wbroken) &&
+		    send_records(n, fd, from, to))
+			atomic_store(&n->wbroken, 1);
+		pthread_mutex_lock(&n->lock);
+		if (n->live && n->sent == from && !atomic_load(&n->wbroken))
+			n->sent = to;
+		pthread_cond_broadcast(&n->room);
+		pthread_mutex_unlock(&n->wlock);
+		if (atomic_load(&n->wbroken))
+			wake_sender(n); /* it drops the backup */
+	} else {
+		wake_sender(n);
+	}
 	t0 = vr__now_us();
 #ifndef VRP_BROKEN_NO_WAIT
 	while (atomic_load(&n->acked) < target) {
