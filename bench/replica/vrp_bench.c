@@ -229,6 +229,8 @@ run(int ver, int mode, struct result *res)
 	}
 	memset(d, 0, db_size());
 	if (ver == 3) {
+		/* The zeroed database durable before the backup copies it
+		 * and the first transaction runs (as vv_loaded does). */
 		rio_persist(pools[0], d, db_size());
 	} else if ((rc = vv_loaded(w))) {
 		die("vv_loaded", rc);
