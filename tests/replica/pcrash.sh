@@ -26,6 +26,8 @@
 # campaign's other scenarios.
 set -u
 TOOL=$1 DC=$2 N=$3 EXPECT=$4 KIND=${7:-passive}
+# The passive backup refuses the byte domain: cacheline unless told.
+export RIO_DOMAIN=${RIO_DOMAIN:-cacheline}
 SIZE=8388608
 if [ "$KIND" = active ]; then
 	PRI=primary CHK=check FOLLOW=follow PROMOTE=promote SZ="--size $SIZE"
