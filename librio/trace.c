@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * trace.c -- the load-time switch of the persistence choke point
+ * trace.c -- the load-time switch of the persistence choke point, and the
+ *            per-pool write tap (rio_set_persist_tap)
  *
  * rio__trace is NULL unless a tracer (tools/pmemtest's preload library)
  * calls rio_trace_set().  The inline primitives in rio.h test it with one
@@ -53,4 +54,15 @@ rio__trace_unmapping(rio_pool *p)
 		__atomic_load_n(&rio__trace, __ATOMIC_ACQUIRE);
 	if (ops != NULL && ops->pool_unmapping != NULL)
 		ops->pool_unmapping(p, p->map_base, p->map_size);
+}
+
+int
+rio_set_persist_tap(rio_pool *p, const struct rio_persist_tap *tap)
+{
+	/* Release: the tap's fields are visible before the pointer to a
+	 * thread that synchronizes with this one later; the primitives'
+	 * relaxed load relies on the documented rule (no concurrent flush
+	 * while it changes). */
+	__atomic_store_n(&p->hot.tap, tap, __ATOMIC_RELEASE);
+	return 0;
 }

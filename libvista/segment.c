@@ -829,3 +829,9 @@ vista_segment_pool(const vista_segment *seg)
 {
 	return seg->pool;
 }
+
+rio_pool *
+vista_log_pool(const vista *v)
+{
+	return v->log;
+}

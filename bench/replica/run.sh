@@ -8,13 +8,17 @@
 # beside the loopback round trip; failover) at 10 MB and 100 MB databases,
 # then tests/replica/crash.sh for KILL_ITERATIONS iterations (default 200:
 # 300 kills) over 1-safe and 2-safe, killing the primary or both.
+# Then the passive backup: vrp-bench (Versions 0-3 standalone, passive
+# 1-safe and 2-safe, bytes per transaction: Tables 4 and 5) on a 50 MB
+# database, and tests/replica/pcrash.sh for KILL_ITERATIONS iterations
+# (about 1.67 kills each) killing the primary, the backup alone, or both.
 set -eu
 B=${1:?usage: run.sh BUILD [SECONDS] [KILL_ITERATIONS]}
 S=${2:-1}
 K=${3:-200}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
-ninja -C "$B" bench/replica/vr-bench libvista/replica/vista-replica \
-	tests/replica/vr_dc > /dev/null
+ninja -C "$B" bench/replica/vr-bench bench/replica/vrp-bench \
+	libvista/replica/vista-replica tests/replica/vr_dc > /dev/null
 echo "== load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for acc in 1000000 12000000; do
 	echo "== vr-bench -t $S -r 3 -a $acc"
@@ -24,3 +28,10 @@ echo "== crash campaign: $K iterations"
 cd "$B"
 "$SRC/tests/replica/crash.sh" libvista/replica/vista-replica \
 	tests/replica/vr_dc "$K" pass 1safe,2safe primary,both | tail -3
+cd - > /dev/null
+echo "== vrp-bench -t $S -r 3 (passive, 50 MB)"
+"$B/bench/replica/vrp-bench" -t "$S" -r 3
+echo "== passive crash campaign: $K iterations"
+cd "$B"
+"$SRC/tests/replica/pcrash.sh" libvista/replica/vista-replica \
+	tests/replica/vr_dc "$K" pass 1safe,2safe primary,backup,both | tail -3

@@ -321,6 +321,12 @@ vv_db_size(const vv *v)
 	return v->db_size;
 }
 
+rio_pool *
+vv_pool(vv *v)
+{
+	return v->pool;
+}
+
 int
 vv_loaded(vv *v)
 {

@@ -79,6 +79,9 @@ int vv_open(const char *path, enum vv_version version, unsigned rio_flags,
 
 void *vv_db(vv *v);
 size_t vv_db_size(const vv *v);
+/* The pool the Version lives in (for a library that watches its
+ * write-backs, such as libvista_replica's passive backup). */
+struct rio_pool *vv_pool(vv *v);
 
 /* The database was filled outside any transaction: make it durable (and,
  * V1/V2, the mirror equal to it).  Returns 0 or RIO_EFATAL. */

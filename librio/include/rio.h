@@ -248,6 +248,34 @@ struct rio_trace_ops {
  */
 RIO_EXPORT int rio_trace_set(const struct rio_trace_ops *ops);
 
+/*
+ * A per-pool write tap: told of every range the primitives below write back
+ * and of every fence, for a library that copies a pool's writes elsewhere
+ * (libvista_replica's passive backup).  flush() is called by rio_flush()
+ * (so also rio_persist() and rio_memcpy_nodrain()) with the range as the
+ * caller gave it, before the write-back starts; drain() by rio_drain()
+ * before the fence.  Both run on the flushing thread and must not call
+ * librio's primitives on the same pool.  In the byte domain the program
+ * may skip rio_flush() (nothing needs it), so the tap sees only what the
+ * program chose to flush.
+ */
+struct rio_persist_tap {
+	void (*flush)(void *arg, const rio_pool *p, const void *addr,
+		size_t len);
+	void (*drain)(void *arg, const rio_pool *p);
+	void *arg;
+};
+
+/*
+ * Install (or, with NULL, remove) the tap of `pool`; `tap` must stay valid
+ * until it is removed.  Returns 0.  The primitives read the tap with one
+ * relaxed load: install and remove it while no other thread flushes the
+ * pool (before the first transaction, after the last one), or from the
+ * only thread that does.
+ */
+RIO_EXPORT int rio_set_persist_tap(rio_pool *pool,
+	const struct rio_persist_tap *tap);
+
 /* Implementation details the inline functions need; do not use. */
 enum rio__flush_kind {
 	RIO__FLUSH_NONE = 0, /* byte domain */
@@ -259,6 +287,7 @@ enum rio__flush_kind {
 struct rio__pool_hot {
 	uint32_t flush_kind; /* enum rio__flush_kind */
 	uint32_t domain;     /* enum rio_domain */
+	const struct rio_persist_tap *tap; /* rio_set_persist_tap; NULL: off */
 };
 RIO_EXPORT extern const struct rio_trace_ops *rio__trace;
 RIO_EXPORT void rio__msync(const rio_pool *p, const void *addr, size_t len);
@@ -271,6 +300,13 @@ static inline const struct rio__pool_hot *
 rio__hot(const rio_pool *p)
 {
 	return (const struct rio__pool_hot *)(const void *)p;
+}
+
+/* The pool's tap (rio_set_persist_tap), or NULL: one relaxed load. */
+static inline const struct rio_persist_tap *
+rio__tap(const rio_pool *p)
+{
+	return __atomic_load_n(&rio__hot(p)->tap, __ATOMIC_RELAXED);
 }
 
 /*
@@ -312,9 +348,12 @@ static inline void
 rio_flush(const rio_pool *p, const void *addr, size_t len)
 {
 	uint32_t kind = rio__hot(p)->flush_kind;
+	const struct rio_persist_tap *tap = rio__tap(p);
 
 	if (RIO__UNLIKELY(rio__trace != NULL))
 		rio__trace->flush(p, addr, len, __builtin_return_address(0));
+	if (RIO__UNLIKELY(tap != NULL) && len != 0)
+		tap->flush(tap->arg, p, addr, len);
 	if (kind == RIO__FLUSH_NONE || len == 0)
 		return;
 	if (RIO__UNLIKELY(kind == RIO__FLUSH_MSYNC)) {
@@ -328,8 +367,12 @@ rio_flush(const rio_pool *p, const void *addr, size_t len)
 static inline void
 rio_drain(const rio_pool *p)
 {
+	const struct rio_persist_tap *tap = rio__tap(p);
+
 	if (RIO__UNLIKELY(rio__trace != NULL))
 		rio__trace->drain(p, __builtin_return_address(0));
+	if (RIO__UNLIKELY(tap != NULL))
+		tap->drain(tap->arg, p);
 	if (rio__hot(p)->flush_kind == RIO__FLUSH_NONE ||
 	    rio__hot(p)->flush_kind == RIO__FLUSH_MSYNC) {
 		/* byte: stores reach the persistence domain in program order
@@ -372,10 +415,13 @@ rio_memcpy_nodrain(const rio_pool *p, void *dst, const void *src, size_t len)
 
 	if (kind != RIO__FLUSH_NONE && kind != RIO__FLUSH_MSYNC &&
 	    len >= RIO__NT_THRESHOLD) {
+		const struct rio_persist_tap *tap = rio__tap(p);
 		rio__memcpy_nt(dst, src, len);
 		if (RIO__UNLIKELY(rio__trace != NULL))
 			rio__trace->flush(p, dst, len,
 				__builtin_return_address(0));
+		if (RIO__UNLIKELY(tap != NULL))
+			tap->flush(tap->arg, p, dst, len);
 		return dst;
 	}
 	memcpy(dst, src, len);

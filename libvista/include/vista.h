@@ -131,6 +131,9 @@ VISTA_EXPORT int vista_unmap(vista_segment *seg);
 VISTA_EXPORT void *vista_segment_base(const vista_segment *seg);  /* user area */
 VISTA_EXPORT size_t vista_segment_size(const vista_segment *seg);
 VISTA_EXPORT rio_pool *vista_segment_pool(const vista_segment *seg);
+/* The instance's log pool (for a library that watches the instance's
+ * write-backs, such as libvista_replica's passive backup). */
+VISTA_EXPORT rio_pool *vista_log_pool(const vista *v);
 /* Bytes of address space (and file) a segment with a user area of `size`
  * bytes occupies from its address: headers and heap metadata included. */
 VISTA_EXPORT size_t vista_segment_footprint(size_t size);

@@ -6,6 +6,9 @@
  *                         [--timeout MS] [--heartbeat MS]
  *   vista-replica promote --dir D --size N
  *   vista-replica status  --dir D --size N
+ *   vista-replica passive-follow  --dir D --peer HOST:PORT [--files F,G]
+ *                         [--auto-promote] [--timeout MS] [--heartbeat MS]
+ *   vista-replica passive-promote --dir D
  *
  * A node's files are D/log (the vista log), D/seg (the data segment) and
  * D/state (the node state); the data segment maps at --addr (default
@@ -13,6 +16,12 @@
  * primary's stream until the primary is lost; a full copy prints a
  * progress line.  After a promotion it prints the epoch and the 1-safe
  * loss window: the records the primary announced that never arrived.
+ *
+ * passive-follow keeps byte copies of the primary's pools (a passive
+ * backup: vr_passive_follow) in D/seg and D/log (--files: other names, in
+ * the primary's vr_passive_add_pool order), its node state in D/pstate;
+ * passive-promote makes it the primary (then open the copies with libvista,
+ * whose recovery runs at vista_init and vista_map).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +30,8 @@
 #include <string.h>
 
 #include "vista_replica.h"
+
+#define VRP_TOOL_MAX 4
 
 struct node_args {
 	const char *dir;
@@ -37,7 +48,11 @@ usage(void)
 		"usage: vista-replica follow  --dir D --size N --peer HOST:PORT "
 		"[--auto-promote] [--timeout MS] [--heartbeat MS]\n"
 		"       vista-replica promote --dir D --size N\n"
-		"       vista-replica status  --dir D --size N\n");
+		"       vista-replica status  --dir D --size N\n"
+		"       vista-replica passive-follow --dir D --peer HOST:PORT "
+		"[--files F,G] [--auto-promote] [--timeout MS] "
+		"[--heartbeat MS]\n"
+		"       vista-replica passive-promote --dir D\n");
 	exit(2);
 }
 
@@ -119,6 +134,77 @@ print_status(vr_node *n)
 	printf("\n");
 }
 
+static int
+passive(const char *cmd, const struct node_args *a, const char *peer,
+	const char *files)
+{
+	static const char *roles[] = { "fresh", "primary", "backup", "stale" };
+	char sp[4096], paths[VRP_TOOL_MAX][4096], fl[1024], *save = NULL;
+	const char *pp[VRP_TOOL_MAX];
+	struct vr_passive_opts po;
+	struct vr_passive_status st;
+	vr_passive *n;
+	unsigned np = 0;
+	int rc, ret = 0;
+
+	snprintf(sp, sizeof(sp), "%s/pstate", a->dir);
+	snprintf(fl, sizeof(fl), "%s", files);
+	for (char *f = strtok_r(fl, ",", &save); f && np < VRP_TOOL_MAX;
+	     f = strtok_r(NULL, ",", &save)) {
+		snprintf(paths[np], sizeof(paths[np]), "%s/%s", a->dir, f);
+		pp[np] = paths[np];
+		np++;
+	}
+	memset(&po, 0, sizeof(po));
+	po.state_path = sp;
+	po.timeout_ms = a->timeout_ms;
+	po.heartbeat_ms = a->heartbeat_ms;
+	po.progress = progress;
+	if ((rc = vr_passive_open(&po, &n)))
+		return fail("vr_passive_open", rc);
+	if (strcmp(cmd, "passive-follow") == 0) {
+		char host[256];
+		const char *colon;
+		if (peer == NULL || (colon = strrchr(peer, ':')) == NULL ||
+		    (size_t)(colon - peer) >= sizeof(host))
+			usage();
+		memcpy(host, peer, (size_t)(colon - peer));
+		host[colon - peer] = '\0';
+		rc = vr_passive_follow(n, host, (unsigned)atoi(colon + 1), pp,
+			np);
+		if (rc == VR_EPEERLOST && a->auto_promote) {
+			fprintf(stderr, "vista-replica: primary lost: %s\n",
+				vr_errormsg());
+			rc = vr_passive_promote(n);
+			(void)vr_passive_status(n, &st);
+			if (rc == 0)
+				printf("promoted: epoch %llu, applied fence "
+					"record %llu, primary announced %llu: "
+					"1-safe loss window %llu record(s)\n",
+					(unsigned long long)st.epoch,
+					(unsigned long long)st.seq,
+					(unsigned long long)st.announced,
+					(unsigned long long)(st.announced >
+						st.seq ? st.announced -
+						st.seq : 0));
+		}
+		if (rc)
+			ret = fail("passive-follow", rc);
+	} else if (strcmp(cmd, "passive-promote") == 0) {
+		rc = vr_passive_promote(n);
+		if (rc)
+			ret = fail("vr_passive_promote", rc);
+	} else {
+		usage();
+	}
+	(void)vr_passive_status(n, &st);
+	printf("role %s epoch %llu\n", roles[st.role & 3],
+		(unsigned long long)st.epoch);
+	fflush(stdout);
+	(void)vr_passive_close(n);
+	return ret;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -130,8 +216,10 @@ main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "heartbeat", required_argument, NULL, 'h' },
 		{ "auto-promote", no_argument, NULL, 'A' },
+		{ "files", required_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *files = "seg,log";
 	struct node_args a = { NULL, 0, 0x7e0000000000ull, 0, 0, false };
 	const char *cmd, *peer = NULL;
 	vista *v;
@@ -152,9 +240,12 @@ main(int argc, char **argv)
 		case 't': a.timeout_ms = (unsigned)atoi(optarg); break;
 		case 'h': a.heartbeat_ms = (unsigned)atoi(optarg); break;
 		case 'A': a.auto_promote = true; break;
+		case 'f': files = optarg; break;
 		default: usage();
 		}
 	}
+	if (a.dir != NULL && strncmp(cmd, "passive-", 8) == 0)
+		return passive(cmd, &a, peer, files);
 	if (a.dir == NULL || a.size == 0)
 		usage();
 	if (strcmp(cmd, "follow") == 0) {

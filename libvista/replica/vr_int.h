@@ -4,7 +4,8 @@
  *
  * Files: err.c (codes), wire.c (records, diff, socket I/O), node.c (the
  * state segment, open/close/promote/status), primary.c (the hook, the
- * ring, the sender thread), backup.c (vr_follow: apply and acknowledge).
+ * ring, the sender thread), backup.c (vr_follow: apply and acknowledge),
+ * passive.c (the passive backup: librio's write tap, its own stream).
  *
  * Node state machine (vr_state.role, durable; the function behind each
  * transition):
@@ -130,5 +131,11 @@ void vr__primary_stop(vr_node *n);
 /* The calling thread applies records (backup.c): the hook lets its
  * transactions through. */
 void vr__set_applying(bool on);
+
+/* passive.c (the tests use these) */
+int vrp__hdr_check(const struct vr_rec_hdr *h);
+int vrp__rec_verify(const struct vr_rec_hdr *h, unsigned npools,
+	const uint64_t *sizes);
+int vrp__apply(vr_passive *n, const struct vr_rec_hdr *h);
 
 #endif /* VR_INT_H */

@@ -8,6 +8,12 @@
  *   vr_dc check DIR ACKLOG MODE              the TPC-B invariants; for
  *        2safe (and pipelined: the ids up to the last acknowledged one)
  *        every acknowledged transaction must be in the history
+ *   vr_dc pprimary DIR PORT MODE ACKLOG RUN  the same on a passive
+ *        primary: libvista's log and segment pools replicated by
+ *        vr_passive (state DIR/pstate), vr_passive_commit after each
+ *        commit
+ *   vr_dc pcheck DIR ACKLOG MODE             check a passive backup's
+ *        copies: opened with libvista alone (its recovery runs)
  *
  * Node files and addresses as vista-replica's (DIR/log, DIR/seg,
  * DIR/state; data at 0x7e0000000000, state after it).
@@ -46,6 +52,7 @@ struct db {
 static vista *v;
 static vista_segment *seg;
 static vr_node *node;
+static vr_passive *pnode;
 
 static int
 die(const char *what, int rc)
@@ -81,6 +88,41 @@ open_node(const char *dir, enum vr_mode mode)
 		die("vr_open", rc);
 }
 
+/* libvista alone on the node's files (a passive node). */
+static void
+open_vista(const char *dir)
+{
+	char lp[4096], sp[4096];
+	struct vista_opts vo = { lp, 0, 0, 0 };
+	int rc;
+
+	snprintf(lp, sizeof(lp), "%s/log", dir);
+	snprintf(sp, sizeof(sp), "%s/seg", dir);
+	if ((rc = vista_init(&vo, &v)))
+		die("vista_init", rc);
+	if ((rc = vista_map(v, sp, ADDR, SIZE, VISTA_CREATE, &seg)))
+		die("vista_map", rc);
+}
+
+static void
+open_passive(const char *dir, enum vr_mode mode)
+{
+	char tp[4096];
+	struct vr_passive_opts po;
+	int rc;
+
+	open_vista(dir);
+	snprintf(tp, sizeof(tp), "%s/pstate", dir);
+	memset(&po, 0, sizeof(po));
+	po.state_path = tp;
+	po.mode = mode;
+	po.timeout_ms = 1000; /* a loaded machine is no dead peer */
+	if ((rc = vr_passive_open(&po, &pnode)) ||
+	    (rc = vr_passive_add_pool(pnode, vista_segment_pool(seg))) ||
+	    (rc = vr_passive_add_pool(pnode, vista_log_pool(v))))
+		die("vr_passive", rc);
+}
+
 static enum vr_mode
 mode_of(const char *s)
 {
@@ -102,22 +144,28 @@ rnd(uint64_t *s)
 
 static _Noreturn void
 primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
-	uint64_t run)
+	uint64_t run, bool passive)
 {
 	struct db *d;
 	uint64_t s = run * 0x9e3779b97f4a7c15ull + 1, txid = run << 32;
 	int fd, rc;
 
-	open_node(dir, mode);
+	if (passive)
+		open_passive(dir, mode);
+	else
+		open_node(dir, mode);
 	d = vista_segment_base(seg);
 	fd = open(acklog, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	if (fd < 0)
 		die("open acklog", -errno);
-	if ((rc = vr_serve(node, "127.0.0.1", port)))
+	if ((rc = passive ? vr_passive_serve(pnode, "127.0.0.1", port) :
+		vr_serve(node, "127.0.0.1", port)))
 		die("vr_serve", rc);
-	printf("port %u\n", vr_port(node));
+	printf("port %u\n", passive ? vr_passive_port(pnode) :
+		vr_port(node));
 	fflush(stdout);
-	if ((rc = vr_wait_backup(node, 10000)))
+	if ((rc = passive ? vr_passive_wait_backup(pnode, 10000) :
+		vr_wait_backup(node, 10000)))
 		die("vr_wait_backup", rc);
 	printf("serving\n");
 	fflush(stdout);
@@ -143,7 +191,13 @@ primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
 		d->branch[b] += delta;
 		d->hist[h] = (struct hist){ txid, delta, a, t, b };
 		d->nhist = h + 1;
-		rc = vr_commit(node);
+		if (passive) {
+			rc = vista_end_transaction(v);
+			if (rc == 0)
+				rc = vr_passive_commit(pnode);
+		} else {
+			rc = vr_commit(node);
+		}
 		if (rc == 0) {
 			if (write(fd, &txid, 8) != 8)
 				die("write acklog", -errno);
@@ -154,7 +208,7 @@ primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
 }
 
 static int
-check(const char *dir, const char *acklog, enum vr_mode mode)
+check(const char *dir, const char *acklog, enum vr_mode mode, bool passive)
 {
 	struct db *d;
 	int64_t sa = 0, st = 0, sb = 0, sh = 0;
@@ -162,7 +216,10 @@ check(const char *dir, const char *acklog, enum vr_mode mode)
 	size_t nids = 0, missing = 0;
 	FILE *f;
 
-	open_node(dir, mode);
+	if (passive)
+		open_vista(dir);
+	else
+		open_node(dir, mode);
 	d = vista_segment_base(seg);
 	for (int i = 0; i < NACCOUNT; i++)
 		sa += d->account[i];
@@ -194,11 +251,17 @@ check(const char *dir, const char *acklog, enum vr_mode mode)
 		while (fread(&id, 8, 1, f) == 1) {
 			bool found = false;
 			acked++;
-			for (size_t i = nids; i-- > 0;)
-				if (ids[i] == id) {
+			/* The history's ids grow with its index (one run per
+			 * node): a binary search, not a scan per id. */
+			for (size_t lo = 0, hi = nids; lo < hi && !found;) {
+				size_t mid = lo + (hi - lo) / 2;
+				if (ids[mid] == id)
 					found = true;
-					break;
-				}
+				else if (ids[mid] < id)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
 			if (!found)
 				missing++;
 		}
@@ -217,12 +280,16 @@ check(const char *dir, const char *acklog, enum vr_mode mode)
 int
 main(int argc, char **argv)
 {
-	if (argc == 7 && strcmp(argv[1], "primary") == 0)
+	bool passive = argc > 1 && argv[1][0] == 'p' && argv[1][1] != 'r';
+
+	if (argc == 7 && (strcmp(argv[1], "primary") == 0 ||
+	    strcmp(argv[1], "pprimary") == 0))
 		primary(argv[2], (unsigned)atoi(argv[3]), mode_of(argv[4]),
-			argv[5], strtoull(argv[6], NULL, 0));
-	if (argc == 5 && strcmp(argv[1], "check") == 0)
-		return check(argv[2], argv[3], mode_of(argv[4]));
-	fprintf(stderr, "usage: vr_dc primary DIR PORT MODE ACKLOG RUN | "
-		"check DIR ACKLOG MODE\n");
+			argv[5], strtoull(argv[6], NULL, 0), passive);
+	if (argc == 5 && (strcmp(argv[1], "check") == 0 ||
+	    strcmp(argv[1], "pcheck") == 0))
+		return check(argv[2], argv[3], mode_of(argv[4]), passive);
+	fprintf(stderr, "usage: vr_dc [p]primary DIR PORT MODE ACKLOG RUN | "
+		"[p]check DIR ACKLOG MODE\n");
 	return 2;
 }

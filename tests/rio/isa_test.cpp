@@ -69,17 +69,19 @@ std::vector<KindCase> kinds()
 {
 	unsigned a = 0, b = 0, c = 0, d = 0;
 	std::vector<KindCase> k = {
-		{ "byte", { RIO__FLUSH_NONE, RIO_DOMAIN_BYTE }, CLWB },
-		{ "clflush", { RIO__FLUSH_CLFLUSH, RIO_DOMAIN_CACHELINE },
+		{ "byte", { RIO__FLUSH_NONE, RIO_DOMAIN_BYTE, nullptr }, CLWB },
+		{ "clflush", { RIO__FLUSH_CLFLUSH, RIO_DOMAIN_CACHELINE, nullptr },
 			CLFLUSH },
 	};
 	__get_cpuid_count(7, 0, &a, &b, &c, &d);
 	if (b & (1u << 23))
 		k.push_back({ "clflushopt",
-			{ RIO__FLUSH_CLFLUSHOPT, RIO_DOMAIN_CACHELINE },
+			{ RIO__FLUSH_CLFLUSHOPT, RIO_DOMAIN_CACHELINE,
+			  nullptr },
 			CLFLUSHOPT });
 	if (b & (1u << 24))
-		k.push_back({ "clwb", { RIO__FLUSH_CLWB, RIO_DOMAIN_CACHELINE },
+		k.push_back({ "clwb", { RIO__FLUSH_CLWB, RIO_DOMAIN_CACHELINE,
+			  nullptr },
 			CLWB });
 	return k;
 }

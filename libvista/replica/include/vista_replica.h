@@ -68,7 +68,9 @@ extern "C" {
 	XX(VR_EHEAP, -35011, "heap transactions are not replicated")         \
 	XX(VR_ETOOBIG, -35012, "the transaction's redo record does not fit " \
 		"the ring")                                                  \
-	XX(VR_ESTATE, -35013, "the node's state segment is corrupt")
+	XX(VR_ESTATE, -35013, "the node's state segment is corrupt")       \
+	XX(VR_EDOMAIN, -35014, "passive replication needs a pool that "     \
+		"flushes (cacheline or page domain), not the byte domain")
 
 #define VR__ERRNO_ENUM(name, value, msg) name = (value),
 enum vr_errno { VR_ERRNO_MAP(VR__ERRNO_ENUM) };
@@ -184,6 +186,111 @@ VR_EXPORT uint64_t vr_last_seq(void);
  * -E2BIG if more are needed. */
 VR_EXPORT int vr_diff(const void *before, const void *cur, size_t len,
 	size_t gap, uint64_t *off_len, size_t max);
+
+/* ------------------------------------------------------------------------
+ * Passive backup (Amza, Cox & Zwaenepoel, Section 5)
+ *
+ * The primary sends every write-back to its persistent structures -- each
+ * range librio flushes on its pools and each fence (librio's per-pool
+ * write tap, rio_set_persist_tap) -- and the backup only stores the bytes
+ * into copies of the pool files, in stream order, making everything up to
+ * a fence durable before it stores what follows it.  So the backup's copy
+ * is always an image the primary's pools could have had after a power
+ * failure, whatever runs on them (libvista, Versions 0-2 of
+ * bench/tpcb_tpcc, anything on librio); its CPU does no transaction
+ * work.  Failover: vr_passive_promote(), then open the copies as the
+ * primary opened its pools (libvista's recovery runs at vista_init and
+ * vista_map).  The byte domain is refused (VR_EDOMAIN): a program there
+ * need not flush, so the tap would not see its writes.
+ *
+ * A (re)connecting backup always takes a full copy of the pools, taken
+ * while the primary's flushes wait.  Modes: VR_1SAFE (vr_passive_commit
+ * returns at once: the writes are queued) and VR_2SAFE (it returns once
+ * the backup has made the last fence durable).
+ * ------------------------------------------------------------------------ */
+
+typedef struct vr_passive vr_passive;
+
+struct vr_passive_opts {
+	const char *state_path; /* node state file (created).  Required. */
+	enum vr_mode mode;      /* VR_1SAFE or VR_2SAFE; 0 = VR_2SAFE */
+	size_t ring_size;       /* bytes, power of two >= 4 MiB; 0 = 16 MiB */
+	unsigned heartbeat_ms;  /* 0 = 10 */
+	unsigned timeout_ms;    /* peer lost after this silence; 0 = 100 */
+	unsigned rio_flags;     /* backup: flags for opening its copies */
+	/* Primary, may be NULL: the class (0..3) of each piece sent, for the
+	 * byte counts of vr_passive_status (e.g. data, undo, other). */
+	unsigned (*classify)(void *arg, unsigned pool, uint64_t off,
+		uint32_t len);
+	void *classify_arg;
+	void (*progress)(void *arg, uint64_t done, uint64_t total);
+	void *progress_arg;
+};
+
+/* Open the node (its state file, created FRESH if missing).  Returns 0,
+ * -EINVAL, VR_ESTATE (no valid slot), -errno. */
+VR_EXPORT int vr_passive_open(const struct vr_passive_opts *o,
+	vr_passive **out);
+/* Stop the sender, remove the taps, close copies and sockets. */
+VR_EXPORT int vr_passive_close(vr_passive *n);
+
+/*
+ * Primary: replicate `pool` (at most 4 pools, added before vr_passive_serve;
+ * the index is the order of the calls).  Installs the pool's write tap.
+ * Returns 0, VR_EDOMAIN (byte domain), -E2BIG, -EBUSY (serving already).
+ */
+VR_EXPORT int vr_passive_add_pool(vr_passive *n, rio_pool *pool);
+/* Become (or stay) the primary: a FRESH node starts a new replica set
+ * (new uuid, epoch 1, durably).  Listen on host:port (0: any).  Returns
+ * 0, VR_ESTALE (a stale or backup node), -EINVAL (no pool), -errno. */
+VR_EXPORT int vr_passive_serve(vr_passive *n, const char *host,
+	unsigned port);
+VR_EXPORT unsigned vr_passive_port(const vr_passive *n);
+/* Wait up to timeout_ms for a backup to have taken its full copy. */
+VR_EXPORT int vr_passive_wait_backup(vr_passive *n, unsigned timeout_ms);
+/*
+ * Call after each commit of the program (whatever its transaction system):
+ * 1-safe returns 0 at once; 2-safe waits until the backup acknowledges the
+ * last fence.  Returns 0; VR_ENOBACKUP (no backup, or none acknowledged
+ * within timeout_ms: committed locally, not replicated); VR_ESTALE (a
+ * backup of a newer epoch exists: stop writing).
+ */
+VR_EXPORT int vr_passive_commit(vr_passive *n);
+
+/*
+ * Backup: connect to the primary and keep copies of its pools in
+ * paths[0..npaths) (created or overwritten by a full copy), until the
+ * primary is lost (VR_EPEERLOST), vr_passive_stop() (0), or an error:
+ * VR_EOTHERSET, VR_EVERSION, VR_ESIZE (another pool count), VR_ESTALE,
+ * VR_ETRUNC, VR_ECORRUPT (what was stored stays, a crash image of the
+ * primary's pools), -EBUSY (the node serves or was given pools), -errno.
+ * The copies are closed when it returns.
+ */
+VR_EXPORT int vr_passive_follow(vr_passive *n, const char *host,
+	unsigned port, const char *const *paths, unsigned npaths);
+VR_EXPORT void vr_passive_stop(vr_passive *n);
+/* Backup -> primary: epoch + 1, durably.  VR_EINCOMPLETE if a full copy
+ * was interrupted; -EBUSY while vr_passive_follow runs. */
+VR_EXPORT int vr_passive_promote(vr_passive *n);
+
+struct vr_passive_status {
+	enum vr_role role;
+	uint64_t epoch;
+	uint8_t set_uuid[16];
+	uint64_t seq;      /* primary: last record sealed; backup: applied */
+	uint64_t fenced;   /* primary: last fence record */
+	uint64_t acked;    /* primary: acknowledged by the backup */
+	bool connected;
+	uint64_t records, fences, bytes_sent;
+	uint64_t piece_bytes;  /* data bytes of the pieces */
+	uint64_t meta_bytes;   /* headers and piece descriptors */
+	uint64_t class_bytes[4]; /* piece bytes by opts.classify */
+	uint64_t dropped;      /* bytes written back while no backup */
+	uint64_t copies;
+	uint64_t announced; /* backup: highest record seq the beats named */
+};
+VR_EXPORT int vr_passive_status(const vr_passive *n,
+	struct vr_passive_status *st);
 
 #ifdef __cplusplus
 }

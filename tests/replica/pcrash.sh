@@ -1,0 +1,137 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# pcrash.sh -- SIGKILL campaign on debit-credit with a passive backup
+#
+#   pcrash.sh TOOL VR_DC ITERATIONS EXPECT MODES SCENARIOS [KIND]
+#
+# Each iteration: a fresh primary (vr_dc pprimary: libvista's log and
+# segment pools replicated by vr_passive) and a passive backup
+# (vista-replica passive-follow) over loopback; the primary runs
+# debit-credit and logs every acknowledged transaction; after a random
+# 20-300 ms:
+#   primary  SIGKILL the primary; the backup promotes itself;
+#   backup   SIGKILL the backup alone; the primary goes on without it; a
+#            new backup process rejoins on the same files (full copy);
+#            then SIGKILL the primary; the backup promotes itself;
+#   both     SIGKILL the backup, then the primary; promote the backup by
+#            command (vista-replica passive-promote).
+# Then vr_dc pcheck on the backup's copies (libvista's recovery runs when
+# it opens them): the TPC-B invariants, and for 2safe every acknowledged
+# transaction present.  MODES and SCENARIOS are comma lists, taken in
+# turn.  EXPECT=pass: every iteration must pass; EXPECT=caught: a broken
+# build, some iteration must fail the check.  KIND=active runs the same
+# scenarios on the active backup (vr_dc primary/check, vista-replica
+# follow/promote; a rejoining backup may resume from the ring's tail, so
+# it is given up to 0.5 s, not a progress line); crash.sh has the active
+# campaign's other scenarios.
+set -u
+TOOL=$1 DC=$2 N=$3 EXPECT=$4 KIND=${7:-passive}
+# The passive backup refuses the byte domain: cacheline unless told.
+export RIO_DOMAIN=${RIO_DOMAIN:-cacheline}
+SIZE=8388608
+if [ "$KIND" = active ]; then
+	PRI=primary CHK=check FOLLOW=follow PROMOTE=promote SZ="--size $SIZE"
+else
+	PRI=pprimary CHK=pcheck FOLLOW=passive-follow PROMOTE=passive-promote SZ=
+fi
+IFS=, read -r -a MODES <<< "$5"
+IFS=, read -r -a SCEN <<< "$6"
+T=$(mktemp -d /dev/shm/vrpcrash-XXXXXX)
+trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
+fails=0 kills=0 skipped=0
+
+# wait_for FILE PATTERN TRIES: 0 once PATTERN is in FILE.
+wait_for() {
+	for ((w = 0; w < $3; w++)); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+follow() { # DIR PORT OUT
+	"$TOOL" $FOLLOW --dir "$1" $SZ --peer 127.0.0.1:$2 \
+		--auto-promote --timeout 1000 >> "$3" 2>&1 &
+	bp=$!
+}
+
+for ((i = 0; i < N; i++)); do
+	mode=${MODES[$((i % ${#MODES[@]}))]}
+	scen=${SCEN[$(((i / ${#MODES[@]}) % ${#SCEN[@]}))]}
+	P=$T/p$i B=$T/b$i
+	mkdir -p "$P" "$B"
+	"$DC" $PRI "$P" 0 "$mode" "$P.ack" $((i + 1)) > "$P.out" 2>&1 &
+	pp=$!
+	if ! wait_for "$P.out" '^port ' 500; then
+		echo "iteration $i: the primary did not start"; cat "$P.out"
+		exit 1
+	fi
+	port=$(sed -n 's/^port //p' "$P.out")
+	follow "$B" "$port" "$B.out"
+	if ! wait_for "$P.out" serving 1500; then
+		# The pair never came up (a loaded machine can starve the
+		# full copy past the timeout): not a crash outcome.
+		echo "iteration $i: setup failed, skipped: $(tail -1 "$P.out")"
+		kill -9 $pp $bp 2>/dev/null; wait $pp $bp 2>/dev/null
+		skipped=$((skipped + 1))
+		rm -rf "$P" "$B" "$P.ack"
+		continue
+	fi
+	sleep "0.$(printf '%03d' $((20 + RANDOM % 280)))"
+	case $scen in
+	both)
+		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
+		sleep 0.02
+		kill -9 $pp; wait $pp 2>/dev/null
+		kills=$((kills + 2))
+		"$TOOL" $PROMOTE --dir "$B" $SZ >> "$B.out" 2>&1
+		;;
+	backup)
+		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
+		kills=$((kills + 1))
+		sleep "0.$(printf '%03d' $((20 + RANDOM % 100)))"
+		: > "$B.out2"
+		follow "$B" "$port" "$B.out2"
+		if [ "$KIND" = active ]; then
+			wait_for "$B.out2" '100%' 50
+		elif ! wait_for "$B.out2" '100%' 1500; then
+			echo "iteration $i: the backup did not rejoin"
+			cat "$B.out2"; exit 1
+		fi
+		sleep "0.$(printf '%03d' $((20 + RANDOM % 200)))"
+		kill -9 $pp; wait $pp 2>/dev/null
+		kills=$((kills + 1))
+		wait $bp
+		cat "$B.out2" >> "$B.out"
+		grep -q promoted "$B.out" || {
+			echo "iteration $i: the backup did not promote"
+			cat "$B.out"; exit 1; }
+		;;
+	*)
+		kill -9 $pp; wait $pp 2>/dev/null
+		kills=$((kills + 1))
+		wait $bp
+		grep -q promoted "$B.out" || {
+			echo "iteration $i: the backup did not promote"
+			cat "$B.out"; exit 1; }
+		;;
+	esac
+	win=$(sed -n 's/.*loss window \([0-9]*\).*/; reported loss window \1/p' "$B.out")
+	if out=$("$DC" $CHK "$B" "$P.ack" "$mode" 2>&1); then
+		echo "iteration $i ($mode, $scen): ok: $out$win"
+	else
+		echo "iteration $i ($mode, $scen): FAILED: $out"
+		fails=$((fails + 1))
+		[ "$EXPECT" = caught ] && break
+	fi
+	rm -rf "$P" "$B" "$P.ack"
+done
+echo "$kills kills, $fails failed, $skipped skipped"
+if [ $skipped -gt $((N / 10)) ]; then
+	echo "too many iterations could not set up"; exit 1
+fi
+if [ "$EXPECT" = caught ]; then
+	[ $fails -gt 0 ] && { echo "broken build caught"; exit 0; }
+	echo "broken build NOT caught"; exit 1
+fi
+[ $fails -eq 0 ]
