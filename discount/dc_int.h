@@ -528,6 +528,7 @@ int dc__twopc_copy_dir(const char *from, const char *to);
 int dc__tree_setup(void);
 long dc__tree_fork(long nr, const long *a);
 void dc__tree_exit(long status);
+void dc__tree_waited(long nr, const long *a, long r);
 void dc__tree_resumed(void);
 long dc__tree_pipe(long nr, const long *a);
 int dc__tree_pipe_reopen(struct dc__desc *x, int fd);

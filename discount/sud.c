@@ -744,7 +744,7 @@ dc__dispatch(long nr, long *a, void *ucv)
 	case SYS_waitid:
 		r = blocking(nr, a, uc);
 		if (dc__vol.tree) /* which child ended: tree.c */
-			dc__nd_event();
+			dc__tree_waited(nr, a, r);
 		return r;
 	case SYS_rt_sigaction:
 		return do_sigaction(a);

@@ -45,6 +45,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dc_int.h"
@@ -78,7 +79,8 @@ dc__tree_setup(void)
 
 /* ---- messages to init ---- */
 
-/* Send type (code) and wait for init's ANSWER naming `want`. */
+/* Send type (code) and wait for init's ANSWER naming `want`: 0 (yes),
+ * 1 (init refused), DC_EFATAL (no answer). */
 static int
 tell(int type, int32_t status, int32_t code, uint64_t want)
 {
@@ -90,7 +92,7 @@ tell(int type, int32_t status, int32_t code, uint64_t want)
 			 * parent votes after the fork, the child with it) */
 			if (m.type == DC_2PC_ANSWER && m.round == want &&
 			    m.code == type)
-				return 0;
+				return m.status == 1 ? 0 : 1;
 	}
 	return dc__err(DC_EFATAL, "tree: no answer from the tree's init");
 }
@@ -161,21 +163,42 @@ exec_member(long pid, int forked)
 	__builtin_unreachable();
 }
 
+/* Remove directory d and what is in it, two levels deep (a member's
+ * directory and its 2pc-held copies): raw system calls only, no memory
+ * allocated (a fork's child runs this on a copy of its parent, whose
+ * allocator's locks glibc holds across fork). */
+static void
+rm_tree(const char *d, int depth)
+{
+	char ents[4096], p[PATH_MAX];
+	int fd = (int)dc__sys6(SYS_open, (long)d, O_RDONLY | O_DIRECTORY |
+		O_CLOEXEC, 0, 0, 0, 0);
+	if (fd < 0)
+		return;
+	long n;
+	while ((n = dc__sys6(SYS_getdents64, fd, (long)ents, sizeof(ents), 0,
+			0, 0)) > 0)
+		for (long o = 0; o < n;) {
+			struct { uint64_t ino; int64_t off; unsigned short len;
+				unsigned char type; char name[]; } *e =
+				(void *)(ents + o);
+			o += e->len;
+			if (!strcmp(e->name, ".") || !strcmp(e->name, ".."))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", d, e->name);
+			if (e->type == 4 /* DT_DIR */ && depth > 0)
+				rm_tree(p, depth - 1);
+			else
+				dc__sys6(SYS_unlink, (long)p, 0, 0, 0, 0, 0);
+		}
+	dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+	dc__sys6(SYS_rmdir, (long)d, 0, 0, 0, 0, 0);
+}
+
 static void
 rm_member_dir(const char *d)
 {
-	static const char *const names[] = { "ctl", "shadow", "redo", "ndlog",
-		"fundo", "mundo", "held", "rename", "2pc-state" };
-	char p[PATH_MAX + 32];
-	for (int h = 0; h < 2; h++)
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-			snprintf(p, sizeof(p), "%s%s/%s", d,
-				h ? "/2pc-held" : "", names[i]);
-			unlink(p);
-		}
-	snprintf(p, sizeof(p), "%s/2pc-held", d);
-	rmdir(p);
-	rmdir(d);
+	rm_tree(d, 2);
 }
 
 /* ---- fork ---- */
@@ -267,7 +290,18 @@ dc__tree_fork(long nr, const long *a)
 		return pid;
 	}
 	/* invariant 2 */
-	if ((rc = tell(DC_2PC_FORK, 0, (int32_t)pid, (uint64_t)pid)) != 0) {
+	if ((rc = tell(DC_2PC_FORK, 0, (int32_t)pid, (uint64_t)pid)) == 1) {
+		/* a tree of DC_TREE_MAX members: the child goes (the gate
+		 * closed unopened), the fork fails */
+		close(gate[1]);
+		int st;
+		dc__sys6(SYS_wait4, pid, (long)&st, 0, 0, 0, 0);
+		dc__refuse_call("a fork in a tree of DC_TREE_MAX processes",
+			"the tree's record holds at most 64 members",
+			-EAGAIN);
+		return -EAGAIN;
+	}
+	if (rc) {
 		dc__say("tree: fork: %s", rio_errormsg());
 		dc__sys6(SYS_kill, me, SIGKILL, 0, 0, 0, 0);
 	}
@@ -286,9 +320,36 @@ dc__tree_exit(long status)
 {
 	/* invariant 3 */
 	if (tell(DC_2PC_EXIT, (int32_t)status, 0,
-		    (uint64_t)dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0)) != 0)
+		    (uint64_t)dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0)) < 0)
 		dc__say("tree: exit: %s", rio_errormsg());
 	dc__vol.active = false;
+}
+
+/* ---- wait ---- */
+
+/*
+ * A child's end was waited for: which one, and when, is a
+ * non-deterministic event.  A child killed by a signal is a failure of
+ * the tree (it may have been killed after it said EXIT, which init takes
+ * for a normal exit): this process ends too, and init recovers the tree.
+ */
+void
+dc__tree_waited(long nr, const long *a, long r)
+{
+	dc__nd_event();
+	bool killed = false;
+	if (nr == SYS_wait4 && r > 0 && a[1])
+		killed = WIFSIGNALED(*(const int *)a[1]);
+	if (nr == SYS_waitid && r == 0 && a[2]) {
+		const siginfo_t *si = (const siginfo_t *)a[2];
+		killed = si->si_pid > 0 && (si->si_code == CLD_KILLED ||
+					    si->si_code == CLD_DUMPED);
+	}
+	if (!killed)
+		return;
+	dc__say("tree: a child was killed by a signal: the tree recovers");
+	dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), SIGKILL, 0,
+		0, 0, 0);
 }
 
 /* ---- recovery: the children again ---- */
@@ -357,7 +418,7 @@ dc__tree_resumed(void)
 				"running");
 	}
 	/* init lets go of the pipes once every member holds its ends */
-	if (tell(DC_2PC_RESTORED, 0, 0, (uint64_t)me) != 0)
+	if (tell(DC_2PC_RESTORED, 0, 0, (uint64_t)me) < 0)
 		dc__say("tree: %s", rio_errormsg());
 }
 

@@ -180,11 +180,18 @@ find(int pid)
 	return NULL;
 }
 
+/* $DC_TREE_MAX: a smaller limit than DC_TREE_MAX (tests) */
+static int max_members = DC_TREE_MAX;
+
 static struct mem *
 add(int pid, int ppid, int state)
 {
 	struct mem *m = find(pid);
-	for (int i = 0; m == NULL && i < DC_TREE_MAX; i++)
+	int used = 0;
+	for (int i = 0; i < DC_TREE_MAX; i++)
+		used += mem[i].state != M_FREE;
+	for (int i = 0; m == NULL && used < max_members && i < DC_TREE_MAX;
+		i++)
 		if (mem[i].state == M_FREE)
 			m = &mem[i];
 	if (m == NULL)
@@ -220,23 +227,36 @@ fail_tree(const char *why, int pid)
 	_exit(75);
 }
 
+/* Directory d and what is in it, `depth` levels of directories deep. */
+static void
+rm_tree(const char *d, int depth)
+{
+	DIR *dir = opendir(d);
+	struct dirent *e;
+	while (dir && (e = readdir(dir))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		char p[4400];
+		snprintf(p, sizeof(p), "%s/%s", d, e->d_name);
+		if (e->d_type == DT_DIR && depth > 0)
+			rm_tree(p, depth - 1);
+		else
+			unlink(p);
+	}
+	if (dir)
+		closedir(dir);
+	else
+		unlink(d); /* a file */
+	rmdir(d);
+}
+
 /* A member's directory, with the files twopc.c keeps beside it. */
 static void
 rm_member(int pid)
 {
-	static const char *const names[] = { "ctl", "shadow", "redo", "ndlog",
-		"fundo", "mundo", "held", "rename", "2pc-state" };
 	char p[4200];
-	for (int h = 0; h < 2; h++)
-		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-			snprintf(p, sizeof(p), "%s/p%d%s/%s", tdir, pid,
-				h ? "/2pc-held" : "", names[i]);
-			unlink(p);
-		}
-	snprintf(p, sizeof(p), "%s/p%d/2pc-held", tdir, pid);
-	rmdir(p);
 	snprintf(p, sizeof(p), "%s/p%d", tdir, pid);
-	rmdir(p);
+	rm_tree(p, 2);
 }
 
 /* The state letter of process pid, 0 when there is none; *start its
@@ -307,6 +327,8 @@ prepare(bool all)
 static uint64_t own_pipe[DC_TREE_MAX_PIPES]; /* outside the tree */
 static int nown;
 
+static char proc_state(int pid, unsigned long long *start);
+
 static bool
 pipe_ino(const char *path, uint64_t *ino)
 {
@@ -361,6 +383,8 @@ save_pipes(uint64_t round)
 		char dp[64];
 		snprintf(dp, sizeof(dp), "/proc/%d/fd", mem[i].pid);
 		DIR *d = opendir(dp);
+		if (d == NULL)
+			fail_tree("a member died in the round", mem[i].pid);
 		struct dirent *e;
 		while (d && (e = readdir(d))) {
 			char p[400];
@@ -402,7 +426,6 @@ save_pipes(uint64_t round)
 					break;
 				dlen += (size_t)r;
 			}
-#ifndef DC_BROKEN_TREE_PIPE_LOST
 			/* the bytes go back, in order, before anyone runs */
 			size_t off = start;
 			while (off < dlen) {
@@ -412,7 +435,7 @@ save_pipes(uint64_t round)
 						mem[i].pid);
 				off += (size_t)w;
 			}
-#else
+#ifdef DC_BROKEN_TREE_PIPE_LOST
 			/* broken: the unread bytes are not in the checkpoint */
 			dlen = start;
 #endif
@@ -421,8 +444,29 @@ save_pipes(uint64_t round)
 			h.p[h.npipes].len = (uint32_t)(dlen - start);
 			h.npipes++;
 		}
-		if (d)
-			closedir(d);
+		closedir(d);
+	}
+	/* a member that died while its descriptors were read: the list
+	 * may miss some, so the round is not committed (presumed abort) */
+	for (int i = 0; i < DC_TREE_MAX; i++) {
+		if (mem[i].state != M_JOINED)
+			continue;
+		unsigned long long s = 0;
+		char st = proc_state(mem[i].pid, &s);
+		if (st == 0 || st == 'Z' || (mem[i].start && s != mem[i].start)) {
+			say("member %d: state %c, start %llu (joined %llu)",
+				mem[i].pid, st ? st : '-', s, mem[i].start);
+			fail_tree("a member died in the round", mem[i].pid);
+		}
+	}
+	if (verbose) {
+		char b[2048];
+		int o = 0;
+		for (unsigned j = 0; j < h.nfds && o < 2000; j++)
+			o += snprintf(b + o, sizeof(b) - (size_t)o, " %d:%d=%u",
+				h.f[j].pid, h.f[j].fd, h.f[j].pipe);
+		say("round %lu: %u pipes:%s", (unsigned long)round,
+			(unsigned)h.npipes, o ? b : " none");
 	}
 	if (h.npipes == 0)
 		return;
@@ -574,8 +618,10 @@ on_msg(const struct dc_2pc_msg *msg, const struct sockaddr_in *from)
 		}
 		m->state = M_JOINED;
 		m->addr = *from;
-		m->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-		proc_state(pid, &m->start);
+		if (m->pidfd < 0) {
+			m->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+			proc_state(pid, &m->start);
+		}
 		say("member %d joined", pid);
 		reply(from, DC_2PC_WELCOME, (uint32_t)pid, rec.committed, 0);
 		if (open_round)
@@ -594,9 +640,18 @@ on_msg(const struct dc_2pc_msg *msg, const struct sockaddr_in *from)
 		}
 		if (c == NULL) {
 			c = add(child, pid, M_EXPECTED);
-			if (c == NULL)
-				fail_tree("more members than DC_TREE_MAX",
-					child);
+			if (c == NULL) {
+				/* refused: the parent's fork fails */
+				fprintf(stderr, "dc-tree: member %d cannot fork: "
+					"the tree has %d members (DC_TREE_MAX)\n",
+					pid, max_members);
+				reply_to(from, DC_2PC_ANSWER, (uint32_t)pid,
+					(uint64_t)child, 0, DC_2PC_FORK);
+				break;
+			}
+			/* a child that dies before it joins is seen too */
+			c->pidfd = (int)syscall(SYS_pidfd_open, child, 0);
+			proc_state(child, &c->start);
 			say("member %d forked %d", pid, child);
 		}
 		reply_to(from, DC_2PC_ANSWER, (uint32_t)pid, (uint64_t)child,
@@ -892,18 +947,28 @@ init_main(char **argv, int report)
 		if (!open_round && all_gone()) {
 			/* every member's directory (and those of forks a
 			 * recovery discarded, by their pids) */
-			DIR *d = opendir(tdir);
-			struct dirent *e;
-			while (d && (e = readdir(d)))
-				if (e->d_name[0] == 'p' &&
-				    atoi(e->d_name + 1) > 1)
-					rm_member(atoi(e->d_name + 1));
-			if (d)
-				closedir(d);
+			/* the members' directories, the pipes of rounds,
+			 * forks a recovery discarded; the record last */
 			char t[4200];
-			snprintf(t, sizeof(t), "%s/pipes-%lu", tdir,
-				(unsigned long)rec.committed);
-			unlink(t);
+			snprintf(t, sizeof(t), "%s/tree", tdir);
+			/* again until nothing is left: a directory read while
+			 * its entries go may skip some */
+			for (int pass = 0, more = 1; more && pass < 8; pass++) {
+				more = 0;
+				DIR *d = opendir(tdir);
+				struct dirent *e;
+				while (d && (e = readdir(d))) {
+					if (!strcmp(e->d_name, "tree") ||
+					    e->d_name[0] == '.')
+						continue;
+					snprintf(t, sizeof(t), "%s/%s", tdir,
+						e->d_name);
+					rm_tree(t, 3);
+					more = 1;
+				}
+				if (d)
+					closedir(d);
+			}
 			snprintf(t, sizeof(t), "%s/tree", tdir);
 			unlink(t);
 			rmdir(tdir);
@@ -923,6 +988,9 @@ dc_tree_launch(const char *dir, char **argv, bool verb)
 {
 	tdir = dir;
 	verbose = verb;
+	const char *mx = getenv("DC_TREE_MAX");
+	if (mx && atoi(mx) >= 1 && atoi(mx) <= DC_TREE_MAX)
+		max_members = atoi(mx);
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
 		/* the default directory's parent, /dev/shm/dc-UID */
 		char up[4096];

@@ -11,9 +11,15 @@
 #
 #   tree_kill.sh DCRUN EQUIV PROG PROTOCOL ROUNDS KILLS SEED
 #
-# With TREE_EXPECT=fail (a broken build as DCRUN or PROG's libdc), the
-# campaign must fail; TREE_REF names the correct dc-run for the
-# failure-free reference.
+# ROUNDS is passed to PROG (tree_prog.c: "ROUNDS" or "ROUNDS PAUSE_MS").
+#
+# KILLS is a number of kills at random moments, or at:LINE -- one kill,
+# of a process drawn at random, as soon as LINE is in the output (the
+# first kill of a broken build's test, at the moment that shows it).
+#
+# With TREE_EXPECT=fail (a broken build), the campaign must fail;
+# TREE_REF names the correct dc-run for the failure-free reference, and
+# TREE_BROKEN_LIB a broken libdc for the run with kills ($DC_LIB).
 #
 # Exit: 0 pass, 1 fail (what failed on stderr), 2 usage.
 set -u
@@ -42,7 +48,7 @@ verdict() { # $1: 0 the campaign passed its checks
 
 # the failure-free reference
 if ! timeout "$LIMIT" "$REF" --tree --protocol "$PROTO" --dir "$SHM/ref" \
-	-- "$PROG" "$ROUNDS" > "$T/ref" 2> "$T/ref.err"; then
+	-- "$PROG" $ROUNDS > "$T/ref" 2> "$T/ref.err"; then
 	echo "FAIL: the failure-free run failed" >&2
 	cat "$T/ref.err" >&2
 	exit 1
@@ -56,32 +62,52 @@ descendants() {
 			if (y == root && x != root) print x } }'
 }
 
-timeout "$LIMIT" "$DCRUN" --tree --protocol "$PROTO" --dir "$SHM/run" \
-	-- "$PROG" "$ROUNDS" > "$T/obs" 2> "$T/obs.err" &
+# standard output and error through pipes: the program's writes to them
+# are visible events (a regular file would be process state, rolled back)
+( [ -n "${TREE_BROKEN_LIB:-}" ] && export DC_LIB=$TREE_BROKEN_LIB
+  timeout "$LIMIT" "$DCRUN" --tree ${TREE_VERBOSE:+--verbose} \
+	--protocol "$PROTO" --dir "$SHM/run" -- "$PROG" $ROUNDS \
+	2> >(cat > "$T/obs.err") | cat > "$T/obs"
+  echo "${PIPESTATUS[0]}" > "$T/rc" ) &
 L=$!
-done_kills=0
-for ((k = 0; k < KILLS; k++)); do
-	sleep "0.0$(( RANDOM % 9 + 1 ))"
-	kill -0 "$L" 2>/dev/null || break
-	mapfile -t procs < <(descendants "$L" | grep -v "^$L\$")
-	# the timeout wrapper is not part of the tree
-	victims=()
-	for p in "${procs[@]}"; do
+# the launcher: dc-run itself, the user's process, never killed
+launcher=
+for ((i = 0; i < 200; i++)); do
+	[ -n "$launcher" ] && break
+	launcher=$(pgrep -f -- "--dir $SHM/run" | while read -r p; do
 		c=$(tr '\0' ' ' < "/proc/$p/cmdline" 2>/dev/null)
-		[[ "$c" == *timeout* ]] && continue
-		[[ "$c" == *"--tree"* && "$c" != *"$PROG"*" $ROUNDS "* ]] || true
-		victims+=("$p")
-	done
-	# the launcher (first dc-run) is the user's process: never killed
-	launcher=$(pgrep -P "$L" -f -- "--tree" | head -1)
-	vv=()
-	for p in "${victims[@]}"; do [ "$p" != "$launcher" ] && vv+=("$p"); done
+		[[ "$c" == timeout* ]] && continue
+		pp=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null)
+		pc=$(tr '\0' ' ' < "/proc/$pp/cmdline" 2>/dev/null)
+		[[ "$pc" == timeout* ]] && echo "$p"
+	done | head -1)
+	[ -z "$launcher" ] && sleep 0.01
+done
+done_kills=0
+AT=
+if [[ "$KILLS" == at:* ]]; then
+	AT=${KILLS#at:}
+	KILLS=1
+fi
+for ((k = 0; k < KILLS; k++)); do
+	[ -n "$launcher" ] || break
+	if [ -n "$AT" ]; then
+		for ((w = 0; w < 2000; w++)); do
+			grep -qxF -- "$AT" "$T/obs" 2>/dev/null && break
+			sleep 0.005
+		done
+	else
+		sleep "0.0$(( RANDOM % 9 + 1 ))"
+	fi
+	kill -0 "$launcher" 2>/dev/null || break
+	# init, the root, children, grandchildren
+	mapfile -t vv < <(descendants "$launcher")
 	[ ${#vv[@]} -eq 0 ] && continue
 	v=${vv[$(( RANDOM % ${#vv[@]} ))]}
 	kill -9 "$v" 2>/dev/null && done_kills=$((done_kills + 1))
 done
 wait "$L"
-rc=$?
+rc=$(cat "$T/rc" 2>/dev/null || echo 99)
 L=
 echo "kills: $done_kills" >&2
 if [ "$rc" -ne 0 ]; then

@@ -3,12 +3,15 @@
  * tree_prog.c -- a process tree for dc-run --tree (tests/discount
  *                tree_kill.sh)
  *
- *   dc-tree-prog ROUNDS
+ *   dc-tree-prog ROUNDS [PAUSE_MS]
  *
  * Each round the parent makes two pipes and forks a child; it writes two
  * numbers down at once (the second stays unread in the pipe while the
  * child prints the first: a commit of the tree then holds it), closes
- * its end, and waits for the answer and the child's exit.  Every other
+ * its end, and waits for the answer and the child's exit.  With
+ * PAUSE_MS, each child waits PAUSE_MS / 3 before its first read (a
+ * commit of its parent's comes first) and PAUSE_MS after printing
+ * the first number (a moment for a test to kill it there).  Every other
  * round the child forks a grandchild that answers over a third pipe.
  * Each process prints what it received, in an order the pipes fix, so a
  * failure-free run's output is always the same.  Exit 0; 1 when an
@@ -20,6 +23,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+static int pause_ms;
 
 static void
 say(const char *fmt, ...)
@@ -60,8 +65,12 @@ get(int fd)
 static int
 child(int i, int down, int up)
 {
+	if (pause_ms)
+		usleep((useconds_t)pause_ms * 1000 / 3);
 	long x = get(down);
 	say("child %d got %ld\n", i, x);
+	if (pause_ms)
+		usleep((useconds_t)pause_ms * 1000);
 	long y = get(down);
 	say("child %d got %ld\n", i, y);
 	if (get(down) != -1)
@@ -97,6 +106,7 @@ int
 main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 10;
+	pause_ms = argc > 2 ? atoi(argv[2]) : 0;
 	for (int i = 0; i < rounds; i++) {
 		int down[2], up[2];
 		if (pipe(down) != 0 || pipe(up) != 0) {
@@ -116,6 +126,7 @@ main(int argc, char **argv)
 		close(down[0]);
 		close(up[1]);
 		long x = i, y = 3L * i + 1;
+		say("parent %d sends %ld %ld\n", i, x, y);
 		put(down[1], x);
 		put(down[1], y);
 		close(down[1]);
