@@ -97,8 +97,8 @@ static const char help[] =
 	"  --discard      forget the checkpoint, run nothing\n"
 	"\n"
 	"Refused at the call (\"dc: refused ...\" on stderr; the call fails,\n"
-	"the program goes on): threads, fork, exec, pipes, stream sockets,\n"
-	"shared writable mappings.  Needs Linux >= 6.7,\n"
+	"the program goes on): threads, fork and pipes (without --tree),\n"
+	"exec, stream sockets, shared writable mappings.  Needs Linux >= 6.7,\n"
 	"x86-64.  Exit status 70: Discount Checking could not start or\n"
 	"refused to recover.  See docs/discount.md.\n";
 
