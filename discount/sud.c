@@ -848,8 +848,8 @@ dc__dispatch(long nr, long *a, void *ucv)
 			return dc__tree_fork(nr == SYS_vfork ? SYS_fork : nr,
 				a);
 		if (nr == SYS_fork || nr == SYS_vfork)
-			return refuse("fork", "libdc checkpoints one process "
-				"(dc-run --tree: a process tree)", -EPERM);
+			return refuse("fork", "libdc checkpoints one process",
+				-EPERM);
 		return refuse("a second thread or process (clone)",
 			"libdc checkpoints one single-threaded process", -EPERM);
 	case SYS_execve:
