@@ -530,6 +530,7 @@ long dc__tree_fork(long nr, const long *a);
 void dc__tree_exit(long status);
 void dc__tree_waited(long nr, const long *a, long r);
 void dc__tree_resumed(void);
+void dc__tree_recovering(void);
 long dc__tree_pipe(long nr, const long *a);
 int dc__tree_pipe_reopen(struct dc__desc *x, int fd);
 bool dc__tree_internal(int fd);

@@ -354,6 +354,22 @@ dc__tree_waited(long nr, const long *a, long r)
 
 /* ---- recovery: the children again ---- */
 
+/*
+ * A member joins before it recovers, so a round may start meanwhile: the
+ * coordinator's signal would serve it on the recovery's stack, under the
+ * frames of the recovery, with half the process restored (a recovered
+ * child died of SIGSEGV in recover.c so).  It stays pending until the
+ * resume sets the checkpoint's mask, which never blocks it under 2PC.
+ */
+void
+dc__tree_recovering(void)
+{
+	if (!dc__vol.tree)
+		return;
+	uint64_t m = 1ull << (DC__TIMER_SIG - 1);
+	dc__sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&m, 0, 8, 0, 0);
+}
+
 static int
 rec_read(struct dc_tree_rec *out)
 {
