@@ -1102,8 +1102,10 @@ dc__commit(void)
 		uint64_t m = DC__SIGS_BLOCKED;
 		memcpy(&dc__st.ctx.mask, &m, sizeof(m));
 	}
-	if (dc__save_ctx(&dc__st.ctx) != 0)
+	if (dc__save_ctx(&dc__st.ctx) != 0) {
+		dc__tree_resumed(); /* a tree's member: its children (tree.c) */
 		return 1; /* resumed by recovery */
+	}
 	dc__vol.in_commit = 1;
 	uint64_t pkru = pkru_open();
 	int rc = dc__call_on_stack(body_stack(), commit_body);

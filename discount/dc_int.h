@@ -218,6 +218,14 @@ struct dc__vols {
 	uint64_t tp_prepared;   /* last round taken part in */
 	struct sockaddr_storage tp_coord;
 	struct dc_2pc_state tp_st; /* the current state record */
+	/* process trees (tree.c, dc-run --tree) */
+	bool tree;              /* $DC_TREE set: a member of a tree */
+	int tree_forked;        /* $DC_TREE_FORKED: 1 a fork's child, 2 made
+	                         * again at recovery, 0 the root */
+	bool tree_respawned;    /* its children made again (tree.c) */
+	char tree_dir[PATH_MAX];
+	char tree_coord[64];    /* this init's $DC_2PC_COORD (a recovered
+	                         * environment holds an older one) */
 	struct dc__held held;   /* the buffered protocol's output (held.c) */
 	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
@@ -510,5 +518,24 @@ int dc__twopc_setup(int protocol);
 int dc__twopc_first(void);
 int dc__twopc_round(void);
 void dc__twopc_serve(void);
+/* a datagram to the coordinator and the next one from it (twopc.c) */
+void dc__twopc_send(int type, uint64_t round, int32_t status, int32_t code,
+	uint64_t gen);
+int dc__twopc_recv(struct dc_2pc_msg *m, int ms);
+/* DIR's files (the committed part) into a new directory, durable */
+int dc__twopc_copy_dir(const char *from, const char *to);
+
+/* tree.c (dc-run --tree) */
+int dc__tree_setup(void);
+long dc__tree_fork(long nr, const long *a);
+void dc__tree_exit(long status);
+void dc__tree_waited(long nr, const long *a, long r);
+void dc__tree_resumed(void);
+void dc__tree_recovering(void);
+long dc__tree_pipe(long nr, const long *a);
+int dc__tree_pipe_reopen(struct dc__desc *x, int fd);
+bool dc__tree_internal(int fd);
+/* kstate.c: describe a descriptor made elsewhere */
+int dc__k_track_new(int fd, const char *path, int flags);
 
 #endif /* DC_INT_H */

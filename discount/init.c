@@ -221,6 +221,9 @@ dc_init(const struct dc_opts *opts)
 	 * coordinator told (twopc.c), before the directory is read */
 	if ((rc1 = dc__twopc_setup((int)o.protocol)) != 0)
 		return rc1;
+	/* process trees: a member's settings (tree.c) */
+	if ((rc1 = dc__tree_setup()) != 0)
+		return rc1;
 	/* a previous run that crashed while exiting left its delayed
 	 * deletions to do (kstate.c) */
 	dc__k_exit_deletes(dc__vol.dir);

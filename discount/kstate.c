@@ -160,6 +160,13 @@ track_new(int fd, const char *path, int flags)
 	return fd;
 }
 
+/* A descriptor made outside this file (a tree's pipe, tree.c). */
+int
+dc__k_track_new(int fd, const char *path, int flags)
+{
+	return track_new(fd, path, flags);
+}
+
 static void
 abs_path(char *out, size_t n, int dirfd, const char *p)
 {
@@ -865,6 +872,13 @@ dc__k_restore(int keep_fd)
 		if (d < 0)
 			continue;
 		struct dc__desc *x = &dc__st.desc[d];
+		if (dc__vol.tree_forked == 1 && !dc__vol.tree_respawned) {
+			/* a fork's child: the parent's descriptions, shared
+			 * through the exec (tree.c T4) */
+			dc__sys6(SYS_fcntl, fd, F_SETFD,
+				dc__st.fd[fd].cloexec ? FD_CLOEXEC : 0, 0, 0, 0);
+			continue;
+		}
 		if (x->inherited) {
 			if (x->kind == DC__K_FILE)
 				lseek(fd, x->offset, SEEK_SET);
@@ -872,7 +886,9 @@ dc__k_restore(int keep_fd)
 		}
 		if (opened[d] < 0) {
 			dc__rstep();
-			int nfd = reopen(x);
+			/* a tree's pipe: from init, filled (tree.c) */
+			int nfd = dc__vol.tree && x->kind == DC__K_PIPE ?
+				dc__tree_pipe_reopen(x, fd) : reopen(x);
 			if (nfd < 0)
 				return nfd;
 			opened[d] = dc__own_fd(nfd);

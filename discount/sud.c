@@ -377,7 +377,8 @@ output(long nr, long *a, ucontext_t *uc, int fd)
 		}
 		return pass(nr, a);
 	}
-	if (!is_nd_kind(k) || (dc__vol.twopc && k == DC__K_SOCK))
+	if (!is_nd_kind(k) || (dc__vol.twopc && k == DC__K_SOCK) ||
+	    (dc__vol.tree && dc__tree_internal(fd)))
 		return blocking(nr, a, uc); /* 2pc: a send is not visible */
 	before_visible();
 	long r = blocking(nr, a, uc);
@@ -737,9 +738,14 @@ dc__dispatch(long nr, long *a, void *ucv)
 	case SYS_clock_nanosleep:
 	case SYS_pause:
 	case SYS_rt_sigsuspend:
-	case SYS_wait4:
 	case SYS_rt_sigtimedwait:
 		return blocking(nr, a, uc);
+	case SYS_wait4:
+	case SYS_waitid:
+		r = blocking(nr, a, uc);
+		if (dc__vol.tree) /* which child ended: tree.c */
+			dc__tree_waited(nr, a, r);
+		return r;
 	case SYS_rt_sigaction:
 		return do_sigaction(a);
 	case SYS_rt_sigprocmask:
@@ -836,17 +842,24 @@ dc__dispatch(long nr, long *a, void *ucv)
 		return r;
 	case SYS_clone:
 	case SYS_clone3:
-		return refuse("a second thread or process (clone)",
-			"libdc checkpoints one single-threaded process", -EPERM);
 	case SYS_fork:
 	case SYS_vfork:
-		return refuse("fork", "libdc checkpoints one process", -EPERM);
+		if (dc__vol.tree) /* a process of its own (tree.c) */
+			return dc__tree_fork(nr == SYS_vfork ? SYS_fork : nr,
+				a);
+		if (nr == SYS_fork || nr == SYS_vfork)
+			return refuse("fork", "libdc checkpoints one process",
+				-EPERM);
+		return refuse("a second thread or process (clone)",
+			"libdc checkpoints one single-threaded process", -EPERM);
 	case SYS_execve:
 	case SYS_execveat:
 		return refuse("execve", "a checkpoint cannot span another "
 			"program", -EPERM);
 	case SYS_pipe:
 	case SYS_pipe2:
+		if (dc__vol.tree) /* drained at each round (tree.c) */
+			return dc__tree_pipe(nr, a);
 		return refuse("a pipe inside one process", "the bytes in a "
 			"pipe are not checkpointed", -EPERM);
 	case SYS_shmget:
@@ -870,6 +883,12 @@ dc__dispatch(long nr, long *a, void *ucv)
 		return r;
 	case SYS_exit_group:
 	case SYS_exit:
+		if (dc__vol.tree && dc__vol.active) {
+			/* its directory stays until a round commits the
+			 * exit (tree.c invariant 3) */
+			dc__tree_exit(a[0]);
+			return pass(SYS_exit_group, a);
+		}
 		dc__cleanup_exit();
 		return pass(SYS_exit_group, a);
 	default:

@@ -43,7 +43,17 @@ enum dc_2pc_type {
 	DC_2PC_ACK = 7,      /* p->c: decision of round applied */
 	DC_2PC_ASK = 8,      /* p->c (recovery): what became of round? */
 	DC_2PC_ANSWER = 9,   /* c->p: status 1 committed, 0 aborted */
-	DC_2PC_ROLLBACK = 12, /* c->p: the computation rolled back to round
+	/* process trees (dc-run --tree, tree.c): the coordinator is the
+	 * tree's init, a participant's index its pid */
+	DC_2PC_FORK = 10,    /* p->c: code = the pid of a new child;
+	                      * answered by ANSWER(round = that pid,
+	                      * code = DC_2PC_FORK) */
+	DC_2PC_EXIT = 11,    /* p->c: I exit (status); answered by
+	                      * ANSWER(round = my pid, code = DC_2PC_EXIT) */
+	DC_2PC_RESTORED = 12,/* p->c: recovered, my children made again
+	                      * and my pipes open; ANSWER(round = my pid,
+	                      * code = DC_2PC_RESTORED) */
+	DC_2PC_ROLLBACK = 13, /* c->p: the computation rolled back to round
 	                       * in epoch: a participant joined in an
 	                       * earlier epoch ends (its launcher restarts
 	                       * it) */

@@ -26,12 +26,14 @@
 #include <unistd.h>
 
 #include "dc.h"
+#include "dc-tree.h"
 
 static const char help[] =
 	"usage: dc-run [--dir D] [--protocol P] [--interval MS] [--stats F]\n"
 	"              [--events F] [--tracking uffd|wp|undo]\n"
 	"              [--disk buffer|rename] [--verbose] --\n"
 	"              program [args...]\n"
+	"       dc-run --tree [options] -- program [args...]\n"
 	"       dc-run --status|--discard [--dir D] -- program [args...]\n"
 	"\n"
 	"Runs an unmodified, dynamically linked program under Discount\n"
@@ -83,13 +85,20 @@ static const char help[] =
 	"  --events F     append every visible event (each write to a\n"
 	"                 terminal, pipe or socket) to F, one C-escaped\n"
 	"                 line per call, for dc-equiv --events\n"
+	"  --tree         the program and every process it forks are one\n"
+	"                 computation: they commit together (cpv-2pc or\n"
+	"                 cbndv-2pc, the default), in a pid namespace of\n"
+	"                 their own; the failure of any of them brings them\n"
+	"                 all back to the last commit, with the same pids\n"
+	"                 (needs CAP_SYS_ADMIN; D holds one directory per\n"
+	"                 process and the tree record)\n"
 	"  --verbose      say what is recovered\n"
 	"  --status       print what a crash would resume, run nothing\n"
 	"  --discard      forget the checkpoint, run nothing\n"
 	"\n"
 	"Refused at the call (\"dc: refused ...\" on stderr; the call fails,\n"
-	"the program goes on): threads, fork, exec, pipes, stream sockets,\n"
-	"shared writable mappings.  Needs Linux >= 6.7,\n"
+	"the program goes on): threads, fork and pipes (without --tree),\n"
+	"exec, stream sockets, shared writable mappings.  Needs Linux >= 6.7,\n"
 	"x86-64.  Exit status 70: Discount Checking could not start or\n"
 	"refused to recover.  See docs/discount.md.\n";
 
@@ -117,16 +126,17 @@ main(int argc, char **argv)
 		{ "discard", 0, 0, 'x' }, { "help", 0, 0, 'h' },
 		{ "stats", 1, 0, 'S' }, { "tracking", 1, 0, 't' },
 		{ "events", 1, 0, 'e' }, { "disk", 1, 0, 'D' },
-		{ 0, 0, 0, 0 } };
+		{ "tree", 0, 0, 'T' }, { 0, 0, 0, 0 } };
 	const char *dir = NULL, *proto = "cbndvs", *interval = NULL;
 	const char *stats = NULL, *tracking = NULL, *events = NULL;
 	const char *disk = NULL;
 	bool verbose = false, status = false, discard = false;
+	bool tree = false, proto_set = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+d:p:i:vsxhS:t:e:D:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
-		case 'p': proto = optarg; break;
+		case 'p': proto = optarg; proto_set = true; break;
 		case 'i': interval = optarg; break;
 		case 'v': verbose = true; break;
 		case 's': status = true; break;
@@ -135,12 +145,15 @@ main(int argc, char **argv)
 		case 't': tracking = optarg; break;
 		case 'e': events = optarg; break;
 		case 'D': disk = optarg; break;
+		case 'T': tree = true; break;
 		case 'h': usage(true); break;
 		default: usage(false);
 		}
 	}
 	if (optind >= argc)
 		usage(false);
+	if (tree && !proto_set)
+		proto = "cbndv-2pc";
 	enum dc_protocol p;
 	if (dc_protocol_parse(proto, &p) != 0) {
 		fprintf(stderr, "dc-run: %s\n", dc_errormsg());
@@ -154,6 +167,12 @@ main(int argc, char **argv)
 	if ((p == DC_PERIODIC || p == DC_BUFFERED) && interval == NULL) {
 		fprintf(stderr, "dc-run: --protocol %s needs "
 			"--interval MS\n", dc_protocol_name(p));
+		return 2;
+	}
+	if (tree && p != DC_CPV_2PC && p != DC_CBNDV_2PC) {
+		fprintf(stderr, "dc-run: --tree: the processes of a tree commit "
+			"together: --protocol cpv-2pc or cbndv-2pc, not %s\n",
+			dc_protocol_name(p));
 		return 2;
 	}
 	if (disk && strcmp(disk, "buffer") && strcmp(disk, "rename")) {
@@ -254,6 +273,12 @@ main(int argc, char **argv)
 		fprintf(stderr, "dc-run: cannot turn address randomisation "
 			"off: %s\n", strerror(errno));
 		return 3;
+	}
+	if (tree) {
+		/* process trees (dc-tree.c): the processes find the tree's
+		 * directory here, and their own below it */
+		setenv("DC_TREE", dir, 1);
+		return dc_tree_launch(dir, argv + optind, verbose);
 	}
 	execvp(argv[optind], argv + optind);
 	fprintf(stderr, "dc-run: %s: %s\n", argv[optind], strerror(errno));

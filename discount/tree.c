@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tree.c -- process trees under dc-run --tree: fork, exit and the
+ *           children made again at recovery (a process's side; the
+ *           tree's init and coordinator are tools/dc-tree.c)
+ *
+ * Every process of the tree is a 2PC participant (twopc.c) whose index
+ * is its pid, its directory TREE/p<pid>.  docs/ARCHITECTURE.md, "process
+ * trees", has the design; the steps of a fork:
+ *   T1. a round of the tree (dc__commit): the parent's checkpoint at the
+ *       fork call is committed; fork_taker names the process that took it;
+ *   T2. the parent's directory is copied into TREE/fork-<ppid>.tmp, each
+ *       file durable (twopc.c's held copy);
+ *   T3. the real fork (a process of its own, no CLONE_VM); the child waits
+ *       on a pipe while the parent announces it (FORK, answered): from
+ *       now on no round opens before the child joined (dc-tree.c
+ *       invariant 3);
+ *   T4. the child renames the copy to TREE/p<pid> and execs the same
+ *       executable with the same arguments and DC_TREE_FORKED=1: its
+ *       libdc recovers the copy, which resumes in this file inside the
+ *       fork call; fork_taker is not its pid, so it answers 0.
+ * A tree recovered: each member resumes at its part of the committed
+ * round and makes its children of the record again (clone3 with set_tid:
+ * the same pids), each exec'ed with DC_TREE_FORKED=2, or, for a child
+ * that had exited and was not yet waited for, exiting at once with its
+ * status.
+ *
+ * Invariants:
+ *  1. A child's first checkpoint is its parent's committed checkpoint of
+ *     the fork call; the child commits nothing alone: its next commit is
+ *     a round of the tree.
+ *  2. The child is announced to init before it can join, and before the
+ *     parent returns from the fork (the round after the fork includes it).
+ *  3. A process that exits says so first (EXIT, answered) and leaves its
+ *     directory: its exit is committed by the next round (its directory
+ *     is removed by init once a round no longer has it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dc_int.h"
+#include "tree_layout.h"
+#include "twopc_layout.h"
+
+#define TREE_WAIT_MS 30000
+
+/* Tracked (checkpointed with the process): the pid of the process whose
+ * checkpoint the fork call's round took (T1). */
+static long fork_taker;
+
+int
+dc__tree_setup(void)
+{
+	const char *t = getenv("DC_TREE");
+	dc__vol.tree = t && *t;
+	if (!dc__vol.tree)
+		return 0;
+	if (!dc__vol.twopc)
+		return dc__err(DC_EPROTOCOL, "tree: the processes of a tree "
+			"commit together: protocol cpv-2pc or cbndv-2pc");
+	snprintf(dc__vol.tree_dir, sizeof(dc__vol.tree_dir), "%s", t);
+	const char *co = getenv("DC_2PC_COORD");
+	snprintf(dc__vol.tree_coord, sizeof(dc__vol.tree_coord), "%s",
+		co ? co : "");
+	const char *f = getenv("DC_TREE_FORKED");
+	dc__vol.tree_forked = f ? atoi(f) : 0;
+	return 0;
+}
+
+/* ---- messages to init ---- */
+
+/* Send type (code) and wait for init's ANSWER naming `want`: 0 (yes),
+ * 1 (init refused), DC_EFATAL (no answer). */
+static int
+tell(int type, int32_t status, int32_t code, uint64_t want)
+{
+	struct dc_2pc_msg m;
+	for (int i = 0; i < TREE_WAIT_MS / 20; i++) {
+		dc__twopc_send(type, 0, status, code, 0);
+		while (dc__twopc_recv(&m, 20))
+			/* anything else waits: a PREPARE comes again (the
+			 * parent votes after the fork, the child with it) */
+			if (m.type == DC_2PC_ANSWER && m.round == want &&
+			    m.code == type)
+				return m.status == 1 ? 0 : 1;
+	}
+	return dc__err(DC_EFATAL, "tree: no answer from the tree's init");
+}
+
+/* ---- making a child process ---- */
+
+static ssize_t
+slurp(const char *path, char *buf, size_t n)
+{
+	int fd = (int)dc__sys6(SYS_open, (long)path, O_RDONLY | O_CLOEXEC, 0,
+		0, 0, 0);
+	if (fd < 0)
+		return fd;
+	size_t got = 0;
+	long r;
+	while (got < n && (r = dc__sys6(SYS_read, fd, (long)(buf + got),
+				   (long)(n - got), 0, 0, 0)) > 0)
+		got += (size_t)r;
+	dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+	return got < n ? (ssize_t)got : -E2BIG;
+}
+
+/*
+ * In a new child (raw system calls only; its memory is a copy that the
+ * exec discards): exec this program again as member `pid` of the tree,
+ * forked = 1 (a fork: the descriptors are the parent's, kept) or 2 (made
+ * again at recovery).
+ */
+static void __attribute__((noreturn))
+exec_member(long pid, int forked)
+{
+	char *cmd = dc__vol.io, *env = dc__vol.io + (256 << 10);
+	char **argv = (char **)(dc__vol.io + (768 << 10));
+	char **envp = argv + 8192;
+	ssize_t nc = slurp("/proc/self/cmdline", cmd, 256 << 10);
+	ssize_t ne = slurp("/proc/self/environ", env, (256 << 10) - 256);
+	int ac = 0, ec = 0;
+	for (ssize_t i = 0; nc > 0 && i < nc && ac < 8190;
+		i += (ssize_t)strlen(cmd + i) + 1)
+		argv[ac++] = cmd + i;
+	argv[ac] = NULL;
+	/* the root's environment, with this member's own settings */
+	char *own = env + (ne > 0 ? ne : 0);
+	char *o = own;
+	for (ssize_t i = 0; ne > 0 && i < ne && ec < 8180;
+		i += (ssize_t)strlen(env + i) + 1) {
+		const char *e = env + i;
+		if (!strncmp(e, "DC_DIR=", 7) || !strncmp(e, "DC_2PC_ID=", 10) ||
+		    !strncmp(e, "DC_TREE_FORKED=", 15) ||
+		    !strncmp(e, "DC_2PC_COORD=", 13))
+			continue;
+		envp[ec++] = env + i;
+	}
+	envp[ec++] = o;
+	o += snprintf(o, 4200, "DC_DIR=%s/p%ld", dc__vol.tree_dir, pid) + 1;
+	envp[ec++] = o;
+	o += snprintf(o, 64, "DC_2PC_ID=%ld", pid) + 1;
+	envp[ec++] = o;
+	o += snprintf(o, 128, "DC_2PC_COORD=%s", dc__vol.tree_coord) + 1;
+	envp[ec++] = o;
+	snprintf(o, 64, "DC_TREE_FORKED=%d", forked);
+	envp[ec] = NULL;
+	uint64_t none = 0;
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, 8, 0, 0);
+	dc__sys6(SYS_execve, (long)"/proc/self/exe", (long)argv, (long)envp,
+		0, 0, 0);
+	dc__sys6(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+	__builtin_unreachable();
+}
+
+/* Remove directory d and what is in it, two levels deep (a member's
+ * directory and its 2pc-held copies): raw system calls only, no memory
+ * allocated (a fork's child runs this on a copy of its parent, whose
+ * allocator's locks glibc holds across fork). */
+static void
+rm_tree(const char *d, int depth)
+{
+	char ents[4096], p[PATH_MAX];
+	int fd = (int)dc__sys6(SYS_open, (long)d, O_RDONLY | O_DIRECTORY |
+		O_CLOEXEC, 0, 0, 0, 0);
+	if (fd < 0)
+		return;
+	long n;
+	while ((n = dc__sys6(SYS_getdents64, fd, (long)ents, sizeof(ents), 0,
+			0, 0)) > 0)
+		for (long o = 0; o < n;) {
+			struct { uint64_t ino; int64_t off; unsigned short len;
+				unsigned char type; char name[]; } *e =
+				(void *)(ents + o);
+			o += e->len;
+			if (!strcmp(e->name, ".") || !strcmp(e->name, ".."))
+				continue;
+			snprintf(p, sizeof(p), "%s/%s", d, e->name);
+			if (e->type == 4 /* DT_DIR */ && depth > 0)
+				rm_tree(p, depth - 1);
+			else
+				dc__sys6(SYS_unlink, (long)p, 0, 0, 0, 0, 0);
+		}
+	dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+	dc__sys6(SYS_rmdir, (long)d, 0, 0, 0, 0, 0);
+}
+
+static void
+rm_member_dir(const char *d)
+{
+	rm_tree(d, 2);
+}
+
+/* ---- fork ---- */
+
+/* What a child answers once its copy resumed it inside the fork call. */
+static long
+child_return(long nr, const long *a)
+{
+	long me = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	dc__st.vpid = me; /* kstate.c invariant 6: its own id from now */
+
+	if (nr == SYS_clone) {
+		/* glibc's fork: the child's tid in its thread block */
+		if ((a[0] & CLONE_CHILD_SETTID) && a[3])
+			*(int *)a[3] = (int)me;
+		if ((a[0] & CLONE_CHILD_CLEARTID) && a[3])
+			dc__sys6(SYS_set_tid_address, a[3], 0, 0, 0, 0, 0);
+	}
+	if (dc__vol.tp_verbose)
+		dc__say("tree: child %ld runs", me);
+	return 0;
+}
+
+long
+dc__tree_fork(long nr, const long *a)
+{
+	const unsigned long bad = CLONE_VM | CLONE_THREAD | CLONE_SIGHAND |
+		CLONE_FILES | CLONE_FS | CLONE_VFORK | CLONE_PARENT |
+		CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUSER | CLONE_NEWNET |
+		CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD |
+		CLONE_PARENT_SETTID | CLONE_SETTLS | CLONE_PTRACE;
+	if (nr == SYS_clone3 || (nr == SYS_clone && (a[0] & bad))) {
+		dc__refuse_call(nr == SYS_clone3 ? "clone3" :
+			"clone with shared memory, descriptors or namespaces "
+			"(a thread, vfork by clone, posix_spawn)",
+			"a process of a tree has memory and descriptors of "
+			"its own; fork is supported", -ENOSYS);
+		return -ENOSYS;
+	}
+	if (nr == SYS_clone && (a[0] & 0xff) != SIGCHLD) {
+		dc__refuse_call("clone with an exit signal other than SIGCHLD",
+			"the tree's processes are waited for as forks",
+			-EINVAL);
+		return -EINVAL;
+	}
+	/* T1 */
+	fork_taker = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	int rc = dc__commit();
+	if (rc == 1 && fork_taker != dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0))
+		return child_return(nr, a); /* T4: the copy resumed */
+	if (rc < 0)
+		return -EAGAIN; /* the process is stopped by twopc.c first */
+	/* T2 (also when the tree came back to T1: the fork again) */
+	long me = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s/fork-%ld.tmp", dc__vol.tree_dir, me);
+	rm_member_dir(tmp);
+	if ((rc = dc__twopc_copy_dir(dc__vol.dir, tmp)) != 0) {
+		dc__say("tree: fork: %s", rio_errormsg());
+		return -EAGAIN;
+	}
+	int gate[2];
+	if (pipe2(gate, O_CLOEXEC) != 0)
+		return -errno;
+	/* T3 */
+	long pid = dc__sys6(SYS_clone, SIGCHLD, 0, 0, 0, 0, 0);
+	if (pid == 0) {
+		char c;
+		long self = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+		dc__sys6(SYS_close, gate[1], 0, 0, 0, 0, 0);
+		if (dc__sys6(SYS_read, gate[0], (long)&c, 1, 0, 0, 0) != 1)
+			dc__sys6(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+		/* T4: the copy becomes this member's directory */
+		char own[PATH_MAX];
+		snprintf(own, sizeof(own), "%s/p%ld", dc__vol.tree_dir, self);
+		rm_member_dir(own);
+		if (dc__sys6(SYS_rename, (long)tmp, (long)own, 0, 0, 0, 0))
+			dc__sys6(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+		/* every descriptor of the program survives the exec: the
+		 * recovered child keeps them (kstate.c) */
+		for (int fd = 0; fd < DC__MAX_FD; fd++)
+			if (dc__st.fd[fd].desc != 0)
+				dc__sys6(SYS_fcntl, fd, F_SETFD, 0, 0, 0, 0);
+		exec_member(self, 1);
+	}
+	close(gate[0]);
+	if (pid < 0) {
+		close(gate[1]);
+		return pid;
+	}
+	/* invariant 2 */
+	if ((rc = tell(DC_2PC_FORK, 0, (int32_t)pid, (uint64_t)pid)) == 1) {
+		/* a tree of DC_TREE_MAX members: the child goes (the gate
+		 * closed unopened), the fork fails */
+		close(gate[1]);
+		int st;
+		dc__sys6(SYS_wait4, pid, (long)&st, 0, 0, 0, 0);
+		dc__refuse_call("a fork in a tree of DC_TREE_MAX processes",
+			"the tree's record holds at most 64 members",
+			-EAGAIN);
+		return -EAGAIN;
+	}
+	if (rc) {
+		dc__say("tree: fork: %s", rio_errormsg());
+		dc__sys6(SYS_kill, me, SIGKILL, 0, 0, 0, 0);
+	}
+	if (write(gate[1], "g", 1) != 1)
+		dc__say("tree: fork: the child is gone");
+	close(gate[1]);
+	if (dc__vol.tp_verbose)
+		dc__say("tree: %ld forked %ld", me, pid);
+	return pid;
+}
+
+/* ---- exit ---- */
+
+void
+dc__tree_exit(long status)
+{
+	/* invariant 3 */
+	if (tell(DC_2PC_EXIT, (int32_t)status, 0,
+		    (uint64_t)dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0)) < 0)
+		dc__say("tree: exit: %s", rio_errormsg());
+	dc__vol.active = false;
+}
+
+/* ---- wait ---- */
+
+/*
+ * A child's end was waited for: which one, and when, is a
+ * non-deterministic event.  A child killed by a signal is a failure of
+ * the tree (it may have been killed after it said EXIT, which init takes
+ * for a normal exit): this process ends too, and init recovers the tree.
+ */
+void
+dc__tree_waited(long nr, const long *a, long r)
+{
+	dc__nd_event();
+	bool killed = false;
+	if (nr == SYS_wait4 && r > 0 && a[1])
+		killed = WIFSIGNALED(*(const int *)a[1]);
+	if (nr == SYS_waitid && r == 0 && a[2]) {
+		const siginfo_t *si = (const siginfo_t *)a[2];
+		killed = si->si_pid > 0 && (si->si_code == CLD_KILLED ||
+					    si->si_code == CLD_DUMPED);
+	}
+	if (!killed)
+		return;
+	dc__say("tree: a child was killed by a signal: the tree recovers");
+	dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), SIGKILL, 0,
+		0, 0, 0);
+}
+
+/* ---- recovery: the children again ---- */
+
+/*
+ * A member joins before it recovers, so a round may start meanwhile: the
+ * coordinator's signal would serve it on the recovery's stack, under the
+ * frames of the recovery, with half the process restored (a recovered
+ * child died of SIGSEGV in recover.c so).  It stays pending until the
+ * resume sets the checkpoint's mask, which never blocks it under 2PC.
+ */
+void
+dc__tree_recovering(void)
+{
+	if (!dc__vol.tree)
+		return;
+	uint64_t m = 1ull << (DC__TIMER_SIG - 1);
+	dc__sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&m, 0, 8, 0, 0);
+}
+
+static int
+rec_read(struct dc_tree_rec *out)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/tree", dc__vol.tree_dir);
+	static struct dc_tree_rec s[2];
+	ssize_t r = slurp(p, (char *)s, sizeof(s));
+	if (r == -E2BIG)
+		r = sizeof(s);
+	const struct dc_tree_rec *best = NULL;
+	for (int i = 0; i < 2 && r >= (ssize_t)(DC_TREE_SLOT * (i + 1)); i++)
+		if (s[i].magic == DC_TREE_MAGIC &&
+		    s[i].nmembers <= DC_TREE_MAX &&
+		    s[i].checksum == rio_checksum(&s[i], DC_TREE_SLOT - 8,
+					     DC_TREE_SEED) &&
+		    (best == NULL || s[i].seq > best->seq))
+			best = &s[i];
+	if (best == NULL)
+		return dc__err(DC_ECORRUPT, "%s: no valid tree record", p);
+	*out = *best;
+	return 0;
+}
+
+void
+dc__tree_resumed(void)
+{
+	if (!dc__vol.tree)
+		return;
+	long me = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	if (dc__vol.tree_forked == 1 || dc__vol.tree_respawned)
+		return; /* a fresh fork: no children yet */
+	dc__vol.tree_respawned = true;
+	static struct dc_tree_rec rec;
+	if (rec_read(&rec) != 0) {
+		dc__say("tree: %s", rio_errormsg());
+		dc__sys6(SYS_kill, me, SIGKILL, 0, 0, 0, 0);
+	}
+	for (unsigned i = 0; i < rec.nmembers; i++) {
+		const struct dc_tree_member *m = &rec.m[i];
+		if (m->ppid != me)
+			continue;
+		pid_t set[1] = { m->pid };
+		struct clone_args ca = { .exit_signal = SIGCHLD,
+			.set_tid = (uint64_t)(uintptr_t)set,
+			.set_tid_size = 1 };
+		long c = dc__sys6(SYS_clone3, (long)&ca, sizeof(ca), 0, 0, 0,
+			0);
+		if (c == 0) {
+			if (m->state == DC_TREE_EXITED)
+				dc__sys6(SYS_exit_group, m->status, 0, 0, 0, 0,
+					0);
+			exec_member(m->pid, 2);
+		}
+		if (c != m->pid) {
+			dc__say("tree: cannot make child %d again: %s",
+				m->pid, strerror(c < 0 ? (int)-c : EEXIST));
+			dc__sys6(SYS_kill, me, SIGKILL, 0, 0, 0, 0);
+		}
+		if (dc__vol.tp_verbose)
+			dc__say("tree: %ld made child %d again (%s)", me,
+				m->pid, m->state == DC_TREE_EXITED ? "exited" :
+				"running");
+	}
+	/* init lets go of the pipes once every member holds its ends */
+	if (tell(DC_2PC_RESTORED, 0, 0, (uint64_t)me) < 0)
+		dc__say("tree: %s", rio_errormsg());
+}
+
+/* ---- pipes ---- */
+
+long
+dc__tree_pipe(long nr, const long *a)
+{
+	int fds[2];
+	int flags = nr == SYS_pipe2 ? (int)a[1] : 0;
+	if (flags & ~(O_CLOEXEC | O_NONBLOCK)) {
+		dc__refuse_call("pipe2 with O_DIRECT or notification flags",
+			"a tree's pipe is a byte stream drained at each round",
+			-EINVAL);
+		return -EINVAL;
+	}
+	long r = dc__sys6(SYS_pipe2, (long)fds, flags, 0, 0, 0, 0);
+	if (r < 0)
+		return r;
+	char path[64];
+	for (int e = 0; e < 2; e++) {
+		snprintf(path, sizeof(path), "pipe:%d", fds[e]);
+		long t = dc__k_track_new(fds[e], path,
+			(e ? O_WRONLY : O_RDONLY) | flags);
+		if (t < 0) {
+			if (e)
+				dc__sys6(SYS_close, fds[0], 0, 0, 0, 0, 0);
+			else
+				dc__sys6(SYS_close, fds[1], 0, 0, 0, 0, 0);
+			return t;
+		}
+	}
+	((int *)a[0])[0] = fds[0];
+	((int *)a[0])[1] = fds[1];
+	return 0;
+}
+
+/* A write to a pipe made in the tree stays in the computation: not a
+ * visible event (a send, twopc.c).  Pipes from outside are visible. */
+bool
+dc__tree_internal(int fd)
+{
+	int d = dc__desc_of(fd);
+	return d >= 0 && dc__st.desc[d].kind == DC__K_PIPE &&
+		!dc__st.desc[d].inherited;
+}
+
+/* Recovery (kstate.c): the pipe x of the committed round, from init. */
+int
+dc__tree_pipe_reopen(struct dc__desc *x, int fd0)
+{
+	static struct dc_tree_rec rec;
+	static struct dc_tree_pipes h;
+	int rc = rec_read(&rec);
+	if (rc)
+		return rc;
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/pipes-%lu", dc__vol.tree_dir,
+		(unsigned long)rec.committed);
+	ssize_t n = slurp(p, (char *)&h, sizeof(h));
+	if ((n != -E2BIG && n != (ssize_t)sizeof(h)) ||
+	    h.magic != DC_TREE_PIPES_MAGIC || h.npipes > DC_TREE_MAX_PIPES)
+		return dc__err(DC_ECORRUPT, "%s: no pipes of round %lu", p,
+			(unsigned long)rec.committed);
+	long me = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	for (unsigned j = 0; j < h.nfds && j < DC_TREE_MAX_PIPE_FDS; j++) {
+		if (h.f[j].pid != me || h.f[j].fd != fd0 ||
+		    h.f[j].pipe >= h.npipes)
+			continue;
+		int k = h.f[j].pipe;
+		bool wr = (x->flags & O_ACCMODE) != O_RDONLY;
+		snprintf(p, sizeof(p), "/proc/1/fd/%d",
+			DC_TREE_PIPE_FD + 2 * k + (wr ? 1 : 0));
+		int fd = open(p, (wr ? O_WRONLY : O_RDONLY) |
+			(x->flags & O_NONBLOCK) | O_CLOEXEC);
+		if (fd < 0)
+			return dc__err(-errno, "tree: pipe %d from init: %s",
+				k, strerror(errno));
+		return fd;
+	}
+	return dc__err(DC_ECORRUPT, "tree: descriptor %d (%s) is on no pipe "
+		"of round %lu", fd0, x->path, (unsigned long)rec.committed);
+}

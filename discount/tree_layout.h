@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tree_layout.h -- the tree record of `dc-run --tree` (TREE/tree)
+ *
+ * The tree's init (tools/dc-tree.c) is the coordinator of the processes
+ * of one tree; the record is its durable state: the last round opened,
+ * the last round committed, and the members of the committed tree.
+ * Two slots of DC_TREE_SLOT bytes; the valid one with the higher seq is
+ * current; a write goes to the other slot and is made durable, so a torn
+ * write leaves the previous record.
+ *
+ *   slot (1088 bytes, at 0 and at DC_TREE_SLOT):
+ *   +-------+---------+----------+-----+-----------+------+----------+
+ *   | magic | version | nmembers | seq | committed | last | restarts |
+ *   | 0     | 4       | 6        | 8   | 16        | 24   | 32       |
+ *   +-------+---------+----------+-----+-----------+------+----------+
+ *   | last_pid | reserved (0) | members[DC_TREE_MAX] (16 each) | checksum |
+ *   | 40       | 48           | 56                             | 1080     |
+ *   +--------------+--------------------------------+-----------------+
+ */
+#ifndef DC_TREE_LAYOUT_H
+#define DC_TREE_LAYOUT_H
+
+#include <stdint.h>
+
+#include "rio_assert.h"
+
+#define DC_TREE_MAGIC 0x45525444u /* "DTRE" */
+#define DC_TREE_VERSION 1u
+#define DC_TREE_SEED 0x65657274u
+#define DC_TREE_MAX 64          /* members of one tree */
+#define DC_TREE_SLOT 1088
+
+enum dc_tree_mstate {
+	DC_TREE_RUNNING = 1, /* its checkpoint (TREE/p<pid>) is its part of
+	                      * round `committed` */
+	DC_TREE_EXITED = 2,  /* exited, not yet waited for by its parent:
+	                      * recreated as a process that exits at once
+	                      * with `status` */
+};
+
+struct dc_tree_member {
+	int32_t pid;      /* 0: pid in the tree's namespace */
+	int32_t ppid;     /* 4: the member that forked it (0: the root) */
+	uint16_t state;   /* 8: enum dc_tree_mstate */
+	uint16_t reserved;/* 10: zero */
+	int32_t status;   /* 12: exit status (DC_TREE_EXITED) */
+};
+RIO_STATIC_ASSERT(sizeof(struct dc_tree_member) == 16, "tree member size");
+
+struct dc_tree_rec {
+	uint32_t magic;     /* 0: DC_TREE_MAGIC */
+	uint16_t version;   /* 4: DC_TREE_VERSION */
+	uint16_t nmembers;  /* 6: members[0 .. nmembers-1] valid */
+	uint64_t seq;       /* 8: record number; slot seq & 1 */
+	uint64_t committed; /* 16: last committed round */
+	uint64_t last;      /* 24: last round opened (never reused) */
+	uint64_t restarts;  /* 32: times the tree was recovered */
+	uint64_t last_pid;  /* 40: the namespace's last pid at the commit
+	                     * (recovery continues from it: a pid is not
+	                     * used again soon) */
+	uint64_t reserved;  /* 48: zero */
+	struct dc_tree_member m[DC_TREE_MAX]; /* 56 */
+	uint64_t checksum;  /* 1080: rio_checksum of bytes 0..1079 */
+};
+RIO_STATIC_ASSERT(sizeof(struct dc_tree_rec) == DC_TREE_SLOT,
+	"tree record size");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct dc_tree_rec, checksum) ==
+	DC_TREE_SLOT - 8, "tree record checksum last");
+
+/*
+ * The pipes of the tree at round R (TREE/pipes-R, written once, durable
+ * before the record that commits R names it): a header, npipes entries,
+ * then each pipe's unread bytes in entry order.  Recovery makes pipe k
+ * again in init, filled with its bytes, its read end at descriptor
+ * DC_TREE_PIPE_FD + 2k and its write end at DC_TREE_PIPE_FD + 2k + 1;
+ * a member finds the pipe of its descriptor fd in the table f[], which
+ * names, for each member's descriptor on a pipe at round R, the pipe.
+ */
+#define DC_TREE_PIPES_MAGIC 0x50525444u /* "DTRP" */
+#define DC_TREE_MAX_PIPES 64
+#define DC_TREE_MAX_PIPE_FDS 512
+#define DC_TREE_PIPE_FD 100
+
+struct dc_tree_pipes {
+	uint32_t magic;     /* 0: DC_TREE_PIPES_MAGIC */
+	uint16_t version;   /* 4: DC_TREE_VERSION */
+	uint16_t npipes;    /* 6 */
+	uint32_t nfds;      /* 8: entries of f[] */
+	uint32_t reserved;  /* 12: zero */
+	uint64_t round;     /* 16: the round these are the pipes of */
+	uint64_t bytes;     /* 24: total bytes after the entries */
+	uint64_t checksum;  /* 32: rio_checksum of p[], f[] and the bytes */
+	uint64_t reserved2; /* 40: zero */
+	struct dc_tree_pipe {
+		uint64_t ino;   /* inode of the pipe in round R */
+		uint32_t len;   /* unread bytes */
+		uint32_t reserved;
+	} p[DC_TREE_MAX_PIPES]; /* 48 */
+	struct dc_tree_pipe_fd {
+		int32_t pid;    /* a member */
+		int16_t fd;     /* its descriptor */
+		uint16_t pipe;  /* on pipe p[pipe] */
+	} f[DC_TREE_MAX_PIPE_FDS]; /* 48 + 16 * DC_TREE_MAX_PIPES */
+};
+RIO_STATIC_ASSERT(sizeof(struct dc_tree_pipes) == 48 +
+	16 * DC_TREE_MAX_PIPES + 8 * DC_TREE_MAX_PIPE_FDS,
+	"tree pipes header size");
+
+#endif /* DC_TREE_LAYOUT_H */
