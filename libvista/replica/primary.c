@@ -43,6 +43,8 @@
 #include <sys/eventfd.h>
 #include <time.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include "vr_int.h"
@@ -636,6 +638,18 @@ sender(void *arg)
 			if (fd < 0)
 				continue;
 			vr__tune(fd);
+			{
+				/* A cut link: a send blocked on a full
+				 * buffer fails after this long (unacknowledged
+				 * data, or a zero window) instead of holding
+				 * the ring's locks for many minutes.  Longer
+				 * than the silence that drops a backup: a
+				 * slow one is the heartbeats' to judge. */
+				unsigned ut = 10 * n->o.timeout_ms < 2000 ?
+					2000 : 10 * n->o.timeout_ms;
+				(void)setsockopt(fd, IPPROTO_TCP,
+					TCP_USER_TIMEOUT, &ut, sizeof(ut));
+			}
 			if (role_ok(n) && handshake(n, fd) == 0) {
 				last_out = vr__now_us();
 				atomic_store(&n->last_in, last_out);

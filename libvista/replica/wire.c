@@ -200,7 +200,8 @@ vr__write_all(int fd, const void *buf, size_t len)
 				(void)poll(&pf, 1, 100);
 				continue;
 			}
-			if (errno == EPIPE || errno == ECONNRESET)
+			if (errno == EPIPE || errno == ECONNRESET ||
+			    errno == ETIMEDOUT)
 				return vr__err(VR_EPEERLOST, "send: the peer "
 					"went away (%s)", strerror(errno));
 			return vr__err(-errno, "send: %s", strerror(errno));

@@ -9,6 +9,8 @@
  *        2safe (and pipelined: the ids up to the last acknowledged one)
  *        every acknowledged transaction must be in the history
  *
+ * The primary listens on $VR_DC_HOST (127.0.0.1 if unset) and prints
+ * "unreplicated" the first time a commit returns VR_ENOBACKUP.
  * Node files and addresses as vista-replica's (DIR/log, DIR/seg,
  * DIR/state; data at 0x7e0000000000, state after it).
  */
@@ -113,7 +115,8 @@ primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
 	fd = open(acklog, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	if (fd < 0)
 		die("open acklog", -errno);
-	if ((rc = vr_serve(node, "127.0.0.1", port)))
+	if ((rc = vr_serve(node, getenv("VR_DC_HOST") ? getenv("VR_DC_HOST") :
+		     "127.0.0.1", port)))
 		die("vr_serve", rc);
 	printf("port %u\n", vr_port(node));
 	fflush(stdout);
@@ -147,7 +150,14 @@ primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
 		if (rc == 0) {
 			if (write(fd, &txid, 8) != 8)
 				die("write acklog", -errno);
-		} else if (rc != VR_ENOBACKUP) {
+		} else if (rc == VR_ENOBACKUP) {
+			static bool told;
+			if (!told) {
+				printf("unreplicated\n");
+				fflush(stdout);
+				told = true;
+			}
+		} else {
 			die("vr_commit", rc);
 		}
 	}
