@@ -115,15 +115,11 @@ vr__blog_open(vr_node *n, bool create)
 	struct vr_blog *b = &n->blog;
 	struct rio_pool_opts po = { .layout = "vista.replica.redo" };
 	struct vr_blog_hdr *hd;
-	char path[4096];
+	const char *path = n->blog_path;
 	int rc;
 
 	if (b->pool != NULL)
 		return 0;
-	if ((size_t)snprintf(path, sizeof(path), "%s.redo",
-		    n->o.state_path) >= sizeof(path))
-		return vr__err(-ENAMETOOLONG, "%s.redo: path too long",
-			n->o.state_path);
 	rc = rio_pool_open_opts(path, 0, &po, &b->pool);
 	if (rc == -ENOENT && !create)
 		return 0;
@@ -189,6 +185,11 @@ vr__blog_close(vr_node *n)
 	if (n->blog.pool != NULL)
 		(void)rio_pool_close(n->blog.pool);
 	n->blog.pool = NULL;
+	free(n->blog.lines);
+	free(n->blog.dirty);
+	n->blog.lines = NULL;
+	n->blog.dirty = NULL;
+	n->blog.ndirty = n->blog.dcap = 0;
 }
 
 /* A3 / R4: the inactive slot becomes current. */
@@ -254,10 +255,13 @@ entry_at(vr_node *n, uint64_t *p, uint64_t seq, uint64_t pos, bool full)
 	return NULL;
 }
 
-/* Flushes of the segment, gathered: in the page domain one msync of the
- * span per batch instead of one per piece; otherwise line by line as the
- * pieces are copied. */
+/* Flushes of the segment, gathered per batch: in the page domain one
+ * msync of the span; otherwise each line once, however many records of
+ * the batch store to it (hot counters take one flush, not one per
+ * record).  A line that cannot be marked (out of memory) is flushed at
+ * once. */
 struct span {
+	vr_node *n;
 	const rio_pool *pool;
 	bool page;
 	char *lo, *hi;
@@ -266,12 +270,45 @@ struct span {
 static void
 span_init(struct span *sp, vr_node *n)
 {
+	sp->n = n;
 	sp->pool = vista_segment_pool(n->seg);
 	sp->page = rio_pool_domain(sp->pool) == RIO_DOMAIN_PAGE;
 	sp->lo = sp->hi = NULL;
 }
 
-/* A1 / R1: a record's pieces into the segment, flushed (no fence). */
+static void
+mark_lines(struct span *sp, size_t off, size_t len)
+{
+	struct vr_blog *b = &sp->n->blog;
+	size_t first = off / 64, last = (off + len - 1) / 64;
+
+	if (b->lines == NULL) {
+		b->lines = calloc((sp->n->size / 64 + 64) / 64, 8);
+		if (b->lines == NULL) {
+			rio_flush(sp->pool, sp->n->base + off, len);
+			return;
+		}
+	}
+	for (size_t l = first; l <= last; l++) {
+		if (b->lines[l / 64] & (1ull << (l % 64)))
+			continue;
+		if (b->ndirty == b->dcap) {
+			size_t c = b->dcap ? 2 * b->dcap : 4096;
+			uint32_t *nd = realloc(b->dirty, c * sizeof(*nd));
+			if (nd == NULL) {
+				rio_flush(sp->pool, sp->n->base + l * 64, 64);
+				continue;
+			}
+			b->dirty = nd;
+			b->dcap = c;
+		}
+		b->lines[l / 64] |= 1ull << (l % 64);
+		b->dirty[b->ndirty++] = (uint32_t)l;
+	}
+}
+
+/* A1 / R1: a record's pieces into the segment, their flushes gathered
+ * (no fence). */
 static void
 apply_rec(vr_node *n, struct span *sp, const struct vr_rec_hdr *h)
 {
@@ -280,25 +317,33 @@ apply_rec(vr_node *n, struct span *sp, const struct vr_rec_hdr *h)
 
 	for (uint32_t i = 0; i < h->count; i++) {
 		char *dst = n->base + pc[i].off;
+		memcpy(dst, data, pc[i].len);
 		if (sp->page) {
-			memcpy(dst, data, pc[i].len);
 			if (sp->lo == NULL || dst < sp->lo)
 				sp->lo = dst;
 			if (dst + pc[i].len > sp->hi)
 				sp->hi = dst + pc[i].len;
 		} else {
-			rio_memcpy_nodrain(sp->pool, dst, data, pc[i].len);
+			mark_lines(sp, pc[i].off, pc[i].len);
 		}
 		data += ((size_t)pc[i].len + 7) & ~(size_t)7;
 	}
 }
 
-/* A2 / R2: the fence after the batch's flushes. */
+/* A2 / R2: the batch's flushes, then the fence. */
 static void
 span_drain(struct span *sp)
 {
+	struct vr_blog *b = &sp->n->blog;
+
 	if (sp->lo != NULL)
 		rio_flush(sp->pool, sp->lo, (size_t)(sp->hi - sp->lo));
+	for (size_t i = 0; i < b->ndirty; i++) {
+		uint32_t l = b->dirty[i];
+		rio_flush(sp->pool, sp->n->base + (size_t)l * 64, 64);
+		b->lines[l / 64] &= ~(1ull << (l % 64));
+	}
+	b->ndirty = 0;
 	rio_drain(sp->pool);
 }
 
@@ -349,17 +394,21 @@ vr__blog_apply(vr_node *n)
 	return 0;
 }
 
-/* Flush the entries written since the last flush, [fl, end): one range
- * (an entry that would wrap starts a new lap, and flushes first). */
+/* Flush the entries written since the last flush, [fl, end), lap by lap
+ * (an entry never wraps, but the batch may cross the area's end; a
+ * skipped tail is flushed along, harmlessly). */
 static void
 flush_pending(vr_node *n)
 {
 	struct vr_blog *b = &n->blog;
 
-	if (b->end > b->fl)
+	while (b->fl < b->end) {
+		uint64_t lap_end = (b->fl | (b->size - 1)) + 1;
+		uint64_t to = b->end < lap_end ? b->end : lap_end;
 		rio_flush(b->pool, b->area + (b->fl & (b->size - 1)),
-			b->end - b->fl);
-	b->fl = b->end;
+			to - b->fl);
+		b->fl = to;
+	}
 }
 
 int
@@ -375,21 +424,18 @@ vr__blog_append(vr_node *n, const struct vr_rec_hdr *h, uint64_t pos)
 	if (need > b->size)
 		return VR_ETOOBIG; /* the caller applies it in a transaction */
 	p = b->end;
-	if ((p & (b->size - 1)) + need > b->size) {
-		flush_pending(n);
+	if ((p & (b->size - 1)) + need > b->size)
 		p = (p | (b->size - 1)) + 1; /* entries never wrap */
-		b->fl = p;
-	}
 	if (p + need - b->off > b->size) {
-		/* Full: apply what is logged (its fence covers this batch's
-		 * entries too), which frees the whole log. */
+		/* Full: apply what is logged, which frees the whole log (the
+		 * batch's entries not flushed yet are flushed at its fence,
+		 * before its acknowledgement, as ever). */
 		rc = vr__blog_apply(n);
 		if (rc)
 			return rc;
 		p = b->end;
 		if ((p & (b->size - 1)) + need > b->size)
 			p = (p | (b->size - 1)) + 1;
-		b->fl = p;
 	}
 	e = (struct vr_blog_ent){ b->stream, pos, h->len, 0, 0 };
 	e.check = ent_check(&e, h);

@@ -120,6 +120,16 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 		n->o.heartbeat_ms = 10;
 	if (n->o.timeout_ms == 0)
 		n->o.timeout_ms = 100;
+	/* The caller's state_path need not outlive vr_open: the redo log's
+	 * path is kept. */
+	n->blog_path = malloc(strlen(o->state_path) + sizeof(".redo"));
+	if (n->blog_path == NULL) {
+		free(n);
+		return vr__err(-ENOMEM, "out of memory");
+	}
+	strcpy(n->blog_path, o->state_path);
+	strcat(n->blog_path, ".redo");
+	n->o.state_path = NULL;
 	n->efd = n->lfd = n->cfd = -1;
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_mutex_init(&n->wlock, NULL);
@@ -176,6 +186,7 @@ fail:
 	pthread_mutex_destroy(&n->rlock);
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
+	free(n->blog_path);
 	free(n);
 	return rc;
 }
@@ -198,6 +209,7 @@ vr_close(vr_node *n)
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
 	free(n->ring);
+	free(n->blog_path);
 	free(n);
 	return rc;
 }

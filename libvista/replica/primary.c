@@ -63,7 +63,10 @@ struct vr_tls {
 	uint64_t *ol;
 	size_t olcap;
 };
-static __thread struct vr_tls tls;
+/* initial-exec: no __tls_get_addr call on each commit (the library is
+ * linked, not dlopen'd). */
+#define VR_TLS __thread __attribute__((tls_model("initial-exec")))
+static VR_TLS struct vr_tls tls;
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
@@ -118,7 +121,7 @@ struct builder {
 	char *data; /* malloc'd data area */
 	size_t dcap;
 };
-static __thread struct builder bld;
+static VR_TLS struct builder bld;
 
 static int
 add_piece(uint64_t off, const char *src, size_t len)

@@ -51,6 +51,11 @@ struct vr_blog {
 	uint64_t end;             /* next append position (DRAM only) */
 	uint64_t fl;              /* entries before it are flushed */
 	uint64_t lseq, lpos;      /* last record appended */
+	/* An apply's segment lines to flush: a bit per line, and the list
+	 * of the marked ones. */
+	uint64_t *lines;
+	uint32_t *dirty;
+	size_t ndirty, dcap;
 };
 
 /* A buffered reader: records are parsed out of large receives. */
@@ -105,6 +110,7 @@ struct vr_node {
 	VR_ATOMIC(uint64_t) announced;
 	int cfd;                  /* vr_follow's connection */
 	struct vr_blog blog;
+	char *blog_path;          /* o.state_path + ".redo" (a copy) */
 	VR_ATOMIC(uint64_t) bseq; /* last record acknowledged (vr_status) */
 	VR_ATOMIC(uint64_t) applies; /* log batches applied */
 
