@@ -263,8 +263,12 @@ spawn_backup(const char *name, unsigned port)
 	pid_t pid = fork();
 	if (pid == 0) {
 		struct node b;
+		int rc;
 		open_node(&b, name, ADDR_B, VR_1SAFE, true);
-		(void)vr_follow(b.n, "127.0.0.1", port);
+		rc = vr_follow(b.n, "127.0.0.1", port);
+		if (rc != 0 && rc != VR_EPEERLOST)
+			fprintf(stderr, "vr-bench: backup: %s: %s\n",
+				vr_err_name(rc), vr_errormsg());
 		_exit(0);
 	}
 	return pid;

@@ -2,26 +2,34 @@
 /*
  * backup.c -- the backup: vr_follow applies the primary's stream
  *
- * Apply order for REDO records (the crash outcome after each step):
+ * Order for REDO records (the crash outcome after each step):
  *   1. the record has arrived whole and verifies (wire.c W1); a crash or
- *      a cut connection before: nothing of it is applied;
- *   2. Vista transaction: set_range + copy of every piece, and the node
- *      state's applied seq and stream position -- for this record and the
- *      ones already waiting whole in the socket (a group);
- *   3. vista_end_transaction: the group and the state are durable
- *      together; a crash before leaves neither (Vista rolls back);
- *   4. ACK {seq, pos} of the group's last record.
+ *      a cut connection before: nothing of it is logged or applied;
+ *   2. it is appended to the redo log (blog.c L1) -- with the records
+ *      already waiting whole in the socket (a batch);
+ *   3. one fence for the batch (blog.c L1f): a crash before leaves any
+ *      part of it logged, none acknowledged;
+ *   4. ACK {seq, pos} of the batch's last record;
+ *   5. later (an eighth of the log waits, a heartbeat, the log is full),
+ *      the logged records are applied to the segment and the log is
+ *      truncated behind them (blog.c A1-A3); vr_follow's end, vr_open and
+ *      vr_promote apply whatever is left (R1-R4).
+ * A record too large for the log is applied as before the log existed:
+ * the log is applied first, then the record and the node state in one
+ * Vista transaction, then the ACK.
  * Full copy: the state says `copying` (durably) before the first COPY
  * chunk is written and stops saying it in the COPY_END transaction; a
  * node interrupted in between refuses promotion (VR_EINCOMPLETE) and is
  * copied again.
  *
  * Invariants
- *   B1. Nothing of a record is applied before the whole record has
- *       arrived and verified.
+ *   B1. Nothing of a record is logged or applied before the whole record
+ *       has arrived and verified.
  *   B2. A record is acknowledged only after step 3: an acknowledged
- *       record survives any crash of this node.
- *   B3. The applied seq moves with the bytes it counts (one transaction).
+ *       record survives any crash of this node (the log replays it).
+ *   B3. The segment holds the records up to the node state's applied seq,
+ *       and those the log holds after it once the log is applied; the
+ *       log never runs ahead of what was verified (B1).
  */
 #include <errno.h>
 #include <poll.h>
@@ -33,15 +41,20 @@
 
 uint16_t vr__seg_major(void);
 
-#define VR_GROUP_MAX 16 /* records applied in one transaction at most: libvista's
-			 * range set is a sorted array, a long group costs more */
+#define VR_BATCH_MAX 256 /* records logged under one fence at most */
 
 static int
 ack(vr_node *n, uint64_t seq, uint64_t pos)
 {
 	struct vr_ack a = { seq, pos, n->st->stream };
-	return vr__send_rec(n->cfd, VR_REC_ACK, 0, seq, n->st->epoch, &a,
+	int rc;
+
+	/* vr_status: before the primary can hear it. */
+	atomic_store(&n->bseq, seq);
+	rc = vr__send_rec(n->cfd, VR_REC_ACK, 0, seq, n->st->epoch, &a,
 		sizeof(a));
+	vr__crash_point("ack");
+	return rc;
 }
 
 /* Inside the open transaction: copy the pieces of a verified record. */
@@ -233,6 +246,35 @@ copy_chunk(vr_node *n, const struct vr_rec_hdr *h, uint64_t epoch,
 	return vista_end_transaction(n->v);
 }
 
+/* A record larger than the log: the log applied first (order), then the
+ * record and the state in one Vista transaction, then the log empty at
+ * the new position (a crash between leaves the state ahead of the log,
+ * which recovery discards: blog.c L4). */
+static int
+apply_big(vr_node *n, const struct vr_rec_hdr *h, uint64_t pos)
+{
+	struct vr_state s = *n->st;
+	int rc = vr__blog_apply(n);
+
+	if (rc == 0)
+		rc = vista_begin_transaction(n->v, 0);
+	if (rc)
+		return rc;
+	s.applied = h->seq;
+	s.pos = pos;
+	rc = apply_pieces(n, h);
+	if (rc == 0)
+		rc = set_state(n, &s);
+	if (rc) {
+		(void)vista_abort_transaction(n->v);
+		return rc;
+	}
+	rc = vista_end_transaction(n->v);
+	if (rc == 0)
+		rc = vr__blog_reset(n);
+	return rc;
+}
+
 int
 vr_follow(vr_node *n, const char *host, unsigned port)
 {
@@ -249,6 +291,14 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 	if (n->ring != NULL)
 		return vr__err(-EBUSY, "vr_follow: this node "
 			"serves as primary");
+	/* The log applied, the state at its end: HELLO tells where to
+	 * resume from. */
+	rc = vr__blog_open(n, true);
+	if (rc == 0)
+		rc = vr__blog_recover(n);
+	if (rc)
+		return rc;
+	atomic_store(&n->bseq, n->st->applied);
 	fd = vr__connect(host, port, n->o.timeout_ms * 4);
 	if (fd < 0)
 		return fd;
@@ -272,7 +322,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 	rd.fd = n->cfd;
 	for (;;) {
 		const struct vr_rec_hdr *h;
-		uint64_t seq = 0, pos = n->st->pos;
+		struct vr_blog *b = &n->blog;
 		unsigned k = 0;
 
 		rc = READ_REC(n, &rd, &h);
@@ -280,8 +330,12 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			break;
 		if (h->type == VR_REC_BEAT) {
 			heard_beat(n, h);
-			/* Answer with the position: the primary hears us. */
-			rc = ack(n, n->st->applied, n->st->pos);
+			/* Answer with the position: the primary hears us.
+			 * Every logged record is past its fence (step 3). */
+			rc = ack(n, b->lseq, b->lpos);
+			/* A quiet moment: apply the log (step 5). */
+			if (rc == 0)
+				rc = vr__blog_apply(n);
 			if (rc)
 				break;
 			continue;
@@ -308,6 +362,8 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			s.applied = e->seq;
 			s.pos = e->pos;
 			rc = vr__state_set(n, &s);
+			if (rc == 0)
+				rc = vr__blog_reset(n);
 			if (rc)
 				break;
 			copying = false;
@@ -322,37 +378,34 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 				"in the stream", h->type);
 			break;
 		}
-		/* A group of REDO records in one transaction (B3). */
-		rc = vista_begin_transaction(n->v, 0);
-		if (rc)
-			break;
+		/* A batch of REDO records, logged under one fence. */
 		for (;;) {
-			if (h->seq != n->st->applied + 1 + k && n->st->applied) {
+			uint64_t pos = b->lpos + h->len;
+			if (b->lseq && h->seq != b->lseq + 1) {
 				rc = vr__err(VR_ECORRUPT, "record %lu follows "
 					"%lu", (unsigned long)h->seq,
-					(unsigned long)(n->st->applied + k));
+					(unsigned long)b->lseq);
 				break;
 			}
 #ifdef VR_BROKEN_ACK_EARLY
 			/* wrong: acknowledged before it is durable (B2) */
-			(void)ack(n, h->seq, pos + h->len);
+			(void)ack(n, h->seq, pos);
 #endif
-#ifndef VR_BROKEN_APPLY_EARLY
-			rc = apply_pieces(n, h);
+			/* 2. (B1: whole and verified by READ_REC) */
+			rc = vr__blog_append(n, h, pos);
+			if (rc == VR_ETOOBIG)
+				rc = apply_big(n, h, pos);
 			if (rc)
 				break;
-#endif
-			seq = h->seq;
-			pos += h->len;
 			k++;
-			if (k >= VR_GROUP_MAX || (!vr__reader_ready(&rd) &&
+			if (k >= VR_BATCH_MAX || (!vr__reader_ready(&rd) &&
 				    !readable(n->cfd)))
 				break;
 			rc = READ_REC(n, &rd, &h);
 			if (rc)
 				break;
 			if (h->type == VR_REC_BEAT) {
-				/* Ends the group (acknowledged below). */
+				/* Ends the batch (acknowledged below). */
 				heard_beat(n, h);
 				break;
 			}
@@ -362,27 +415,27 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 				break;
 			}
 		}
-		if (rc == 0) {
-			struct vr_state s = *n->st;
-			s.applied = seq;
-			s.pos = pos;
-			rc = set_state(n, &s);
-		}
-		if (rc) {
-			(void)vista_abort_transaction(n->v);
-			break;
-		}
-		/* 3. The group and the state, durable together... */
-		rc = vista_end_transaction(n->v);
 		if (rc)
 			break;
+		/* 3. One fence for the batch... */
+		vr__blog_fence(n);
 		/* 4. ...before the acknowledgement (B2). */
-		rc = ack(n, seq, pos);
+		rc = ack(n, b->lseq, b->lpos);
+		/* 5. Lazily: once an eighth of the log waits. */
+		if (rc == 0 && vr__blog_due(n))
+			rc = vr__blog_apply(n);
 		if (rc)
 			break;
 	}
 out:
 	free(rd.buf);
+	/* Whatever the log holds goes to the segment and the state (R1-R4),
+	 * so a promotion or a reader after vr_follow sees it. */
+	{
+		int lrc = vr__blog_recover(n);
+		if (lrc && (rc == 0 || rc == -ECANCELED))
+			rc = lrc;
+	}
 	vr__set_applying(false);
 	atomic_store(&n->connected, 0);
 	close(n->cfd);

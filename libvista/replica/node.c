@@ -14,6 +14,9 @@
  *       commit returns) before vr_promote returns, hence before the node
  *       can accept a write.
  *   N2. A node with copying set never becomes primary (VR_EINCOMPLETE).
+ *   N3. A backup's redo log is applied (blog.c R1-R4) when the node
+ *       opens and before a promotion makes the new epoch durable, so a
+ *       promoted node holds every record it acknowledged.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -117,6 +120,16 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 		n->o.heartbeat_ms = 10;
 	if (n->o.timeout_ms == 0)
 		n->o.timeout_ms = 100;
+	/* The caller's state_path need not outlive vr_open: the redo log's
+	 * path is kept. */
+	n->blog_path = malloc(strlen(o->state_path) + sizeof(".redo"));
+	if (n->blog_path == NULL) {
+		free(n);
+		return vr__err(-ENOMEM, "out of memory");
+	}
+	strcpy(n->blog_path, o->state_path);
+	strcat(n->blog_path, ".redo");
+	n->o.state_path = NULL;
 	n->efd = n->lfd = n->cfd = -1;
 	pthread_mutex_init(&n->lock, NULL);
 	pthread_mutex_init(&n->wlock, NULL);
@@ -152,9 +165,17 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 			(unsigned long)n->st->seg_size, n->size);
 		goto unmap;
 	}
-	rc = vista_set_tx_hook(v, vr__hook, n);
-	if (rc)
+	/* A backup that crashed: its redo log goes to the segment first
+	 * (blog.c R1-R4). */
+	rc = vr__blog_open(n, false);
+	if (rc == 0)
+		rc = vr__blog_recover(n);
+	if (rc == 0)
+		rc = vista_set_tx_hook(v, vr__hook, n);
+	if (rc) {
+		vr__blog_close(n);
 		goto unmap;
+	}
 	*out = n;
 	return 0;
 unmap:
@@ -165,6 +186,7 @@ fail:
 	pthread_mutex_destroy(&n->rlock);
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
+	free(n->blog_path);
 	free(n);
 	return rc;
 }
@@ -178,6 +200,7 @@ vr_close(vr_node *n)
 		return 0;
 	vr__primary_stop(n);
 	(void)vista_set_tx_hook(n->v, NULL, NULL);
+	vr__blog_close(n);
 	rc = vista_unmap(n->sseg);
 	pthread_mutex_destroy(&n->lock);
 	pthread_mutex_destroy(&n->wlock);
@@ -186,6 +209,7 @@ vr_close(vr_node *n)
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
 	free(n->ring);
+	free(n->blog_path);
 	free(n);
 	return rc;
 }
@@ -194,12 +218,19 @@ int
 vr_promote(vr_node *n)
 {
 	struct vr_state s;
+	int rc;
 
 	if (n == NULL)
 		return vr__err(-EINVAL, "vr_promote: NULL node");
 	if (atomic_load(&n->following))
 		return vr__err(-EBUSY, "vr_promote: vr_follow is running; "
 			"stop it first");
+	/* N3: the log tail is applied before the new epoch. */
+	rc = vr__blog_open(n, false);
+	if (rc == 0)
+		rc = vr__blog_recover(n);
+	if (rc)
+		return rc;
 	s = *n->st;
 	if (s.copying)
 		return vr__err(VR_EINCOMPLETE, "vr_promote: a full copy into "
@@ -232,7 +263,9 @@ vr_status(const vr_node *n, struct vr_status *st)
 		pthread_mutex_unlock((pthread_mutex_t *)&n->lock);
 	} else {
 		st->stream = n->st->stream;
-		st->seq = n->st->applied;
+		/* Following: the log is ahead of the state (blog.c). */
+		st->seq = atomic_load(&n->following) ?
+			atomic_load(&n->bseq) : n->st->applied;
 	}
 	st->acked = atomic_load(&n->acked);
 	st->connected = atomic_load(&n->connected);

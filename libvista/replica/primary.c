@@ -43,6 +43,8 @@
 #include <sys/eventfd.h>
 #include <time.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include "vr_int.h"
@@ -61,7 +63,10 @@ struct vr_tls {
 	uint64_t *ol;
 	size_t olcap;
 };
-static __thread struct vr_tls tls;
+/* initial-exec: no __tls_get_addr call on each commit (the library is
+ * linked, not dlopen'd). */
+#define VR_TLS __thread __attribute__((tls_model("initial-exec")))
+static VR_TLS struct vr_tls tls;
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
@@ -116,7 +121,7 @@ struct builder {
 	char *data; /* malloc'd data area */
 	size_t dcap;
 };
-static __thread struct builder bld;
+static VR_TLS struct builder bld;
 
 static int
 add_piece(uint64_t off, const char *src, size_t len)
@@ -636,6 +641,18 @@ sender(void *arg)
 			if (fd < 0)
 				continue;
 			vr__tune(fd);
+			{
+				/* A cut link: a send blocked on a full
+				 * buffer fails after this long (unacknowledged
+				 * data, or a zero window) instead of holding
+				 * the ring's locks for many minutes.  Longer
+				 * than the silence that drops a backup: a
+				 * slow one is the heartbeats' to judge. */
+				unsigned ut = 10 * n->o.timeout_ms < 2000 ?
+					2000 : 10 * n->o.timeout_ms;
+				(void)setsockopt(fd, IPPROTO_TCP,
+					TCP_USER_TIMEOUT, &ut, sizeof(ut));
+			}
 			if (role_ok(n) && handshake(n, fd) == 0) {
 				last_out = vr__now_us();
 				atomic_store(&n->last_in, last_out);

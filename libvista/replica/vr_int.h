@@ -4,8 +4,9 @@
  *
  * Files: err.c (codes), wire.c (records, diff, socket I/O), node.c (the
  * state segment, open/close/promote/status), primary.c (the hook, the
- * ring, the sender thread), backup.c (vr_follow: apply and acknowledge),
- * passive.c (the passive backup: librio's write tap, its own stream).
+ * ring, the sender thread), backup.c (vr_follow: log, acknowledge), blog.c
+ * (the backup's redo log: append, apply in batches, recover), passive.c
+ * (the passive backup: librio's write tap, its own stream).
  *
  * Node state machine (vr_state.role, durable; the function behind each
  * transition):
@@ -21,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "blog_layout.h"
 #include "replica_layout.h"
 #include "rio.h"
 #include "vista.h"
@@ -35,6 +37,27 @@
 #include <stdatomic.h>
 #define VR_ATOMIC(t) _Atomic t
 #endif
+
+/* The backup's redo log (blog.c), used by vr_follow's thread only.
+ * Positions are log positions (blog_layout.h). */
+struct vr_blog {
+	rio_pool *pool;           /* NULL: none (a primary, or not made) */
+	char *area;               /* the entry area */
+	struct vr_blog_slot *slot; /* the two checkpoint slots */
+	uint64_t size;            /* area bytes, a power of two */
+	bool have;                /* a slot is valid */
+	/* The current slot: applied up to (stream, seq, pos); the first
+	 * entry not applied is at off. */
+	uint64_t gen, stream, seq, pos, off;
+	uint64_t end;             /* next append position (DRAM only) */
+	uint64_t fl;              /* entries before it are flushed */
+	uint64_t lseq, lpos;      /* last record appended */
+	/* An apply's segment lines to flush: a bit per line, and the list
+	 * of the marked ones. */
+	uint64_t *lines;
+	uint32_t *dirty;
+	size_t ndirty, dcap;
+};
 
 /* A buffered reader: records are parsed out of large receives. */
 struct vr_reader {
@@ -87,6 +110,10 @@ struct vr_node {
 	VR_ATOMIC(int) following;
 	VR_ATOMIC(uint64_t) announced;
 	int cfd;                  /* vr_follow's connection */
+	struct vr_blog blog;
+	char *blog_path;          /* o.state_path + ".redo" (a copy) */
+	VR_ATOMIC(uint64_t) bseq; /* last record acknowledged (vr_status) */
+	VR_ATOMIC(uint64_t) applies; /* log batches applied */
 
 	/* Statistics. */
 	VR_ATOMIC(uint64_t) records, bytes_sent, data_bytes, meta_bytes, copies;
@@ -124,6 +151,17 @@ int vr__state_set(vr_node *n, const struct vr_state *ns);
 int vr__node_role(const vr_node *n);
 
 uint64_t vr__random64(void);
+
+/* blog.c */
+int vr__blog_open(vr_node *n, bool create);
+void vr__blog_close(vr_node *n);
+int vr__blog_recover(vr_node *n);
+int vr__blog_append(vr_node *n, const struct vr_rec_hdr *h, uint64_t pos);
+void vr__blog_fence(vr_node *n);
+int vr__blog_apply(vr_node *n);
+bool vr__blog_due(const vr_node *n);
+int vr__blog_reset(vr_node *n);
+void vr__crash_point(const char *name);
 
 /* primary.c */
 int vr__hook(void *arg, unsigned event, struct vista_txinfo *tx);

@@ -200,7 +200,8 @@ vr__write_all(int fd, const void *buf, size_t len)
 				(void)poll(&pf, 1, 100);
 				continue;
 			}
-			if (errno == EPIPE || errno == ECONNRESET)
+			if (errno == EPIPE || errno == ECONNRESET ||
+			    errno == ETIMEDOUT)
 				return vr__err(VR_EPEERLOST, "send: the peer "
 					"went away (%s)", strerror(errno));
 			return vr__err(-errno, "send: %s", strerror(errno));
@@ -312,7 +313,8 @@ int
 vr__reader_fill(struct vr_reader *r, size_t need, unsigned timeout_ms,
 	const VR_ATOMIC(int) *stop)
 {
-	uint64_t last = now_ms();
+	uint64_t last = 0; /* the clock is read only once a recv finds
+			    * nothing: not once per receive */
 
 	while (r->hi - r->lo < need) {
 		ssize_t got;
@@ -336,7 +338,7 @@ vr__reader_fill(struct vr_reader *r, size_t need, unsigned timeout_ms,
 			MSG_DONTWAIT);
 		if (got > 0) {
 			r->hi += (size_t)got;
-			last = now_ms();
+			last = 0;
 			continue;
 		}
 		if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -344,7 +346,9 @@ vr__reader_fill(struct vr_reader *r, size_t need, unsigned timeout_ms,
 			(void)poll(&pf, 1, 5);
 			if (stop != NULL && atomic_load(stop))
 				return -ECANCELED;
-			if (timeout_ms && now_ms() - last > timeout_ms)
+			if (last == 0)
+				last = now_ms();
+			else if (timeout_ms && now_ms() - last > timeout_ms)
 				return vr__err(VR_EPEERLOST,
 					"the peer was silent for %u ms",
 					timeout_ms);

@@ -15,6 +15,8 @@
  *   vr_dc pcheck DIR ACKLOG MODE             check a passive backup's
  *        copies: opened with libvista alone (its recovery runs)
  *
+ * The primary listens on $VR_DC_HOST (127.0.0.1 if unset) and prints
+ * "unreplicated" the first time a commit returns VR_ENOBACKUP.
  * Node files and addresses as vista-replica's (DIR/log, DIR/seg,
  * DIR/state; data at 0x7e0000000000, state after it).
  */
@@ -158,8 +160,10 @@ primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
 	fd = open(acklog, O_WRONLY | O_CREAT | O_APPEND, 0644);
 	if (fd < 0)
 		die("open acklog", -errno);
-	if ((rc = passive ? vr_passive_serve(pnode, "127.0.0.1", port) :
-		vr_serve(node, "127.0.0.1", port)))
+	const char *host = getenv("VR_DC_HOST") ? getenv("VR_DC_HOST") :
+		"127.0.0.1";
+	if ((rc = passive ? vr_passive_serve(pnode, host, port) :
+		vr_serve(node, host, port)))
 		die("vr_serve", rc);
 	printf("port %u\n", passive ? vr_passive_port(pnode) :
 		vr_port(node));
@@ -201,7 +205,14 @@ primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
 		if (rc == 0) {
 			if (write(fd, &txid, 8) != 8)
 				die("write acklog", -errno);
-		} else if (rc != VR_ENOBACKUP) {
+		} else if (rc == VR_ENOBACKUP) {
+			static bool told;
+			if (!told) {
+				printf("unreplicated\n");
+				fflush(stdout);
+				told = true;
+			}
+		} else {
 			die("vr_commit", rc);
 		}
 	}

@@ -7,14 +7,14 @@
  * the transaction's declared ranges against their before-images (libvista's
  * transaction hook) and queues a redo record of the changed bytes only in a
  * ring; a sender thread streams the ring over TCP to the backup, which
- * applies each whole, verified record to its own segment, in its own pool,
- * inside a Vista transaction that also advances its durable applied
- * sequence number, and only then acknowledges it.
+ * appends each whole, verified record to a redo log in a pool of its own
+ * (state_path + ".redo"), fences, and only then acknowledges it; it
+ * applies the log to its segment lazily, in batches (redo is idempotent),
+ * and vr_open, vr_follow's end and vr_promote apply what is left.
  *
  * Each node keeps its replication state (role, epoch, the replica set's
  * uuid, the stream and the last applied record) in a small state segment
- * mapped by the same vista instance as the data segment, so a record's
- * bytes and the state that says it was applied commit together.
+ * mapped by the same vista instance as the data segment.
  *
  * Commit modes, chosen per node (vr_opts.mode):
  *   VR_1SAFE      vr_commit returns when the record is in the ring;
