@@ -13,7 +13,10 @@
  * file STOP writes the number of writes it had made at the checkpoint to
  * REPORT, takes a checkpoint (which performs that write) and kills
  * itself: the file must then be the failure-free file after that many
- * writes.  "big": one write larger than $DC_HELD_MAX instead, which
+ * writes (the report is made again by a later run resumed after it,
+ * see report()).  $HELD_TICK_AFTER_REPORT: a second checkpoint right
+ * after the report's (the interval's timer falling due during it).
+ * "big": one write larger than $DC_HELD_MAX instead, which
  * must fail with ENOSPC.  $HELD_PROTOCOL names another protocol (the
  * comparisons of bench/discount).
  *
@@ -38,20 +41,46 @@ static unsigned char buf[HELD_MAXLEN];
 static unsigned char back[HELD_MAXLEN];
 static uint64_t msize; /* the model's size */
 
-static void
-report(const char *path, uint64_t done)
+/* The kernel's process id of this run (getpid() answers the checkpointed
+ * program's id in every run). */
+static long
+run_id(void)
 {
-	char s[32];
-	int n = snprintf(s, sizeof(s), "%lu\n", (unsigned long)done);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, s, (size_t)n) != n)
+	char b[32];
+	ssize_t n = readlink("/proc/self", b, sizeof(b) - 1);
+	if (n <= 0)
 		exit(2);
-	close(fd);
-	int rc = dc_checkpoint();
-	if (rc < 0)
-		exit(2);
-	if (rc == 0) /* 1: a later run resumed here, and goes on */
-		kill(getpid(), SIGKILL);
+	b[n] = '\0';
+	return atol(b);
+}
+
+/* Write the number of writes made, take a checkpoint (which performs
+ * that write) and die.  The interval's timer may fall due during the
+ * checkpoint and take another one as soon as it returns, before the
+ * kill: a later run resumed from that one is past the checkpoint, in a
+ * run other than the one that reported.  Such a run, like one resumed by
+ * the checkpoint itself, reports again if asked to (STOP), else goes on. */
+static void
+report(const char *path, const char *stop, uint64_t done)
+{
+	for (;;) {
+		char s[32];
+		int n = snprintf(s, sizeof(s), "%lu\n", (unsigned long)done);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, s, (size_t)n) != n)
+			exit(2);
+		close(fd);
+		long me = run_id();
+		int rc = dc_checkpoint();
+		if (rc < 0)
+			exit(2);
+		if (getenv("HELD_TICK_AFTER_REPORT") && dc_checkpoint() < 0)
+			exit(2); /* the interval's tick, at its worst moment */
+		if (rc == 0 && run_id() == me)
+			kill(getpid(), SIGKILL);
+		if (access(stop, F_OK) != 0)
+			return;
+	}
 }
 
 int
@@ -83,10 +112,10 @@ main(int argc, char **argv)
 	struct held_gen g;
 	held_init(&g, strtoull(argv[4], NULL, 10));
 	if (access(argv[6], F_OK) == 0)
-		report(argv[7], 0); /* a fresh run: nothing written yet */
+		report(argv[7], argv[6], 0); /* a fresh run: nothing written yet */
 	for (uint64_t i = 0; i < n; i++) {
 		if (dc_recovered() && access(argv[6], F_OK) == 0)
-			report(argv[7], i);
+			report(argv[7], argv[6], i);
 		struct held_w w = held_write(&g, i, buf);
 		ssize_t r;
 		if (w.seq) {

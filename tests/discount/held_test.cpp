@@ -174,6 +174,13 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 			break;
 		}
 		long k = find_state(test::read_file(file), n);
+		struct dc_status ds;
+		int src = dc_status((d / "ck").c_str(), &ds);
+		std::string before = "checkpoint before the resumed run: " +
+			(src ? std::string("none (") + dc_strerror(src) + ")" :
+				"generation " + std::to_string(ds.generation) +
+				", incarnation " +
+				std::to_string(ds.incarnation));
 		test::write_file(stop, "");
 		out = dctest::run_capture(argv, &st, env);
 		unlink(stop.c_str());
@@ -194,10 +201,17 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 			c.why = "resumed run did not report: " + out;
 			break;
 		}
-		uint64_t dn = strtoull(test::read_file(rep).c_str(), nullptr,
-			10);
+		std::string said = test::exists(rep) ? test::read_file(rep) :
+			"";
+		uint64_t dn = strtoull(said.c_str(), nullptr, 10);
 		unlink(rep.c_str());
-		if (k < 0) {
+		if (said.empty()) {
+			c.ok = false;
+			c.why = "kill " + std::to_string(c.kills) +
+				": the resumed run was killed before it "
+				"reported (" + before + "; it said: " + out +
+				")";
+		} else if (k < 0) {
 			c.ok = false;
 			c.why = "kill " + std::to_string(c.kills) +
 				": the file is no failure-free state (torn)";
@@ -209,7 +223,8 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 				"after it (file was at " + std::to_string(k) +
 				" writes when killed, is at " +
 				std::to_string(find_state(test::read_file(file),
-					n)) + " now)";
+					n)) + " now; " + before + "; it said: " +
+				out + ")";
 		} else if ((uint64_t)k > dn || dn < last) {
 			c.ok = false;
 			c.why = "kill " + std::to_string(c.kills) +
@@ -246,6 +261,23 @@ TEST_CASE("a writer killed at random under Buffer and Rename leaves the "
 	REQUIRE(c.ok);
 	// most kills hit a run that had written and committed something
 	REQUIRE(c.moved * 2 >= c.kills);
+	REQUIRE(c.kills >= 3);
+}
+
+// The reporting run's checkpoint is followed at once by the interval's
+// tick, as when the timer fell due during the checkpoint: a later run
+// resumed from the tick is past the checkpoint and must still report
+// (or go on), never die unreported.
+TEST_CASE("a checkpoint between the report and the kill that follows it "
+	  "leaves a run that reports again", "[held-crash]")
+{
+	std::string prog = env_or_skip("DC_TEST_HELD");
+	if (prog.empty())
+		return;
+	Campaign c = campaign(prog, "buffer", 4, 20000, 5,
+		{ "HELD_TICK_AFTER_REPORT=1" });
+	INFO(c.why);
+	REQUIRE(c.ok);
 	REQUIRE(c.kills >= 3);
 }
 
