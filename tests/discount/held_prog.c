@@ -11,8 +11,8 @@
  * (pread, or lseek + read) and compares, so reads over held writes are
  * checked in every run.  A run resumed from a checkpoint that finds the
  * file STOP writes the number of writes it had made at the checkpoint to
- * REPORT, takes a checkpoint (which performs that write) and kills
- * itself: the file must then be the failure-free file after that many
+ * REPORT, takes a checkpoint (which performs that write) and waits to
+ * be killed: the file must then be the failure-free file after that many
  * writes (the report is made again by a later run resumed after it,
  * see report()).  $HELD_TICK_AFTER_REPORT: a second checkpoint right
  * after the report's (the interval's timer falling due during it).
@@ -30,58 +30,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dc.h>
 
 #include "held_gen.h"
+#include "held_report.h"
 
 static unsigned char model[HELD_FSIZE];
 static unsigned char buf[HELD_MAXLEN];
 static unsigned char back[HELD_MAXLEN];
 static uint64_t msize; /* the model's size */
-
-/* The kernel's process id of this run (getpid() answers the checkpointed
- * program's id in every run). */
-static long
-run_id(void)
-{
-	char b[32];
-	ssize_t n = readlink("/proc/self", b, sizeof(b) - 1);
-	if (n <= 0)
-		exit(2);
-	b[n] = '\0';
-	return atol(b);
-}
-
-/* Write the number of writes made, take a checkpoint (which performs
- * that write) and die.  The interval's timer may fall due during the
- * checkpoint and take another one as soon as it returns, before the
- * kill: a later run resumed from that one is past the checkpoint, in a
- * run other than the one that reported.  Such a run, like one resumed by
- * the checkpoint itself, reports again if asked to (STOP), else goes on. */
-static void
-report(const char *path, const char *stop, uint64_t done)
-{
-	for (;;) {
-		char s[32];
-		int n = snprintf(s, sizeof(s), "%lu\n", (unsigned long)done);
-		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-		if (fd < 0 || write(fd, s, (size_t)n) != n)
-			exit(2);
-		close(fd);
-		long me = run_id();
-		int rc = dc_checkpoint();
-		if (rc < 0)
-			exit(2);
-		if (getenv("HELD_TICK_AFTER_REPORT") && dc_checkpoint() < 0)
-			exit(2); /* the interval's tick, at its worst moment */
-		if (rc == 0 && run_id() == me)
-			kill(getpid(), SIGKILL);
-		if (access(stop, F_OK) != 0)
-			return;
-	}
-}
 
 int
 main(int argc, char **argv)
