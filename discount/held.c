@@ -70,6 +70,13 @@
  *     checkpoint before the write that would not fit; a single write
  *     larger than the buffer fails with ENOSPC and a message.
  *
+ *  7. Output is never held for a program that waits: a blocking call
+ *     made while output is held is interrupted by the interval's tick,
+ *     which then takes its checkpoint and makes the call again (sud.c
+ *     blocking).  Otherwise a server blocked in recv would hold the
+ *     answer to the request it is waiting after until another request
+ *     came.
+ *
  * State (dc__vol.held): EMPTY --hold--> HOLDING --seal (H2)--> SEALED
  * --commit (H3)--> COMMITTED --release (H4, H5)--> EMPTY.
  */
@@ -104,6 +111,13 @@ bool
 dc__held_on(void)
 {
 	return H.scheme != 0 && dc__vol.active;
+}
+
+/* Output is held now (the program is about to wait: sud.c blocking). */
+bool
+dc__held_waiting(void)
+{
+	return dc__held_on() && H.nrec > 0;
 }
 
 static char *
@@ -860,6 +874,7 @@ dc__held_syscall(long nr, long *a, bool *handled)
 int
 dc__held_seal(uint64_t gen)
 {
+	H.tick_missed = false; /* this checkpoint is the tick's */
 	if (H.scheme == 0 || H.nrec == 0)
 		return 0;
 	uint64_t nrec = H.nrec;

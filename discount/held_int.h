@@ -43,6 +43,8 @@ struct dc__held {
 	uint64_t forced;      /* checkpoints forced by a full buffer */
 	uint64_t pending;     /* recovery: the generation whose loaded
 	                       * records wait for the descriptors, or 0 */
+	volatile bool tick_missed; /* the interval's tick came while libdc
+	                       * made a blocking call with output held */
 	unsigned nfile, nrec;
 	struct dc__hfile file[DC__HELD_FILES];
 	struct dc__hrec rec[DC__HELD_RECS];
@@ -57,6 +59,7 @@ int dc__held_seal(uint64_t gen);
 int dc__held_release(uint64_t gen);
 void dc__held_exit(void);
 bool dc__held_on(void);
+bool dc__held_waiting(void);
 /* The calls the buffered protocol answers itself (held output, reads
  * over held data, sizes); *handled says whether it did. */
 long dc__held_syscall(long nr, long *a, bool *handled);

@@ -742,6 +742,69 @@ TEST_CASE("a datagram the kernel would refuse is refused at the call, "
 	REQUIRE(rx.malformed == 0);
 }
 
+// Wait up to 20 s for a datagram on fd; its bytes, or "" (a bound for a
+// test that would otherwise hang, not a measure).
+static std::string recv_wait(int fd, struct sockaddr_in *from)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	if (poll(&p, 1, 20000) != 1)
+		return "";
+	char b[64];
+	socklen_t fl = sizeof(*from);
+	ssize_t n = recvfrom(fd, b, sizeof(b), 0, (struct sockaddr *)from,
+		&fl);
+	return n > 0 ? std::string(b, (size_t)n) : "";
+}
+
+TEST_CASE("output held when the program waits for input is released by "
+	  "the interval's tick, not by the next input", "[held-udp]")
+{
+	std::string prog = env_or_skip("DC_TEST_UDP");
+	if (prog.empty())
+		return;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = { };
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t l = sizeof(a);
+	REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	REQUIRE(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
+	test::TempDir d("/dev/shm");
+	std::vector<std::string> argv = { prog, d / "ck",
+		std::to_string(ntohs(a.sin_port)), "0", "50", d / "stop",
+		d / "rep", "echo" };
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	pid_t pid = dctest::spawn(argv, 0, p[1], "/", { "DC_DISK=buffer" });
+	close(p[1]);
+	struct sockaddr_in from;
+	// the program sent hello and waits: the tick releases it
+	std::string hello = recv_wait(fd, &from);
+	std::string ping;
+	if (hello == "hello") {
+		for (int i = 0; i < 3; i++) {
+			REQUIRE(sendto(fd, "ping", 4, 0,
+				(struct sockaddr *)&from, sizeof(from)) == 4);
+			ping += recv_wait(fd, &from) + ",";
+		}
+		REQUIRE(sendto(fd, "quit", 4, 0, (struct sockaddr *)&from,
+			sizeof(from)) == 4);
+	} else {
+		kill(pid, SIGKILL);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	std::string out;
+	dctest::drain(p[0], out);
+	close(p[0]);
+	close(fd);
+	INFO(out);
+	REQUIRE(hello == "hello");
+	REQUIRE(ping == "ping,ping,ping,");
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+}
+
 TEST_CASE("datagrams sent before their interval commits are caught",
 	"[held-udp-broken-early]")
 {

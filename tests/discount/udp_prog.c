@@ -3,7 +3,7 @@
  * udp_prog.c -- a datagram sender under the buffered protocol, killed at
  *               random (held_test.cpp, [held-udp])
  *
- *   dc-test-udp DIR PORT N INTERVAL_MS STOP REPORT [errors]
+ *   dc-test-udp DIR PORT N INTERVAL_MS STOP REPORT [errors|echo]
  *
  * Sends datagrams 0..N-1 to 127.0.0.1:PORT, each naming its number, with
  * checkpoints every INTERVAL_MS: one in three by sendto on an unconnected
@@ -14,7 +14,10 @@
  * the checkpoint to REPORT, takes a checkpoint (which sends what was
  * held) and waits to be killed (held_prog.c's report).  "errors": three
  * sends the kernel would refuse, each refused at the call with its
- * errno (no destination, too large, ancillary data), instead.
+ * errno (no destination, too large, ancillary data), instead.  "echo":
+ * "hello" to PORT, then every datagram received sent back to its
+ * sender, until "quit": held datagrams must go out while the program
+ * waits for input.
  *
  * Exit: 0 done, 1 dc_init failed, 2 bad arguments or a failed call, 3 a
  * refusal not as expected.
@@ -66,6 +69,25 @@ main(int argc, char **argv)
 	    connect(c, (struct sockaddr *)&to, sizeof(to)) != 0) {
 		perror("socket");
 		return 2;
+	}
+	if (argc > 7 && !strcmp(argv[7], "echo")) {
+		/* a datagram held, then a wait for input: the answer to
+		 * each datagram received, until "quit" */
+		if (sendto(u, "hello", 5, 0, (struct sockaddr *)&to,
+			    sizeof(to)) != 5)
+			return 2;
+		for (;;) {
+			char m[64];
+			struct sockaddr_in from;
+			socklen_t fl = sizeof(from);
+			ssize_t k = recvfrom(u, m, sizeof(m), 0,
+				(struct sockaddr *)&from, &fl);
+			if (k == 4 && !memcmp(m, "quit", 4))
+				return 0;
+			if (k < 0 || sendto(u, m, (size_t)k, 0,
+				(struct sockaddr *)&from, fl) != k)
+				return 2;
+		}
 	}
 	if (argc > 7 && !strcmp(argv[7], "errors")) {
 		/* what the kernel would refuse is refused at the call */
