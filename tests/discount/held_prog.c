@@ -16,6 +16,8 @@
  * writes (the report is made again by a later run resumed after it,
  * see report()).  $HELD_TICK_AFTER_REPORT: a second checkpoint right
  * after the report's (the interval's timer falling due during it).
+ * "forced": two writes, the second forcing a checkpoint that grows the
+ * file (run with DC_HELD_MAX=150), then the size and bytes it must see.
  * "big": one write larger than $DC_HELD_MAX instead, which
  * must fail with ENOSPC.  $HELD_PROTOCOL names another protocol (the
  * comparisons of bench/discount).
@@ -62,6 +64,25 @@ main(int argc, char **argv)
 	int fd = open(argv[2], O_RDWR);
 	if (fd < 0)
 		return 2;
+	if (argc > 8 && !strcmp(argv[8], "forced")) {
+		/* with DC_HELD_MAX=150: the second write forces a checkpoint
+		 * that performs the first, which makes the file 1100 bytes
+		 * long; the program must still see 1100 bytes and read them */
+		static unsigned char a[100], b[60], r[100];
+		memset(a, 'a', sizeof(a));
+		memset(b, 'b', sizeof(b));
+		struct stat st;
+		if (pwrite(fd, a, sizeof(a), 1000) != 100 ||
+		    pwrite(fd, b, sizeof(b), 0) != 60)
+			return 2;
+		off_t end = lseek(fd, 0, SEEK_END);
+		ssize_t k = pread(fd, r, sizeof(r), 1000);
+		int ok = end == 1100 && k == 100 && !memcmp(r, a, 100) &&
+			fstat(fd, &st) == 0 && st.st_size == 1100;
+		printf("forced: end %ld, read %zd, size %ld\n", (long)end, k,
+			(long)st.st_size);
+		return ok ? 0 : 3;
+	}
 	if (argc > 8 && !strcmp(argv[8], "big")) {
 		static char huge[1 << 20];
 		ssize_t r = write(fd, huge, sizeof(huge));

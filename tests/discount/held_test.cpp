@@ -425,6 +425,21 @@ TEST_CASE("a full buffer takes a checkpoint; a write larger than the "
 	INFO(scheme << ": " << c.why);
 	REQUIRE(c.ok);
 
+	// a checkpoint forced inside a write, which grows the file: the
+	// write after it sees the grown file
+	{
+		test::TempDir d;
+		test::write_file(d / "f", "");
+		int st;
+		std::string out = dctest::run_capture({ prog, d / "ck",
+			d / "f", "0", "1", "1000", d / "stop", d / "rep",
+			"forced" }, &st, { std::string("DC_DISK=") + scheme,
+			"DC_HELD_MAX=150" });
+		INFO(out);
+		REQUIRE(WIFEXITED(st));
+		REQUIRE(WEXITSTATUS(st) == 0);
+	}
+
 	test::TempDir d;
 	test::write_file(d / "f", "");
 	int st;
