@@ -15,6 +15,11 @@
  * bytes go, so performing it twice writes the same bytes at the same
  * place.
  *
+ * Datagrams (sendto, sendmsg, sendmmsg, write on a connected datagram
+ * socket) are held with their destination and sent after the commit;
+ * dropped with a lost interval; sent again when a crash interrupts the
+ * release (at least once, never from a lost interval).
+ *
  * Two ways to hold a write to a file (DC_DISK, dc-run --disk):
  *   buffer  the record -- metadata and data -- is appended to `held`, one
  *           record after the other, before the call returns;
@@ -47,7 +52,9 @@
  *     overlapping writes leave the bytes of the last one.
  *  3. Recovery performs the records of the header iff its gen <= the
  *     committed generation (a crash in H4 or between H3 and H5), else
- *     none (a crash before H3); then empties the buffer (H5).  Records
+ *     none (a crash before H3); then empties the buffer (H5).  It
+ *     performs them once the program's descriptors are restored, since
+ *     streams and datagrams are written to the program's descriptors.  Records
  *     past the header's end (an interval cut short) are never read.
  *  4. A record below the header's end that fails its checks is
  *     corruption (DC_ECORRUPT, nothing performed), never a torn tail:
@@ -62,6 +69,13 @@
  *  6. A full buffer (DC_HELD_MAX bytes, or its record table) takes a
  *     checkpoint before the write that would not fit; a single write
  *     larger than the buffer fails with ENOSPC and a message.
+ *
+ *  7. Output is never held for a program that waits: a blocking call
+ *     made while output is held is interrupted by the interval's tick,
+ *     which then takes its checkpoint and makes the call again (sud.c
+ *     blocking).  Otherwise a server blocked in recv would hold the
+ *     answer to the request it is waiting after until another request
+ *     came.
  *
  * State (dc__vol.held): EMPTY --hold--> HOLDING --seal (H2)--> SEALED
  * --commit (H3)--> COMMITTED --release (H4, H5)--> EMPTY.
@@ -97,6 +111,13 @@ bool
 dc__held_on(void)
 {
 	return H.scheme != 0 && dc__vol.active;
+}
+
+/* Output is held now (the program is about to wait: sud.c blocking). */
+bool
+dc__held_waiting(void)
+{
+	return dc__held_on() && H.nrec > 0;
 }
 
 static char *
@@ -424,6 +445,15 @@ perform_now(const struct dc__hrec *m, const struct iovec *v, int n, int fd)
 		SYSC(SYS_writev, fd, v, n, 0);
 		return;
 	}
+	if (m->type == DC_HREC_DGRAM) {
+		socklen_t alen = (socklen_t)(m->off & 0xffffffff);
+		struct msghdr h = { .msg_name = alen ? v[0].iov_base : NULL,
+			.msg_namelen = alen,
+			.msg_iov = (struct iovec *)v + (alen ? 1 : 0),
+			.msg_iovlen = (size_t)(n - (alen ? 1 : 0)) };
+		SYSC(SYS_sendmsg, fd, &h, MSG_DONTWAIT, 0);
+		return;
+	}
 	int w = want_fd(&H.file[m->file]);
 	if (w >= 0)
 		SYSC(SYS_pwritev, w, v, n, m->off);
@@ -461,7 +491,124 @@ kind(int fd, struct stat *st)
 		return DC__K_FILE;
 	if (S_ISFIFO(st->st_mode) || S_ISCHR(st->st_mode))
 		return DC__K_PIPE;
+	int type = 0;
+	socklen_t tl = sizeof(type);
+	if (S_ISSOCK(st->st_mode) &&
+	    dc__sys6(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, (long)&type,
+		    (long)&tl, 0) == 0 && type == SOCK_DGRAM)
+		return DC__K_SOCK; /* a datagram socket (UDP, Unix) */
 	return 0;
+}
+
+/*
+ * A datagram (sendto, sendmsg, sendmmsg, or write on a connected datagram
+ * socket): held like a stream's bytes, with its destination, and sent
+ * after the commit (DC_HREC_DGRAM).  What the kernel would refuse at the
+ * send is refused here, before anything is held: no destination, a
+ * datagram too large, ancillary data (descriptors or credentials cannot
+ * be held past the call).  A datagram sent after its commit may still be
+ * lost by the network, as any datagram may.
+ */
+static long
+hold_dgram(int fd, int flags, const void *addr, socklen_t alen,
+	const struct iovec *v, int n, bool *handled)
+{
+	uint64_t len = 0;
+	for (int i = 0; i < n; i++)
+		len += v[i].iov_len;
+	*handled = true;
+	if (alen > sizeof(struct sockaddr_storage))
+		return -EINVAL;
+	if (len > 65535 - 8)
+		return -EMSGSIZE;
+	if (alen == 0) {
+		struct sockaddr_storage peer;
+		socklen_t pl = sizeof(peer);
+		if (dc__sys6(SYS_getpeername, fd, (long)&peer, (long)&pl, 0, 0,
+			    0) != 0)
+			return -EDESTADDRREQ;
+	}
+	long r = room(len + alen);
+	if (r)
+		return r;
+	dc__st.stats.visible_events++;
+	struct iovec w[1 + UIO_MAXIOV];
+	int k = 0;
+	if (alen)
+		w[k++] = (struct iovec){ (void *)addr, alen };
+	for (int i = 0; i < n && k < 1 + UIO_MAXIOV; i++)
+		w[k++] = v[i];
+	struct dc__hrec m = { .type = DC_HREC_DGRAM, .file = (uint16_t)fd,
+		.off = (int64_t)alen |
+			(int64_t)((uint64_t)(uint32_t)flags << 32),
+		.len = len + alen };
+	int rc = H.scheme == DC_HELD_RENAME ? append_rename(&m, w, k) :
+		append_inline(&m, w, k);
+	/* Invariant 1: the datagram is durable in the buffer before the
+	 * program is told it was sent. */
+	if (rc == 0)
+		rc = dc__sync_fd(H.scheme == DC_HELD_RENAME ? H.ren_fd : H.fd);
+	if (rc) {
+		dc__say("cannot hold a datagram: %s", rio_errormsg());
+		return -EIO;
+	}
+	H.bytes += len + alen;
+#ifdef DC_BROKEN_HELD_EARLY
+	perform_now(&m, w, k, fd);
+#endif
+	return (long)len;
+}
+
+static bool
+is_dgram(int fd)
+{
+	struct stat st;
+	return fd >= 0 && fd <= UINT16_MAX && kind(fd, &st) == DC__K_SOCK;
+}
+
+/* sendto, sendmsg, sendmmsg on a datagram socket: held. */
+static long
+hold_send(long nr, const long *a, bool *handled)
+{
+	int fd = (int)a[0];
+	if (!is_dgram(fd))
+		return 0;
+	if (nr == SYS_sendto) {
+		struct iovec one = { (void *)a[1], (size_t)a[2] };
+		return hold_dgram(fd, (int)a[3], (const void *)a[4],
+			a[4] ? (socklen_t)a[5] : 0, &one, 1, handled);
+	}
+	struct mmsghdr *mm = (struct mmsghdr *)a[1];
+	unsigned cnt = nr == SYS_sendmsg ? 1 : (unsigned)a[2];
+	int flags = (int)(nr == SYS_sendmsg ? a[2] : a[3]);
+	*handled = true;
+	if (cnt > UIO_MAXIOV)
+		cnt = UIO_MAXIOV;
+	unsigned i;
+	for (i = 0; i < cnt; i++) {
+		const struct msghdr *h = nr == SYS_sendmsg ?
+			(const struct msghdr *)a[1] : &mm[i].msg_hdr;
+		long r;
+		if (h->msg_controllen > 0) {
+			dc__err(DC_EUNSUPPORTED, "a datagram with ancillary "
+				"data cannot be held past its commit (the "
+				"buffered protocol)");
+			dc__say("%s", rio_errormsg());
+			r = -EOPNOTSUPP;
+		} else if (h->msg_iovlen > UIO_MAXIOV) {
+			r = -EMSGSIZE;
+		} else {
+			r = hold_dgram(fd, flags, h->msg_name,
+				h->msg_name ? h->msg_namelen : 0, h->msg_iov,
+				(int)h->msg_iovlen, handled);
+		}
+		if (r < 0)
+			return i > 0 ? (long)i : r;
+		if (nr == SYS_sendmsg)
+			return r;
+		mm[i].msg_len = (unsigned)r;
+	}
+	return (long)i;
 }
 
 /* write, writev, pwrite64, pwritev to a file or stream: held. */
@@ -473,7 +620,7 @@ hold(long nr, const long *a, bool *handled)
 	int k = kind(fd, &st);
 	if (k == 0 || fd < 0 || fd > UINT16_MAX)
 		return 0;
-	if (k == DC__K_PIPE && (nr == SYS_pwrite64 || nr == SYS_pwritev))
+	if (k != DC__K_FILE && (nr == SYS_pwrite64 || nr == SYS_pwritev))
 		return 0; /* ESPIPE from the kernel */
 	int fl = (int)SYSC(SYS_fcntl, fd, F_GETFL, 0, 0);
 	if (fl < 0 || (fl & O_ACCMODE) == O_RDONLY)
@@ -489,15 +636,22 @@ hold(long nr, const long *a, bool *handled)
 		one.iov_base = (void *)a[1];
 		one.iov_len = (size_t)a[2];
 	}
+	if (k == DC__K_SOCK) /* write(2) on a connected datagram socket */
+		return hold_dgram(fd, 0, NULL, 0, v, n, handled);
 	uint64_t len = 0;
 	for (int i = 0; i < n; i++)
 		len += v[i].iov_len;
 	*handled = true;
 	if (len == 0)
 		return 0;
+	uint64_t forced = H.forced;
 	long r = room(len);
 	if (r)
 		return r;
+	/* a checkpoint forced by room() has performed the held writes:
+	 * the file's size is the one after them (invariant 5) */
+	if (H.forced != forced && fstat(fd, &st) != 0)
+		return -errno;
 	dc__st.stats.visible_events++;
 	struct dc__hrec m = { .len = len };
 	if (k == DC__K_PIPE) {
@@ -656,6 +810,10 @@ dc__held_syscall(long nr, long *a, bool *handled)
 	case SYS_pwrite64:
 	case SYS_pwritev:
 		return hold(nr, a, handled);
+	case SYS_sendto:
+	case SYS_sendmsg:
+	case SYS_sendmmsg:
+		return hold_send(nr, a, handled);
 	case SYS_read:
 	case SYS_pread64: {
 		int f = held_file_of_fd((int)a[0]);
@@ -721,6 +879,7 @@ dc__held_syscall(long nr, long *a, bool *handled)
 int
 dc__held_seal(uint64_t gen)
 {
+	H.tick_missed = false; /* this checkpoint is the tick's */
 	if (H.scheme == 0 || H.nrec == 0)
 		return 0;
 	uint64_t nrec = H.nrec;
@@ -800,6 +959,37 @@ perform_stream(int fd, int src, uint64_t loc, uint64_t len, const char *what)
 	return 0;
 }
 
+/* A held datagram, sent: whatever the network makes of it (a refused or
+ * unreachable destination, a full buffer for a second) is what it would
+ * have made of it at the call. */
+static int
+perform_dgram(const struct dc__hrec *m, int src, const char *what)
+{
+	socklen_t alen = (socklen_t)(m->off & 0xffffffff);
+	int flags = (int)((uint64_t)m->off >> 32) & ~MSG_DONTWAIT;
+	int rc = pread_all(src, H.buf, m->len, m->loc, what);
+	if (rc)
+		return rc;
+	for (int tries = 0; tries < 100; tries++) {
+		long r = dc__sys6(SYS_sendto, m->file, (long)(H.buf + alen),
+			(long)(m->len - alen), flags | MSG_DONTWAIT | MSG_NOSIGNAL,
+			alen ? (long)H.buf : 0, alen);
+		if (r == -EINTR)
+			continue;
+		if (r == -EAGAIN) {
+			struct pollfd p = { .fd = m->file, .events = POLLOUT };
+			SYSC(SYS_poll, &p, 1, 10, 0);
+			continue;
+		}
+		if (r >= 0) {
+			long ev[3] = { m->file, (long)(H.buf + alen), 0 };
+			dc__event(SYS_sendto, ev, r);
+		}
+		break;
+	}
+	return 0;
+}
+
 static int
 perform_write(const struct dc__hrec *m, int src, const char *what)
 {
@@ -847,6 +1037,8 @@ perform_all(uint64_t gen)
 			rc = perform_write(m, src, what);
 		else if (m->type == DC_HREC_STREAM)
 			rc = perform_stream(m->file, src, m->loc, m->len, what);
+		else if (m->type == DC_HREC_DGRAM)
+			rc = perform_dgram(m, src, what);
 		if (rc)
 			return rc;
 		if (j == H.nrec / 2)
@@ -890,6 +1082,19 @@ dc__held_exit(void)
 	if (H.scheme != 0 && H.nrec > 0 && dc__commit() < 0)
 		dc__say("the held output of the last interval is lost: %s",
 			rio_errormsg());
+}
+
+/* Recovery, the descriptors restored: the committed records loaded by
+ * dc__held_recover performed.  A crash before or during this leaves the
+ * header naming them: the next recovery performs them again. */
+int
+dc__held_recover_finish(void)
+{
+	if (H.pending == 0)
+		return 0;
+	uint64_t gen = H.pending;
+	H.pending = 0;
+	return perform_all(gen);
 }
 
 /* ---- recovery (invariants 3, 4) ---- */
@@ -952,8 +1157,13 @@ load(const struct dc_held_hdr *h)
 			f->wfd = -1;
 			H.nfile = npath;
 		} else if ((r.type == DC_HREC_WRITE && r.file >= npath) ||
+			   (r.type == DC_HREC_DGRAM &&
+			    ((uint64_t)r.off & 0xffffffff) > r.len) ||
+			   (r.type == DC_HREC_DGRAM &&
+			    r.len > sizeof(struct sockaddr_storage) + 65535) ||
 			   (r.type != DC_HREC_WRITE &&
-			    r.type != DC_HREC_STREAM)) {
+			    r.type != DC_HREC_STREAM &&
+			    r.type != DC_HREC_DGRAM)) {
 			return corrupt("record %lu at %lu: bad type or file",
 				(unsigned long)s, (unsigned long)at);
 		}
@@ -1005,11 +1215,14 @@ dc__held_recover(void)
 	}
 	H.end = h.end;
 	H.ren_end = 1; /* cut at the reset below */
+	H.pending = 0;
 	if (h.gen <= dc__vol.committed && h.nrec > 0) {
 		/* committed, perhaps partly performed: all of it again,
-		 * once every record has been checked */
+		 * once every record has been checked, and once the
+		 * program's descriptors are back (streams and datagrams
+		 * go to them): dc__held_recover_finish */
 		if ((rc = load(&h)) == 0)
-			rc = perform_all(h.gen);
+			H.pending = h.gen;
 	} else {
 		/* a header sealed for an interval that never committed, or
 		 * nothing held: the records (if any) disappear */

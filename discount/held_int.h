@@ -41,6 +41,10 @@ struct dc__held {
 	uint64_t bytes;       /* payload held */
 	uint64_t cap;         /* DC_HELD_MAX */
 	uint64_t forced;      /* checkpoints forced by a full buffer */
+	uint64_t pending;     /* recovery: the generation whose loaded
+	                       * records wait for the descriptors, or 0 */
+	volatile bool tick_missed; /* the interval's tick came while libdc
+	                       * made a blocking call with output held */
 	unsigned nfile, nrec;
 	struct dc__hfile file[DC__HELD_FILES];
 	struct dc__hrec rec[DC__HELD_RECS];
@@ -50,10 +54,12 @@ struct dc__held {
 /* held.c */
 int dc__held_start(bool on);
 int dc__held_recover(void);
+int dc__held_recover_finish(void);
 int dc__held_seal(uint64_t gen);
 int dc__held_release(uint64_t gen);
 void dc__held_exit(void);
 bool dc__held_on(void);
+bool dc__held_waiting(void);
 /* The calls the buffered protocol answers itself (held output, reads
  * over held data, sizes); *handled says whether it did. */
 long dc__held_syscall(long nr, long *a, bool *handled);

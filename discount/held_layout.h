@@ -31,7 +31,7 @@
 
 #define DC_HELD_MAGIC 0x444c454843434455ull /* "UDCCHELD" */
 #define DC_HELD_MAJOR 1
-#define DC_HELD_MINOR 0
+#define DC_HELD_MINOR 1
 #define DC_HELD_SEED 0x44434844ull     /* "DCHD" */
 #define DC_HREC_MAGIC 0x43524844u      /* "DHRC" */
 #define DC_HREC_SEED 0x44434852ull     /* "DCHR" */
@@ -64,15 +64,22 @@ enum dc_hrec_type {
 	DC_HREC_WRITE = 2,  /* len bytes at offset off of file `file` */
 	DC_HREC_STREAM = 3, /* len bytes written to descriptor `file` (a
 	                     * terminal, pipe or character device) */
+	DC_HREC_DGRAM = 4,  /* (minor 1) a datagram sent on the datagram
+	                     * socket `file`: off = address length (bits
+	                     * 0-31) | send flags << 32; payload: the
+	                     * destination address (none: the socket's
+	                     * peer), then the datagram */
 };
 
 struct dc_held_rec {
 	uint32_t magic;      /* 0   DC_HREC_MAGIC */
 	uint16_t type;       /* 4   enum dc_hrec_type */
-	uint16_t file;       /* 6   file index (WRITE), descriptor (STREAM) */
+	uint16_t file;       /* 6   file index (WRITE), descriptor (STREAM,
+	                      *     DGRAM) */
 	uint64_t gen;        /* 8   = the header's gen once sealed */
 	uint64_t seq;        /* 16  0, 1, 2 ... in the buffer */
-	int64_t off;         /* 24  file offset (WRITE) */
+	int64_t off;         /* 24  file offset (WRITE); address length
+	                      *     and flags (DGRAM) */
 	uint64_t len;        /* 32  payload bytes */
 	uint64_t loc;        /* 40  where the payload is: offset in `held`
 	                      *     (Buffer, PATH) or in `rename` (Rename) */

@@ -301,6 +301,8 @@ restore_and_resume(void)
 	dc__vol.ctl = dc__st.ctl0;
 	dc__rstep();
 	int rc = dc__k_restore(dc__st.ctl_fd0);
+	if (rc == 0) /* the held output, to the restored descriptors */
+		rc = dc__held_recover_finish();
 	if (rc == 0)
 		rc = dc__mu_map();
 	for (unsigned i = 0; rc == 0 && i < dc__st.nreg; i++) {

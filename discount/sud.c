@@ -91,18 +91,63 @@ prot_mask(uint64_t m)
 	return m;
 }
 
+static void timer_handler(int sig, siginfo_t *si, void *uc);
+
+/* The tick's handler with or without SA_RESTART (held.c invariant 7). */
+static void
+tick_restarts(bool on)
+{
+	struct ksigaction ka = { .handler = (uintptr_t)timer_handler,
+		.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER |
+			(on ? SA_RESTART : 0),
+		.restorer = dc__restorer, .mask = DC__SIGS_BLOCKED };
+	dc__sys6(SYS_rt_sigaction, DC__TIMER_SIG, (long)&ka, 0, 8, 0, 0);
+}
+
 /* A call that may block: run it under the program's signal mask, so a
- * signal interrupts it (or restarts it) as it would without libdc. */
+ * signal interrupts it (or restarts it) as it would without libdc.  With
+ * output held (the buffered protocol), the interval's tick interrupts it
+ * instead of being left to the next one: the checkpoint is taken, which
+ * releases the output, and the call is made again (held.c invariant 7;
+ * a sleep or a timeout then starts over once). */
 static long
 blocking(long nr, const long *a, ucontext_t *uc)
 {
 	uint64_t m, old;
 	memcpy(&m, &uc->uc_sigmask, 8);
 	m = prot_mask(m);
+	bool held = dc__held_waiting() && !dc__vol.twopc;
+	if (held && dc__vol.held.tick_missed) {
+		/* the tick came in libdc since the last checkpoint: its
+		 * checkpoint now, before the wait (a run resumed here, 1,
+		 * makes the call) */
+		if (dc__commit() < 0)
+			return -EIO;
+		held = dc__held_waiting();
+	}
+	if (held) {
+		dc__vol.held.tick_missed = false;
+		tick_restarts(false);
+	}
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, (long)&old, 8, 0,
 		0);
 	long r = pass(nr, a);
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	if (held) {
+		tick_restarts(true);
+		while (r == -EINTR && dc__vol.held.tick_missed) {
+			dc__vol.held.tick_missed = false;
+			/* before the call, which has not happened: a run
+			 * resumed here (1) makes it */
+			if (dc__commit() < 0)
+				return -EIO;
+			dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m,
+				(long)&old, 8, 0, 0);
+			r = pass(nr, a);
+			dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0,
+				8, 0, 0);
+		}
+	}
 	/* the coordinator's signal interrupted the call: the round first,
 	 * then the call again (twopc.c) */
 	while (r == -EINTR && dc__vol.tp_poked) {
@@ -939,8 +984,12 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 		dc__vol.selector = prev;
 		return;
 	}
-	if (prev != BLOCK || dc__vol.in_commit)
-		return; /* inside libdc: the next tick will do */
+	if (prev != BLOCK || dc__vol.in_commit) {
+		/* inside libdc: the next tick will do, or the blocking call
+		 * it interrupted takes the checkpoint (held.c invariant 7) */
+		dc__vol.held.tick_missed = true;
+		return;
+	}
 	uint64_t psp = enter(uc);
 	dc__vol.selector = ALLOW;
 	dc__commit();

@@ -11,9 +11,14 @@
  * (pread, or lseek + read) and compares, so reads over held writes are
  * checked in every run.  A run resumed from a checkpoint that finds the
  * file STOP writes the number of writes it had made at the checkpoint to
- * REPORT, takes a checkpoint (which performs that write) and kills
- * itself: the file must then be the failure-free file after that many
- * writes.  "big": one write larger than $DC_HELD_MAX instead, which
+ * REPORT, takes a checkpoint (which performs that write) and waits to
+ * be killed: the file must then be the failure-free file after that many
+ * writes (the report is made again by a later run resumed after it,
+ * see report()).  $HELD_TICK_AFTER_REPORT: a second checkpoint right
+ * after the report's (the interval's timer falling due during it).
+ * "forced": two writes, the second forcing a checkpoint that grows the
+ * file (run with DC_HELD_MAX=150), then the size and bytes it must see.
+ * "big": one write larger than $DC_HELD_MAX instead, which
  * must fail with ENOSPC.  $HELD_PROTOCOL names another protocol (the
  * comparisons of bench/discount).
  *
@@ -27,32 +32,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dc.h>
 
 #include "held_gen.h"
+#include "held_report.h"
 
 static unsigned char model[HELD_FSIZE];
 static unsigned char buf[HELD_MAXLEN];
 static unsigned char back[HELD_MAXLEN];
 static uint64_t msize; /* the model's size */
-
-static void
-report(const char *path, uint64_t done)
-{
-	char s[32];
-	int n = snprintf(s, sizeof(s), "%lu\n", (unsigned long)done);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0 || write(fd, s, (size_t)n) != n)
-		exit(2);
-	close(fd);
-	int rc = dc_checkpoint();
-	if (rc < 0)
-		exit(2);
-	if (rc == 0) /* 1: a later run resumed here, and goes on */
-		kill(getpid(), SIGKILL);
-}
 
 int
 main(int argc, char **argv)
@@ -73,6 +64,25 @@ main(int argc, char **argv)
 	int fd = open(argv[2], O_RDWR);
 	if (fd < 0)
 		return 2;
+	if (argc > 8 && !strcmp(argv[8], "forced")) {
+		/* with DC_HELD_MAX=150: the second write forces a checkpoint
+		 * that performs the first, which makes the file 1100 bytes
+		 * long; the program must still see 1100 bytes and read them */
+		static unsigned char a[100], b[60], r[100];
+		memset(a, 'a', sizeof(a));
+		memset(b, 'b', sizeof(b));
+		struct stat st;
+		if (pwrite(fd, a, sizeof(a), 1000) != 100 ||
+		    pwrite(fd, b, sizeof(b), 0) != 60)
+			return 2;
+		off_t end = lseek(fd, 0, SEEK_END);
+		ssize_t k = pread(fd, r, sizeof(r), 1000);
+		int ok = end == 1100 && k == 100 && !memcmp(r, a, 100) &&
+			fstat(fd, &st) == 0 && st.st_size == 1100;
+		printf("forced: end %ld, read %zd, size %ld\n", (long)end, k,
+			(long)st.st_size);
+		return ok ? 0 : 3;
+	}
 	if (argc > 8 && !strcmp(argv[8], "big")) {
 		static char huge[1 << 20];
 		ssize_t r = write(fd, huge, sizeof(huge));
@@ -83,10 +93,10 @@ main(int argc, char **argv)
 	struct held_gen g;
 	held_init(&g, strtoull(argv[4], NULL, 10));
 	if (access(argv[6], F_OK) == 0)
-		report(argv[7], 0); /* a fresh run: nothing written yet */
+		report(argv[7], argv[6], 0); /* a fresh run: nothing written yet */
 	for (uint64_t i = 0; i < n; i++) {
 		if (dc_recovered() && access(argv[6], F_OK) == 0)
-			report(argv[7], i);
+			report(argv[7], argv[6], i);
 		struct held_w w = held_write(&g, i, buf);
 		ssize_t r;
 		if (w.seq) {

@@ -13,12 +13,20 @@
 // be the failure-free file after exactly D writes (the state at the
 // checkpoint plus the held writes of the committed intervals), with
 // k <= D.  Finally a run to the end must leave the failure-free file.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.hpp"
@@ -87,6 +95,47 @@ std::string env_or_skip(const char *k)
 		return "";
 	}
 	return v;
+}
+
+// A resumed run asked to report: STOP made with a new tag, the run
+// killed as soon as rep holds its report ("TAG COUNT\n"; rep may still
+// hold an older one, or have it written again by a recovery), or at its
+// end if it ends first.  The count reported in *done (-1: none).
+std::string run_report(const std::vector<std::string> &argv, int *st,
+	const std::vector<std::string> &env, const std::string &stop,
+	const std::string &rep, long *done)
+{
+	static unsigned tags;
+	std::string tag = "r" + std::to_string(getpid()) + "." +
+		std::to_string(++tags) + " ";
+	test::write_file(stop, tag.substr(0, tag.size() - 1));
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	pid_t pid = dctest::spawn(argv, 0, p[1], "/", env);
+	close(p[1]);
+	std::string out;
+	*done = -1;
+	for (int i = 0;; i++) {
+		dctest::drain(p[0], out);
+		if (waitpid(pid, st, WNOHANG) == pid)
+			break;
+		std::string r = test::exists(rep) ? test::read_file(rep) : "";
+		bool mine = r.size() > tag.size() && r.back() == '\n' &&
+			r.compare(0, tag.size(), tag) == 0;
+		if (mine)
+			*done = strtol(r.c_str() + tag.size(), nullptr, 10);
+		if (mine || i == 60000) {
+			kill(pid, SIGKILL);
+			waitpid(pid, st, 0);
+			break;
+		}
+		usleep(2000);
+	}
+	unlink(stop.c_str());
+	dctest::drain(p[0], out);
+	close(p[0]);
+	return out;
 }
 
 struct Campaign {
@@ -174,13 +223,18 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 			break;
 		}
 		long k = find_state(test::read_file(file), n);
-		test::write_file(stop, "");
-		out = dctest::run_capture(argv, &st, env);
-		unlink(stop.c_str());
+		struct dc_status ds;
+		int src = dc_status((d / "ck").c_str(), &ds);
+		std::string before = "checkpoint before the resumed run: " +
+			(src ? std::string("none (") + dc_strerror(src) + ")" :
+				"generation " + std::to_string(ds.generation) +
+				", incarnation " +
+				std::to_string(ds.incarnation));
+		long said;
+		out = run_report(argv, &st, env, stop, rep, &said);
 		if (WIFEXITED(st)) {
 			// resumed inside the exit of a complete run (its
 			// last checkpoint), which it finishes
-			unlink(rep.c_str());
 			finish(st, out);
 			if (!c.ok)
 				c.why = "kill " + std::to_string(c.kills) +
@@ -194,10 +248,14 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 			c.why = "resumed run did not report: " + out;
 			break;
 		}
-		uint64_t dn = strtoull(test::read_file(rep).c_str(), nullptr,
-			10);
-		unlink(rep.c_str());
-		if (k < 0) {
+		uint64_t dn = said < 0 ? 0 : (uint64_t)said;
+		if (said < 0) {
+			c.ok = false;
+			c.why = "kill " + std::to_string(c.kills) +
+				": the resumed run was killed before it "
+				"reported (" + before + "; it said: " + out +
+				")";
+		} else if (k < 0) {
 			c.ok = false;
 			c.why = "kill " + std::to_string(c.kills) +
 				": the file is no failure-free state (torn)";
@@ -209,7 +267,8 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 				"after it (file was at " + std::to_string(k) +
 				" writes when killed, is at " +
 				std::to_string(find_state(test::read_file(file),
-					n)) + " now)";
+					n)) + " now; " + before + "; it said: " +
+				out + ")";
 		} else if ((uint64_t)k > dn || dn < last) {
 			c.ok = false;
 			c.why = "kill " + std::to_string(c.kills) +
@@ -246,6 +305,23 @@ TEST_CASE("a writer killed at random under Buffer and Rename leaves the "
 	REQUIRE(c.ok);
 	// most kills hit a run that had written and committed something
 	REQUIRE(c.moved * 2 >= c.kills);
+	REQUIRE(c.kills >= 3);
+}
+
+// The reporting run's checkpoint is followed at once by the interval's
+// tick, as when the timer fell due during the checkpoint: a later run
+// resumed from the tick is past the checkpoint and must still report
+// (or go on), never die unreported.
+TEST_CASE("a checkpoint between the report and the kill that follows it "
+	  "leaves a run that reports again", "[held-crash]")
+{
+	std::string prog = env_or_skip("DC_TEST_HELD");
+	if (prog.empty())
+		return;
+	Campaign c = campaign(prog, "buffer", 4, 20000, 5,
+		{ "HELD_TICK_AFTER_REPORT=1" });
+	INFO(c.why);
+	REQUIRE(c.ok);
 	REQUIRE(c.kills >= 3);
 }
 
@@ -296,11 +372,12 @@ TEST_CASE("a kill inside the commit or the release is recovered: the "
 	REQUIRE(WTERMSIG(st) == SIGKILL);
 	long k = find_state(test::read_file(file), 3000);
 	REQUIRE(k >= 0);
-	test::write_file(stop, "");
-	out = dctest::run_capture(argv, &st,
-		{ std::string("DC_DISK=") + scheme });
+	long said;
+	out = run_report(argv, &st, { std::string("DC_DISK=") + scheme }, stop,
+		rep, &said);
 	REQUIRE(WIFSIGNALED(st));
-	uint64_t dn = strtoull(test::read_file(rep).c_str(), nullptr, 10);
+	REQUIRE(said >= 0);
+	uint64_t dn = (uint64_t)said;
 	INFO("killed at " << k << " writes, resumed at " << dn);
 	REQUIRE((uint64_t)k <= dn);
 	REQUIRE(test::read_file(file) == state_after(dn));
@@ -316,6 +393,9 @@ static void require_caught(const char *prog_env)
 		Campaign c = campaign(prog, scheme, 12, 20000, 5);
 		INFO(scheme << ": " << c.why);
 		REQUIRE_FALSE(c.ok);
+		WARN("caught: " << scheme << ": " << c.why);
+		// by the file, not by a run that failed to report
+		REQUIRE(c.why.find("report") == std::string::npos);
 	}
 }
 
@@ -344,6 +424,21 @@ TEST_CASE("a full buffer takes a checkpoint; a write larger than the "
 		{ "DC_HELD_MAX=20000" });
 	INFO(scheme << ": " << c.why);
 	REQUIRE(c.ok);
+
+	// a checkpoint forced inside a write, which grows the file: the
+	// write after it sees the grown file
+	{
+		test::TempDir d;
+		test::write_file(d / "f", "");
+		int st;
+		std::string out = dctest::run_capture({ prog, d / "ck",
+			d / "f", "0", "1", "1000", d / "stop", d / "rep",
+			"forced" }, &st, { std::string("DC_DISK=") + scheme,
+			"DC_HELD_MAX=150" });
+		INFO(out);
+		REQUIRE(WIFEXITED(st));
+		REQUIRE(WEXITSTATUS(st) == 0);
+	}
 
 	test::TempDir d;
 	test::write_file(d / "f", "");
@@ -444,4 +539,297 @@ TEST_CASE("dc-run: the buffered protocol needs an interval, and the disk "
 		"--interval", "10", "--disk", "tape", "--", "/bin/true" }, &st);
 	REQUIRE(WEXITSTATUS(st) == 2);
 	REQUIRE(out.find("--disk tape: buffer or rename") != std::string::npos);
+}
+
+// ---- datagrams held until their commit (udp_prog.c) ----
+
+namespace {
+
+uint64_t now_ms()
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+// A receiver on 127.0.0.1, counting each datagram number it is sent.
+struct Receiver {
+	int fd = -1;
+	int port = 0;
+	std::mutex m;
+	std::vector<unsigned> count;
+	std::atomic<uint64_t> last{ 0 };
+	std::atomic<bool> stop{ false };
+	std::atomic<uint64_t> malformed{ 0 };
+	std::thread t;
+
+	Receiver()
+	{
+		fd = socket(AF_INET, SOCK_DGRAM, 0);
+		int big = 8 << 20;
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+		struct sockaddr_in a = { };
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		socklen_t l = sizeof(a);
+		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+		    getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+			port = ntohs(a.sin_port);
+		t = std::thread([this] { loop(); });
+	}
+	~Receiver()
+	{
+		stop = true;
+		t.join();
+		close(fd);
+	}
+	void loop()
+	{
+		unsigned char b[256];
+		while (!stop) {
+			struct pollfd p = { fd, POLLIN, 0 };
+			if (poll(&p, 1, 20) <= 0)
+				continue;
+			ssize_t n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+			if (n <= 0)
+				continue;
+			uint64_t i;
+			memcpy(&i, b, sizeof(i));
+			bool ok = n == 64 && i < (1u << 24);
+			for (int j = 8; ok && j < 64; j++)
+				ok = b[j] == (unsigned char)(i * 7 + (uint64_t)j);
+			if (!ok) {
+				malformed++;
+				continue;
+			}
+			std::lock_guard<std::mutex> g(m);
+			if (count.size() <= i)
+				count.resize(i + 1, 0);
+			count[i]++;
+			last = now_ms();
+		}
+	}
+	// Wait until nothing has arrived for 300 ms.
+	void quiesce()
+	{
+		last = now_ms();
+		while (now_ms() - last < 300)
+			usleep(20000);
+	}
+};
+
+struct UdpCampaign {
+	int kills = 0, moved = 0;
+	uint64_t dups = 0, sent = 0;
+	std::string trail; // D after each kill
+	bool ok = true;
+	std::string why;
+};
+
+// cycles kills of the sender; after each, a resumed run reports the
+// number D of datagrams at its checkpoint: the receiver must then have
+// every datagram below D (each committed one at least once) and none at
+// or above D (none of the lost interval).
+UdpCampaign udp_campaign(const std::string &prog, const char *scheme,
+	int cycles)
+{
+	UdpCampaign c;
+	Receiver rx;
+	test::TempDir d("/dev/shm");
+	std::string stop = d / "stop", rep = d / "rep";
+	std::vector<std::string> argv = { prog, d / "ck",
+		std::to_string(rx.port), "10000000", "5", stop, rep };
+	std::vector<std::string> env = { std::string("DC_DISK=") + scheme };
+	unsigned rs = (unsigned)test::seed();
+	uint64_t last = 0;
+	int wait_lo = 40;
+	for (int runs = 0; c.kills < cycles && c.ok; runs++) {
+		if (runs > 4 * cycles + 20) {
+			c.ok = false;
+			c.why = "no kill landed after the first commit";
+			break;
+		}
+		int st;
+		std::string out = dctest::run_capture(argv, &st, env,
+			wait_lo + (int)(rand_r(&rs) % 300u));
+		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL) {
+			c.ok = false;
+			c.why = "killed run: status " + std::to_string(st) +
+				": " + out;
+			break;
+		}
+		if (!test::exists(d / "ck/ctl")) {
+			wait_lo = std::min(2 * wait_lo, 20000);
+			continue; // killed before its first commit
+		}
+		c.kills++;
+		long said;
+		out = run_report(argv, &st, env, stop, rep, &said);
+		if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL || said < 0) {
+			c.ok = false;
+			c.why = "resumed run did not report: status " +
+				std::to_string(st) + ": " + out;
+			break;
+		}
+		uint64_t dn = (uint64_t)said;
+		rx.quiesce();
+		std::lock_guard<std::mutex> g(rx.m);
+		for (uint64_t i = 0; i < rx.count.size() && c.ok; i++) {
+			if (i >= dn && rx.count[i] > 0) {
+				c.ok = false;
+				c.why = "kill " + std::to_string(c.kills) +
+					": datagram " + std::to_string(i) +
+					" arrived, of an interval lost by the "
+					"kill (the checkpoint had sent " +
+					std::to_string(dn) + ")";
+			} else if (i < dn && rx.count[i] == 0) {
+				c.ok = false;
+				c.why = "kill " + std::to_string(c.kills) +
+					": committed datagram " +
+					std::to_string(i) + " of " +
+					std::to_string(dn) + " never arrived";
+			} else if (rx.count[i] > 1) {
+				c.dups += rx.count[i] - 1;
+				rx.count[i] = 1;
+			}
+		}
+		if (c.ok && rx.count.size() < dn) {
+			c.ok = false;
+			c.why = "kill " + std::to_string(c.kills) +
+				": datagrams " + std::to_string(rx.count.size()) +
+				".." + std::to_string(dn - 1) + " never arrived";
+		}
+		if (c.ok && rx.malformed > 0) {
+			c.ok = false;
+			c.why = "a malformed datagram arrived";
+		}
+		if (dn > last)
+			c.moved++;
+		c.trail += " " + std::to_string(dn);
+		last = dn;
+		c.sent = dn;
+	}
+	return c;
+}
+
+} // namespace
+
+TEST_CASE("datagrams are held until their interval commits: none of a "
+	  "lost interval arrives, every committed one arrives",
+	"[held-udp]")
+{
+	std::string prog = env_or_skip("DC_TEST_UDP");
+	if (prog.empty())
+		return;
+	const char *scheme = GENERATE("buffer", "rename");
+	UdpCampaign c = udp_campaign(prog, scheme, test::iterations(8));
+	INFO(scheme << ": " << c.why << "; committed after each kill:"
+		<< c.trail);
+	REQUIRE(c.ok);
+	REQUIRE(c.kills >= 3);
+	// runs made progress between kills (a kill before a resumed run's
+	// first tick commits nothing new, more often on a loaded machine)
+	REQUIRE(c.moved >= 2);
+	WARN(scheme << ": " << c.kills << " kills, " << c.sent
+		<< " datagrams committed, " << c.dups << " sent again");
+}
+
+TEST_CASE("a datagram the kernel would refuse is refused at the call, "
+	  "with nothing held", "[held-udp]")
+{
+	std::string prog = env_or_skip("DC_TEST_UDP");
+	if (prog.empty())
+		return;
+	Receiver rx;
+	test::TempDir d("/dev/shm");
+	int st;
+	std::string out = dctest::run_capture({ prog, d / "ck",
+		std::to_string(rx.port), "0", "5", d / "stop", d / "rep",
+		"errors" }, &st, { "DC_DISK=buffer" });
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out.find("a datagram with ancillary data cannot be held "
+			 "past its commit") != std::string::npos);
+	rx.quiesce();
+	std::lock_guard<std::mutex> g(rx.m);
+	REQUIRE(rx.count.empty());
+	REQUIRE(rx.malformed == 0);
+}
+
+// Wait up to 20 s for a datagram on fd; its bytes, or "" (a bound for a
+// test that would otherwise hang, not a measure).
+static std::string recv_wait(int fd, struct sockaddr_in *from)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	if (poll(&p, 1, 20000) != 1)
+		return "";
+	char b[64];
+	socklen_t fl = sizeof(*from);
+	ssize_t n = recvfrom(fd, b, sizeof(b), 0, (struct sockaddr *)from,
+		&fl);
+	return n > 0 ? std::string(b, (size_t)n) : "";
+}
+
+TEST_CASE("output held when the program waits for input is released by "
+	  "the interval's tick, not by the next input", "[held-udp]")
+{
+	std::string prog = env_or_skip("DC_TEST_UDP");
+	if (prog.empty())
+		return;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in a = { };
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	socklen_t l = sizeof(a);
+	REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	REQUIRE(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
+	test::TempDir d("/dev/shm");
+	std::vector<std::string> argv = { prog, d / "ck",
+		std::to_string(ntohs(a.sin_port)), "0", "50", d / "stop",
+		d / "rep", "echo" };
+	int p[2];
+	REQUIRE(pipe(p) == 0);
+	pid_t pid = dctest::spawn(argv, 0, p[1], "/", { "DC_DISK=buffer" });
+	close(p[1]);
+	struct sockaddr_in from;
+	// the program sent hello and waits: the tick releases it
+	std::string hello = recv_wait(fd, &from);
+	std::string ping;
+	if (hello == "hello") {
+		for (int i = 0; i < 3; i++) {
+			REQUIRE(sendto(fd, "ping", 4, 0,
+				(struct sockaddr *)&from, sizeof(from)) == 4);
+			ping += recv_wait(fd, &from) + ",";
+		}
+		REQUIRE(sendto(fd, "quit", 4, 0, (struct sockaddr *)&from,
+			sizeof(from)) == 4);
+	} else {
+		kill(pid, SIGKILL);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	std::string out;
+	dctest::drain(p[0], out);
+	close(p[0]);
+	close(fd);
+	INFO(out);
+	REQUIRE(hello == "hello");
+	REQUIRE(ping == "ping,ping,ping,");
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+}
+
+TEST_CASE("datagrams sent before their interval commits are caught",
+	"[held-udp-broken-early]")
+{
+	std::string prog = env_or_skip("DC_TEST_UDP_BROKEN_EARLY");
+	if (prog.empty())
+		return;
+	UdpCampaign c = udp_campaign(prog, "buffer", 8);
+	INFO(c.why);
+	REQUIRE_FALSE(c.ok);
+	WARN("caught: " << c.why);
+	REQUIRE(c.why.find("of an interval lost by the kill") !=
+		std::string::npos);
 }
