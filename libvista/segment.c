@@ -758,6 +758,11 @@ unmap_locked(vista *v, struct vista_segment *seg)
 		struct vista_lane *l = &v->lanes[i];
 		/* acquire: as in vista__lazy_cover(). */
 		if (__atomic_load_n(&l->lazy, __ATOMIC_ACQUIRE)) {
+			/* One lane: the truncation was never stored (L7);
+			 * relaxed lazy_gen: read after the acquire above. */
+			if (v->solo)
+				vista__floor_store(l, __atomic_load_n(
+					&l->lazy_gen, __ATOMIC_RELAXED));
 			rio_flush(v->log, l->hdr, sizeof(*l->hdr));
 			lazy = true;
 		}
