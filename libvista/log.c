@@ -463,7 +463,8 @@ vista__floor_store(struct vista_lane *l, uint64_t g)
 {
 	struct vista_lane_hdr *h = l->hdr;
 
-	/* L7: one store of the floor at a time, and only upwards.  acquire
+	/* L7: one store of the floor at a time, and only upwards; the
+	 * caller writes it back and fences.  acquire
 	 * / release: the header words stored under the flag are seen by
 	 * the next thread that takes it. */
 	while (__atomic_exchange_n(&l->hdr_busy, 1, __ATOMIC_ACQUIRE))
@@ -473,6 +474,14 @@ vista__floor_store(struct vista_lane *l, uint64_t g)
 	if (g > __atomic_load_n(&h->gen, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&h->gen_check,
 			vista_lane_gen_check(l->seed, g), __ATOMIC_RELAXED);
+		/* The floor may jump by more than one here (past lazy
+		 * commits that stored none): the check is durable before
+		 * gen changes, so a crash between them leaves the new
+		 * check beside the old gen, which recovery completes from
+		 * the commit records (log_layout.h), never the old check
+		 * beside a new gen. */
+		vista__flush(l, l->v->log, h, sizeof(*h));
+		vista__drain(l);
 		__atomic_store_n(&h->gen, g, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&l->hdr_busy, 0, __ATOMIC_RELEASE);

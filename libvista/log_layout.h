@@ -131,7 +131,11 @@ struct vista_segent {
  *   done_check = vista_lane_done_check(seed, done_gen, done[]).
  * A truncation stores gen_check and gen in one line with one fence, so a
  * crash may leave either new: the reader takes the generation within one
- * of gen whose check is stored (gen - 1, gen or gen + 1).  mark_done stores
+ * of gen whose check is stored (gen - 1, gen or gen + 1).  With one lane
+ * the floor may jump past lazy commits (to a commit record's generation
+ * plus 0, 1 or 2, above gen); such a store fences its check before gen
+ * changes, and a reader finding the check of one of those completes it.
+ * mark_done stores
  * done_check and fences before it stores the words it covers: a reader
  * finding the check of done[] plus one bit, or of {gen, one bit}, completes
  * that update.  Anything else is VISTA_ECORRUPT.  One flipped bit therefore

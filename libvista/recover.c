@@ -141,6 +141,34 @@ newest_commit(const struct vista_lane *l, struct lane_scan *s)
 }
 
 /*
+ * L7 (log.c): with one lane the floor jumps past lazy commits, to the
+ * generation of a commit record plus 1 or 2 (or the record's own), and its
+ * check is durable before gen changes.  A check of such a generation above
+ * gen is that store cut short: completed.
+ */
+static bool
+floor_jump(const struct vista_lane *l, const struct vista_lane_hdr *h,
+	uint64_t *floor)
+{
+	struct vista_lane_commit cl;
+
+	memcpy(&cl, l->cl, sizeof(cl));
+	for (unsigned i = 0; i < 2; i++) {
+		if (!slot_valid(l, &cl.slot[i], i, 0))
+			continue;
+		for (uint64_t d = 0; d <= 2; d++) {
+			uint64_t g = cl.slot[i].gen + d;
+			if (g > h->gen &&
+			    h->gen_check == vista_lane_gen_check(l->seed, g)) {
+				*floor = g;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
+/*
  * Read the lane header through its checks (log_layout.h): a matching
  * check, or the one update that can be torn, which is then completed (in
  * s, written out only once every lane passed, C1).
@@ -161,6 +189,8 @@ read_lane_hdr(vista *v, struct vista_lane *l, struct lane_scan *s)
 	} else if (h.gen_check == vista_lane_gen_check(l->seed, h.gen - 1)) {
 		s->floor = h.gen - 1; /* the same, its gen: not committed */
 		s->fix_gen = true;
+	} else if (floor_jump(l, &h, &s->floor)) {
+		s->fix_gen = true; /* a floor stored past lazy commits (L7) */
 	} else {
 		return vista__err(VISTA_ECORRUPT,
 			"log %s: lane %u: generation %llu does not match its "
