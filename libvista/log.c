@@ -70,7 +70,7 @@
 
 #include "vista_int.h"
 
-#define VISTA__MAX_DESC_LEN (1u << 30) /* bytes per descriptor */
+#define VISTA__MAX_DESC_LEN VISTA_RDESC_MAX_LEN /* bytes per descriptor */
 
 uint64_t
 vista__log_seed(uint64_t salt, unsigned lane)
@@ -308,7 +308,7 @@ vista__log_check(uint64_t seed, uint64_t gen, const char *rec0,
 		if (need > len)
 			return VISTA__REC_BAD;
 		for (unsigned i = 0; i < r->count; i++) {
-			if (d[i].len == 0 || d[i].reserved)
+			if (d[i].len == 0)
 				return VISTA__REC_BAD;
 			need += pad8(d[i].len);
 		}
@@ -358,7 +358,8 @@ vista__log_one(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
 {
 	size_t len = sizeof(struct vista_rec) + sizeof(struct vista_rdesc) +
 		pad8(n);
-	uint64_t w2, w3, d0, d1;
+	uint64_t w2, w3;
+	struct vista_rdesc d;
 	struct vista_rec *r;
 
 	if (VISTA__UNLIKELY(n > VISTA__MAX_DESC_LEN)) {
@@ -370,10 +371,9 @@ vista__log_one(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
 	w2 = w2_of(len, VISTA_REC_RANGES, 1);
 	w3 = w3_of(l);
 	r = rec_start(l, w2, w3);
-	d0 = lo - (uintptr_t)seg->base;
-	d1 = (uint64_t)n | ((uint64_t)seg->idx << 32);
-	memcpy(r + 1, &d0, 8);
-	memcpy((char *)(r + 1) + 8, &d1, 8);
+	d = (struct vista_rdesc){ .off = lo - (uintptr_t)seg->base,
+		.len = n, .seg = seg->idx };
+	memcpy(r + 1, &d, sizeof(d));
 	copy_image((char *)(r + 1) + sizeof(struct vista_rdesc),
 		(const char *)lo, n);
 	close_rec(l, r, w2);
@@ -418,10 +418,9 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			size_t cl = s[i].hi - a;
 			if (cl > VISTA__MAX_DESC_LEN)
 				cl = VISTA__MAX_DESC_LEN;
-			d->off = a - (uintptr_t)s[i].seg->base;
-			d->len = (uint32_t)cl;
-			d->seg = s[i].seg->idx;
-			d->reserved = 0;
+			*d = (struct vista_rdesc){
+				.off = a - (uintptr_t)s[i].seg->base,
+				.len = cl, .seg = s[i].seg->idx };
 			if (cl >= 256 && data + cl <= l->clean) {
 				copy_image_diff(l, &f, data, (const void *)a, cl);
 			} else {

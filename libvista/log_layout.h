@@ -221,16 +221,22 @@ struct vista_rec {
 };
 
 /*
- * A before-image descriptor (VISTA_REC_RANGES).  The descriptors follow the
- * header; the data of descriptor i follows all descriptors, each padded to
- * 8 bytes, in descriptor order.
+ * A before-image descriptor (VISTA_REC_RANGES): one 8-byte word, so that
+ * a batch's descriptors share the record's first line with its header and
+ * the start of its images.  The descriptors follow the header; the data of
+ * descriptor i follows all descriptors, each padded to 8 bytes, in
+ * descriptor order.  Bit-fields from bit 0 (x86-64 SysV order): off bits
+ * 0-39, len bits 40-55, seg bits 56-63.  A longer range takes several
+ * descriptors of at most VISTA_RDESC_MAX_LEN bytes; a segment spans at
+ * most VISTA_RDESC_MAX_OFF bytes (vista_segment_footprint).
  */
 struct vista_rdesc {
-	uint64_t off;  /* 0  offset from the segment's mapping base */
-	uint32_t len;  /* 8  bytes of before-image */
-	uint16_t seg;  /* 12 segment table index */
-	uint16_t reserved; /* 14 zero */
+	uint64_t off : 40; /* offset from the segment's mapping base */
+	uint64_t len : 16; /* bytes of before-image, >= 1 */
+	uint64_t seg : 8;  /* segment table index */
 };
+#define VISTA_RDESC_MAX_LEN 65528u /* 8-byte multiple below 2^16 */
+#define VISTA_RDESC_MAX_OFF (1ull << 40)
 
 static inline uint64_t
 vista_rec_tag(uint64_t seed, uint64_t gen, uint64_t pos)
@@ -269,7 +275,8 @@ RIO_STATIC_ASSERT(sizeof(struct vista_rec) == 32, "record header");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_rec, tag) == 8, "tag");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_lane_hdr, gen_check) == 48,
 	"lane gen check");
-RIO_STATIC_ASSERT(sizeof(struct vista_rdesc) == 16, "range descriptor");
+RIO_STATIC_ASSERT(sizeof(struct vista_rdesc) == 8, "range descriptor");
+RIO_STATIC_ASSERT(VISTA_MAX_SEGMENTS <= 256, "seg fits a descriptor");
 RIO_STATIC_ASSERT(sizeof(struct vista_robj) == 16, "heap object");
 RIO_STATIC_ASSERT(VISTA_LANES_OFF % 4096 == 0, "lanes are page aligned");
 RIO_STATIC_ASSERT(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,

@@ -183,6 +183,15 @@ TEST_CASE("segments map at a fixed address; NULL reopens them there",
 		-EINVAL);
 	VREQUIRE_RC(vista_map(v, a.c_str(), vt::addr(0), 1 << 20, 0x100, &s),
 		-EINVAL);
+	// More than a log descriptor's 40-bit offset reaches: refused, with
+	// nothing made.
+	REQUIRE(vista_segment_footprint((size_t)1 << 40) == 0);
+	REQUIRE(vista_segment_footprint((size_t)1 << 39) != 0);
+	VREQUIRE_RC(vista_map(v, a.c_str(), vt::addr(0), (size_t)1 << 40,
+			    VISTA_CREATE, &s),
+		-EINVAL);
+	REQUIRE(std::string(vista_errormsg()).find("1 TiB") !=
+		std::string::npos);
 	REQUIRE_FALSE(test::exists(a));
 	VREQUIRE_OK(vista_map(v, a.c_str(), vt::addr(0), 100000,
 		VISTA_CREATE | VISTA_EXCL, &s));
