@@ -8,17 +8,19 @@
  * flushed without touching its neighbours.
  *
  * Invariants
- *   L1. Every record of the lane's current transaction carries gen ==
- *       hdr->gen, and the records of a transaction are contiguous from the
- *       start of the record area.
+ *   L1. Every record of the lane's current transaction carries the
+ *       lane's running generation (lane->gen >= hdr->gen, the floor), and
+ *       the records of a transaction are contiguous from where it began.
  *   L2. A record is complete and durable before the caller stores to what
  *       it describes: the caller drains after vista__log_close() and only
  *       then returns to the program (or changes heap metadata).  Hence a
  *       record that does not verify can only be the newest one, and only
  *       if nothing it describes was stored yet.
- *   L3. Truncation is one aligned 8-byte store (hdr->gen + 1) made
- *       durable; every record of the old generation is then stale, in
- *       place, and is never replayed.
+ *   L3. Truncation is one aligned 8-byte store (hdr->gen, the floor,
+ *       to gen + 1, after its check) made durable; every record of the
+ *       old generation is then stale, in place, and is never replayed.
+ *       The floor never passes the running generation (lane->gen), which
+ *       also moves past a commit that stored no floor (L7).
  *   L4. Every record carries check = rio_checksum of everything after
  *       its tag (header words, descriptors, before-images), in every
  *       domain, and its tag is stored last, only once the rest of the
@@ -37,25 +39,38 @@
  *       line left alone already holds, durably, what the record needs.
  *       What an earlier process left (it may have died before its fence)
  *       is never trusted so.
- *   L6. A lazy truncation (tx.c, commit_lazy) is stored and its line
- *       written back, with no fence: until a later fence completes it,
- *       the records of the old generation [old_lo, old_hi) stay alive on
- *       media beside their commit record, and nothing may be stored over
- *       them or over what they describe.  Hence the lane's next
- *       transaction starts after them (or at the start of the area, if
- *       they do not begin there), an append that would reach them fences
- *       first (vista__log_room), and the first fence of every lane's
- *       transaction -- the one before its program stores -- also writes
- *       back the lane header of every other lane with a lazy truncation
- *       (vista__lazy_cover): a transaction of another thread can change
- *       bytes the commit record vouches for only after that fence.
+ *   L6. A lazy truncation (tx.c, commit_lazy, more than one lane) is
+ *       stored and its line written back, with no fence: until a later
+ *       fence completes it, the records of the old generation
+ *       [old_lo, old_hi) stay alive on media beside their commit record,
+ *       and nothing may be stored over them or over what they describe.
+ *       Hence the lane's next transaction starts after them (or at the
+ *       start of the area, if they do not begin there), an append that
+ *       would reach them settles first (vista__log_room), and the first
+ *       fence of every lane's transaction -- the one before its program
+ *       stores -- also writes back the lane header of every other lane
+ *       with a lazy truncation (vista__lazy_cover): a transaction of
+ *       another thread can change bytes the commit record vouches for
+ *       only after that fence.
+ *   L7. With one lane (v->solo) the commit stores no truncation at all:
+ *       the lane's next transaction ends the old generation G by its
+ *       first record of G + 1, durable with its tag before the program
+ *       stores (L2, recover.c C7), and no other lane exists to store
+ *       first.  Until then the records of G stay alive as in L6, so
+ *       lazy stays set for the whole next transaction (an append that
+ *       would reach them settles first), and whatever needs G ended
+ *       without a next transaction -- vista_unmap, vista_fini, a new
+ *       owner of the lane -- stores the floor lazy_gen and fences
+ *       (vista__lazy_settle).  The floor is stored under hdr_busy and
+ *       only raised, so the thread settling and the owner truncating
+ *       never leave a header that reads lower than both.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "vista_int.h"
 
-#define VISTA__MAX_DESC_LEN (1u << 30) /* bytes per descriptor */
+#define VISTA__MAX_DESC_LEN VISTA_RDESC_MAX_LEN /* bytes per descriptor */
 
 uint64_t
 vista__log_seed(uint64_t salt, unsigned lane)
@@ -194,10 +209,10 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 	uint64_t tag = vista_rec_tag(l->seed, l->gen, pos);
 	struct plan f = { (uintptr_t)r, floor, 0 };
 
-	/* L1: appended at the cursor, inside the lane, in the generation
-	 * the lane header holds, by a transaction. */
+	/* L1: appended at the cursor, inside the lane, in the running
+	 * generation (at or above the header's floor), by a transaction. */
 	VISTA_ASSERT((char *)r == l->cur && (char *)r + len <= l->end, "L1");
-	VISTA_ASSERT(l->gen == l->hdr->gen && l->state != VISTA__TX_IDLE,
+	VISTA_ASSERT(l->gen >= l->hdr->gen && l->state != VISTA__TX_IDLE,
 		"L1");
 	VISTA_ASSERT((l->nrec == 0) == (l->cur == l->start), "L1");
 	r->check = checksum_of(l->seed, l->gen, pos, r, len);
@@ -224,9 +239,11 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 		    VISTA__UNLIKELY(l->v->lanes_seen > 1))
 			vista__lazy_cover(l);
 		vista__drain(l);
-		if (l->nrec == l->nrec0 && l->lazy)
+		if (l->nrec == l->nrec0 && l->lazy && !l->v->solo)
 			/* release: pairs with the acquire in
-			 * vista__lazy_cover(); the truncation is durable. */
+			 * vista__lazy_cover(); the truncation is durable.
+			 * (One lane: the tag below ends it, L7; lazy stays
+			 * until this transaction ends.) */
 			__atomic_store_n(&l->lazy, false, __ATOMIC_RELEASE);
 		/* relaxed: an 8-byte store that must not tear; ordering
 		 * comes from the drain above and the flush below. */
@@ -291,7 +308,7 @@ vista__log_check(uint64_t seed, uint64_t gen, const char *rec0,
 		if (need > len)
 			return VISTA__REC_BAD;
 		for (unsigned i = 0; i < r->count; i++) {
-			if (d[i].len == 0 || d[i].reserved)
+			if (d[i].len == 0)
 				return VISTA__REC_BAD;
 			need += pad8(d[i].len);
 		}
@@ -341,7 +358,8 @@ vista__log_one(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
 {
 	size_t len = sizeof(struct vista_rec) + sizeof(struct vista_rdesc) +
 		pad8(n);
-	uint64_t w2, w3, d0, d1;
+	uint64_t w2, w3;
+	struct vista_rdesc d;
 	struct vista_rec *r;
 
 	if (VISTA__UNLIKELY(n > VISTA__MAX_DESC_LEN)) {
@@ -353,10 +371,9 @@ vista__log_one(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
 	w2 = w2_of(len, VISTA_REC_RANGES, 1);
 	w3 = w3_of(l);
 	r = rec_start(l, w2, w3);
-	d0 = lo - (uintptr_t)seg->base;
-	d1 = (uint64_t)n | ((uint64_t)seg->idx << 32);
-	memcpy(r + 1, &d0, 8);
-	memcpy((char *)(r + 1) + 8, &d1, 8);
+	d = (struct vista_rdesc){ .off = lo - (uintptr_t)seg->base,
+		.len = n, .seg = seg->idx };
+	memcpy(r + 1, &d, sizeof(d));
 	copy_image((char *)(r + 1) + sizeof(struct vista_rdesc),
 		(const char *)lo, n);
 	close_rec(l, r, w2);
@@ -401,10 +418,9 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			size_t cl = s[i].hi - a;
 			if (cl > VISTA__MAX_DESC_LEN)
 				cl = VISTA__MAX_DESC_LEN;
-			d->off = a - (uintptr_t)s[i].seg->base;
-			d->len = (uint32_t)cl;
-			d->seg = s[i].seg->idx;
-			d->reserved = 0;
+			*d = (struct vista_rdesc){
+				.off = a - (uintptr_t)s[i].seg->base,
+				.len = cl, .seg = s[i].seg->idx };
 			if (cl >= 256 && data + cl <= l->clean) {
 				copy_image_diff(l, &f, data, (const void *)a, cl);
 			} else {
@@ -442,8 +458,46 @@ vista__log_objs(struct vista_lane *l, uint16_t type,
 }
 
 void
+vista__floor_store(struct vista_lane *l, uint64_t g)
+{
+	struct vista_lane_hdr *h = l->hdr;
+
+	/* L7: one store of the floor at a time, and only upwards; the
+	 * caller writes it back and fences.  acquire
+	 * / release: the header words stored under the flag are seen by
+	 * the next thread that takes it. */
+	while (__atomic_exchange_n(&l->hdr_busy, 1, __ATOMIC_ACQUIRE))
+		__builtin_ia32_pause();
+	/* relaxed: 8-byte stores that must not tear, check first; their
+	 * durability is the caller's flush and drain. */
+	if (g > __atomic_load_n(&h->gen, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&h->gen_check,
+			vista_lane_gen_check(l->seed, g), __ATOMIC_RELAXED);
+		/* The floor may jump by more than one here (past lazy
+		 * commits that stored none): the check is durable before
+		 * gen changes, so a crash between them leaves the new
+		 * check beside the old gen, which recovery completes from
+		 * the commit records (log_layout.h), never the old check
+		 * beside a new gen.  A step of one needs no such fence: a
+		 * check within one of gen is read either way. */
+		if (g > __atomic_load_n(&h->gen, __ATOMIC_RELAXED) + 1) {
+			vista__flush(l, l->v->log, h, sizeof(*h));
+			vista__drain(l);
+		}
+		__atomic_store_n(&h->gen, g, __ATOMIC_RELAXED);
+	}
+	__atomic_store_n(&l->hdr_busy, 0, __ATOMIC_RELEASE);
+}
+
+void
 vista__lazy_settle(struct vista_lane *l)
 {
+	/* L7: with one lane the truncation was never stored: store it. */
+	if (l->v->solo)
+		/* relaxed: lazy_gen was read after the acquire of lazy by
+		 * the caller, or is this thread's own. */
+		vista__floor_store(l, __atomic_load_n(&l->lazy_gen,
+			__ATOMIC_RELAXED));
 	/* L6: the truncation a commit stored without a fence (its line is
 	 * written back again: another thread may have stored it) is
 	 * durable before its records are written over. */

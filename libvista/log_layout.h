@@ -8,25 +8,35 @@
  *   +4096     segment table: VISTA_MAX_SEGMENTS entries of 64 bytes
  *   +lanes_off  nlanes lanes of lane_size bytes each (page aligned)
  *
- * A lane is a 64-byte lane header, a 64-byte commit record, then the
- * record area.  The lane header's `gen` is the truncation word: a record
+ * A lane is a 64-byte lane header, a 64-byte commit line (two commit
+ * records), then the record area.  The lane header's `gen` is the
+ * generation floor: records of a generation below it are dead.  A record
  * belongs to the lane's current transaction iff its tag is the tag of
- * (lane gen, position) and its check verifies; commit and abort discard
- * every record by moving the lane to gen + 1 (gen_check first, then gen:
- * one cache line).  Records are appended at 64-byte aligned positions and
- * each is made durable before the next is written, so the valid records of
- * a transaction form one run of the record area, which begins with the
- * record whose `prev` is 0 (anywhere in the area: a transaction starts
- * where the one before it ended, or at the start of the area).
+ * (generation, position) and its check verifies.  Records are appended at
+ * 64-byte aligned positions and each is made durable before the next is
+ * written, so the valid records of a transaction form one run of the
+ * record area, which begins with the record whose `prev` is 0 (anywhere in
+ * the area: a transaction starts where the one before it ended, or at the
+ * start of the area).
  *
- * One-fence commit (major 3).  A commit that touched one segment writes
- * the commit record {gen, checksum of the after-images of every range its
- * records describe}, flushes it with the data, fences once, and then
- * stores gen + 1 with no fence of its own: the next fence of the lane (or
- * vista_unmap, vista_fini, another lane's first fence) makes it durable.
- * Until then a crash finds the records of gen alive beside a commit record
- * of gen; recovery keeps the transaction if the segment's bytes match the
- * commit checksum and rolls it back otherwise.
+ * Commit records (major 4).  A commit that touched one segment writes the
+ * commit record {gen, checksum of the after-images of every range its
+ * records describe} into slot gen & 1 of the commit line, writes it back
+ * with the data and fences once.  Until a later fence, a crash finds the
+ * records of gen alive beside it; recovery keeps the transaction if the
+ * segment's bytes match the commit checksum and rolls it back otherwise.
+ * The generation of the lane's newest valid commit record, C, says the
+ * lane's transactions up to C ended: records of C + 1 that carry their tag
+ * are a transaction in flight (rolled back) and make C final, since they
+ * are durable only after C's fence and before C + 1 stores anything.
+ * So the next transaction's first record is the truncation of C and its
+ * commit record overwrites the record of C - 1, never C's.  An instance of
+ * one lane therefore stores no truncation at all on this path; with more
+ * lanes another thread may change bytes C's record vouches for before this
+ * lane writes again, so the commit also stores gen + 1 into the header
+ * with no fence of its own: the next fence of any lane (or vista_unmap,
+ * vista_fini) makes it durable.  Aborts, commits of several segments or of
+ * heap operations, and recovery store the floor with a fence of their own.
  *
  * Torn or corrupt.  A record's tag is stored last, once the rest of the
  * record is durable (byte domain: program order; cacheline and page
@@ -51,8 +61,10 @@
 
 #define VISTA_LOG_LAYOUT "vista.log" /* rio pool layout name */
 #define VISTA_LOG_MAGIC "VISTALG"    /* 7 chars + NUL */
-#define VISTA_LOG_MAJOR 3 /* 1: seal without images, unprotected gen;
-				   2: no commit record, fenced truncation */
+#define VISTA_LOG_MAJOR 4 /* 1: seal without images, unprotected gen;
+				   2: no commit record, fenced truncation;
+				   3: one commit record, truncation stored
+				   by every commit, 16-byte descriptors */
 #define VISTA_LOG_MINOR 0
 #define VISTA_LOG_HDR_SIZE 4096u
 
@@ -107,8 +119,10 @@ struct vista_segent {
 };
 
 /*
- * Lane header: one cache line.  `gen` is the truncation word.  done_gen /
- * done[] record partial recovery: when done_gen == gen, bit i of done[]
+ * Lane header: one cache line.  `gen` is the generation floor (the
+ * truncation word of aborts, slow commits and recovery).  done_gen /
+ * done[] record partial recovery: when done_gen is the generation being
+ * recovered (the floor, or one the commit line names), bit i of done[]
  * says the records of segment-table entry i have been rolled back already
  * and must never be applied again.
  *
@@ -117,7 +131,11 @@ struct vista_segent {
  *   done_check = vista_lane_done_check(seed, done_gen, done[]).
  * A truncation stores gen_check and gen in one line with one fence, so a
  * crash may leave either new: the reader takes the generation within one
- * of gen whose check is stored (gen - 1, gen or gen + 1).  mark_done stores
+ * of gen whose check is stored (gen - 1, gen or gen + 1).  With one lane
+ * the floor may jump past lazy commits (to a commit record's generation
+ * plus 0, 1 or 2, above gen); such a store fences its check before gen
+ * changes, and a reader finding the check of one of those completes it.
+ * mark_done stores
  * done_check and fences before it stores the words it covers: a reader
  * finding the check of done[] plus one bit, or of {gen, one bit}, completes
  * that update.  Anything else is VISTA_ECORRUPT.  One flipped bit therefore
@@ -125,7 +143,7 @@ struct vista_segent {
  * state before the flip, or an error.
  */
 struct vista_lane_hdr {
-	uint64_t gen;      /* 0   current generation, >= 1 */
+	uint64_t gen;      /* 0   generation floor, >= 1 */
 	uint64_t done_gen; /* 8   generation done[] applies to */
 	uint64_t done[VISTA_MAX_SEGMENTS / 64]; /* 16 recovered segments */
 	uint64_t gen_check;  /* 48 check of gen */
@@ -133,19 +151,26 @@ struct vista_lane_hdr {
 };
 
 /*
- * Commit record: the line after the lane header.  Valid for generation g
- * iff gen == g == the lane's generation and check verifies; it then says
- * "the transaction of g committed if segment-table entry seg holds, in
- * the ranges its records describe (record order, descriptor order), bytes
- * whose rio_checksum chain is csum".  Written only by a commit, fenced
- * together with the data; a torn line fails its check (not committed).
+ * Commit record: one of two slots of the line after the lane header; the
+ * transaction of generation g writes slot g & 1, so the record of g - 1
+ * stays whole while g's is written.  Valid for generation g iff gen == g,
+ * g & 1 is its slot, g >= the lane header's gen, the reserved bytes are
+ * zero and check verifies; it then says "the transaction of g committed if
+ * segment-table entry seg holds, in the ranges its records describe
+ * (record order, descriptor order), bytes whose rio_checksum chain is
+ * csum".  Written only by a commit, fenced together with the data; a torn
+ * slot fails its check (not committed).
  */
-struct vista_lane_commit {
+struct vista_commit_slot {
 	uint64_t gen;  /* 0   generation committed */
 	uint64_t csum; /* 8   vista__after_csum() of the described ranges */
 	uint16_t seg;  /* 16  the one segment the transaction touched */
-	uint8_t reserved[38]; /* 18 zero */
-	uint64_t check; /* 56 vista_lane_commit_check(seed, gen, csum, seg) */
+	uint8_t reserved[6]; /* 18 zero */
+	uint64_t check; /* 24 vista_lane_commit_check(seed, gen, csum, seg) */
+};
+
+struct vista_lane_commit {
+	struct vista_commit_slot slot[2]; /* 0, 32  slot gen & 1 */
 };
 
 static inline uint64_t
@@ -196,16 +221,22 @@ struct vista_rec {
 };
 
 /*
- * A before-image descriptor (VISTA_REC_RANGES).  The descriptors follow the
- * header; the data of descriptor i follows all descriptors, each padded to
- * 8 bytes, in descriptor order.
+ * A before-image descriptor (VISTA_REC_RANGES): one 8-byte word, so that
+ * a batch's descriptors share the record's first line with its header and
+ * the start of its images.  The descriptors follow the header; the data of
+ * descriptor i follows all descriptors, each padded to 8 bytes, in
+ * descriptor order.  Bit-fields from bit 0 (x86-64 SysV order): off bits
+ * 0-39, len bits 40-55, seg bits 56-63.  A longer range takes several
+ * descriptors of at most VISTA_RDESC_MAX_LEN bytes; a segment spans at
+ * most VISTA_RDESC_MAX_OFF bytes (vista_segment_footprint).
  */
 struct vista_rdesc {
-	uint64_t off;  /* 0  offset from the segment's mapping base */
-	uint32_t len;  /* 8  bytes of before-image */
-	uint16_t seg;  /* 12 segment table index */
-	uint16_t reserved; /* 14 zero */
+	uint64_t off : 40; /* offset from the segment's mapping base */
+	uint64_t len : 16; /* bytes of before-image, >= 1 */
+	uint64_t seg : 8;  /* segment table index */
 };
+#define VISTA_RDESC_MAX_LEN 65528u /* 8-byte multiple below 2^16 */
+#define VISTA_RDESC_MAX_OFF (1ull << 40)
 
 static inline uint64_t
 vista_rec_tag(uint64_t seed, uint64_t gen, uint64_t pos)
@@ -236,14 +267,16 @@ RIO_STATIC_ASSERT(sizeof(struct vista_segent) == 64, "segment entry");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_segent, checksum) == 56,
 	"segment entry checksum is last");
 RIO_STATIC_ASSERT(sizeof(struct vista_lane_hdr) == 64, "lane header");
-RIO_STATIC_ASSERT(sizeof(struct vista_lane_commit) == 64, "commit record");
-RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_lane_commit, check) == 56,
+RIO_STATIC_ASSERT(sizeof(struct vista_lane_commit) == 64, "commit line");
+RIO_STATIC_ASSERT(sizeof(struct vista_commit_slot) == 32, "commit record");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_commit_slot, check) == 24,
 	"commit record check is last");
 RIO_STATIC_ASSERT(sizeof(struct vista_rec) == 32, "record header");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_rec, tag) == 8, "tag");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_lane_hdr, gen_check) == 48,
 	"lane gen check");
-RIO_STATIC_ASSERT(sizeof(struct vista_rdesc) == 16, "range descriptor");
+RIO_STATIC_ASSERT(sizeof(struct vista_rdesc) == 8, "range descriptor");
+RIO_STATIC_ASSERT(VISTA_MAX_SEGMENTS <= 256, "seg fits a descriptor");
 RIO_STATIC_ASSERT(sizeof(struct vista_robj) == 16, "heap object");
 RIO_STATIC_ASSERT(VISTA_LANES_OFF % 4096 == 0, "lanes are page aligned");
 RIO_STATIC_ASSERT(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,

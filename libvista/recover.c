@@ -50,8 +50,22 @@
  *       the bytes its RANGES records describe match the record's checksum
  *       (tx.c, commit_lazy: the record and the data are made durable by
  *       one fence, and nothing stores to those bytes before the truncation
- *       is durable, L6 in log.c).  Such a lane is truncated, not rolled
- *       back; any other lane with records is rolled back.
+ *       is durable, L6 in log.c, or the next record of the lane is, L7).
+ *       Such a lane is truncated, not rolled back; any other lane with
+ *       records is rolled back.
+ *   C7. The generation recovered.  Let B be the generation of the newest
+ *       commit record at or above the floor (hdr->gen; a record's slot is
+ *       gen & 1), else the floor.  Every transaction of the lane up to B
+ *       ended: a commit record is written only for the running
+ *       generation, and the floor only moves past ended ones.  If records
+ *       of B + 1 carry their tag, they are the transaction in flight:
+ *       they were made durable after B's commit fence and before B + 1
+ *       stored anything (L2), so B is final and B + 1 is rolled back.
+ *       Else the records of B, if any, are the lane's transaction, judged
+ *       by C6 when B's commit record exists; else the lane is idle at
+ *       B + 1 (after a commit record) or at the floor.  A commit writes
+ *       the slot of gen & 1, never the newest record's (gen - 1): torn,
+ *       it leaves B = gen - 1 and the records of gen rolled back.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -68,8 +82,12 @@ struct lane_scan {
 	uint32_t nrec;
 	uint64_t touched[VISTA__SEGWORDS];
 	/* The lane header as read, with a torn update completed. */
-	uint64_t gen, done_gen, done[VISTA__SEGWORDS];
+	uint64_t floor, done_gen, done[VISTA__SEGWORDS];
 	bool fix_gen, fix_done; /* a torn update to write out */
+	/* The newest valid commit record (C7), if any: its generation. */
+	uint64_t cgen;
+	bool has_c;
+	uint64_t gen; /* the generation recovered (C7) */
 };
 
 static inline size_t
@@ -88,6 +106,68 @@ done_plus(uint64_t seed, uint64_t g, const uint64_t *done, unsigned i,
 	return vista_lane_done_check(seed, g, out) == check;
 }
 
+/* A commit record that verifies (log_layout.h); slot: its index. */
+static bool
+slot_valid(const struct vista_lane *l, const struct vista_commit_slot *c,
+	unsigned slot, uint64_t floor)
+{
+#ifdef VISTA_BROKEN_ONE_SLOT
+	(void)slot;
+#else
+	if ((c->gen & 1) != slot)
+		return false;
+#endif
+	return c->gen >= floor && c->gen != 0 &&
+		c->check == vista_lane_commit_check(l->seed, c->gen, c->csum,
+			c->seg) &&
+		rio__all_zero(c->reserved, sizeof(c->reserved)) &&
+		c->seg < VISTA_MAX_SEGMENTS;
+}
+
+/* C7: the newest commit record of the lane at or above its floor. */
+static void
+newest_commit(const struct vista_lane *l, struct lane_scan *s)
+{
+	struct vista_lane_commit cl;
+
+	memcpy(&cl, l->cl, sizeof(cl));
+	s->has_c = false;
+	for (unsigned i = 0; i < 2; i++)
+		if (slot_valid(l, &cl.slot[i], i, s->floor) &&
+		    (!s->has_c || cl.slot[i].gen > s->cgen)) {
+			s->cgen = cl.slot[i].gen;
+			s->has_c = true;
+		}
+}
+
+/*
+ * L7 (log.c): with one lane the floor jumps past lazy commits, to the
+ * generation of a commit record plus 1 or 2 (or the record's own), and its
+ * check is durable before gen changes.  A check of such a generation above
+ * gen is that store cut short: completed.
+ */
+static bool
+floor_jump(const struct vista_lane *l, const struct vista_lane_hdr *h,
+	uint64_t *floor)
+{
+	struct vista_lane_commit cl;
+
+	memcpy(&cl, l->cl, sizeof(cl));
+	for (unsigned i = 0; i < 2; i++) {
+		if (!slot_valid(l, &cl.slot[i], i, 0))
+			continue;
+		for (uint64_t d = 0; d <= 2; d++) {
+			uint64_t g = cl.slot[i].gen + d;
+			if (g > h->gen &&
+			    h->gen_check == vista_lane_gen_check(l->seed, g)) {
+				*floor = g;
+				return true;
+			}
+		}
+	}
+	return false;
+}
+
 /*
  * Read the lane header through its checks (log_layout.h): a matching
  * check, or the one update that can be torn, which is then completed (in
@@ -102,22 +182,25 @@ read_lane_hdr(vista *v, struct vista_lane *l, struct lane_scan *s)
 
 	memcpy(&h, l->hdr, sizeof(h));
 	if (h.gen_check == vista_lane_gen_check(l->seed, h.gen)) {
-		s->gen = h.gen;
+		s->floor = h.gen;
 	} else if (h.gen_check == vista_lane_gen_check(l->seed, h.gen + 1)) {
-		s->gen = h.gen + 1; /* a truncation cut short: its check */
+		s->floor = h.gen + 1; /* a truncation cut short: its check */
 		s->fix_gen = true;
 	} else if (h.gen_check == vista_lane_gen_check(l->seed, h.gen - 1)) {
-		s->gen = h.gen - 1; /* the same, its gen: not committed */
+		s->floor = h.gen - 1; /* the same, its gen: not committed */
 		s->fix_gen = true;
+	} else if (floor_jump(l, &h, &s->floor)) {
+		s->fix_gen = true; /* a floor stored past lazy commits (L7) */
 	} else {
 		return vista__err(VISTA_ECORRUPT,
 			"log %s: lane %u: generation %llu does not match its "
 			"check: the lane header is corrupt", path, l->idx,
 			(unsigned long long)h.gen);
 	}
-	if (s->gen == 0)
+	if (s->floor == 0)
 		return vista__err(VISTA_ECORRUPT,
 			"log %s: lane %u has generation 0", path, l->idx);
+	newest_commit(l, s);
 	s->done_gen = h.done_gen;
 	memcpy(s->done, h.done, sizeof(s->done));
 	if (h.done_check == vista_lane_done_check(l->seed, h.done_gen, h.done))
@@ -132,8 +215,11 @@ read_lane_hdr(vista *v, struct vista_lane *l, struct lane_scan *s)
 			s->fix_done = true;
 			return 0;
 		}
-		for (int k = 0; k < 2; k++) {
-			uint64_t g = k ? s->gen : h.gen, z[VISTA__SEGWORDS] = { 0 };
+		/* The generation mark_done() recorded: the floor, or one
+		 * the commit line names (C7). */
+		uint64_t gens[4] = { h.gen, s->floor, s->cgen, s->cgen + 1 };
+		for (int k = 0; k < (s->has_c ? 4 : 2); k++) {
+			uint64_t g = gens[k], z[VISTA__SEGWORDS] = { 0 };
 			if (done_plus(l->seed, g, z, i, h.done_check, d)) {
 				s->done_gen = g;
 				memcpy(s->done, d, sizeof(d));
@@ -158,9 +244,9 @@ fix_lane_hdr(struct vista_lane *l, const struct lane_scan *s)
 	 * runs in vista_init(), before any thread has a lane). */
 	if (s->fix_gen) {
 		__atomic_store_n(&h->gen_check,
-			vista_lane_gen_check(l->seed, s->gen), __ATOMIC_RELAXED);
-		__atomic_store_n(&h->gen, s->gen, __ATOMIC_RELAXED);
-		l->gen = s->gen;
+			vista_lane_gen_check(l->seed, s->floor),
+			__ATOMIC_RELAXED);
+		__atomic_store_n(&h->gen, s->floor, __ATOMIC_RELAXED);
 	}
 	if (s->fix_done) {
 		for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
@@ -171,6 +257,21 @@ fix_lane_hdr(struct vista_lane *l, const struct lane_scan *s)
 	if (s->fix_gen || s->fix_done)
 		/* Completed before anything reads or changes the lane. */
 		rio_persist(l->v->log, h, sizeof(*h));
+}
+
+/* The first position holding a record of gen (anywhere in the area: L6
+ * in log.c), or NULL. */
+static char *
+first_rec(const struct vista_lane *l, uint64_t gen)
+{
+	const char *why;
+
+	for (char *pos = l->rec0; pos + sizeof(struct vista_rec) <= l->end;
+		pos += VISTA_REC_ALIGN)
+		if (vista__log_check(l->seed, gen, l->rec0, l->end, pos,
+			    &why) != VISTA__REC_END)
+			return pos;
+	return NULL;
 }
 
 static int
@@ -186,16 +287,26 @@ scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 	rc = read_lane_hdr(v, l, s);
 	if (rc)
 		return rc;
-	gen = s->gen;
-	/* The transaction's records begin anywhere in the area (L6 in
-	 * log.c): at the first position holding a record of gen. */
-	while (pos + sizeof(struct vista_rec) <= l->end &&
-	    vista__log_check(l->seed, gen, l->rec0, l->end, pos, &why) ==
-		    VISTA__REC_END)
-		pos += VISTA_REC_ALIGN;
-	if (pos + sizeof(struct vista_rec) > l->end) {
+	/* C7: the lane's transactions up to B ended (B: the newest commit
+	 * record's generation, else the floor).  Tagged records of B + 1
+	 * are the transaction in flight; else the records of B, if any, are
+	 * judged by B's commit record (C6); else the lane is idle at the
+	 * generation after B's commit (or at the floor). */
+	gen = s->has_c ? s->cgen : s->floor;
+	pos = first_rec(l, gen + 1);
+	if (pos != NULL) {
+		gen++;
+		s->has_c = false;
+	} else {
+		pos = first_rec(l, gen);
+	}
+	s->gen = gen;
+	if (pos == NULL) {
 		/* None: the lane holds no record of gen anywhere (C1 holds,
 		 * with nothing to check further). */
+		if (s->has_c)
+			s->gen = gen + 1;
+		s->has_c = false;
 		s->start = s->end = l->rec0;
 		return 0;
 	}
@@ -256,22 +367,27 @@ scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 static void
 commit_seen(struct vista_lane *l, const struct lane_scan *s)
 {
-	struct vista_lane_commit c;
+	struct vista_lane_commit cl;
+	const struct vista_commit_slot *c = NULL;
 	unsigned n = 0;
 
-	memcpy(&c, l->cl, sizeof(c));
 	l->commit_seen = false;
-	if (c.gen != l->gen || c.check != vista_lane_commit_check(l->seed,
-		    c.gen, c.csum, c.seg) || !rio__all_zero(c.reserved,
-		    sizeof(c.reserved)) || c.seg >= VISTA_MAX_SEGMENTS)
+	if (!s->has_c || s->cgen != l->gen)
+		return;
+	memcpy(&cl, l->cl, sizeof(cl));
+	for (unsigned i = 0; i < 2; i++)
+		if (cl.slot[i].gen == l->gen &&
+		    slot_valid(l, &cl.slot[i], i, s->floor))
+			c = &cl.slot[i];
+	if (c == NULL)
 		return;
 	for (unsigned w = 0; w < VISTA__SEGWORDS; w++)
 		n += (unsigned)__builtin_popcountll(s->touched[w]);
-	if (n != 1 || !vista__bit_test(s->touched, c.seg))
+	if (n != 1 || !vista__bit_test(s->touched, c->seg))
 		return;
 	l->commit_seen = true;
-	l->commit_csum = c.csum;
-	l->commit_seg = c.seg;
+	l->commit_csum = c->csum;
+	l->commit_seg = c->seg;
 }
 
 int

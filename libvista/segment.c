@@ -45,10 +45,14 @@ vista_segment_footprint(size_t size)
 {
 	uint64_t np = ((uint64_t)size + VISTA_PAGE - 1) / VISTA_PAGE;
 
+	uint64_t fp;
+
 	if (size > (SIZE_MAX / 2))
 		return 0;
-	return RIO_POOL_HDR_SIZE + VISTA_SEG_HDR_SIZE +
+	fp = RIO_POOL_HDR_SIZE + VISTA_SEG_HDR_SIZE +
 		vista_heap_meta_size(np) + np * VISTA_PAGE;
+	/* A log descriptor holds an offset of 40 bits (log_layout.h). */
+	return fp > VISTA_RDESC_MAX_OFF ? 0 : (size_t)fp;
 }
 
 /* Arena pages of a pool of pool_size bytes: the most that fit. */
@@ -600,11 +604,17 @@ map_locked(vista *v, const char *path, void *addr, size_t size,
 				"makes it)", path);
 			goto fail;
 		}
-		if (addr == NULL || size == 0 ||
-		    vista_segment_footprint(size) == 0) {
+		if (addr == NULL || size == 0) {
 			rc = vista__err(-EINVAL,
 				"creating segment %s needs an address and a "
 				"size", path);
+			goto fail;
+		}
+		if (vista_segment_footprint(size) == 0) {
+			rc = vista__err(-EINVAL,
+				"creating segment %s: %zu bytes is more than a "
+				"segment holds (1 TiB with its metadata)", path,
+				size);
 			goto fail;
 		}
 		rc = rio_pool_create_opts(path, vista_segment_footprint(size),
@@ -758,6 +768,11 @@ unmap_locked(vista *v, struct vista_segment *seg)
 		struct vista_lane *l = &v->lanes[i];
 		/* acquire: as in vista__lazy_cover(). */
 		if (__atomic_load_n(&l->lazy, __ATOMIC_ACQUIRE)) {
+			/* One lane: the truncation was never stored (L7);
+			 * relaxed lazy_gen: read after the acquire above. */
+			if (v->solo)
+				vista__floor_store(l, __atomic_load_n(
+					&l->lazy_gen, __ATOMIC_RELAXED));
 			rio_flush(v->log, l->hdr, sizeof(*l->hdr));
 			lazy = true;
 		}

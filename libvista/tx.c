@@ -10,24 +10,30 @@
  *   end            (commit_lazy, a transaction of declared ranges in one
  *                  segment) flush the declared ranges and the commit
  *                  record {gen, checksum of the after-images}: one fence;
- *                  then truncate with a plain store, durable at the lane's
- *                  next fence (L6 in log.c).  Total 2k + 1.  Otherwise
- *                  (commit_slow, several segments, heap, open pages, page
- *                  domain) one fence for the data, then the truncation and
- *                  its fence: 2k + 2.
+ *                  with more than one lane, then truncate with a plain
+ *                  store, durable at the lane's next fence (L6 in log.c);
+ *                  with one lane, no truncation at all (L7).  Total
+ *                  2k + 1.  Otherwise (commit_slow, several segments,
+ *                  heap, open pages, page domain) one fence for the data,
+ *                  then the truncation and its fence: 2k + 2.
  *
  * Persist order of commit_lazy (crash outcome after each step):
- *   1. store the commit record {gen, csum, seg, check} (csum summed while
- *      the declared lines are in the cache);
+ *   1. store the commit record {gen, csum, seg, check} in slot gen & 1 of
+ *      the commit line (csum summed while the declared lines are in the
+ *      cache); the record of gen - 1, in the other slot, is untouched;
  *   2. flush every declared line and the commit record's line (written
  *      back, not durable);
  *   F. fence: data and commit record durable.  Before F a crash leaves a
  *      commit record that is missing, torn (check fails) or whose csum
- *      does not match the bytes: recovery rolls back.  After F the bytes
- *      match: recovery keeps the transaction (recover.c C6);
- *   3. store gen + 1 and its check, flush the header line, no fence: the
- *      lane's next first fence (or vista__lazy_settle/_cover) makes it
- *      durable; until then the transaction stays committed by F.
+ *      does not match the bytes: recovery rolls back (to gen - 1, whose
+ *      record is whole).  After F the bytes match: recovery keeps the
+ *      transaction (recover.c C6);
+ *   3. more than one lane: store gen + 1 and its check, flush the header
+ *      line, no fence: the lane's next first fence (or
+ *      vista__lazy_settle/_cover) makes it durable; until then the
+ *      transaction stays committed by F.  One lane: nothing; the next
+ *      transaction's first record, durable with its tag before its
+ *      program stores, ends gen (recover.c C7).
  * In the byte domain the same code issues no flush at all (rio_flush is
  * empty there) and each fence is a compiler barrier.  Nothing on this path
  * takes a lock, executes an atomic read-modify-write, makes a system call
@@ -572,6 +578,9 @@ finish(struct vista_lane *l)
 		vista__log_reset(l);
 		/* L6: after the records a lazy truncation keeps alive, while
 		 * the lane's first lines stay warm. */
+#ifdef VISTA_BROKEN_SOLO_OVERWRITE
+		if (!l->v->solo) /* wrong: see vista__log_room() */
+#endif
 		if (l->lazy && l->old_hi - l->rec0 < VISTA__LOG_WINDOW &&
 		    l->end - l->old_hi >= VISTA__LOG_WINDOW)
 			l->cur = l->start = l->old_hi;
@@ -718,34 +727,43 @@ static int
 commit_lazy(struct vista_lane *l, unsigned segidx)
 {
 	vista *v = l->v;
-	struct vista_lane_commit c;
+	struct vista_commit_slot c, *slot;
 	bool other;
 
 	vista__lane_set_state(l, VISTA__TX_COMMITTING);
 #if defined(VISTA_BROKEN_COMMIT_ORDER) || defined(VISTA_BROKEN_FAST_COMMIT_ORDER)
 	/* wrong: the truncation is written back with the data, not after */
-	VISTA_ASSERT(l->gen == l->hdr->gen, "L3");
+	VISTA_ASSERT(l->gen >= l->hdr->gen, "L3");
 	__atomic_store_n(&l->hdr->gen_check,
 		vista_lane_gen_check(l->seed, l->gen + 1), __ATOMIC_RELAXED);
 	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
 	vista__flush(l, v->log, l->hdr, sizeof(*l->hdr));
 #endif
-	/* 1. The commit record: what the bytes must hold for recovery to
-	 * keep the transaction (C6 in recover.c), summed while the declared
-	 * lines are still in the cache (a write-back may evict them). */
+	/* 1. The commit record, in slot gen & 1: the record of gen - 1 in
+	 * the other slot stays whole (C7 in recover.c).  It says what the
+	 * bytes must hold for recovery to keep the transaction (C6),
+	 * summed while the declared lines are still in the cache (a
+	 * write-back may evict them). */
 	memset(&c, 0, sizeof(c));
 	c.gen = l->gen;
 	c.csum = vista__after_csum(l, v->byidx[segidx]->base, segidx, &other);
 	VISTA_ASSERT(!other, "C6");
 	c.seg = (uint16_t)segidx;
 	c.check = vista_lane_commit_check(l->seed, c.gen, c.csum, c.seg);
-	memcpy(l->cl, &c, sizeof(c));
+#ifdef VISTA_BROKEN_ONE_SLOT
+	/* wrong: overwrites the record of gen - 1, which may be the newest
+	 * valid one if this one is torn */
+	slot = &l->cl->slot[0];
+#else
+	slot = &l->cl->slot[l->gen & 1];
+#endif
+	memcpy(slot, &c, sizeof(c));
 	/* 2. Start writing the declared lines back, and the commit record's
 	 * line: both durable at F, in either order. */
 #if !defined(VISTA_BROKEN_FAST_NO_FLUSH) && !defined(VISTA_BROKEN_LAZY_COMMIT_EARLY)
 	flush_ranges(l);
 #endif
-	vista__flush(l, v->log, l->cl, sizeof(*l->cl));
+	vista__flush(l, v->log, slot, sizeof(*slot));
 #ifdef VISTA_BROKEN_LAZY_COMMIT_EARLY
 	/* wrong: the commit record is durable before the data is written
 	 * back, and recovery trusts it without checking the bytes. */
@@ -756,28 +774,36 @@ commit_lazy(struct vista_lane *l, unsigned segidx)
 	 * is committed (T2) before end_transaction returns. */
 	vista__drain(l);
 #if !defined(VISTA_BROKEN_COMMIT_ORDER) && !defined(VISTA_BROKEN_FAST_COMMIT_ORDER)
-	/* 3. Truncate without a fence (L6): relaxed 8-byte stores that must
-	 * not tear, check first as in vista__log_truncate(). */
-	VISTA_ASSERT(l->gen == l->hdr->gen, "L3");
-	__atomic_store_n(&l->hdr->gen_check,
-		vista_lane_gen_check(l->seed, l->gen + 1), __ATOMIC_RELAXED);
-	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
+	/* 3. More than one lane: truncate without a fence (L6), relaxed
+	 * 8-byte stores that must not tear, check first as in
+	 * vista__log_truncate().  One lane: nothing (L7): the lane's next
+	 * record of gen + 1 ends this generation. */
+	if (!v->solo) {
+		VISTA_ASSERT(l->gen >= l->hdr->gen, "L3");
+		__atomic_store_n(&l->hdr->gen_check,
+			vista_lane_gen_check(l->seed, l->gen + 1),
+			__ATOMIC_RELAXED);
+		__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
 #ifndef VISTA_BROKEN_LAZY_NO_COVER
-	/* Written back now; durable at the lane's next first fence (or at
-	 * vista__lazy_settle/_cover), before anything can change the bytes
-	 * the commit record vouches for. */
-	vista__flush(l, v->log, l->hdr, sizeof(*l->hdr));
+		/* Written back now; durable at the lane's next first fence
+		 * (or at vista__lazy_settle/_cover), before anything can
+		 * change the bytes the commit record vouches for. */
+		vista__flush(l, v->log, l->hdr, sizeof(*l->hdr));
 #endif
+	}
 #endif
 	l->old_lo = l->start;
 	l->old_hi = l->cur;
-	/* release: pairs with the acquire in vista__lazy_cover(): another
-	 * thread that sees the flag writes back the truncation above. */
+	/* relaxed: read after the acquire of lazy (vista__lazy_settle). */
+	__atomic_store_n(&l->lazy_gen, l->gen + 1, __ATOMIC_RELAXED);
+	/* release: pairs with the acquire in vista__lazy_cover() and
+	 * unmap: another thread that sees the flag writes back the
+	 * truncation above (or stores it, L7). */
 	__atomic_store_n(&l->lazy, true, __ATOMIC_RELEASE);
 	l->gen++;
 	if (rio_tracing())
 		/* The data is durable; the log is not, by design: its lane
-		 * header waits for the next fence (L6). */
+		 * header waits for the next fence (L6, L7). */
 		durable_points_segs(l, "vista_end_transaction");
 	VISTA__STAT_ADD(l, tx_committed, 1);
 	finish(l);

@@ -579,6 +579,10 @@ vista_init(const struct vista_opts *o, vista **out)
 	rio_pool_uuid(v->log, v->log_uuid);
 	v->sealed = rio_pool_domain(v->log) == RIO_DOMAIN_BYTE;
 	v->page_domain = rio_pool_domain(v->log) == RIO_DOMAIN_PAGE;
+	/* L7 (log.c): with one lane no other thread can change what a
+	 * commit record vouches for before the lane writes again (the
+	 * one-fence commit runs in the cacheline domain only). */
+	v->solo = v->nlanes == 1 && !v->sealed && !v->page_domain;
 	v->seg_rio_flags = (o->rio_flags & ~(RIO_PROTECT | RIO_FORCE_BYTE |
 				   RIO_FORCE_CACHELINE | RIO_FORCE_PAGE)) |
 		force_flag(rio_pool_domain(v->log));

@@ -307,18 +307,23 @@ struct vista_lane {
 	char *end;      /* end of the lane */
 	char *cur;      /* where the next record goes */
 	char *start;    /* the transaction's first record goes (went) here */
-	struct vista_lane_commit *cl; /* persistent commit record */
-	/* A commit truncated the lane with no fence of its own (lazy, read
-	 * by other threads: atomic); its records [old_lo, old_hi) stay
-	 * alive on media until the truncation is durable (log.c L6). */
+	struct vista_lane_commit *cl; /* persistent commit records */
+	/* A commit ended with no fence after it (lazy, read by other
+	 * threads: atomic): its truncation is stored but not durable yet,
+	 * or (v->solo) not stored at all; its records [old_lo, old_hi) stay
+	 * alive on media until a later fence ends them (log.c L6, L7).
+	 * lazy_gen: the floor that ends them (atomic, written before lazy).
+	 * hdr_busy: taken to store the floor when v->solo (L7). */
 	bool lazy;
 	char *old_lo, *old_hi;
+	uint64_t lazy_gen;
+	int hdr_busy;
 	bool unlogged;  /* a range declared without its before-image */
 	char *clean;    /* below this the record area holds, durably, what
 			   this process wrote there (L5 in log.c) */
 	uint32_t last;  /* stride of the newest record, 0 if none */
 	uint32_t nrec;  /* records of the current transaction */
-	uint64_t gen;   /* == hdr->gen */
+	uint64_t gen;   /* the running generation, >= hdr->gen (log.c L3) */
 	uint64_t seed;  /* salt ^ lane index: record check seed */
 	unsigned state; /* enum vista_tx_state */
 	unsigned flags; /* VISTA_TX_* of the running transaction */
@@ -403,6 +408,7 @@ struct vista {
 	bool sealed;      /* byte domain: program order; no flush, no tag fence */
 	bool page_domain; /* msync domain: check rio_pool_error at commit */
 	unsigned lanes_seen; /* lanes [0, lanes_seen) were ever owned */
+	bool solo;        /* one lane: a commit stores no truncation (L7) */
 	unsigned seg_rio_flags; /* rio flags every segment is opened with */
 	int fatal;        /* sticky VISTA_EFATAL cause (atomic), 0 if none */
 	bool protect;     /* RIO_PROTECT: segments protected from the start */
@@ -575,6 +581,12 @@ vista__log_room(struct vista_lane *l, size_t len)
 		return NULL;
 	/* L6: the records of a commit whose truncation is not durable yet
 	 * are not written over. */
+#ifdef VISTA_BROKEN_SOLO_OVERWRITE
+	/* wrong: with one lane, the old records are taken as dead before
+	 * the record that ends them is durable (L7) */
+	if (l->v->solo)
+		return l->cur;
+#endif
 	if (VISTA__UNLIKELY(l->lazy) && l->cur < l->old_hi &&
 	    l->cur + stride > l->old_lo)
 		vista__lazy_settle(l);
@@ -589,19 +601,27 @@ enum { VISTA__REC_OK, VISTA__REC_END, VISTA__REC_BAD };
 int vista__log_check(uint64_t seed, uint64_t gen, const char *rec0,
 	const char *end, const char *pos, const char **why);
 uint64_t vista__log_seed(uint64_t salt, unsigned lane);
+/* Store the generation floor g (gen_check first, then gen) unless the
+ * header holds a higher one; under hdr_busy when v->solo (L7 in log.c). */
+void vista__floor_store(struct vista_lane *l, uint64_t g);
 /* Truncate: hdr->gen = gen + 1, made durable (L3 in log.c). */
 VISTA__INLINE void
 vista__log_truncate(struct vista_lane *l)
 {
-	/* L3: the DRAM generation is the persistent one. */
-	VISTA_ASSERT(l->gen == l->hdr->gen, "L3");
+	/* L3: the persistent floor is at most the DRAM generation. */
+	VISTA_ASSERT(l->gen >= l->hdr->gen, "L3");
 	/* gen + 1 and its check, in one line: a crash that keeps one of
 	 * the two is read as the generation the stored check names
 	 * (log_layout.h)...  relaxed: 8-byte stores that must not tear;
 	 * ordering comes from the flush and drain that follow. */
-	__atomic_store_n(&l->hdr->gen_check,
-		vista_lane_gen_check(l->seed, l->gen + 1), __ATOMIC_RELAXED);
-	__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
+	if (VISTA__UNLIKELY(l->v->solo)) {
+		vista__floor_store(l, l->gen + 1);
+	} else {
+		__atomic_store_n(&l->hdr->gen_check,
+			vista_lane_gen_check(l->seed, l->gen + 1),
+			__ATOMIC_RELAXED);
+		__atomic_store_n(&l->hdr->gen, l->gen + 1, __ATOMIC_RELAXED);
+	}
 	/* Once durable the whole transaction is discarded: nothing after
 	 * this may assume the old records are still live, and the next
 	 * transaction's records (gen + 1) must not become valid before the

@@ -74,16 +74,19 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 	snprintf(c->path, sizeof(c->path), "%s/vista.%d.seg", dir, stream);
 	c->size = o->db_size;
 	c->group = o->group > 1 ? o->group : 1;
-	/* Two lanes: a thread keeps its lane until it exits, and the
-	 * database is created by the main thread but, with --threads, run
-	 * by a stream thread.  Each lane holds the largest transaction's
+	/* A thread keeps its lane until it exits, and with --threads the
+	 * database is created by the main thread but run by a stream
+	 * thread: two lanes.  One stream runs on the main thread: one lane,
+	 * where the one-fence commit stores no truncation at all (libvista
+	 * log.c L7).  Each lane holds the largest transaction's
 	 * before-images; together they stay inside the one-copy memory
 	 * budget. */
+	unsigned lanes = o->threads > 1 ? 2 : 1;
 	size_t lane = 2 * o->tx_size + (2u << 20);
 	struct vista_opts vo = {
 		.log_path = c->log,
-		.log_size = 2 * ((lane + 4095) & ~(size_t)4095),
-		.lanes = 2,
+		.log_size = lanes * ((lane + 4095) & ~(size_t)4095),
+		.lanes = lanes,
 		.rio_flags = tb_rio_force_flag(o->domain) | RIO_NO_SIGNALS,
 	};
 	int rc = vista_init(&vo, &c->v);

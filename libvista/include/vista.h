@@ -135,7 +135,9 @@ VISTA_EXPORT rio_pool *vista_segment_pool(const vista_segment *seg);
  * write-backs, such as libvista_replica's passive backup). */
 VISTA_EXPORT rio_pool *vista_log_pool(const vista *v);
 /* Bytes of address space (and file) a segment with a user area of `size`
- * bytes occupies from its address: headers and heap metadata included. */
+ * bytes occupies from its address: headers and heap metadata included; 0
+ * if that is more than a segment may span (1 TiB: vista_map refuses it
+ * with -EINVAL). */
 VISTA_EXPORT size_t vista_segment_footprint(size_t size);
 /* Segments and lanes waiting for recovery: the number of log lanes that
  * hold a transaction of an earlier run not yet rolled back in every

@@ -492,7 +492,7 @@ TEST_CASE("a valid record whose descriptor points into the heap metadata is "
 	memcpy(&h, f.data() + lh, sizeof(h));
 	memcpy(&r, f.data() + r1, sizeof(r));
 	memcpy(&d, f.data() + r1 + sizeof(r), sizeof(d));
-	REQUIRE(r.len == 56);
+	REQUIRE(r.len == sizeof(r) + sizeof(d) + 8);
 	struct vista_seg_hdr sh;
 	std::string s = test::read_file(e.seg("a"));
 	memcpy(&sh, s.data() + RIO_POOL_HDR_SIZE, sizeof(sh));

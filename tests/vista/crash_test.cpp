@@ -23,6 +23,11 @@
 //   [lazy]      the same, the writer running only transfers within A:
 //               transactions of one segment, committed with one fence and
 //               a truncation made durable by the next transaction.
+//   [solo]      the same with a log of one lane, where a one-fence commit
+//               stores no truncation at all: the next transaction's first
+//               record ends it (log.c L7, recover.c C7); every other run
+//               mixes in transactions of both segments, heap operations,
+//               automatic transactions and aborts.
 //   [kill]      byte domain; the parent sends SIGKILL after a random delay.
 //   [recovery]  power cuts while recovering from a power cut.
 //   [partial]   after a cut, a run maps A alone, recovers it and commits
@@ -34,8 +39,8 @@
 //
 // Broken builds (meson: vista_crash_broken_*) link a libvista made with
 // -DVISTA_BROKEN_COMMIT_ORDER, _NO_LOG_PERSIST, _PARTIAL_REDO, _DONE_ORDER,
-// _RUN_CHECK_NO_FLUSH, _LAZY_COMMIT_EARLY or _LAZY_NO_COVER: the test that
-// must catch them passes only if it does.
+// _RUN_CHECK_NO_FLUSH, _LAZY_COMMIT_EARLY, _LAZY_NO_COVER, _ONE_SLOT or
+// _SOLO_OVERWRITE: the test that must catch them passes only if it does.
 #include <poll.h>
 
 #include <sstream>
@@ -50,6 +55,8 @@ const int NC = 32, NS = 32;
 // [lazy]: the writer runs only transfers within A, each a transaction of
 // one segment (the one-fence commit, tx.c commit_lazy).
 bool one_segment = false;
+// [solo]: the log has one lane.
+unsigned n_lanes = 4;
 const int64_t INITIAL = 1000;
 const int64_t TOTAL = 2 * NC * INITIAL;
 
@@ -82,7 +89,7 @@ int open_inst(const Files &f, unsigned flags, Inst &in, bool map_a = true,
 	struct vista_opts o = {};
 	o.log_path = f.log.c_str();
 	o.log_size = 512 << 10;
-	o.lanes = 4;
+	o.lanes = n_lanes;
 	o.rio_flags = flags;
 	int rc = vista_init(&o, &in.v);
 	for (int k = 0; k < 2 && rc == 0; k++) {
@@ -92,10 +99,14 @@ int open_inst(const Files &f, unsigned flags, Inst &in, bool map_a = true,
 		rc = vista_map(in.v, (which == 0 ? f.a : f.b).c_str(),
 			vt::addr(which), 256 << 10, VISTA_CREATE,
 			&in.seg[which]);
-		if (rc == 0)
-			rc = vista_root(in.seg[which], sizeof(Root),
-				(void **)&in.root[which]);
 	}
+	// Every segment is mapped before the roots are read: with one lane,
+	// a transaction of the crashed run that touched both holds it until
+	// both are recovered.
+	for (int k = 0; k < 2 && rc == 0; k++)
+		if (in.seg[k] != nullptr)
+			rc = vista_root(in.seg[k], sizeof(Root),
+				(void **)&in.root[k]);
 	return rc;
 }
 
@@ -431,6 +442,8 @@ struct Outcome {
 	{
 		if (why.empty())
 			return;
+		if (getenv("CRASH_VERBOSE"))
+			fprintf(stderr, "iteration %d: %s\n", it, why.c_str());
 		if (violations++ == 0)
 			first = "iteration " + std::to_string(it) + ": " + why;
 	}
@@ -438,7 +451,8 @@ struct Outcome {
 
 // Which broken build this test program was made for, if any.
 enum Broken { NONE, COMMIT_ORDER, NO_LOG_PERSIST, PARTIAL_REDO,
-	DONE_ORDER, RUN_CHECK_NO_FLUSH, LAZY_COMMIT_EARLY, LAZY_NO_COVER };
+	DONE_ORDER, RUN_CHECK_NO_FLUSH, LAZY_COMMIT_EARLY, LAZY_NO_COVER,
+	ONE_SLOT, SOLO_OVERWRITE };
 #if defined(VISTA_BROKEN_COMMIT_ORDER)
 const Broken broken = COMMIT_ORDER;
 #elif defined(VISTA_BROKEN_NO_LOG_PERSIST)
@@ -453,6 +467,10 @@ const Broken broken = RUN_CHECK_NO_FLUSH;
 const Broken broken = LAZY_COMMIT_EARLY;
 #elif defined(VISTA_BROKEN_LAZY_NO_COVER)
 const Broken broken = LAZY_NO_COVER;
+#elif defined(VISTA_BROKEN_ONE_SLOT)
+const Broken broken = ONE_SLOT;
+#elif defined(VISTA_BROKEN_SOLO_OVERWRITE)
+const Broken broken = SOLO_OVERWRITE;
 #else
 const Broken broken = NONE;
 #endif
@@ -564,6 +582,38 @@ TEST_CASE("power cuts at random persist barriers, transactions of one "
 			break;
 	}
 	one_segment = false;
+	c.verdict(catches);
+}
+
+TEST_CASE("power cuts at random persist barriers, a log of one lane (the "
+	  "commit stores no truncation)",
+	"[crash][solo]")
+{
+	bool catches = broken == NO_LOG_PERSIST || broken == LAZY_COMMIT_EARLY ||
+		broken == COMMIT_ORDER || broken == ONE_SLOT ||
+		broken == SOLO_OVERWRITE;
+	n_lanes = 1;
+	Campaign c(RIO_FORCE_CACHELINE, 200);
+	for (int it = 0; it < c.n; it++) {
+		// Odd runs: one-segment transactions only (every commit the
+		// one-fence commit); even runs: the whole mix.
+		one_segment = it % 2 == 1;
+		Run r = run_writer(c.f, c.flags, c.rng.next(),
+			1 + c.rng.below(one_segment ? 120 : 400), 0);
+		std::string why;
+		if (!r.killed && r.err.find("writer: open:") != std::string::npos)
+			why = "the files recovered last do not open: " + r.err;
+		if (!r.killed && why.empty()) {
+			INFO(r.err);
+			REQUIRE(r.killed);
+		}
+		c.o.kills++;
+		if (!c.judge(it, why.empty() ? check(c.f, c.flags, r.acked) :
+				    why, catches))
+			break;
+	}
+	one_segment = false;
+	n_lanes = 4;
 	c.verdict(catches);
 }
 

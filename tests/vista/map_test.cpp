@@ -122,15 +122,15 @@ TEST_CASE("vista_init rejects bad options and bad logs, changing nothing",
 		e.open(VISTA_ELAYOUT);
 		REQUIRE(test::read_file(e.log) == before);
 	}
-	SECTION("older major version (2: no commit record, fenced "
-		"truncation) is refused, naming both versions")
+	SECTION("older major version (3: one commit record, truncation "
+		"stored by every commit) is refused, naming both versions")
 	{
-		edit_log(e.log, [](vista_log_hdr &h) { h.major = 2; });
+		edit_log(e.log, [](vista_log_hdr &h) { h.major = 3; });
 		std::string before = test::read_file(e.log);
 		e.open(VISTA_ELAYOUT);
 		std::string msg = vista_errormsg();
 		INFO(msg);
-		REQUIRE(msg.find("2.") != std::string::npos);
+		REQUIRE(msg.find("3.") != std::string::npos);
 		REQUIRE(msg.find(std::to_string(VISTA_LOG_MAJOR) + ".") !=
 			std::string::npos);
 		REQUIRE(test::read_file(e.log) == before);
@@ -183,6 +183,15 @@ TEST_CASE("segments map at a fixed address; NULL reopens them there",
 		-EINVAL);
 	VREQUIRE_RC(vista_map(v, a.c_str(), vt::addr(0), 1 << 20, 0x100, &s),
 		-EINVAL);
+	// More than a log descriptor's 40-bit offset reaches: refused, with
+	// nothing made.
+	REQUIRE(vista_segment_footprint((size_t)1 << 40) == 0);
+	REQUIRE(vista_segment_footprint((size_t)1 << 39) != 0);
+	VREQUIRE_RC(vista_map(v, a.c_str(), vt::addr(0), (size_t)1 << 40,
+			    VISTA_CREATE, &s),
+		-EINVAL);
+	REQUIRE(std::string(vista_errormsg()).find("1 TiB") !=
+		std::string::npos);
 	REQUIRE_FALSE(test::exists(a));
 	VREQUIRE_OK(vista_map(v, a.c_str(), vt::addr(0), 100000,
 		VISTA_CREATE | VISTA_EXCL, &s));

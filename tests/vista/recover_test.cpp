@@ -272,7 +272,8 @@ TEST_CASE("an invalid record followed by a valid one is corruption: init "
 	}
 	two_ranges_uncommitted(e);
 	LaneFile lf(e.log);
-	lf.flip(48); // the FIRST record's before-image
+	// the FIRST record's before-image, after its header and descriptor
+	lf.flip(sizeof(struct vista_rec) + sizeof(struct vista_rdesc));
 	std::string log_before = test::read_file(e.log);
 	std::string seg_before = test::read_file(e.seg("a"));
 	e.open(VISTA_ECORRUPT);
