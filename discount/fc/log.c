@@ -21,7 +21,11 @@
  *       bad, still finds its log.  An append that would pass the head
  *       fails (CKR_ELOGFULL) and changes nothing.
  *
- * Group commit, for the records appended since the last one:
+ * Group commit, for the records appended since the last one: the logger
+ * takes them once opts.log_group of them wait (1: at once), or sooner when
+ * someone waits for them (ckr_log_wait, ckr_log_commit, the writer's W3,
+ * an append that finds the buffer full, close), so the mutator runs the
+ * next group while the last one is written (Section 5.5):
  *   G1  write them at log_tail         crash: some may be durable, any
  *                                      torn one ends the prefix (L3)
  *   G2  sync                           crash after: all durable
@@ -356,13 +360,16 @@ logger_main(void *arg)
 		uint64_t upto;
 		int rc;
 
-		while (c->lfill == 0 && !c->lstop)
+		while (!(c->lfill > 0 && (c->lstop || c->lwant > c->taken ||
+			       c->appended - c->taken >= c->lgroup)) &&
+		       !(c->lfill == 0 && c->lstop))
 			pthread_cond_wait(&c->lcond, &c->llock);
 		if (c->lfill == 0)
 			break;
 		buf = c->lbuf[c->lcur];
 		n = c->lfill;
 		upto = c->appended;
+		c->taken = upto;
 		c->lcur ^= 1;
 		c->lfill = 0;
 		pthread_cond_broadcast(&c->ldone);
@@ -390,6 +397,8 @@ ckr__log_start(ckr *c)
 	int rc;
 
 	c->lbufsz = LBUF_SIZE;
+	c->lgroup = c->opts.log_group > 1 ? c->opts.log_group : 1;
+	c->taken = c->appended;
 	c->lbuf[0] = malloc(LBUF_SIZE);
 	c->lbuf[1] = malloc(LBUF_SIZE);
 	if (c->lbuf[0] == NULL || c->lbuf[1] == NULL)
@@ -416,6 +425,11 @@ ckr__log_wait(ckr *c, uint64_t n)
 	int rc;
 
 	pthread_mutex_lock(&c->llock);
+	if (n > c->lwant) {
+		/* a waiter: the logger takes a group smaller than log_group */
+		c->lwant = n;
+		pthread_cond_signal(&c->lcond);
+	}
 	while (c->durable < n && ckr__sticky(c) == 0)
 		pthread_cond_wait(&c->ldone, &c->llock);
 	rc = c->durable >= n ? 0 : ckr__sticky(c);
@@ -454,8 +468,14 @@ ckr_log_append(ckr *c, const void *rec, size_t len, uint64_t *seq)
 			(unsigned long long)(c->app_lpos - c->head_lpos),
 			(unsigned long long)cap);
 	}
-	while (c->lfill + rs > c->lbufsz && ckr__sticky(c) == 0)
+	while (c->lfill + rs > c->lbufsz && ckr__sticky(c) == 0) {
+		/* the buffer is full: the logger takes it, group or not */
+		if (c->lwant < c->appended) {
+			c->lwant = c->appended;
+			pthread_cond_signal(&c->lcond);
+		}
 		pthread_cond_wait(&c->ldone, &c->llock);
+	}
 	if ((rc = ckr__sticky(c)) != 0) {
 		pthread_mutex_unlock(&c->llock);
 		return ckr__err(rc, "ckr log failed: %s", ckr_strerror(rc));
@@ -474,8 +494,29 @@ ckr_log_append(ckr *c, const void *rec, size_t len, uint64_t *seq)
 	if (seq != NULL)
 		*seq = c->appended;
 	c->appended++;
-	pthread_cond_signal(&c->lcond);
+	if (c->appended - c->taken >= c->lgroup)
+		pthread_cond_signal(&c->lcond);
 	pthread_mutex_unlock(&c->llock);
+	return 0;
+}
+
+int
+ckr_log_wait(ckr *c, uint64_t n)
+{
+	uint64_t a;
+	int rc;
+
+	pthread_mutex_lock(&c->llock);
+	a = c->appended;
+	pthread_mutex_unlock(&c->llock);
+	if (n > a)
+		return ckr__err(CKR_EINVAL, "ckr_log_wait: %llu actions, only "
+			"%llu appended", (unsigned long long)n,
+			(unsigned long long)a);
+	rc = ckr__log_wait(c, n);
+	if (rc != 0)
+		return ckr__err(rc, "%s: the logger failed: %s", c->logm.path,
+			ckr_strerror(rc));
 	return 0;
 }
 
