@@ -599,3 +599,36 @@ TEST_CASE("hugetlb: reserved huge pages or a clear error", "[hugetlb]")
 		CKR_REQUIRE_OK(ckr_close(c));
 	}
 }
+
+TEST_CASE("recovery hands each action back with its own length", "[recover]")
+{
+	for (auto st : { CKR_STORAGE_FILE, CKR_STORAGE_POOL }) {
+		DYNAMIC_SECTION(sname(st))
+		{
+			test::TempDir d;
+			auto o = opts(CKR_NAIVE, st, 4, 64);
+			ckr *c;
+			const char msg[] = "abcdefghijklmnopq"; // 1..17 bytes
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+			for (size_t n = 1; n < sizeof(msg); n++)
+				CKR_REQUIRE_OK(ckr_log_append(c, msg, n,
+					nullptr));
+			CKR_REQUIRE_OK(ckr_close(c));
+			std::vector<size_t> lens;
+			o.replay = [](void *ctx, ckr *, uint64_t, const void *rec,
+					   size_t len) {
+				auto *v = (std::vector<size_t> *)ctx;
+				if (memcmp(rec, "abcdefghijklmnopq", len) != 0)
+					return 1;
+				v->push_back(len);
+				return 0;
+			};
+			o.replay_ctx = &lens;
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+			CKR_REQUIRE_OK(ckr_close(c));
+			REQUIRE(lens.size() == sizeof(msg) - 1);
+			for (size_t n = 1; n < sizeof(msg); n++)
+				REQUIRE(lens[n - 1] == n);
+		}
+	}
+}
