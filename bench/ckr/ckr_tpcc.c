@@ -6,7 +6,7 @@
  *
  *   ckr-tpcc [bench] [-a none,naive,bacou,bazz,ipp,fork,aries] [-w W,..]
  *            [-m MB] [-t seconds] [-g group] [-d dir] [-H thp|hugetlb]
- *            [-T prefix] [-S seed]
+ *            [-T prefix] [-S seed] [-R repetitions]
  *   ckr-tpcc crash [-a algo,..] [-k kills] [-m MB] [-d dir] [-S seed]
  *
  * bench: for each warehouse count (-w, full TPC-C scale, about 100 MB
@@ -16,8 +16,10 @@
  * the logger commits group b while the mutator runs group b + 1, and
  * waits for b at the end of b + 1; after each group the mutator calls the
  * point of consistency, so a checkpoint starts whenever the writer is
- * free.  The mutator is pinned to CPU 0 and the library's threads (writer,
- * logger, ARIES checkpointer) to CPU 1, when there are two.  Printed per
+ * free.  With two CPUs or more, the writer (ARIES: the checkpointer) is
+ * pinned to CPU 1 and every other thread (the mutator, the logger) to
+ * CPU 0: the writer runs whenever there is a checkpoint to write, and a
+ * logger beside it would wait for its time slice at every group.  Printed per
  * run: transactions and new-orders per second, the throughput lost
  * against "none", each transaction's execution time (median, p99), its
  * commit latency (start to its group durable: median, p99), each group's
@@ -42,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -81,16 +84,38 @@ mode_parse(const char *s, struct tpcc_opts *o)
 	return 0;
 }
 
+/* Place the process's threads by name: the writers (ckr-writer,
+ * aries-ckpt) on CPU 1, everything else (the mutator, the loggers) on
+ * CPU 0. */
 static void
-pin(int cpu)
+place(void)
 {
-	cpu_set_t set;
+	char path[300], comm[64];
+	struct dirent *d;
+	DIR *dir;
 
-	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 ||
+	    (dir = opendir("/proc/self/task")) == NULL)
 		return;
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	while ((d = readdir(dir)) != NULL) {
+		cpu_set_t set;
+		FILE *f;
+		pid_t tid = (pid_t)atoi(d->d_name);
+
+		if (tid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) == NULL)
+			comm[0] = 0;
+		fclose(f);
+		CPU_ZERO(&set);
+		CPU_SET(strncmp(comm, "ckr-writer", 10) == 0 ||
+			strncmp(comm, "aries-ckpt", 10) == 0 ? 1 : 0, &set);
+		sched_setaffinity(tid, sizeof(set), &set);
+	}
+	closedir(dir);
 }
 
 static void
@@ -256,6 +281,36 @@ run(struct tpcc *e, uint64_t t, uint32_t G, double secs, const char *series,
 	return rc;
 }
 
+static void
+rename_one(const char *from, const char *to, const char *suffix)
+{
+	char a[4400], b[4400];
+
+	snprintf(a, sizeof(a), "%s%s", from, suffix);
+	snprintf(b, sizeof(b), "%s%s", to, suffix);
+	if (rename(a, b) != 0)
+		perror(b);
+}
+
+/* The series of the best repetition so far under its final name. */
+static void
+keep_series(const char *from, const char *to)
+{
+	rename_one(from, to, ".dat");
+	rename_one(from, to, "-iv.dat");
+}
+
+static void
+drop_series(const char *from)
+{
+	char a[4400];
+
+	snprintf(a, sizeof(a), "%s.dat", from);
+	unlink(a);
+	snprintf(a, sizeof(a), "%s-iv.dat", from);
+	unlink(a);
+}
+
 static int
 bench(int argc, char **argv)
 {
@@ -263,14 +318,15 @@ bench(int argc, char **argv)
 	const char *whs = "1", *dir = "/dev/shm", *series = NULL;
 	double secs = 10, mb = 0;
 	struct tpcc_opts o;
-	int opt;
+	int opt, reps = 1;
 
 	memset(&o, 0, sizeof(o));
 	o.seed = 42;
 	o.group = 500;
 	o.log_capacity = 1ull << 30;
-	while ((opt = getopt(argc, argv, "a:w:m:t:g:d:H:T:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:w:m:t:g:d:H:T:S:R:")) != -1) {
 		switch (opt) {
+		case 'R': reps = atoi(optarg); break;
 		case 'a': algos = optarg; break;
 		case 'w': whs = optarg; break;
 		case 'm': mb = atof(optarg); break;
@@ -291,73 +347,104 @@ bench(int argc, char **argv)
 			goto usage;
 		}
 	}
-	if (o.group == 0 || secs <= 0)
+	if (o.group == 0 || secs <= 0 || reps < 1)
 		goto usage;
 	printf("# ckr-tpcc: order-entry (new-order 45, payment 43, delivery "
 	       "5), groups of %u, %.0f s per run, storage %s%s\n", o.group,
 	       secs, dir, o.ckr_flags == CKR_HUGEPAGES ? ", THP" :
 	       o.ckr_flags == CKR_HUGETLB ? ", hugetlb" : "");
-	printf("# mutator on CPU 0, writer/logger/checkpointer on CPU 1\n");
+	printf("# best of %d interleaved repetitions by tx/s (its latencies), "
+	       "and the range of tx/s\n", reps);
+	printf("# mutator and logger on CPU 0, writer (ARIES: checkpointer) "
+	       "on CPU 1\n");
 	printf("%3s %6s %7s %9s %9s %6s %8s %8s %8s %8s %8s %8s %8s %6s "
-	       "%8s\n", "W", "mode", "MB", "tx/s", "neword/s", "drop%",
-	       "ex50us", "ex99us", "cm50ms", "cm99ms", "g50ms", "g99ms",
-	       "gmaxms", "ckpts", "logMB/s");
+	       "%8s %9s %9s\n", "W", "mode", "MB", "tx/s", "neword/s",
+	       "drop%", "ex50us", "ex99us", "cm50ms", "cm99ms", "g50ms",
+	       "g99ms", "gmaxms", "ckpts", "logMB/s", "tx/s_min", "tx/s_max");
 	fflush(stdout);
 	char wl[256];
 	snprintf(wl, sizeof(wl), "%s", whs);
 	for (char *ws = strtok(wl, ","); ws != NULL; ws = strtok(NULL, ",")) {
 		uint32_t W = (uint32_t)atoi(ws);
-		double base = 0;
-		char al[256];
+		struct result best[16], lo[16], hi[16];
+		uint32_t nw = 0;
+		char al[256], *names[16];
+		int na = 0;
 
 		o.db_size = mb > 0 ? (size_t)(mb * 1e6) : tpcc_size_for(W);
 		snprintf(al, sizeof(al), "%s", algos);
 		char *save = NULL;
-		for (char *a = strtok_r(al, ",", &save); a != NULL;
+		for (char *a = strtok_r(al, ",", &save); a != NULL && na < 16;
 		     a = strtok_r(NULL, ",", &save)) {
-			char d[4096], ser[4200];
-			struct tpcc *e;
-			struct tpcc_stats s;
-			struct result r = { 0 };
-			uint64_t t;
-			int rc;
-
 			if (mode_parse(a, &o) != 0)
 				goto usage;
-			snprintf(d, sizeof(d), "%s/ckr-tpcc.%d", dir,
-				(int)getpid());
-			rmtree(d);
-			o.dir = d;
-			/* the library's threads inherit CPU 1, then the
-			 * mutator moves to CPU 0 */
-			pin(1);
-			rc = tpcc_open(&o, &e, &t);
-			pin(0);
-			if (rc == 0) {
-				snprintf(ser, sizeof(ser), "%s-%u-%s",
-					series ? series : "", W, a);
-				rc = run(e, t, o.group, secs,
-					series ? ser : NULL, &r);
-			}
-			tpcc_stats(e, &s);
-			rc |= tpcc_close(e);
-			unpin();
-			rmtree(d);
-			if (rc != 0) {
-				fprintf(stderr, "ckr-tpcc: %s failed\n", a);
-				return 1;
-			}
-			if (o.mode == TPCC_NONE)
-				base = r.tps;
-			printf("%3u %6s %7.0f %9.0f %9.0f %6.1f %8.2f %8.2f "
-			       "%8.2f %8.2f %8.2f %8.2f %8.2f %6llu %8.1f\n",
-			       s.warehouses, a, (double)o.db_size / 1e6, r.tps,
-			       r.nops, base > 0 ? 100 * (1 - r.tps / base) : 0,
-			       r.ex50, r.ex99, r.cm50, r.cm99, r.b50, r.b99,
-			       r.bmax, (unsigned long long)r.ckpts,
-			       r.log_bytes / 1e6 / r.secs);
-			fflush(stdout);
+			names[na++] = a;
 		}
+		/* the repetitions interleaved, so a burst of load on the
+		 * shared machine hits one mode's run, not all of one mode */
+		for (int rep = 0; rep < reps; rep++)
+			for (int k = 0; k < na; k++) {
+				char d[4096], ser[4300], fin[4300];
+				struct tpcc *e;
+				struct tpcc_stats s;
+				struct result r = { 0 };
+				uint64_t t;
+				int rc;
+
+				mode_parse(names[k], &o);
+				snprintf(d, sizeof(d), "%s/ckr-tpcc.%d", dir,
+					(int)getpid());
+				rmtree(d);
+				o.dir = d;
+				rc = tpcc_open(&o, &e, &t);
+				place();
+				snprintf(ser, sizeof(ser), "%.4000s-%u-%s.r%d",
+					series ? series : "", W, names[k], rep);
+				if (rc == 0)
+					rc = run(e, t, o.group, secs,
+						series ? ser : NULL, &r);
+				tpcc_stats(e, &s);
+				rc |= tpcc_close(e);
+				unpin();
+				rmtree(d);
+				if (rc != 0) {
+					fprintf(stderr, "ckr-tpcc: %s failed\n",
+						names[k]);
+					return 1;
+				}
+				nw = s.warehouses;
+				if (rep == 0 || r.tps > best[k].tps) {
+					best[k] = r;
+					if (series != NULL) {
+						snprintf(fin, sizeof(fin),
+							"%.4000s-%u-%s", series,
+							W, names[k]);
+						keep_series(ser, fin);
+					}
+				}
+				if (rep == 0 || r.tps < lo[k].tps)
+					lo[k] = r;
+				if (rep == 0 || r.tps > hi[k].tps)
+					hi[k] = r;
+				if (series != NULL)
+					drop_series(ser);
+			}
+		for (int k = 0; k < na; k++) {
+			struct result *r = &best[k];
+			double base = strcmp(names[0], "none") == 0 ?
+				best[0].tps : 0;
+
+			printf("%3u %6s %7.0f %9.0f %9.0f %6.1f %8.2f %8.2f "
+			       "%8.2f %8.2f %8.2f %8.2f %8.2f %6llu %8.1f "
+			       "%9.0f %9.0f\n",
+			       nw, names[k], (double)o.db_size / 1e6, r->tps,
+			       r->nops, base > 0 ? 100 * (1 - r->tps / base) : 0,
+			       r->ex50, r->ex99, r->cm50, r->cm99, r->b50,
+			       r->b99, r->bmax, (unsigned long long)r->ckpts,
+			       r->log_bytes / 1e6 / r->secs, lo[k].tps,
+			       hi[k].tps);
+		}
+		fflush(stdout);
 	}
 	return 0;
 usage:

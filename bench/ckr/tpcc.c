@@ -717,6 +717,7 @@ aries_open(struct tpcc *e, uint64_t *next_tx)
 		fprintf(stderr, "ckr-tpcc: checkpointer: %s\n", strerror(rc));
 		return -1;
 	}
+	pthread_setname_np(e->ckt, "aries-ckpt");
 	e->ck_started = true;
 	return 0;
 }

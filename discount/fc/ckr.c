@@ -426,6 +426,8 @@ ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 		free_all(c);
 		return ckr__err(-rc, "writer thread: %s", strerror(rc));
 	}
+	/* named, so a tool can place it (ps -L, /proc/PID/task/TID/comm) */
+	pthread_setname_np(c->writer, "ckr-writer");
 	*out = c;
 	return 0;
 }

@@ -415,6 +415,7 @@ ckr__log_start(ckr *c)
 	rc = pthread_create(&c->logger, NULL, logger_main, c);
 	if (rc != 0)
 		return ckr__err(-rc, "logger thread: %s", strerror(rc));
+	pthread_setname_np(c->logger, "ckr-logger");
 	return 0;
 }
 
