@@ -8,7 +8,12 @@
 # storage, with the per-interval series of Figures 8-9), pool (the same on
 # rio pools), huge (the same with transparent huge pages, Figure 14),
 # mmo (Figures 10-11), sweep (state size 100 MB - 1.6 GB at 0.08% and
-# 2.56% of the state per second, Figures 6-7).  Default: all of them.
+# 2.56% of the state per second, Figures 6-7), pages (4 KB pages, THP
+# and hugetlb side by side at four rates, Figure 14: reserves
+# vm.nr_hugepages for the run if root, and puts it back), tpcc (TPC-C
+# with logical logging under each algorithm against the ARIES-style
+# baseline on /dev/shm and on CKR_DISK_DIR, Figures 12-13).  Default: all
+# of them.
 # Storage goes to /dev/shm (CKR_DIR overrides); then gnuplot -c
 # bench/ckr/plot.gp OUT_DIR draws the figures.  The mutator runs on one
 # core and the writer on the other of whatever the machine has.
@@ -16,7 +21,9 @@ set -e
 build=${1:?build dir}
 out=${2:?output dir}
 shift 2
-what=${*:-fig5 pool huge mmo sweep}
+what=${*:-fig5 pool huge mmo sweep pages tpcc}
+t=$build/bench/ckr/ckr-tpcc
+disk=${CKR_DISK_DIR:-/var/tmp}
 z=$build/bench/ckr/ckr-zipf
 d=${CKR_DIR:-/dev/shm}
 R=${CKR_REPS:-3}
@@ -61,6 +68,28 @@ for w in $what; do
 					"$out/sweep-$pct-$n.txt" >>"$f"
 			done
 		done ;;
+	pages)
+		# 205 MB of state: IPP's records and copy plus the raw array
+		# need about 620 pages of 2 MiB
+		old=$(cat /proc/sys/vm/nr_hugepages)
+		if [ "$(id -u)" = 0 ] && [ "$old" -lt 700 ]; then
+			echo 700 >/proc/sys/vm/nr_hugepages
+		fi
+		r=80000,320000,1280000,5120000
+		for p in 4k thp hugetlb; do
+			f=
+			[ $p = thp ] && f=-H
+			[ $p = hugetlb ] && f=-G
+			$z -a naive,bacou,bazz,ipp -r $r -t 0 -R $R -d "$d" $f \
+				>"$out/fig14-$p.txt" || true
+		done
+		[ "$(id -u)" = 0 ] && echo "$old" >/proc/sys/vm/nr_hugepages
+		;;
+	tpcc)
+		$t -w 1,2,4 -t 5 -R $R -d "$d" -T "$out/tpcc-shm" \
+			>"$out/fig12-tpcc-shm.txt"
+		$t -w 1,2,4 -t 5 -R $R -d "$disk" -T "$out/tpcc-file" \
+			>"$out/fig12-tpcc-file.txt" ;;
 	*) echo "run.sh: unknown experiment $w" >&2; exit 2 ;;
 	esac
 done
