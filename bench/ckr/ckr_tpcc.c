@@ -24,7 +24,14 @@
  * against "none", each transaction's execution time (median, p99), its
  * commit latency (start to its group durable: median, p99), each group's
  * response time (start of the group to start of the next, Figure 13:
- * median, p99, max), checkpoints completed, log bytes per second.  -T
+ * median, p99, max), checkpoints completed, log bytes per second.  Each
+ * mode runs -R times (1), the repetitions interleaved.  cpu_tx/s is the
+ * transactions per second of the mutator's own CPU time
+ * (CLOCK_THREAD_CPUTIME_ID: what the mode costs the mutator whatever else
+ * the shared machine runs; its waits for the logger and the writer are
+ * not in it), and drop% its loss against "none"; the row is the
+ * repetition of the highest cpu_tx/s, then the lowest and highest
+ * wall-clock tx/s of all.  -T
  * writes PREFIX-W-MODE.dat: per group its start (s) and response (ms); and
  * PREFIX-W-MODE-iv.dat: per 0.1 s interval, transactions per second,
  * p99 execution time (us) and the longest group response (ms).
@@ -51,6 +58,15 @@
 #include <unistd.h>
 
 #include "tpcc.h"
+
+static uint64_t
+cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static uint64_t
 now_ns(void)
@@ -166,7 +182,7 @@ push(struct vec *a, uint64_t x)
 }
 
 struct result {
-	double tps, nops, secs;
+	double tps, nops, secs, cpu_tps;
 	double ex50, ex99, cm50, cm99, b50, b99, bmax;
 	uint64_t ckpts, log_bytes;
 };
@@ -177,7 +193,7 @@ run(struct tpcc *e, uint64_t t, uint32_t G, double secs, const char *series,
 	struct result *r)
 {
 	struct vec ex = { 0 }, cm = { 0 }, bt = { 0 }, bs = { 0 };
-	uint64_t *st[2], t0, end_prev = 0, n0 = t;
+	uint64_t *st[2], t0, c0, end_prev = 0, n0 = t;
 	struct tpcc_stats s0, s1;
 	bool have_prev = false;
 	int cur = 0, rc = 0;
@@ -185,6 +201,7 @@ run(struct tpcc *e, uint64_t t, uint32_t G, double secs, const char *series,
 	st[0] = calloc(G, 8);
 	st[1] = calloc(G, 8);
 	tpcc_stats(e, &s0);
+	c0 = cpu_ns();
 	t0 = now_ns();
 	while (rc == 0 && now_ns() - t0 < (uint64_t)(secs * 1e9)) {
 		uint64_t b0 = now_ns(), x = b0, y, d;
@@ -220,6 +237,7 @@ run(struct tpcc *e, uint64_t t, uint32_t G, double secs, const char *series,
 			push(&cm, (d - st[cur ^ 1][i]) / 1000);
 	}
 	r->secs = (now_ns() - t0) / 1e9;
+	r->cpu_tps = (double)(t - n0) / ((cpu_ns() - c0) / 1e9);
 	tpcc_stats(e, &s1);
 	r->tps = (double)(t - n0) / r->secs;
 	r->nops = (double)(s1.new_orders - s0.new_orders) / r->secs;
@@ -353,14 +371,16 @@ bench(int argc, char **argv)
 	       "5), groups of %u, %.0f s per run, storage %s%s\n", o.group,
 	       secs, dir, o.ckr_flags == CKR_HUGEPAGES ? ", THP" :
 	       o.ckr_flags == CKR_HUGETLB ? ", hugetlb" : "");
-	printf("# best of %d interleaved repetitions by tx/s (its latencies), "
-	       "and the range of tx/s\n", reps);
+	printf("# best of %d interleaved repetitions by the mutator's CPU "
+	       "throughput (cpu_tx/s; drop%% is its loss against none), "
+	       "and the range of wall-clock tx/s\n", reps);
 	printf("# mutator and logger on CPU 0, writer (ARIES: checkpointer) "
 	       "on CPU 1\n");
 	printf("%3s %6s %7s %9s %9s %6s %8s %8s %8s %8s %8s %8s %8s %6s "
-	       "%8s %9s %9s\n", "W", "mode", "MB", "tx/s", "neword/s",
+	       "%8s %9s %9s %9s\n", "W", "mode", "MB", "tx/s", "neword/s",
 	       "drop%", "ex50us", "ex99us", "cm50ms", "cm99ms", "g50ms",
-	       "g99ms", "gmaxms", "ckpts", "logMB/s", "tx/s_min", "tx/s_max");
+	       "g99ms", "gmaxms", "ckpts", "logMB/s", "tx/s_min", "tx/s_max",
+	       "cpu_tx/s");
 	fflush(stdout);
 	char wl[256];
 	snprintf(wl, sizeof(wl), "%s", whs);
@@ -413,7 +433,7 @@ bench(int argc, char **argv)
 					return 1;
 				}
 				nw = s.warehouses;
-				if (rep == 0 || r.tps > best[k].tps) {
+				if (rep == 0 || r.cpu_tps > best[k].cpu_tps) {
 					best[k] = r;
 					if (series != NULL) {
 						snprintf(fin, sizeof(fin),
@@ -432,17 +452,17 @@ bench(int argc, char **argv)
 		for (int k = 0; k < na; k++) {
 			struct result *r = &best[k];
 			double base = strcmp(names[0], "none") == 0 ?
-				best[0].tps : 0;
+				best[0].cpu_tps : 0;
 
 			printf("%3u %6s %7.0f %9.0f %9.0f %6.1f %8.2f %8.2f "
 			       "%8.2f %8.2f %8.2f %8.2f %8.2f %6llu %8.1f "
-			       "%9.0f %9.0f\n",
+			       "%9.0f %9.0f %9.0f\n",
 			       nw, names[k], (double)o.db_size / 1e6, r->tps,
-			       r->nops, base > 0 ? 100 * (1 - r->tps / base) : 0,
+			       r->nops, base > 0 ? 100 * (1 - r->cpu_tps / base) : 0,
 			       r->ex50, r->ex99, r->cm50, r->cm99, r->b50,
 			       r->b99, r->bmax, (unsigned long long)r->ckpts,
 			       r->log_bytes / 1e6 / r->secs, lo[k].tps,
-			       hi[k].tps);
+			       hi[k].tps, r->cpu_tps);
 		}
 		fflush(stdout);
 	}

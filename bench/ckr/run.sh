@@ -8,7 +8,8 @@
 # storage, with the per-interval series of Figures 8-9), pool (the same on
 # rio pools), huge (the same with transparent huge pages, Figure 14),
 # mmo (Figures 10-11), sweep (state size 100 MB - 1.6 GB at 0.08% and
-# 2.56% of the state per second, Figures 6-7), pages (4 KB pages, THP
+# 2.56% of the state per second, Figures 6-7), sweep3 (the 2.56% sweep in
+# three interleaved rounds: medians and ranges), pages (4 KB pages, THP
 # and hugetlb side by side at four rates, Figure 14: reserves
 # vm.nr_hugepages for the run if root, and puts it back), tpcc (TPC-C
 # with logical logging under each algorithm against the ARIES-style
@@ -68,6 +69,41 @@ for w in $what; do
 					"$out/sweep-$pct-$n.txt" >>"$f"
 			done
 		done ;;
+	sweep3)
+		# Figure 7 again: 2.56% of the state per second, three
+		# repetitions interleaved (each size once per round, so a
+		# burst of load hits one round), then per size and algorithm
+		# the median and the range of the three
+		f=$out/sweep3-2.56.dat
+		raw=$out/sweep3-2.56-runs.dat
+		: >"$raw"
+		for rep in 1 2 3; do
+			for n in 12500 25000 50000 100000 200000; do
+				rate=$(awk "BEGIN{printf \"%d\", $n*2048*2.56/100}")
+				$z -o $n -r $rate -t 0 -a $ckr -R 1 -n 2 -d "$d" \
+					>"$out/sweep3-$n-r$rep.txt"
+				awk -v mb=$((n * 8192 / 1000000)) -v rep=$rep \
+					'/^ *updates\/s +raw_ms/ { getline; $1 = mb " " rep; print; exit }' \
+					"$out/sweep3-$n-r$rep.txt" >>"$raw"
+			done
+		done
+		# MB, then median min max of raw and each algorithm
+		echo "# MB raw(med min max) $(echo $ckr | tr , ' ') (med min max each)" >"$f"
+		sort -n -k1,1 -k2,2 "$raw" | awk '
+			{ k = $1; n[k]++; for (i = 3; i <= NF; i++) v[k, n[k], i] = $i; nf = NF; keys[k] = 1 }
+			END {
+				for (k in keys) {
+					line = k
+					for (i = 3; i <= nf; i++) {
+						a = v[k, 1, i]; b = v[k, 2, i]; c = v[k, 3, i]
+						lo = a; if (b < lo) lo = b; if (c < lo) lo = c
+						hi = a; if (b > hi) hi = b; if (c > hi) hi = c
+						med = a + b + c - lo - hi
+						line = line " " med " " lo " " hi
+					}
+					print line
+				}
+			}' | sort -n >>"$f" ;;
 	pages)
 		# 205 MB of state: IPP's records and copy plus the raw array
 		# need about 620 pages of 2 MiB
