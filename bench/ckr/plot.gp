@@ -117,20 +117,22 @@ if (nonempty(f4) && nonempty(ft) && nonempty(fh)) {
 }
 
 # Figure 12: TPC-C throughput against warehouses, per mode and storage
-# (ckr-tpcc's table: W mode MB tx/s neword/s ...; the paper plots
-# new-orders per second).
+# (ckr-tpcc's table: W mode MB tx/s neword/s ... cpu_tx/s).  The paper
+# plots new-orders per second of wall-clock time; on this shared VM the
+# wall clock measures the other load, so the plot is the transactions per
+# second of the mutator's own CPU time (column 18).
 unset logscale
 unset xrange
 set xtics auto
 set xlabel "warehouses (about 113 MB each)"
-set ylabel "new-order transactions per second"
+set ylabel "transactions per second of mutator CPU time"
 modes = "none naive bacou bazz ipp fork aries"
 do for [s in "shm file"] {
 	f = dir . "/fig12-tpcc-" . s . ".txt"
 	if (nonempty(f)) {
 		set output dir . "/fig12-tpcc-" . s . ".png"
 		set title "TPC-C, groups of 500, checkpoints as often as the writer allows, " . s . " (paper Fig. 12); mutator+logger on CPU 0, writer on CPU 1, shared VM"
-		plot for [m in modes] sprintf("< awk '$2 == \"%s\"' '%s'", m, f) using 1:5 with linespoints title m
+		plot for [m in modes] sprintf("< awk '$2 == \"%s\"' '%s'", m, f) using 1:18 with linespoints title m
 	}
 }
 
