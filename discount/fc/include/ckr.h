@@ -148,7 +148,8 @@ struct ckr_opts {
  * another nobjs/obj_size), CKR_EBADMAGIC, CKR_EVERSION, CKR_ECORRUPT (both
  * slots written and neither valid; a log header that fails its checks),
  * CKR_EMISMATCH (a slot of another log), CKR_EREPLAY, CKR_EINVAL (actions to
- * replay and no callback), -EBUSY (another handle holds the directory for
+ * replay and no callback), CKR_ENOHUGE (CKR_HUGETLB and too few free
+ * huge pages), -EBUSY (another handle holds the directory for
  * more than about 2 s), -ENOMEM, -errno, or a
  * librio code.  A failed open changes no slot and no log record.
  */
