@@ -120,7 +120,8 @@ if (nonempty(f4) && nonempty(ft) && nonempty(fh)) {
 # (ckr-tpcc's table: W mode MB tx/s neword/s ... cpu_tx/s).  The paper
 # plots new-orders per second of wall-clock time; on this shared VM the
 # wall clock measures the other load, so the plot is the transactions per
-# second of the mutator's own CPU time (column 18).
+# second of the mutator's own CPU time (column 18).  fig12-tpcc-shm*.txt:
+# every file of one storage (a warehouse count may have run apart).
 unset logscale
 unset xrange
 set xtics auto
@@ -132,7 +133,7 @@ do for [s in "shm file"] {
 	if (nonempty(f)) {
 		set output dir . "/fig12-tpcc-" . s . ".png"
 		set title "TPC-C, groups of 500, checkpoints as often as the writer allows, " . s . " (paper Fig. 12); mutator+logger on CPU 0, writer on CPU 1, shared VM"
-		plot for [m in modes] sprintf("< awk '$2 == \"%s\"' '%s'", m, f) using 1:18 with linespoints title m
+		plot for [m in modes] sprintf("< cat '%s'* | awk '$2 == \"%s\"' | sort -n", dir . "/fig12-tpcc-" . s, m) using 1:18 with linespoints title m
 	}
 }
 
