@@ -151,3 +151,19 @@ do for [s in "shm file"] {
 		}
 	}
 }
+
+# Figure 7 again (run.sh sweep3): medians of three interleaved rounds,
+# bars from the least to the most.
+f = dir . "/sweep3-2.56.dat"
+if (nonempty(f)) {
+	unset logscale
+	set logscale xy
+	set xlabel "state size, MB"
+	set ylabel "overhead per checkpoint period, ms (log)"
+	unset key
+	set key below
+	n = "naive bacou bazz ipp fork"
+	set output dir . "/fig7-sweep3-2.56.png"
+	set title "Zipf, 2.56% of the state per second, median and range of 3 rounds (paper Fig. 7); " . note
+	plot for [i = 1:5] f using 1:(column(2 + 3 * i)):(column(3 + 3 * i)):(column(4 + 3 * i)) with yerrorlines title word(n, i)
+}
