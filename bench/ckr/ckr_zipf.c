@@ -39,9 +39,11 @@
  *   ckr-zipf [-w zipf|mmo] [-o nobjs] [-s obj_size] [-r rate,rate,..]
  *            [-a algo,..] [-p intervals per period] [-n periods]
  *            [-t rate,..] [-T prefix] [-S file|pool] [-D byte|cacheline|page]
- *            [-d dir] [-z alpha] [-R repetitions] [-H]
+ *            [-d dir] [-z alpha] [-R repetitions] [-H|-G]
  *
- * -H backs the state with transparent huge pages (CKR_HUGEPAGES).  -D is
+ * -H backs the state with transparent huge pages (CKR_HUGEPAGES), -G with
+ * the kernel's reserved huge pages (CKR_HUGETLB: sysctl vm.nr_hugepages
+ * must hold the state and its copies; not with fork).  -D is
  * the persistence domain of pool storage and of Vista (default cacheline).
  * Each configuration runs -R times (3); the table keeps the repetition with
  * the least mutator time (the machine is shared: preemption only adds),
@@ -420,7 +422,7 @@ main(int argc, char **argv)
 	uint32_t flags = 0;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "w:o:s:r:a:p:n:t:T:S:D:d:z:R:H")) !=
+	while ((opt = getopt(argc, argv, "w:o:s:r:a:p:n:t:T:S:D:d:z:R:HG")) !=
 	       -1) {
 		switch (opt) {
 		case 'w': mmo = strcmp(optarg, "mmo") == 0; break;
@@ -446,6 +448,7 @@ main(int argc, char **argv)
 		case 'z': alpha = atof(optarg); break;
 		case 'R': reps = atoi(optarg); break;
 		case 'H': flags |= CKR_HUGEPAGES; break;
+		case 'G': flags |= CKR_HUGETLB; break;
 		case 'a': {
 			char *s = strdup(optarg), *tok, *save = NULL;
 
@@ -499,7 +502,8 @@ main(int argc, char **argv)
 		mmo ? "mmo" : "zipf", (unsigned long long)nobjs,
 		(unsigned long long)osz, nwords * 4 / 1e6, alpha, period, nper,
 		reps, st == CKR_STORAGE_FILE ? "file" : "pool", base,
-		flags & CKR_HUGEPAGES ? ", huge pages (THP)" : "");
+		flags & CKR_HUGEPAGES ? ", huge pages (THP)" :
+		flags & CKR_HUGETLB ? ", huge pages (hugetlb)" : "");
 	printf("# mutator on one core, writer (and fork child) on the other; "
 	       "the 2 cores are shared with other load\n");
 	printf("# overhead per checkpoint period, ms (mutator time minus raw "
@@ -513,10 +517,13 @@ main(int argc, char **argv)
 	 * with -H in huge pages as well, so the overhead is the algorithm's */
 	size_t rawsz = (nwords * 4 + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
 	uint32_t *raw = mmap(NULL, rawsz, PROT_READ | PROT_WRITE,
-		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		MAP_PRIVATE | MAP_ANONYMOUS |
+		(flags & CKR_HUGETLB ? MAP_HUGETLB : 0), -1, 0);
 
 	if (raw == MAP_FAILED) {
-		perror("ckr-zipf: mmap");
+		perror(flags & CKR_HUGETLB ? "ckr-zipf: mmap(MAP_HUGETLB) of "
+			"the raw array (sysctl vm.nr_hugepages)" :
+			"ckr-zipf: mmap");
 		return 1;
 	}
 	if (flags & CKR_HUGEPAGES)
@@ -680,9 +687,10 @@ main(int argc, char **argv)
 			printf("\n");
 		}
 	}
-	if (flags & CKR_HUGEPAGES)
+	if (flags & (CKR_HUGEPAGES | CKR_HUGETLB))
 		printf("\n# huge pages: %.0f MB of the last run's state and "
-		       "copies in THP\n", huge / 1e6);
+		       "copies in %s\n", huge / 1e6,
+		       flags & CKR_HUGETLB ? "hugetlb pages" : "THP");
 	if (forkms_per_gb > 0)
 		printf("\n# fork() pause: %.1f ms per GB of state (Redis "
 		       "publishes 23 ms/GB on KVM)\n", forkms_per_gb);

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# plot.gp -- Cao et al. (SIGMOD'11) Figures 5-11 and 14 from bench/ckr/run.sh
+# plot.gp -- Cao et al. (SIGMOD'11) Figures 5-14 from bench/ckr/run.sh
 #   gnuplot -c bench/ckr/plot.gp OUT_DIR
 # Reads OUT_DIR/fig5-file.txt, fig5-vista.txt, fig5-pool.txt,
-# fig14-huge.txt, fig10-mmo.txt (ckr-zipf's output), series-*.dat and
-# sweep-*.dat; writes OUT_DIR/fig*.png.  Every figure: the mutator on one
+# fig14-huge.txt, fig14-{4k,thp,hugetlb}.txt, fig10-mmo.txt (ckr-zipf's
+# output), series-*.dat, sweep-*.dat, fig12-tpcc-{shm,file}.txt and
+# tpcc-*.dat (ckr-tpcc's); writes OUT_DIR/fig*.png.  Every figure: the mutator on one
 # core and the writer on the other of a 2-core VM shared with other load.
 dir = ARG1
 set terminal pngcairo size 1000,600 font "sans,10"
@@ -94,4 +95,75 @@ if (nonempty(f)) {
 	set xtics () 
 	do for [i = 1:words(n)] { set xtics add (word(n, i) i - 1) }
 	plot for [i = 1:words(n)] table(f) using (i - 1):(column(i + 2) > 0 ? column(i + 2) : 1/0) with boxes lc i notitle
+}
+
+# Figure 14 again, the three page sizes measured side by side
+# (run.sh pages): 4 KB dotted, THP dashed, hugetlb solid.
+f4 = dir . "/fig14-4k.txt"
+ft = dir . "/fig14-thp.txt"
+fh = dir . "/fig14-hugetlb.txt"
+if (nonempty(f4) && nonempty(ft) && nonempty(fh)) {
+	unset xrange
+	set xtics auto
+	set logscale xy
+	set xlabel "updates per second"
+	set ylabel "overhead per checkpoint period, ms (log)"
+	n = tnames(f4)
+	set output dir . "/fig14-pages.png"
+	set title "Zipf, 200 MB: 4 KB (dotted), THP (dashed), hugetlb (solid) (paper Fig. 14); " . note
+	plot for [i = 1:words(n)] table(fh) using 1:(column(i + 2) > 0 ? column(i + 2) : 1/0) with linespoints lc i dt 1 title word(n, i) . " hugetlb", \
+	     for [i = 1:words(n)] table(ft) using 1:(column(i + 2) > 0 ? column(i + 2) : 1/0) with linespoints lc i dt 2 title word(n, i) . " THP", \
+	     for [i = 1:words(n)] table(f4) using 1:(column(i + 2) > 0 ? column(i + 2) : 1/0) with linespoints lc i dt 3 title word(n, i) . " 4 KB"
+}
+
+# Figure 12: TPC-C throughput against warehouses, per mode and storage
+# (ckr-tpcc's table: W mode MB tx/s neword/s ... cpu_tx/s).  The paper
+# plots new-orders per second of wall-clock time; on this shared VM the
+# wall clock measures the other load, so the plot is the transactions per
+# second of the mutator's own CPU time (column 18).  fig12-tpcc-shm*.txt:
+# every file of one storage (a warehouse count may have run apart).
+unset logscale
+unset xrange
+set xtics auto
+set xlabel "warehouses (about 113 MB each)"
+set ylabel "transactions per second of mutator CPU time"
+modes = "none naive bacou bazz ipp fork aries"
+do for [s in "shm file"] {
+	f = dir . "/fig12-tpcc-" . s . ".txt"
+	if (nonempty(f)) {
+		set output dir . "/fig12-tpcc-" . s . ".png"
+		set title "TPC-C, groups of 500, checkpoints as often as the writer allows, " . s . " (paper Fig. 12); mutator+logger on CPU 0, writer on CPU 1, shared VM"
+		plot for [m in modes] sprintf("< cat '%s'* | awk '$2 == \"%s\"' | sort -n", dir . "/fig12-tpcc-" . s, m) using 1:18 with linespoints title m
+	}
+}
+
+# Figure 13: TPC-C response time of each group of 500 over time.
+set xlabel "time, s"
+set ylabel "group response time, ms (log)"
+set logscale y
+do for [s in "shm file"] {
+	do for [w in "1 4"] {
+		g = dir . "/tpcc-" . s . "-" . w . "-naive.dat"
+		if (nonempty(g)) {
+			set output dir . "/fig13-tpcc-" . s . "-" . w . ".png"
+			set title "TPC-C, " . w . " warehouse(s), " . s . ": response time per group of 500 (paper Fig. 13); mutator+logger on CPU 0, writer on CPU 1, shared VM"
+			plot for [m in "naive ipp aries"] dir . "/tpcc-" . s . "-" . w . "-" . m . ".dat" using 2:3 with lines title m
+		}
+	}
+}
+
+# Figure 7 again (run.sh sweep3): medians of three interleaved rounds,
+# bars from the least to the most.
+f = dir . "/sweep3-2.56.dat"
+if (nonempty(f)) {
+	unset logscale
+	set logscale xy
+	set xlabel "state size, MB"
+	set ylabel "overhead per checkpoint period, ms (log)"
+	unset key
+	set key below
+	n = "naive bacou bazz ipp fork"
+	set output dir . "/fig7-sweep3-2.56.png"
+	set title "Zipf, 2.56% of the state per second, median and range of 3 rounds (paper Fig. 7); " . note
+	plot for [i = 1:5] f using 1:(column(2 + 3 * i)):(column(3 + 3 * i)):(column(4 + 3 * i)) with yerrorlines title word(n, i)
 }

@@ -8,7 +8,13 @@
 # storage, with the per-interval series of Figures 8-9), pool (the same on
 # rio pools), huge (the same with transparent huge pages, Figure 14),
 # mmo (Figures 10-11), sweep (state size 100 MB - 1.6 GB at 0.08% and
-# 2.56% of the state per second, Figures 6-7).  Default: all of them.
+# 2.56% of the state per second, Figures 6-7), sweep3 (the 2.56% sweep in
+# three interleaved rounds: medians and ranges), pages (4 KB pages, THP
+# and hugetlb side by side at four rates, Figure 14: reserves
+# vm.nr_hugepages for the run if root, and puts it back), tpcc (TPC-C
+# with logical logging under each algorithm against the ARIES-style
+# baseline on /dev/shm and on CKR_DISK_DIR, Figures 12-13).  Default: all
+# of them.
 # Storage goes to /dev/shm (CKR_DIR overrides); then gnuplot -c
 # bench/ckr/plot.gp OUT_DIR draws the figures.  The mutator runs on one
 # core and the writer on the other of whatever the machine has.
@@ -16,7 +22,9 @@ set -e
 build=${1:?build dir}
 out=${2:?output dir}
 shift 2
-what=${*:-fig5 pool huge mmo sweep}
+what=${*:-fig5 pool huge mmo sweep pages tpcc}
+t=$build/bench/ckr/ckr-tpcc
+disk=${CKR_DISK_DIR:-/var/tmp}
 z=$build/bench/ckr/ckr-zipf
 d=${CKR_DIR:-/dev/shm}
 R=${CKR_REPS:-3}
@@ -61,6 +69,63 @@ for w in $what; do
 					"$out/sweep-$pct-$n.txt" >>"$f"
 			done
 		done ;;
+	sweep3)
+		# Figure 7 again: 2.56% of the state per second, three
+		# repetitions interleaved (each size once per round, so a
+		# burst of load hits one round), then per size and algorithm
+		# the median and the range of the three
+		f=$out/sweep3-2.56.dat
+		raw=$out/sweep3-2.56-runs.dat
+		: >"$raw"
+		for rep in 1 2 3; do
+			for n in 12500 25000 50000 100000 200000; do
+				rate=$(awk "BEGIN{printf \"%d\", $n*2048*2.56/100}")
+				$z -o $n -r $rate -t 0 -a $ckr -R 1 -n 2 -d "$d" \
+					>"$out/sweep3-$n-r$rep.txt"
+				awk -v mb=$((n * 8192 / 1000000)) -v rep=$rep \
+					'/^ *updates\/s +raw_ms/ { getline; $1 = mb " " rep; print; exit }' \
+					"$out/sweep3-$n-r$rep.txt" >>"$raw"
+			done
+		done
+		# MB, then median min max of raw and each algorithm
+		echo "# MB raw(med min max) $(echo $ckr | tr , ' ') (med min max each)" >"$f"
+		sort -n -k1,1 -k2,2 "$raw" | awk '
+			{ k = $1; n[k]++; for (i = 3; i <= NF; i++) v[k, n[k], i] = $i; nf = NF; keys[k] = 1 }
+			END {
+				for (k in keys) {
+					line = k
+					for (i = 3; i <= nf; i++) {
+						a = v[k, 1, i]; b = v[k, 2, i]; c = v[k, 3, i]
+						lo = a; if (b < lo) lo = b; if (c < lo) lo = c
+						hi = a; if (b > hi) hi = b; if (c > hi) hi = c
+						med = a + b + c - lo - hi
+						line = line " " med " " lo " " hi
+					}
+					print line
+				}
+			}' | sort -n >>"$f" ;;
+	pages)
+		# 205 MB of state: IPP's records and copy plus the raw array
+		# need about 620 pages of 2 MiB
+		old=$(cat /proc/sys/vm/nr_hugepages)
+		if [ "$(id -u)" = 0 ] && [ "$old" -lt 700 ]; then
+			echo 700 >/proc/sys/vm/nr_hugepages
+		fi
+		r=80000,320000,1280000,5120000
+		for p in 4k thp hugetlb; do
+			f=
+			[ $p = thp ] && f=-H
+			[ $p = hugetlb ] && f=-G
+			$z -a naive,bacou,bazz,ipp -r $r -t 0 -R $R -d "$d" $f \
+				>"$out/fig14-$p.txt" || true
+		done
+		[ "$(id -u)" = 0 ] && echo "$old" >/proc/sys/vm/nr_hugepages
+		;;
+	tpcc)
+		$t -w 1,2,4 -t 5 -R $R -d "$d" -T "$out/tpcc-shm" \
+			>"$out/fig12-tpcc-shm.txt"
+		$t -w 1,2,4 -t 5 -R $R -d "$disk" -T "$out/tpcc-file" \
+			>"$out/fig12-tpcc-file.txt" ;;
 	*) echo "run.sh: unknown experiment $w" >&2; exit 2 ;;
 	esac
 done

@@ -68,9 +68,32 @@ huge_bytes(const void *p, size_t n)
 	return sum;
 }
 
+/* HugePages_Free and Hugepagesize (bytes) from /proc/meminfo. */
+static void
+hugetlb_free(uint64_t *free_pages, uint64_t *page)
+{
+	char line[256];
+	unsigned long long v;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	*free_pages = 0;
+	*page = HUGE_SZ;
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "HugePages_Free: %llu", &v) == 1)
+			*free_pages = v;
+		else if (sscanf(line, "Hugepagesize: %llu kB", &v) == 1)
+			*page = v * 1024;
+	}
+	fclose(f);
+}
+
 /*
  * Populated at once: no page fault on the hot path, in any period.  With
- * CKR_HUGEPAGES the mapping is aligned to 2 MiB and advised huge before it
+ * CKR_HUGETLB the mapping comes from the kernel's reserved pool of huge
+ * pages (MAP_HUGETLB, vm.nr_hugepages), all of it or nothing (NULL, errno
+ * ENOMEM when the pool is short).  With CKR_HUGEPAGES the mapping is aligned to 2 MiB and advised huge before it
  * is populated, so the kernel faults it in as huge pages where it can.
  */
 static void *
@@ -79,6 +102,17 @@ alloc(ckr *c, int i, size_t n)
 	char *p;
 	size_t len = n, lead;
 
+	if (c->opts.flags & CKR_HUGETLB) {
+		len = (n + HUGE_SZ - 1) & ~(HUGE_SZ - 1);
+		p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE |
+			MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		c->mem[i] = p;
+		c->memsz[i] = len;
+		c->st.huge_bytes += len;
+		return p;
+	}
 	if (!(c->opts.flags & CKR_HUGEPAGES)) {
 		p = mmap(NULL, n, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -160,6 +194,17 @@ setup_state(ckr *c, const uint32_t *init)
 		h->cur = 0;
 		return 0;
 	}
+	if (c->opts.flags & CKR_HUGETLB) {
+		uint64_t fr, pg;
+
+		hugetlb_free(&fr, &pg);
+		return ckr__err(CKR_ENOHUGE, "state of %llu words for %s: "
+			"mmap(MAP_HUGETLB) failed (%s); %llu huge pages of %llu "
+			"KiB free: reserve more with sysctl vm.nr_hugepages",
+			(unsigned long long)nw, ckr_algo_name(h->algo),
+			strerror(errno), (unsigned long long)fr,
+			(unsigned long long)(pg >> 10));
+	}
 	return ckr__err(-ENOMEM, "state of %llu words for %s",
 		(unsigned long long)nw, ckr_algo_name(h->algo));
 }
@@ -226,9 +271,18 @@ check_opts(const struct ckr_opts *o)
 	    (o->obj_size & (o->obj_size - 1)))
 		return ckr__err(CKR_EINVAL, "ckr_open: object size %u is not "
 			"a power of two in 4..%u", o->obj_size, CKR_CHUNK);
-	if (o->flags & ~CKR_HUGEPAGES)
+	if (o->flags & ~(CKR_HUGEPAGES | CKR_HUGETLB))
 		return ckr__err(CKR_EINVAL, "ckr_open: unknown flags 0x%x",
 			o->flags);
+	if ((o->flags & CKR_HUGEPAGES) && (o->flags & CKR_HUGETLB))
+		return ckr__err(CKR_EINVAL, "ckr_open: CKR_HUGEPAGES and "
+			"CKR_HUGETLB are exclusive");
+	/* a fork child's copies on write would draw on the same reserve,
+	 * and a process that finds it empty then dies of SIGBUS */
+	if ((o->flags & CKR_HUGETLB) && o->algo == CKR_FORK)
+		return ckr__err(CKR_EINVAL, "ckr_open: CKR_HUGETLB with the "
+			"fork snapshot (its copies on write could exhaust the "
+			"reserved huge pages)");
 	if (o->nobjs == 0 || o->nobjs > (1ull << 40) / o->obj_size)
 		return ckr__err(CKR_EINVAL, "ckr_open: %llu objects",
 			(unsigned long long)o->nobjs);
@@ -372,6 +426,8 @@ ckr_open(const char *dir, const struct ckr_opts *opts, ckr **out)
 		free_all(c);
 		return ckr__err(-rc, "writer thread: %s", strerror(rc));
 	}
+	/* named, so a tool can place it (ps -L, /proc/PID/task/TID/comm) */
+	pthread_setname_np(c->writer, "ckr-writer");
 	*out = c;
 	return 0;
 }

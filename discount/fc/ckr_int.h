@@ -115,6 +115,9 @@ struct ckr {
 	int lcur;
 	uint64_t appended;     /* records appended (next seq) */
 	uint64_t durable;      /* records durable */
+	uint64_t taken;        /* records the logger has taken to write */
+	uint64_t lwant;        /* the most records a waiter waits for */
+	uint64_t lgroup;       /* opts.log_group, at least 1 */
 	uint64_t log_tail;     /* media offset of the next record (logger) */
 	/* Logical log positions: byte counts that only grow, the media
 	 * offset of position x being CKR_HDR_SIZE + x % capacity. */

@@ -6,7 +6,12 @@
 // returns; and the broken build that writes a slot's header before its
 // data is caught.
 //
-// PMEMTEST, CKR_PM and CKR_PM_BROKEN are set by meson.
+// The log pool: every crash image of every group commit (ckr_pm logrun)
+// recovers the durable prefix, replaying each action as logged and none
+// torn, and loses no acknowledged action; the broken build that checks a
+// record by its header alone is caught.
+//
+// PMEMTEST, CKR_PM, CKR_PM_BROKEN and CKR_PM_BROKEN_CSUM are set by meson.
 #include "../pmemtest/pmemtest_util.hpp"
 
 using pmt::env;
@@ -18,15 +23,16 @@ namespace {
 // pmemtest on ckr_pm (or a broken build of it), its directory DIR/ckr.
 // Every single pending line and 8 random subsets per crash point; a fork
 // server per job (a plain command).
-Run ckr_pmemtest(const test::TempDir &d, const std::string &exe)
+Run ckr_pmemtest(const test::TempDir &d, const std::string &exe,
+	const char *run = "run", const char *check = "check")
 {
 	std::string dir = d / "ckr";
 	REQUIRE(sh(exe + " setup " + dir).code == 0);
 	return sh(env("PMEMTEST") + " run --seed 7 --timeout 120 --workdir " +
 		d.path + " --out " + d / "out" + " --max-failures 5 " +
 		"--k 1 --random 8 --pool " + dir + "/ckpt.pool --pool " + dir +
-		"/log.pool --check '" + exe + " check {dir}' -- " + exe +
-		" run " + dir);
+		"/log.pool --check '" + exe + " " + check + " {dir}' -- " +
+		exe + " " + run + " " + dir);
 }
 
 } // namespace
@@ -51,6 +57,32 @@ TEST_CASE("a slot marked complete before its data is durable is caught",
 {
 	test::TempDir d;
 	Run r = ckr_pmemtest(d, env("CKR_PM_BROKEN"));
+	INFO(r.out);
+	REQUIRE(pmt::summary(r.out).bad > 0);
+	REQUIRE(r.code == 1);
+}
+
+TEST_CASE("every crash image of a group commit recovers the durable prefix",
+	"[pm-log]")
+{
+	test::TempDir d;
+	Run r = ckr_pmemtest(d, env("CKR_PM"), "logrun", "logcheck");
+	INFO(r.out);
+	pmt::Summary s = pmt::summary(r.out);
+	REQUIRE(s.checked > 20);
+	REQUIRE(s.bad == 0);
+	REQUIRE(r.code == 0);
+	// Every acknowledged action was durable when ckr_log_wait returned.
+	REQUIRE(r.out.find("not durable at a durability point") ==
+		std::string::npos);
+}
+
+TEST_CASE("a log scan that takes a torn record by its header is caught",
+	"[pm-log-broken]")
+{
+	test::TempDir d;
+	Run r = ckr_pmemtest(d, env("CKR_PM_BROKEN_CSUM"), "logrun",
+		"logcheck");
 	INFO(r.out);
 	REQUIRE(pmt::summary(r.out).bad > 0);
 	REQUIRE(r.code == 1);

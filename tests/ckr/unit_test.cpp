@@ -496,3 +496,139 @@ TEST_CASE("bad input: clear errors, the other slot when one is bad", "[bad]")
 		}
 	}
 }
+
+TEST_CASE("group commit: the logger waits for log_group actions or a waiter",
+	"[group]")
+{
+	for (auto st : { CKR_STORAGE_FILE, CKR_STORAGE_POOL }) {
+		DYNAMIC_SECTION(sname(st))
+		{
+			test::TempDir d;
+			auto o = opts(CKR_IPP, st, 64, 64);
+			o.log_group = 500;
+			ckr *c;
+			struct ckr_stats s;
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+			Action a = { 7, 3, 0 };
+			for (int i = 0; i < 499; i++)
+				CKR_REQUIRE_OK(ckr_log_append(c, &a, sizeof(a),
+					nullptr));
+			// a group of 499 is not taken, however long it waits
+			usleep(20000);
+			ckr_stats(c, &s);
+			REQUIRE(s.log_durable == 0);
+			REQUIRE(s.group_commits == 0);
+			CKR_REQUIRE_OK(ckr_log_append(c, &a, sizeof(a), nullptr));
+			CKR_REQUIRE_OK(ckr_log_wait(c, 500));
+			// a waiter makes the logger take a smaller group
+			for (int i = 0; i < 3; i++)
+				CKR_REQUIRE_OK(ckr_log_append(c, &a, sizeof(a),
+					nullptr));
+			CKR_REQUIRE_OK(ckr_log_wait(c, 503));
+			ckr_stats(c, &s);
+			REQUIRE(s.log_durable == 503);
+			REQUIRE(s.group_commits <= 2);
+			CKR_REQUIRE_RC(ckr_log_wait(c, 504), CKR_EINVAL);
+			// a checkpoint waits for its actions (W3) and completes
+			REQUIRE(ckr_point_of_consistency(c, CKR_POC_WAIT) == 1);
+			CKR_REQUIRE_OK(ckr_log_append(c, &a, sizeof(a), nullptr));
+			CKR_REQUIRE_OK(ckr_checkpoint_wait(c));
+			CKR_REQUIRE_OK(ckr_close(c));
+			uint64_t n = 0;
+			reference(d.path, st, 64 * 16, &n);
+			REQUIRE(n == 504);
+		}
+	}
+}
+
+// HugePages_Free from /proc/meminfo.
+static uint64_t hugetlb_free()
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	unsigned long long v = 0, r = 0;
+	while (f != nullptr && fgets(line, sizeof(line), f) != nullptr)
+		if (sscanf(line, "HugePages_Free: %llu", &v) == 1)
+			r = v;
+	if (f != nullptr)
+		fclose(f);
+	return r;
+}
+
+TEST_CASE("hugetlb: reserved huge pages or a clear error", "[hugetlb]")
+{
+	test::TempDir d;
+	ckr *c;
+	auto o = opts(CKR_IPP, CKR_STORAGE_FILE, 64, 64);
+	o.flags = CKR_HUGEPAGES | CKR_HUGETLB;
+	CKR_REQUIRE_RC(ckr_open(d.path.c_str(), &o, &c), CKR_EINVAL);
+	o = opts(CKR_FORK, CKR_STORAGE_FILE, 64, 64);
+	o.flags = CKR_HUGETLB;
+	CKR_REQUIRE_RC(ckr_open(d.path.c_str(), &o, &c), CKR_EINVAL);
+	uint64_t fr = hugetlb_free();
+	// more than the free huge pages hold: refused, with the sysctl named
+	o = opts(CKR_NAIVE, CKR_STORAGE_FILE, (fr + 2) * 512, 4096);
+	o.flags = CKR_HUGETLB;
+	CKR_REQUIRE_RC(ckr_open(d.path.c_str(), &o, &c), CKR_ENOHUGE);
+	REQUIRE(strstr(ckr_errormsg(), "vm.nr_hugepages") != nullptr);
+	if (fr < 8) {
+		WARN("only " << fr << " free huge pages: the mapped case is "
+			"not run (sysctl vm.nr_hugepages=8)");
+		return;
+	}
+	// every algorithm but fork, in huge pages, recovers as in small ones
+	for (auto al : { CKR_NAIVE, CKR_BACOU, CKR_BAZZ, CKR_IPP }) {
+		test::TempDir d2;
+		test::Rng r(test::seed());
+		o = opts(al, CKR_STORAGE_FILE, 256, 64);
+		o.flags = CKR_HUGETLB;
+		std::vector<uint32_t> ref(256 * 16, 0);
+		CKR_REQUIRE_OK(ckr_open(d2.path.c_str(), &o, &c));
+		struct ckr_stats s;
+		ckr_stats(c, &s);
+		REQUIRE(s.huge_bytes >= 2u << 20);
+		for (int p = 0; p < 3; p++) {
+			for (int i = 0; i < 100; i++)
+				act(c, ref, r);
+			ckr_point_of_consistency(c, CKR_POC_WAIT);
+		}
+		REQUIRE(state_of(c) == ref);
+		CKR_REQUIRE_OK(ckr_close(c));
+		CKR_REQUIRE_OK(ckr_open(d2.path.c_str(), &o, &c));
+		REQUIRE(state_of(c) == ref);
+		CKR_REQUIRE_OK(ckr_close(c));
+	}
+}
+
+TEST_CASE("recovery hands each action back with its own length", "[recover]")
+{
+	for (auto st : { CKR_STORAGE_FILE, CKR_STORAGE_POOL }) {
+		DYNAMIC_SECTION(sname(st))
+		{
+			test::TempDir d;
+			auto o = opts(CKR_NAIVE, st, 4, 64);
+			ckr *c;
+			const char msg[] = "abcdefghijklmnopq"; // 1..17 bytes
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+			for (size_t n = 1; n < sizeof(msg); n++)
+				CKR_REQUIRE_OK(ckr_log_append(c, msg, n,
+					nullptr));
+			CKR_REQUIRE_OK(ckr_close(c));
+			std::vector<size_t> lens;
+			o.replay = [](void *ctx, ckr *, uint64_t, const void *rec,
+					   size_t len) {
+				auto *v = (std::vector<size_t> *)ctx;
+				if (memcmp(rec, "abcdefghijklmnopq", len) != 0)
+					return 1;
+				v->push_back(len);
+				return 0;
+			};
+			o.replay_ctx = &lens;
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+			CKR_REQUIRE_OK(ckr_close(c));
+			REQUIRE(lens.size() == sizeof(msg) - 1);
+			for (size_t n = 1; n < sizeof(msg); n++)
+				REQUIRE(lens[n - 1] == n);
+		}
+	}
+}

@@ -64,7 +64,8 @@ extern "C" {
 	XX(CKR_EFATAL, -34008, "handle is in an error state; reopen it")     \
 	XX(CKR_ERECORD, -34009, "log record too large")                      \
 	XX(CKR_EREPLAY, -34010, "the replay callback failed")                \
-	XX(CKR_EDATA, -34011, "checkpoint data does not match its header")
+	XX(CKR_EDATA, -34011, "checkpoint data does not match its header")  \
+	XX(CKR_ENOHUGE, -34012, "not enough huge pages reserved (vm.nr_hugepages)")
 
 #define CKR__ERRNO_ENUM(name, value, msg) name = (value),
 enum ckr_errno { CKR_ERRNO_MAP(CKR__ERRNO_ENUM) };
@@ -109,7 +110,10 @@ struct ckr_opts {
 	uint32_t rio_flags;       /* pool storage: RIO_FORCE_* for the pools */
 	ckr_replay_fn replay;     /* recovery: required if the log is not empty */
 	void *replay_ctx;
-	uint32_t flags;           /* CKR_HUGEPAGES */
+	uint32_t flags;           /* CKR_HUGEPAGES, CKR_HUGETLB */
+	uint32_t log_group;       /* the logger commits once this many
+	                           * actions wait, or when one is waited
+	                           * for; 0 or 1: at every append */
 };
 
 /*
@@ -120,6 +124,15 @@ struct ckr_opts {
  * much of the state got them).  No effect on the stored formats.
  */
 #define CKR_HUGEPAGES 1u
+/*
+ * CKR_HUGETLB takes the state and the copies from the kernel's reserved
+ * huge pages instead (MAP_HUGETLB, 2 MiB): all of them huge, or ckr_open
+ * fails with CKR_ENOHUGE when vm.nr_hugepages holds too few free pages
+ * (the message says how many are free).  Exclusive with CKR_HUGEPAGES;
+ * refused (CKR_EINVAL) with CKR_FORK, whose child's copies on write would
+ * draw on the same reserve.
+ */
+#define CKR_HUGETLB 2u
 
 /*
  * Open the checkpoint directory `dir` (created if missing): files
@@ -135,7 +148,8 @@ struct ckr_opts {
  * another nobjs/obj_size), CKR_EBADMAGIC, CKR_EVERSION, CKR_ECORRUPT (both
  * slots written and neither valid; a log header that fails its checks),
  * CKR_EMISMATCH (a slot of another log), CKR_EREPLAY, CKR_EINVAL (actions to
- * replay and no callback), -EBUSY (another handle holds the directory for
+ * replay and no callback), CKR_ENOHUGE (CKR_HUGETLB and too few free
+ * huge pages), -EBUSY (another handle holds the directory for
  * more than about 2 s), -ENOMEM, -errno, or a
  * librio code.  A failed open changes no slot and no log record.
  */
@@ -181,6 +195,15 @@ CKR_EXPORT int ckr_log_append(ckr *c, const void *rec, size_t len,
 
 /* Wait until every action appended so far is durable. */
 CKR_EXPORT int ckr_log_commit(ckr *c);
+
+/*
+ * Wait until the first n actions (seq < n) are durable, making the logger
+ * commit them now if they wait for a group (opts.log_group).  With group
+ * commit the mutator appends group b + 1 while the logger writes group b
+ * and waits for b at the end of b + 1.  Returns 0, CKR_EINVAL (n exceeds
+ * the actions appended), or the sticky error.
+ */
+CKR_EXPORT int ckr_log_wait(ckr *c, uint64_t n);
 
 struct ckr_stats {
 	uint64_t epoch;          /* checkpoints started so far (all time) */
