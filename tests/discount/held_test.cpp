@@ -178,8 +178,9 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 		}
 	};
 	// a kill that keeps landing before the first commit (a slow disk
-	// under load) waits twice as long the next time
-	int wait_lo = kill_lo;
+	// under load) waits twice as long the next time; one that keeps
+	// coming after the run ended (a fast disk) half as long
+	int wait_lo = kill_lo, span = kill_span;
 	for (int runs = 0; c.kills < cycles && c.ok; runs++) {
 		if (runs > 4 * cycles + 20) {
 			c.ok = false;
@@ -188,10 +189,12 @@ Campaign campaign(const std::string &prog, const char *scheme, int cycles,
 		}
 		int st;
 		std::string out = dctest::run_capture(argv, &st, env,
-			wait_lo + (int)(rand_r(&rs) % (unsigned)kill_span));
+			wait_lo + (int)(rand_r(&rs) % (unsigned)span));
 		if (WIFEXITED(st)) {
 			// done before the kill: checked, and again from the
 			// start while kills are left to make
+			wait_lo = std::max(wait_lo / 2, 20);
+			span = std::max(span / 2, 20);
 			finish(st, out);
 			test::write_file(file, "");
 			last = 0;
