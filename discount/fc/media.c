@@ -36,13 +36,21 @@ ckr__media_open(struct ckr_media *m, const char *dir, const char *name,
 		snprintf(m->path, sizeof(m->path), "%s/%s", dir, name);
 		m->fd = open(m->path, O_RDWR | O_CLOEXEC);
 		if (m->fd < 0 && errno == ENOENT && create) {
-			m->fd = open(m->path, O_RDWR | O_CREAT | O_EXCL |
+			/* made whole under another name, then renamed: a
+			 * crash never leaves the name on a file of the wrong
+			 * size (which a later open refuses as another
+			 * state's) */
+			char tmp[sizeof(m->path) + 8];
+			snprintf(tmp, sizeof(tmp), "%s.new", m->path);
+			m->fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC |
 				O_CLOEXEC, 0644);
-			if (m->fd >= 0 && ftruncate(m->fd, (off_t)size) != 0) {
-				rc = ckr__errno("ftruncate %s to %llu", m->path,
-					(unsigned long long)size);
+			if (m->fd >= 0 &&
+			    (ftruncate(m->fd, (off_t)size) != 0 ||
+			     rename(tmp, m->path) != 0)) {
+				rc = ckr__errno("make %s of %llu bytes",
+					m->path, (unsigned long long)size);
 				close(m->fd);
-				unlink(m->path);
+				unlink(tmp);
 				return rc;
 			}
 			*created = m->fd >= 0;
