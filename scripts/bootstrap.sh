@@ -85,6 +85,9 @@ else
 	meson setup "$BUILD" "$@"
 fi
 if [ -n "${BUILD_SUITE:-}" ]; then
+	# introspection is only as new as the last generation: regenerate
+	# first if a meson.build changed since
+	ninja -C "$BUILD" build.ninja >/dev/null
 	mapfile -t targets < <(scripts/suite-targets.py "$BUILD" "$BUILD_SUITE")
 	[ ${#targets[@]} -gt 0 ] || exit 1
 	ninja -C "$BUILD" "${targets[@]}"
