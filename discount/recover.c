@@ -381,7 +381,7 @@ dc__recover(void)
 		return dc__err(DC_ENOCKPT, "no committed checkpoint");
 	rstep_init();
 	dc__rstep();
-	/* a tree's member: no round served on the recovery stack (tree.c) */
+	/* a 2PC participant: no round served on the recovery stack (tree.c) */
 	dc__tree_recovering();
 	int rc = dc__redo_recover(cm);
 	if (rc)

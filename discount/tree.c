@@ -355,7 +355,8 @@ dc__tree_waited(long nr, const long *a, long r)
 /* ---- recovery: the children again ---- */
 
 /*
- * A member joins before it recovers, so a round may start meanwhile: the
+ * A member (and any 2PC participant) joins before it recovers, so a
+ * round may start meanwhile: the
  * coordinator's signal would serve it on the recovery's stack, under the
  * frames of the recovery, with half the process restored (a recovered
  * child died of SIGSEGV in recover.c so).  It stays pending until the
@@ -364,7 +365,9 @@ dc__tree_waited(long nr, const long *a, long r)
 void
 dc__tree_recovering(void)
 {
-	if (!dc__vol.tree)
+	/* any 2PC participant: the coordinator's datagrams raise the
+	 * signal whenever they arrive (twopc.c), recovery included */
+	if (!dc__vol.tree && !dc__vol.twopc)
 		return;
 	uint64_t m = 1ull << (DC__TIMER_SIG - 1);
 	dc__sys6(SYS_rt_sigprocmask, SIG_BLOCK, (long)&m, 0, 8, 0, 0);
