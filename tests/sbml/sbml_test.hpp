@@ -8,7 +8,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,15 +33,25 @@ inline std::vector<std::string> free_addrs(unsigned n)
 {
 	std::vector<int> fds;
 	std::vector<std::string> out;
+	static bool seeded;
+	if (!seeded) {
+		srandom((unsigned)getpid() ^ (unsigned)time(nullptr));
+		seeded = true;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		int fd = socket(AF_INET, SOCK_DGRAM, 0);
 		REQUIRE(fd >= 0);
+		// below the ephemeral range (32768..): a port the kernel
+		// hands out could be taken by another test's socket between
+		// this probe and the program's bind
 		sockaddr_in a{};
 		a.sin_family = AF_INET;
 		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		REQUIRE(bind(fd, (sockaddr *)&a, sizeof(a)) == 0);
-		socklen_t l = sizeof(a);
-		REQUIRE(getsockname(fd, (sockaddr *)&a, &l) == 0);
+		int tries = 0;
+		do {
+			REQUIRE(++tries < 1000);
+			a.sin_port = htons((uint16_t)(20000 + random() % 12000));
+		} while (bind(fd, (sockaddr *)&a, sizeof(a)) != 0);
 		out.push_back("127.0.0.1:" + std::to_string(ntohs(a.sin_port)));
 		fds.push_back(fd);
 	}
