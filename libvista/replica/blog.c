@@ -285,6 +285,9 @@ mark_lines(struct span *sp, size_t off, size_t len)
 	if (b->lines == NULL) {
 		b->lines = calloc((sp->n->size / 64 + 64) / 64, 8);
 		if (b->lines == NULL) {
+			/* No memory to gather the lines: the piece is
+			 * written back now, durable at span_drain's fence
+			 * (A2) like the rest, before the checkpoint (A3). */
 			rio_flush(sp->pool, sp->n->base + off, len);
 			return;
 		}
@@ -296,6 +299,8 @@ mark_lines(struct span *sp, size_t off, size_t len)
 			size_t c = b->dcap ? 2 * b->dcap : 4096;
 			uint32_t *nd = realloc(b->dirty, c * sizeof(*nd));
 			if (nd == NULL) {
+				/* as above: written back now, durable at
+				 * the batch's fence (A2) */
 				rio_flush(sp->pool, sp->n->base + l * 64, 64);
 				continue;
 			}
@@ -336,6 +341,8 @@ span_drain(struct span *sp)
 {
 	struct vr_blog *b = &sp->n->blog;
 
+	/* the applied bytes written back (the contiguous span, then each
+	 * gathered line once) ... */
 	if (sp->lo != NULL)
 		rio_flush(sp->pool, sp->lo, (size_t)(sp->hi - sp->lo));
 	for (size_t i = 0; i < b->ndirty; i++) {
@@ -344,6 +351,8 @@ span_drain(struct span *sp)
 		b->lines[l / 64] &= ~(1ull << (l % 64));
 	}
 	b->ndirty = 0;
+	/* ... and durable before the checkpoint slot that truncates the
+	 * log behind them (A2 before A3; R2 before R4) */
 	rio_drain(sp->pool);
 }
 
@@ -405,6 +414,8 @@ flush_pending(vr_node *n)
 	while (b->fl < b->end) {
 		uint64_t lap_end = (b->fl | (b->size - 1)) + 1;
 		uint64_t to = b->end < lap_end ? b->end : lap_end;
+		/* the batch's entries written back; durable at L1f's fence,
+		 * before their acknowledgement */
 		rio_flush(b->pool, b->area + (b->fl & (b->size - 1)),
 			to - b->fl);
 		b->fl = to;
