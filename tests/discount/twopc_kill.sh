@@ -71,8 +71,27 @@ fail() {
 		exit 0
 	fi
 	echo "twopc_kill: $PROTO $MODE: $*" >&2
-	tail -n 20 "$T"/err.* >&2
+	tail -n 30 "$T"/err.* >&2
+	report
 	exit 1
+}
+
+# On a failure: the coordinator's counters, and each process's state
+# (alive or not, what it waits in, how often it was restarted).
+report() {
+	[ -e "$T/coord.stats" ] && tr '\n' ' ' <"$T/coord.stats" >&2 && echo >&2
+	local f p
+	for f in "$T"/pid.*; do
+		[ -e "$f" ] || continue
+		p=$(cat "$f")
+		printf '%s: pid %s, restarts %s, ' "${f##*/pid.}" "$p" \
+			"$(cat "$T/restarts.${f##*/pid.}" 2>/dev/null || echo 0)" >&2
+		if [ -r "/proc/$p/stat" ]; then
+			echo "state $(cut -d' ' -f3 "/proc/$p/stat"), in $(cat "/proc/$p/wchan" 2>/dev/null)" >&2
+		else
+			echo "ended (rc $(cat "$T/rc.${f##*/pid.}" 2>/dev/null || echo '?'))" >&2
+		fi
+	done
 }
 
 # launch NAME CMD...: run CMD until it ends other than by a signal
@@ -135,7 +154,7 @@ run() { # EVENTS-FILE EXTRA-ENV-FOR-RANK-2
 	rm -rf "$SHM"/* "$T"/pid.* "$T"/rc.* "$T"/restarts.*
 	launch coord on coord "$COORD" --bind $CADDR --port $CPORT \
 		--parts 4 --dir "$SHM/coord" --vote-ms 2000 \
-		--stats "$T/coord.stats" ${COORD_EXTRA:-} &
+		--stats "$T/coord.stats" --verbose ${COORD_EXTRA:-} &
 	pids+=($!)
 	sleep 0.2
 	for r in 0 1 2 3; do
