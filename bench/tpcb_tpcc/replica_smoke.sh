@@ -18,7 +18,7 @@ set -u
 T=${1:?usage: replica_smoke.sh TPCBENCH BROKEN}
 B=${2:?usage: replica_smoke.sh TPCBENCH BROKEN}
 OUT=$(mktemp /tmp/tb-replica-smoke.XXXXXX)
-trap 'rm -f "$OUT"' EXIT
+trap 'rm -f "$OUT" "$OUT.csv"' EXIT
 fail=0
 MODES=1safe,2safe,pipelined,passive-1safe,passive-2safe
 COMMON=(--db-size 2M --seconds 0.1 --runs 1 --quiet)
@@ -65,6 +65,19 @@ for w in debit-credit order-entry; do
 done
 ok "order-entry, two streams" "$T" --workload order-entry --backend vista \
 	--threads 2 --replica $MODES --peer 127.0.0.1 "${COMMON[@]}"
+# Two rounds: every configuration runs twice, in turn (two CSV rows each,
+# the second round after the first).
+CSV=$OUT.csv
+ok "debit-credit, two rounds" "$T" --workload debit-credit --backend vista \
+	--rounds 2 --replica $MODES --peer 127.0.0.1 --csv "$CSV" \
+	"${COMMON[@]}"
+order=$(cut -d, -f3 "$CSV" | tail -n +2 | tr '\n' ' ')
+want="vista (cacheline) $(for m in ${MODES//,/ }; do printf 'vista+%s (cacheline) ' $m; done)"
+if [ "$order" != "$want$want" ]; then
+	echo "FAIL: two rounds: rows in the order: $order"
+	fail=1
+fi
+rm -f "$CSV"
 
 refused "unknown mode" 'unknown mode "3safe"' "$T" --workload debit-credit \
 	--backend vista --replica 1safe,3safe --peer 127.0.0.1 "${COMMON[@]}"
@@ -84,6 +97,8 @@ refused "no-flush groups" "not with --group" "$T" --workload debit-credit \
 	--backend vista --group 8 --replica 1safe --peer 127.0.0.1 \
 	"${COMMON[@]}"
 
+refused "zero rounds" "usage:" "$T" --workload debit-credit \
+	--backend vista --rounds 0 "${COMMON[@]}"
 refused "broken build (backup without the population)" \
 	"copy differs from the primary" "$B" --workload debit-credit \
 	--backend vista --replica 1safe --peer 127.0.0.1 "${COMMON[@]}"

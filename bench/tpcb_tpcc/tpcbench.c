@@ -68,6 +68,8 @@ usage(FILE *f)
 "  --tx-size LIST       synthetic bytes per transaction, or \"sweep\" (8)\n"
 "  --seconds T          per run (1)      --tx N   transactions per run\n"
 "  --runs R             runs per configuration (5; best and worst dropped)\n"
+"  --rounds K           run every configuration K times in turn, R runs\n"
+"                       each, aggregated together (1; R x K <= 64)\n"
 "  --csv FILE           append the result rows (one per run) to FILE\n"
 "  --summary FILE       write one line per configuration to FILE\n"
 "  --rvm-dir DIR        rvm files, on a disk (/var/tmp)\n"
@@ -421,8 +423,9 @@ main(int argc, char **argv)
 	};
 	const char *backends = NULL, *groups = "1", *sizes = "8";
 	const char *rowfile = NULL, *summary = NULL, *replicas = NULL;
+	int rounds = 1;
 	enum { O_SUMMARY = 255, O_CHILD = 256, O_RVM, O_RIO, O_PMEM, O_SEED,
-		O_NOREOPEN, O_PERRANGE, O_REPLICA, O_PEER };
+		O_NOREOPEN, O_PERRANGE, O_REPLICA, O_PEER, O_ROUNDS };
 	static const struct option lo[] = {
 		{ "workload", required_argument, 0, 'w' },
 		{ "backend", required_argument, 0, 'b' },
@@ -447,6 +450,7 @@ main(int argc, char **argv)
 		{ "per-range", no_argument, 0, O_PERRANGE },
 		{ "replica", required_argument, 0, O_REPLICA },
 		{ "peer", required_argument, 0, O_PEER },
+		{ "rounds", required_argument, 0, O_ROUNDS },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -490,11 +494,13 @@ main(int argc, char **argv)
 		case O_PERRANGE: o.per_range = per_range_labels = true; break;
 		case O_REPLICA: replicas = optarg; break;
 		case O_PEER: o.peer = optarg; break;
+		case O_ROUNDS: rounds = atoi(optarg); break;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (!workload_of(o.workload) || backends == NULL || o.threads < 1 ||
 	    o.threads > TB_MAX_STREAMS || o.runs < 1 || o.runs > 64 ||
+	    rounds < 1 || o.runs * rounds > 64 ||
 	    (o.seconds <= 0 && o.ntx == 0) || optind != argc) {
 		usage(stderr);
 		return 2;
@@ -562,15 +568,21 @@ main(int argc, char **argv)
 	unlink(rowfile_buf);
 	struct tb_persist_cost cost = tb_persist_cost(o.pmem_dir);
 	int failures = 0;
-	for (int i = 0; i < n; i++) {
-		char l[128];
-		label(l, sizeof(l), cfg[i].backend, cfg[i].domain, cfg[i].group,
-			cfg[i].replica[0] ? cfg[i].replica : NULL);
-		if (spawn(argv, &o, &cfg[i], rowfile_buf)) {
-			fprintf(stderr, "tpcbench: FAILED: %s on %s\n", o.workload, l);
-			failures++;
+	/* --rounds: every configuration once a round, so that a load spike
+	 * of a shared machine hits them alike; a configuration's runs of all
+	 * rounds are aggregated together. */
+	for (int k = 0; k < rounds; k++)
+		for (int i = 0; i < n; i++) {
+			char l[128];
+			label(l, sizeof(l), cfg[i].backend, cfg[i].domain,
+				cfg[i].group, cfg[i].replica[0] ? cfg[i].replica :
+				NULL);
+			if (spawn(argv, &o, &cfg[i], rowfile_buf)) {
+				fprintf(stderr, "tpcbench: FAILED: %s on %s\n",
+					o.workload, l);
+				failures++;
+			}
 		}
-	}
 	/* Collect the rows, stamp the fence latency, keep them. */
 	static struct tb_row rows[4096];
 	size_t nr = 0;
