@@ -10,7 +10,7 @@
 #    replicated table names each mode.
 # 2. Bad input: an unknown mode, --replica without --peer, --peer without
 #    --replica, a peer that is not an address of this host or not a
-#    name at all, a backend
+#    name at all, passive modes in the byte domain, a backend
 #    that is not vista: exit 2 and a message that says which.
 # 3. The broken build: its backup misses the population; the comparison
 #    must fail the run (exit 2, "differs").
@@ -97,6 +97,9 @@ refused "no-flush groups" "not with --group" "$T" --workload debit-credit \
 	--backend vista --group 8 --replica 1safe --peer 127.0.0.1 \
 	"${COMMON[@]}"
 
+refused "passive in the byte domain" "not in the byte domain" "$T" \
+	--workload debit-credit --backend vista:byte \
+	--replica 1safe,passive-2safe --peer 127.0.0.1 "${COMMON[@]}"
 refused "zero rounds" "usage:" "$T" --workload debit-credit \
 	--backend vista --rounds 0 "${COMMON[@]}"
 refused "broken build (backup without the population)" \

@@ -323,6 +323,17 @@ expand(const struct tb_opts *o, const char *backends, const char *groups,
 						tb_err("too many configurations");
 						return -1;
 					}
+					enum tb_repl_kind kind;
+					int vm;
+					if (!tb_repl_parse(m, &kind, &vm) &&
+					    kind == TB_REPL_PASSIVE &&
+					    c->domain == TB_DOMAIN_BYTE) {
+						tb_err("--replica %s: not in the byte "
+							"domain (nothing is written back "
+							"there for the passive backup to "
+							"see)", m);
+						return -1;
+					}
 					out[n] = *c;
 					snprintf(out[n].replica, sizeof(out[n].replica),
 						"%s", m);
