@@ -12,6 +12,8 @@
 # 1-safe and 2-safe, bytes per transaction: Tables 4 and 5) on a 50 MB
 # database, and tests/replica/pcrash.sh for KILL_ITERATIONS iterations
 # (about 1.67 kills each) killing the primary, the backup alone, or both.
+# Last, tables.sh: tpcbench --replica on both workloads (Tables 6-8,
+# Figures 2-3) into bench/results/replica.
 set -eu
 B=${1:?usage: run.sh BUILD [SECONDS] [KILL_ITERATIONS]}
 S=${2:-1}
@@ -35,3 +37,6 @@ echo "== passive crash campaign: $K iterations"
 cd "$B"
 "$SRC/tests/replica/pcrash.sh" libvista/replica/vista-replica \
 	tests/replica/vr_dc "$K" pass 1safe,2safe primary,backup,both | tail -3
+cd - > /dev/null
+echo "== tpcbench --replica: Tables 6-8, Figures 2-3 (tables.sh)"
+"$SRC/bench/replica/tables.sh" "$B" "$SRC/bench/results/replica" "$S"

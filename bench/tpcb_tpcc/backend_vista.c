@@ -18,12 +18,16 @@
  *     every N-th commit is followed by vista_flush(), so N transactions
  *     share one durable commit (RVM's --group, with libvista's no-flush
  *     promise: a crash rolls back the group since the last flush).
+ *  6. --replica MODE: setup forks one backup process per stream
+ *     (replica.c), loaded() attaches the stream to it once the database
+ *     is durable, and commits go through libvista_replica; close waits
+ *     for the backup and compares its copy with the database.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "tpcbench.h"
+#include "tb_replica.h"
 #include "vista.h"
 
 _Static_assert(sizeof(struct tb_range) == sizeof(struct vista_range) &&
@@ -37,7 +41,10 @@ struct vista_ctx {
 	size_t size;
 	int group;          /* transactions per vista_flush (1: none) */
 	uint64_t ended;
-	char log[4200], path[4200];
+	int stream;
+	const struct tb_opts *o;
+	struct tb_repl *rep; /* --replica: attached at loaded() */
+	struct tb_vgeom g;
 };
 
 static char dir[4096];
@@ -49,15 +56,44 @@ vfail(const char *what, int rc)
 	return -1;
 }
 
+/* Stream i's pools (prefix "DIR/vista": ours; "DIR/backup": its backup's)
+ * and where they are mapped. */
+static void
+v_geom(const struct tb_opts *o, int stream, const char *prefix,
+	struct tb_vgeom *g)
+{
+	snprintf(g->log, sizeof(g->log), "%s.%d.log", prefix, stream);
+	snprintf(g->seg, sizeof(g->seg), "%s.%d.seg", prefix, stream);
+	/* A thread keeps its lane until it exits, and with --threads the
+	 * database is created by the main thread but run by a stream
+	 * thread: two lanes.  One stream runs on the main thread: one lane,
+	 * where the one-fence commit stores no truncation at all (libvista
+	 * log.c L7).  Each lane holds the largest transaction's
+	 * before-images; together they stay inside the one-copy memory
+	 * budget. */
+	g->lanes = o->threads > 1 ? 2 : 1;
+	size_t lane = 2 * o->tx_size + (2u << 20);
+	g->log_size = g->lanes * ((lane + 4095) & ~(size_t)4095);
+	g->rio_flags = tb_rio_force_flag(o->domain) | RIO_NO_SIGNALS;
+	/* Room for the heap's own metadata beside the root object. */
+	g->seg_size = (o->db_size + o->db_size / 16 + (4u << 20) + 4095) &
+		~(size_t)4095;
+	g->addr = (void *)(uintptr_t)(0x200000000000ull +
+		(uint64_t)stream * 0x2000000000ull);
+}
+
 static int
 v_setup(const struct tb_opts *o)
 {
-	return tb_workdir(o, dir, sizeof(dir), o->pmem_dir);
+	if (tb_workdir(o, dir, sizeof(dir), o->pmem_dir))
+		return -1;
+	return tb_repl_setup(o, dir, v_geom);
 }
 
 static int
 v_teardown(bool remove)
 {
+	tb_repl_teardown();
 	if (remove)
 		tb_rmtree(dir);
 	return 0;
@@ -68,38 +104,27 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 	void **db)
 {
 	struct vista_ctx *c = calloc(1, sizeof(*c));
+	char prefix[4200];
 	if (c == NULL)
 		return -1;
-	snprintf(c->log, sizeof(c->log), "%s/vista.%d.log", dir, stream);
-	snprintf(c->path, sizeof(c->path), "%s/vista.%d.seg", dir, stream);
+	snprintf(prefix, sizeof(prefix), "%s/vista", dir);
+	v_geom(o, stream, prefix, &c->g);
 	c->size = o->db_size;
 	c->group = o->group > 1 ? o->group : 1;
-	/* A thread keeps its lane until it exits, and with --threads the
-	 * database is created by the main thread but run by a stream
-	 * thread: two lanes.  One stream runs on the main thread: one lane,
-	 * where the one-fence commit stores no truncation at all (libvista
-	 * log.c L7).  Each lane holds the largest transaction's
-	 * before-images; together they stay inside the one-copy memory
-	 * budget. */
-	unsigned lanes = o->threads > 1 ? 2 : 1;
-	size_t lane = 2 * o->tx_size + (2u << 20);
+	c->stream = stream;
+	c->o = o;
 	struct vista_opts vo = {
-		.log_path = c->log,
-		.log_size = lanes * ((lane + 4095) & ~(size_t)4095),
-		.lanes = lanes,
-		.rio_flags = tb_rio_force_flag(o->domain) | RIO_NO_SIGNALS,
+		.log_path = c->g.log,
+		.log_size = c->g.log_size,
+		.lanes = c->g.lanes,
+		.rio_flags = c->g.rio_flags,
 	};
 	int rc = vista_init(&vo, &c->v);
 	if (rc) {
 		free(c);
 		return vfail("vista_init", rc);
 	}
-	/* Room for the heap's own metadata beside the root object. */
-	size_t seg = (c->size + c->size / 16 + (4u << 20) + 4095) &
-		~(size_t)4095;
-	void *addr = (void *)(uintptr_t)(0x200000000000ull +
-		(uint64_t)stream * 0x2000000000ull);
-	rc = vista_map(c->v, c->path, addr, seg,
+	rc = vista_map(c->v, c->g.seg, c->g.addr, c->g.seg_size,
 		create ? VISTA_CREATE | VISTA_EXCL : 0, &c->seg);
 	if (rc == 0)
 		rc = vista_root(c->seg, c->size, &c->db);
@@ -110,6 +135,17 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 		free(c);
 		return -1;
 	}
+#ifdef TB_BROKEN_REPL_ATTACH_EARLY
+	/* Broken on purpose (tpcbench-replica-smoke must catch it): the
+	 * stream is replicated before the population, whose stores are no
+	 * transaction's and so never reach an active backup. */
+	if (create && o->replica && tb_repl_attach(o, stream, &c->g, c->v,
+		    c->seg, c->db, c->size, &c->rep)) {
+		vista_fini(c->v);
+		free(c);
+		return -1;
+	}
+#endif
 	*ctx = c;
 	*db = c->db;
 	return 0;
@@ -121,6 +157,9 @@ v_loaded(void *ctx)
 	struct vista_ctx *c = ctx;
 	/* The populated database, durable before the first transaction. */
 	rio_persist(vista_segment_pool(c->seg), c->db, c->size);
+	if (c->o->replica && c->rep == NULL)
+		return tb_repl_attach(c->o, c->stream, &c->g, c->v, c->seg,
+			c->db, c->size, &c->rep);
 	return 0;
 }
 
@@ -151,6 +190,8 @@ static int
 v_commit(void *ctx)
 {
 	struct vista_ctx *c = ctx;
+	if (c->rep)
+		return tb_repl_commit(c->rep, c->v);
 	int rc = vista_end_transaction(c->v);
 	if (rc)
 		return vfail("vista_end_transaction", rc);
@@ -180,15 +221,18 @@ v_stats(void *ctx, struct tb_bstats *out)
 	out->fences = s.fences;
 	out->flushes = s.flushes;
 	out->bytes_logged = s.bytes_logged;
+	if (c->rep)
+		tb_repl_stats(c->rep, out);
 }
 
 static int
 v_close(void *ctx)
 {
 	struct vista_ctx *c = ctx;
+	int rrc = c->rep ? tb_repl_detach(c->rep) : 0;
 	int rc = vista_fini(c->v);
 	free(c);
-	return rc ? vfail("vista_fini", rc) : 0;
+	return rc ? vfail("vista_fini", rc) : rrc;
 }
 
 static int
@@ -197,9 +241,9 @@ v_files(void *ctx, const char **paths, int max)
 	struct vista_ctx *c = ctx;
 	int n = 0;
 	if (max > n)
-		paths[n++] = c->path;
+		paths[n++] = c->g.seg;
 	if (max > n)
-		paths[n++] = c->log;
+		paths[n++] = c->g.log;
 	return n;
 }
 

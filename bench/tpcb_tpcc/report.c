@@ -16,6 +16,10 @@
  *     is none's ns/tx + vista's fences/tx x the measured fence latency.
  *  4. Nothing here decides success: the report states what was measured
  *     against the targets; invariant violations already failed the run.
+ *  5. Replicated rows (--replica) carry six more columns: bytes sent to
+ *     the backup by kind and commit latency; rows without them (24
+ *     columns, older files) still parse.  Their table puts each mode
+ *     beside standalone vista of the same run.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -27,7 +31,8 @@
 const char tb_csv_header[] =
 	"workload,backend,label,domain,group,threads,db_bytes,tx_size,run,tx,"
 	"aborts,seconds,tx_per_s,ns_per_tx,fences,flushes,bytes_logged,syncs,"
-	"log_writes,truncations,rss_bytes,mem_bytes,fence_ns,env";
+	"log_writes,truncations,rss_bytes,mem_bytes,fence_ns,env,sent_data,"
+	"sent_undo,sent_meta,sent_total,lat_med_us,lat_p99_us";
 
 static void
 opt_u64(FILE *f, bool has, uint64_t v)
@@ -58,7 +63,15 @@ tb_row_write(FILE *f, const struct tb_row *r)
 		(unsigned long long)r->mem);
 	if (r->fence_ns > 0)
 		fprintf(f, "%.1f", r->fence_ns);
-	fprintf(f, ",%s\n", r->env);
+	fprintf(f, ",%s", r->env);
+	opt_u64(f, r->has_repl, r->sent_data);
+	opt_u64(f, r->has_repl, r->sent_undo);
+	opt_u64(f, r->has_repl, r->sent_meta);
+	opt_u64(f, r->has_repl, r->sent_total);
+	if (r->has_repl)
+		fprintf(f, ",%.2f,%.2f\n", r->lat_med_us, r->lat_p99_us);
+	else
+		fputs(",,\n", f);
 	fflush(f);
 }
 
@@ -92,9 +105,10 @@ int
 tb_row_parse(const char *line, struct tb_row *r)
 {
 	char buf[1024];
-	char *f[24];
+	char *f[30];
 	copy(buf, sizeof(buf), line);
-	if (split(buf, f, 24) != 24 || strcmp(f[0], "workload") == 0)
+	int nf = split(buf, f, 30);
+	if ((nf != 24 && nf != 30) || strcmp(f[0], "workload") == 0)
 		return -1;
 	memset(r, 0, sizeof(*r));
 	copy(r->workload, sizeof(r->workload), f[0]);
@@ -122,6 +136,15 @@ tb_row_parse(const char *line, struct tb_row *r)
 	r->mem = strtoull(f[21], NULL, 10);
 	r->fence_ns = strtod(f[22], NULL);
 	copy(r->env, sizeof(r->env), f[23]);
+	if (nf == 30 && f[24][0] != 0) {
+		r->has_repl = true;
+		r->sent_data = strtoull(f[24], NULL, 10);
+		r->sent_undo = strtoull(f[25], NULL, 10);
+		r->sent_meta = strtoull(f[26], NULL, 10);
+		r->sent_total = strtoull(f[27], NULL, 10);
+		r->lat_med_us = strtod(f[28], NULL);
+		r->lat_p99_us = strtod(f[29], NULL);
+	}
 	return 0;
 }
 
@@ -134,6 +157,8 @@ struct agg {
 	double fences, flushes, logged, syncs; /* per tx, middle runs */
 	uint64_t truncations, rss, mem, aborts, tx;
 	int runs;
+	/* --replica, middle runs: bytes sent per tx, latency (us). */
+	double sent_data, sent_undo, sent_meta, sent_total, lat_med, lat_p99;
 };
 
 static int
@@ -175,7 +200,17 @@ aggregate(const struct tb_row *rows, size_t n, const struct tb_row *key,
 		flushes += (double)v[i]->flushes;
 		logged += (double)v[i]->bytes_logged;
 		syncs += (double)v[i]->syncs;
+		g->sent_data += (double)v[i]->sent_data;
+		g->sent_undo += (double)v[i]->sent_undo;
+		g->sent_meta += (double)v[i]->sent_meta;
+		g->sent_total += (double)v[i]->sent_total;
+		g->lat_med += v[i]->lat_med_us / (hi - lo);
+		g->lat_p99 += v[i]->lat_p99_us / (hi - lo);
 	}
+	g->sent_data /= tx;
+	g->sent_undo /= tx;
+	g->sent_meta /= tx;
+	g->sent_total /= tx;
 	for (int i = 0; i < k; i++) {
 		g->truncations += v[i]->truncations;
 		g->aborts += v[i]->aborts;
@@ -341,6 +376,35 @@ table(FILE *out, const struct agg *a, size_t n, const char *title,
 		}
 }
 
+/* --replica: each mode beside standalone vista of the same domain. */
+static void
+replicas(FILE *out, const struct agg *a, size_t n, const char *title)
+{
+	bool any = false;
+	for (size_t i = 0; i < n; i++)
+		any |= a[i].first->has_repl;
+	if (!any)
+		return;
+	fprintf(out, "\n== %s: replicated (bytes sent per tx; commit latency) "
+		"==\n%-52s %9s %7s %8s %8s %8s %8s %9s %9s\n", title, "backend",
+		"tx/s", "ratio", "data B", "undo B", "meta B", "total B",
+		"lat med", "lat p99");
+	for (size_t i = 0; i < n; i++) {
+		const struct agg *g = &a[i];
+		if (!g->first->has_repl)
+			continue;
+		const struct agg *sa = find(a, n, "vista", g->first->domain, 0);
+		char t[16], r[16] = "-";
+		human(t, 16, g->tps);
+		if (sa)
+			snprintf(r, 16, "%.3f", g->tps / sa->tps);
+		fprintf(out, "%-52s %9s %7s %8.1f %8.1f %8.1f %8.1f %7.1fus "
+			"%7.1fus\n", g->first->label, t, r, g->sent_data,
+			g->sent_undo, g->sent_meta, g->sent_total, g->lat_med,
+			g->lat_p99);
+	}
+}
+
 static void
 targets(FILE *out, const struct agg *a, size_t n, const char *wl,
 	double fence_ns)
@@ -480,6 +544,7 @@ tb_report(FILE *out, const struct tb_row *rows, size_t n,
 				"each", wl, threads,
 				a[0].first->db_bytes / 1048576.0);
 			table(out, a, k, title, cost);
+			replicas(out, a, k, title);
 			if (threads == 1)
 				targets(out, a, k, wl, fence_ns);
 		}

@@ -27,6 +27,7 @@
 
 #include "tpcbench.h"
 #include "tpcbench_int.h"
+#include "tb_replica.h"
 
 struct stream {
 	int idx;
@@ -95,6 +96,14 @@ sum_stats(struct stream *st, int n, struct tb_bstats *out)
 		out->syncs += s.syncs;
 		out->log_writes += s.log_writes;
 		out->truncations += s.truncations;
+		out->has_repl |= s.has_repl;
+		out->repl_records += s.repl_records;
+		out->repl_data += s.repl_data;
+		out->repl_undo += s.repl_undo;
+		out->repl_meta += s.repl_meta;
+		out->repl_sent += s.repl_sent;
+		for (unsigned k = 0; k < TB_LAT_BUCKETS; k++)
+			out->lat[k] += s.lat[k];
 	}
 }
 
@@ -176,7 +185,7 @@ tb_run_config(const struct tb_opts *o, const struct tb_backend *b,
 		goto out;
 
 	for (int r = 0; r < o->runs; r++) {
-		struct tb_bstats s0, s1;
+		static struct tb_bstats s0, s1;
 		sum_stats(st, n, &s0);
 		uint64_t start = tb_now_ns();
 		uint64_t deadline = start + (uint64_t)(o->seconds * 1e9);
@@ -222,6 +231,18 @@ tb_run_config(const struct tb_opts *o, const struct tb_backend *b,
 		row.syncs = s1.syncs - s0.syncs;
 		row.log_writes = s1.log_writes - s0.log_writes;
 		row.truncations = s1.truncations - s0.truncations;
+		row.has_repl = s1.has_repl;
+		if (s1.has_repl) {
+			/* This run's bytes sent and commit latencies. */
+			row.sent_data = s1.repl_data - s0.repl_data;
+			row.sent_undo = s1.repl_undo - s0.repl_undo;
+			row.sent_meta = s1.repl_meta - s0.repl_meta;
+			row.sent_total = s1.repl_sent - s0.repl_sent;
+			for (unsigned k = 0; k < TB_LAT_BUCKETS; k++)
+				s1.lat[k] -= s0.lat[k];
+			row.lat_med_us = tb_lat_quantile(s1.lat, 0.5) / 1e3;
+			row.lat_p99_us = tb_lat_quantile(s1.lat, 0.99) / 1e3;
+		}
 		uint64_t anon;
 		tb_rss(&row.rss, &anon);
 		row.mem = footprint(st, n, anon);

@@ -19,6 +19,11 @@
  *     rows, appends them to --csv, and prints the tables (report.c).
  *  3. Exit status: 0 when every configuration ran and every invariant
  *     held; 2 otherwise (after running the rest and saying which failed).
+ *  4. --replica LIST --peer HOST (vista only): after each vista
+ *     configuration standalone, the same configuration with each mode of
+ *     the list (replica.c), and first the round trip over HOST, so the
+ *     report puts every mode beside standalone and the round trip of the
+ *     same run.  Bad modes and peers are refused before anything runs.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,6 +34,7 @@
 #include <unistd.h>
 
 #include "tpcbench_int.h"
+#include "tb_replica.h"
 
 #ifndef TB_HAVE_VISTA
 /* libvista is not part of this build: the backend is absent, and says so. */
@@ -62,6 +68,8 @@ usage(FILE *f)
 "  --tx-size LIST       synthetic bytes per transaction, or \"sweep\" (8)\n"
 "  --seconds T          per run (1)      --tx N   transactions per run\n"
 "  --runs R             runs per configuration (5; best and worst dropped)\n"
+"  --rounds K           run every configuration K times in turn, R runs\n"
+"                       each, aggregated together (1; R x K <= 64)\n"
 "  --csv FILE           append the result rows (one per run) to FILE\n"
 "  --summary FILE       write one line per configuration to FILE\n"
 "  --rvm-dir DIR        rvm files, on a disk (/var/tmp)\n"
@@ -69,7 +77,12 @@ usage(FILE *f)
 "  --pmem-dir DIR       vista and pmemobj pools, rvm-rio's cache pool (/dev/shm)\n"
 "  --per-range          one set_range call per range (the thesis' way;\n"
 "                       default: all of a transaction's ranges in one call)\n"
-"  --seed N  --quiet  --no-reopen\n", all_backends);
+"  --replica LIST       vista (V3) only: also run each configuration with\n"
+"                       its streams replicated to a backup process, one\n"
+"                       run per mode of %s\n"
+"  --peer HOST          with --replica: the address (of this host) where\n"
+"                       the primary listens and its backup connects\n"
+"  --seed N  --quiet  --no-reopen\n", all_backends, tb_repl_modes);
 }
 
 static int
@@ -160,9 +173,12 @@ pmdk_env(enum tb_domain d, char *buf, size_t n)
 static bool per_range_labels;
 
 static void
-label(char *buf, size_t n, const char *backend, enum tb_domain d, int group)
+label(char *buf, size_t n, const char *backend, enum tb_domain d, int group,
+	const char *replica)
 {
 	int k = snprintf(buf, n, "%s", backend);
+	if (replica)
+		k += snprintf(buf + k, n - (size_t)k, "+%s", replica);
 	if (has_domain(backend))
 		k += snprintf(buf + k, n - (size_t)k, " (%s)", tb_domain_name(d));
 	if (has_group(backend) && group > 1)
@@ -190,7 +206,11 @@ child(const struct tb_opts *o, const char *rowfile)
 	struct tb_row proto = { 0 };
 	snprintf(proto.workload, sizeof(proto.workload), "%s", w->name);
 	snprintf(proto.backend, sizeof(proto.backend), "%s", b->name);
-	label(proto.label, sizeof(proto.label), b->name, o->domain, o->group);
+	label(proto.label, sizeof(proto.label), b->name, o->domain, o->group,
+		o->replica);
+	if (o->replica)
+		snprintf(proto.backend, sizeof(proto.backend), "%s+%s", b->name,
+			o->replica);
 	snprintf(proto.domain, sizeof(proto.domain), "%s",
 		has_domain(b->name) ? tb_domain_name(o->domain) : "-");
 	proto.group = has_group(b->name) ? o->group : 0;
@@ -226,6 +246,7 @@ child(const struct tb_opts *o, const char *rowfile)
 
 struct config {
 	char backend[32];
+	char replica[24];   /* "" standalone */
 	enum tb_domain domain;
 	int group;
 	size_t tx_size;
@@ -233,7 +254,7 @@ struct config {
 
 static int
 expand(const struct tb_opts *o, const char *backends, const char *groups,
-	const char *sizes, struct config *out, int max)
+	const char *sizes, const char *replicas, struct config *out, int max)
 {
 	int n = 0;
 	char bl[512], gl[128], sl[256];
@@ -286,6 +307,38 @@ expand(const struct tb_opts *o, const char *backends, const char *groups,
 					tb_err("bad transaction size %s", s);
 					return -1;
 				}
+				/* Each replica mode after standalone. */
+				if (replicas == NULL)
+					continue;
+				if (strcmp(name, "vista")) {
+					tb_err("--replica: backend %s: only vista (V3) "
+						"is replicated", bs);
+					return -1;
+				}
+				char rl[128], *rsave;
+				snprintf(rl, sizeof(rl), "%s", replicas);
+				for (char *m = strtok_r(rl, ",", &rsave); m;
+				     m = strtok_r(NULL, ",", &rsave)) {
+					if (n == max) {
+						tb_err("too many configurations");
+						return -1;
+					}
+					enum tb_repl_kind kind;
+					int vm;
+					if (!tb_repl_parse(m, &kind, &vm) &&
+					    kind == TB_REPL_PASSIVE &&
+					    c->domain == TB_DOMAIN_BYTE) {
+						tb_err("--replica %s: not in the byte "
+							"domain (nothing is written back "
+							"there for the passive backup to "
+							"see)", m);
+						return -1;
+					}
+					out[n] = *c;
+					snprintf(out[n].replica, sizeof(out[n].replica),
+						"%s", m);
+					n++;
+				}
 			}
 		}
 	}
@@ -321,6 +374,12 @@ spawn(char **argv0, const struct tb_opts *o, const struct config *c,
 		args[na++] = "--no-reopen";
 	if (o->per_range)
 		args[na++] = "--per-range";
+	if (c->replica[0]) {
+		args[na++] = "--replica";
+		args[na++] = (char *)c->replica;
+		args[na++] = "--peer";
+		args[na++] = (char *)o->peer;
+	}
 	args[na] = NULL;
 	fflush(NULL);
 	pid_t pid = fork();
@@ -374,9 +433,10 @@ main(int argc, char **argv)
 		.pmem_dir = "/dev/shm",
 	};
 	const char *backends = NULL, *groups = "1", *sizes = "8";
-	const char *rowfile = NULL, *summary = NULL;
+	const char *rowfile = NULL, *summary = NULL, *replicas = NULL;
+	int rounds = 1;
 	enum { O_SUMMARY = 255, O_CHILD = 256, O_RVM, O_RIO, O_PMEM, O_SEED,
-		O_NOREOPEN, O_PERRANGE };
+		O_NOREOPEN, O_PERRANGE, O_REPLICA, O_PEER, O_ROUNDS };
 	static const struct option lo[] = {
 		{ "workload", required_argument, 0, 'w' },
 		{ "backend", required_argument, 0, 'b' },
@@ -399,6 +459,9 @@ main(int argc, char **argv)
 		{ "seed", required_argument, 0, O_SEED },
 		{ "no-reopen", no_argument, 0, O_NOREOPEN },
 		{ "per-range", no_argument, 0, O_PERRANGE },
+		{ "replica", required_argument, 0, O_REPLICA },
+		{ "peer", required_argument, 0, O_PEER },
+		{ "rounds", required_argument, 0, O_ROUNDS },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -440,23 +503,75 @@ main(int argc, char **argv)
 		case O_SEED: o.seed = strtoull(optarg, NULL, 0); break;
 		case O_NOREOPEN: o.no_reopen = true; break;
 		case O_PERRANGE: o.per_range = per_range_labels = true; break;
+		case O_REPLICA: replicas = optarg; break;
+		case O_PEER: o.peer = optarg; break;
+		case O_ROUNDS: rounds = atoi(optarg); break;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (!workload_of(o.workload) || backends == NULL || o.threads < 1 ||
 	    o.threads > TB_MAX_STREAMS || o.runs < 1 || o.runs > 64 ||
+	    rounds < 1 || o.runs * rounds > 64 ||
 	    (o.seconds <= 0 && o.ntx == 0) || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
+	if (replicas != NULL || o.peer != NULL) {
+		/* Refused before anything runs: a mode we do not know, a
+		 * missing or unusable peer, a mode with no-flush groups. */
+		char rl[128];
+		enum tb_repl_kind kind;
+		int vm;
+		if (replicas == NULL) {
+			tb_err("--peer needs --replica MODE");
+			return 2;
+		}
+		if (o.peer == NULL) {
+			tb_err("--replica needs --peer HOST (e.g. 127.0.0.1)");
+			return 2;
+		}
+		snprintf(rl, sizeof(rl), "%s", replicas);
+		if (strlen(replicas) >= sizeof(rl) || rl[0] == 0) {
+			tb_err("--replica %s: a list of %s", replicas,
+				tb_repl_modes);
+			return 2;
+		}
+		for (char *m = strtok(rl, ","); m; m = strtok(NULL, ","))
+			if (tb_repl_parse(m, &kind, &vm)) {
+				tb_err("--replica: unknown mode \"%s\" (modes: "
+					"%s)", m, tb_repl_modes);
+				return 2;
+			}
+		if (o.group > 1 || strchr(groups, ',')) {
+			tb_err("--replica: not with --group (no-flush groups "
+				"are not replicated)");
+			return 2;
+		}
+		if (tb_peer_check(o.peer))
+			return 2;
+	}
 	if (rowfile) {
 		o.backend = backends;
+		if (replicas) {
+			/* A child runs one mode. */
+			enum tb_repl_kind kind;
+			int vm;
+			if (strchr(replicas, ',') ||
+			    tb_repl_parse(replicas, &kind, &vm)) {
+				tb_err("--child: one replica mode");
+				return 2;
+			}
+			o.replica = replicas;
+		}
 		return child(&o, rowfile);
 	}
 
 	static struct config cfg[256];
-	int n = expand(&o, backends, groups, sizes, cfg, 256);
+	int n = expand(&o, backends, groups, sizes, replicas, cfg, 256);
 	if (n <= 0)
+		return 2;
+	double rtt_med = 0, rtt_p99 = 0;
+	if (replicas && tb_rtt(o.peer, 5000, &rtt_med, &rtt_p99))
 		return 2;
 	char rowfile_buf[4096];
 	snprintf(rowfile_buf, sizeof(rowfile_buf), "%s/tpcbench-rows.%d",
@@ -464,14 +579,21 @@ main(int argc, char **argv)
 	unlink(rowfile_buf);
 	struct tb_persist_cost cost = tb_persist_cost(o.pmem_dir);
 	int failures = 0;
-	for (int i = 0; i < n; i++) {
-		char l[128];
-		label(l, sizeof(l), cfg[i].backend, cfg[i].domain, cfg[i].group);
-		if (spawn(argv, &o, &cfg[i], rowfile_buf)) {
-			fprintf(stderr, "tpcbench: FAILED: %s on %s\n", o.workload, l);
-			failures++;
+	/* --rounds: every configuration once a round, so that a load spike
+	 * of a shared machine hits them alike; a configuration's runs of all
+	 * rounds are aggregated together. */
+	for (int k = 0; k < rounds; k++)
+		for (int i = 0; i < n; i++) {
+			char l[128];
+			label(l, sizeof(l), cfg[i].backend, cfg[i].domain,
+				cfg[i].group, cfg[i].replica[0] ? cfg[i].replica :
+				NULL);
+			if (spawn(argv, &o, &cfg[i], rowfile_buf)) {
+				fprintf(stderr, "tpcbench: FAILED: %s on %s\n",
+					o.workload, l);
+				failures++;
+			}
 		}
-	}
 	/* Collect the rows, stamp the fence latency, keep them. */
 	static struct tb_row rows[4096];
 	size_t nr = 0;
@@ -500,6 +622,10 @@ main(int argc, char **argv)
 		fclose(csv);
 	unlink(rowfile_buf);
 	tb_report(stdout, rows, nr, cost);
+	if (replicas)
+		printf("round trip over %s (64-byte TCP ping-pong between two "
+			"processes, this run): median %.1f us, p99 %.1f us\n",
+			o.peer, rtt_med, rtt_p99);
 	if (summary) {
 		FILE *sf = fopen(summary, "w");
 		if (sf == NULL) {

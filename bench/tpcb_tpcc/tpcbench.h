@@ -20,6 +20,9 @@
 
 #define TB_MAX_STREAMS 16
 #define TB_MAX_FILES 4
+/* Commit latency histogram: 32 buckets per doubling from 128 ns to 134 ms
+ * (about 2% wide), then one overflow bucket (replica.c). */
+#define TB_LAT_BUCKETS (21 * 32 + 1)
 
 enum tb_domain { TB_DOMAIN_NONE, TB_DOMAIN_BYTE, TB_DOMAIN_CACHELINE,
 	TB_DOMAIN_PAGE };
@@ -47,6 +50,11 @@ struct tb_opts {
 	bool quiet;
 	bool no_reopen;
 	bool per_range;         /* one set_range call per range (thesis) */
+	/* --replica: the vista stream kept on a backup process (replica.c):
+	 * NULL standalone, else one mode of tb_repl_modes; the backup
+	 * connects to the primary at --peer (an address of this host). */
+	const char *replica;
+	const char *peer;
 };
 
 struct tb_range {
@@ -60,6 +68,12 @@ struct tb_bstats {
 	uint64_t fences, flushes;     /* vista */
 	uint64_t bytes_logged;        /* vista: undo bytes; rvm: redo bytes */
 	uint64_t syncs, log_writes, truncations; /* rvm */
+	/* --replica: records and bytes sent to the backup (modified data,
+	 * undo/mirror, metadata, all bytes on the wire) and a histogram of
+	 * commit latencies (tb_lat_bucket). */
+	bool has_repl;
+	uint64_t repl_records, repl_data, repl_undo, repl_meta, repl_sent;
+	uint64_t lat[TB_LAT_BUCKETS];
 };
 
 struct tb_backend {
@@ -172,6 +186,10 @@ int tb_mkdirs(const char *path);
  * fails); 0 or -1 (reported). */
 int tb_workdir(const struct tb_opts *o, char *buf, size_t n,
 	const char *base);
+/* Histogram bucket of a latency (TB_LAT_BUCKETS); the latency (ns, the
+ * bucket's middle) below which a fraction q of the counts lie (0: none). */
+unsigned tb_lat_bucket(uint64_t ns);
+double tb_lat_quantile(const uint64_t *h, double q);
 /* Remove a directory tree. */
 void tb_rmtree(const char *path);
 /* The process's memory: VmRSS and RssAnon in bytes. */

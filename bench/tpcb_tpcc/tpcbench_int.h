@@ -20,6 +20,11 @@ struct tb_row {
 	uint64_t fences, flushes, bytes_logged, syncs, log_writes, truncations;
 	uint64_t rss, mem;
 	double fence_ns;
+	/* --replica: bytes sent to the backup in the run (modified data,
+	 * undo/mirror, metadata, all on the wire), commit latency. */
+	bool has_repl;
+	uint64_t sent_data, sent_undo, sent_meta, sent_total;
+	double lat_med_us, lat_p99_us;
 };
 
 extern const char tb_csv_header[];

@@ -228,3 +228,34 @@ tb_persist_cost(const char *dir)
 	unlink(path);
 	return c;
 }
+
+unsigned
+tb_lat_bucket(uint64_t ns)
+{
+	if (ns < 128)
+		return 0;
+	unsigned e = 63u - (unsigned)__builtin_clzll(ns); /* ns in [2^e, 2^e+1) */
+	unsigned b = (e - 7) * 32 + (unsigned)((ns >> (e - 5)) & 31);
+	return b < TB_LAT_BUCKETS - 1 ? b : TB_LAT_BUCKETS - 1;
+}
+
+double
+tb_lat_quantile(const uint64_t *h, double q)
+{
+	uint64_t total = 0, seen = 0;
+	for (unsigned i = 0; i < TB_LAT_BUCKETS; i++)
+		total += h[i];
+	if (total == 0)
+		return 0;
+	uint64_t want = (uint64_t)(q * (double)total);
+	for (unsigned i = 0; i < TB_LAT_BUCKETS; i++) {
+		seen += h[i];
+		if (seen > want) {
+			/* The bucket's middle. */
+			unsigned e = i / 32 + 7, s = i % 32;
+			double lo = (double)(1ull << e) * (1.0 + s / 32.0);
+			return lo * (1.0 + 1.0 / 64.0);
+		}
+	}
+	return (double)(1ull << 28);
+}
