@@ -163,6 +163,16 @@ next_diff(const unsigned char *b, const unsigned char *c, size_t i,
 			return i + (size_t)(__builtin_ctzll(x ^ y) >> 3);
 		i += 8;
 	}
+	if (i < len && len >= 8) {
+		/* The last 1..7 bytes: the range's last word, less the bytes
+		 * before i (no byte loop: its branches mispredict). */
+		uint64_t x, y;
+		unsigned skip = (unsigned)(i - (len - 8)) * 8;
+		memcpy(&x, b + len - 8, 8);
+		memcpy(&y, c + len - 8, 8);
+		x = (x ^ y) >> skip;
+		return x ? i + (size_t)(__builtin_ctzll(x) >> 3) : len;
+	}
 	while (i < len && b[i] == c[i])
 		i++;
 	return i;
