@@ -21,7 +21,9 @@
  * The persistence domain is $RIO_DOMAIN (cacheline if unset).  -q: a
  * short smoke run (0.1 s each).  The four configurations run in ROUNDS
  * (default 3) interleaved rounds; each line is the median round.  -o standalone|1safe|2safe|pipelined runs
- * that one alone (for a profiler).
+ * that one alone (for a profiler); -o hook runs a 1-safe primary that no
+ * backup ever joins: its hook diffs and builds every record, and nothing
+ * is queued or sent (the hook's own cost).
  *
  * Placement: the paper's primary and backup were two machines; here they
  * share the host's CPUs.  -p pins the primary process (its application
@@ -67,6 +69,9 @@ static unsigned fo_timeout = 100;
 static int cpu_app = -1, cpu_rep = -1;
 /* -s: the backup process in a session of its own (see the top). */
 static bool own_session;
+/* -o hook: a primary that serves with no backup ever connected, so
+ * that its hook diffs and builds each record and nothing is sent. */
+static bool hook_only;
 
 /* The calling thread onto `cpu` (threads it creates inherit it). */
 static void
@@ -382,9 +387,11 @@ run(const char *name, int mode)
 		snprintf(bname, sizeof(bname), "%s-backup", name);
 		if ((rc = vr_serve(p.n, "127.0.0.1", 0)))
 			die("vr_serve", rc);
-		bpid = spawn_backup(bname, vr_port(p.n));
-		if ((rc = vr_wait_backup(p.n, 20000)))
-			die("vr_wait_backup", rc);
+		if (!hook_only) {
+			bpid = spawn_backup(bname, vr_port(p.n));
+			if ((rc = vr_wait_backup(p.n, 20000)))
+				die("vr_wait_backup", rc);
+		}
 	}
 	/* Warm up, then measure. */
 	for (int i = 0; i < 2000; i++)
@@ -411,7 +418,7 @@ run(const char *name, int mode)
 	res.tps = (double)(n - 2000) / (t1 - t0);
 	res.cpu_p = (cpu_ns(getpid()) - c0p) / 1e3 / (double)(n - 2000);
 	res.cpu_b = bpid ? (cpu_ns(bpid) - c0b) / 1e3 / (double)(n - 2000) : 0;
-	if (mode) {
+	if (mode && !hook_only) {
 		struct vr_status st;
 		if ((rc = vr_sync(p.n)))
 			die("vr_sync", rc);
@@ -598,6 +605,12 @@ main(int argc, char **argv)
 	if (only != NULL) {
 		static const char *names[] = { "standalone", "1safe", "2safe",
 			"pipelined" };
+		if (strcmp(only, "hook") == 0) {
+			hook_only = true;
+			r0 = run("hook", VR_1SAFE);
+			printf("hook: %.0f tx/s, cpu P %.3f us/tx\n", r0.tps,
+				r0.cpu_p);
+		}
 		for (int m = 0; m < 4; m++)
 			if (strcmp(only, names[m]) == 0) {
 				r0 = run(names[m], m);

@@ -178,6 +178,27 @@ next_diff(const unsigned char *b, const unsigned char *c, size_t i,
 	return i;
 }
 
+/* One past the last index in [0, len) where b and c differ, or 0: eight
+ * bytes at a time from the end (the highest set byte of the xor is the
+ * last difference). */
+static inline size_t
+last_diff(const unsigned char *b, const unsigned char *c, size_t len)
+{
+	size_t i = len;
+
+	while (i >= 8) {
+		uint64_t x, y;
+		memcpy(&x, b + i - 8, 8);
+		memcpy(&y, c + i - 8, 8);
+		if (x != y)
+			return i - (size_t)(__builtin_clzll(x ^ y) >> 3);
+		i -= 8;
+	}
+	while (i > 0 && b[i - 1] == c[i - 1])
+		i--;
+	return i;
+}
+
 int
 vr_diff(const void *before, const void *cur, size_t len, size_t gap,
 	uint64_t *ol, size_t max)
@@ -187,6 +208,16 @@ vr_diff(const void *before, const void *cur, size_t len, size_t gap,
 
 	if (gap == 0)
 		gap = 1; /* a run of changed bytes is one piece */
+	if (len <= gap && i < len) {
+		/* Two differences in the range have fewer than gap equal
+		 * bytes between them: one piece, first to last difference
+		 * (a counter's 8 bytes: two loads from each end, no loop). */
+		if (max == 0)
+			return -E2BIG;
+		ol[0] = i;
+		ol[1] = last_diff(b, c, len) - i;
+		return 1;
+	}
 	while (i < len) {
 		size_t lo = i, hi = i + 1;
 		/* Extend while the next difference is fewer than gap equal
