@@ -3,7 +3,7 @@
  * vr_bench.c -- replication of a Vista segment: throughput, commit latency,
  * failover time, against standalone libvista in the same run
  *
- *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG]
+ *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] [-p] [-s]
  *
  * Debit-credit (accounts, tellers, branches, a history ring) on one
  * segment.  In order, each for SECONDS (default 1):
@@ -13,17 +13,30 @@
  *   1safe, 2safe, pipelined   the same with a backup process (vr_follow)
  *               over loopback: tx/s, its ratio to standalone, per-commit
  *               latency median/p99, bytes sent per transaction (modified
- *               data, metadata);
+ *               data, metadata), CPU time per transaction of the primary
+ *               process and of the backup process;
  *   failover    a primary process killed (SIGKILL) and one stopped
  *               (SIGSTOP: found by missed heartbeats): detection, and
  *               promotion until the first new commit.
  * The persistence domain is $RIO_DOMAIN (cacheline if unset).  -q: a
  * short smoke run (0.1 s each).  The four configurations run in ROUNDS
  * (default 3) interleaved rounds; each line is the median round.  -o standalone|1safe|2safe|pipelined runs
- * that one alone (for a profiler).
+ * that one alone (for a profiler); -o hook runs a 1-safe primary that no
+ * backup ever joins: its hook diffs and builds every record, and nothing
+ * is queued or sent (the hook's own cost).
+ *
+ * Placement: the paper's primary and backup were two machines; here they
+ * share the host's CPUs.  -p pins the primary process (its application
+ * thread and its sender) to the first CPU it may use and the backup
+ * process to the second, in every configuration (standalone too).  -s
+ * starts the backup process in a session of its own (setsid), so that
+ * the scheduler's autogroups give it its own share of the CPUs instead of
+ * a part of the primary's, as a second machine would.  Neither is the
+ * default; the output says which was used.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -31,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -51,6 +65,48 @@ static const char *only; /* -o: run this configuration only (profiling) */
 /* Failover runs: a killed primary is found by its closed connection (the
  * timeout only guards against load); a stopped one by the timeout. */
 static unsigned fo_timeout = 100;
+/* Pin the threads (see the top): CPU numbers, or -1 (-U, one CPU). */
+static int cpu_app = -1, cpu_rep = -1;
+/* -s: the backup process in a session of its own (see the top). */
+static bool own_session;
+/* -o hook: a primary that serves with no backup ever connected, so
+ * that its hook diffs and builds each record and nothing is sent. */
+static bool hook_only;
+
+/* The calling thread onto `cpu` (threads it creates inherit it). */
+static void
+pin(int cpu)
+{
+	cpu_set_t cs;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&cs);
+	CPU_SET(cpu, &cs);
+	if (pthread_setaffinity_np(pthread_self(), sizeof(cs), &cs))
+		fprintf(stderr, "vr-bench: cannot pin to CPU %d\n", cpu);
+}
+
+/* The first two CPUs this process may use, or none. */
+static void
+pick_cpus(void)
+{
+	cpu_set_t cs;
+	int k = 0;
+
+	if (sched_getaffinity(0, sizeof(cs), &cs))
+		return;
+	for (int c = 0; c < CPU_SETSIZE && k < 2; c++) {
+		if (!CPU_ISSET(c, &cs))
+			continue;
+		if (k++ == 0)
+			cpu_app = c;
+		else
+			cpu_rep = c;
+	}
+	if (k < 2)
+		cpu_app = cpu_rep = -1;
+}
 
 struct hist {
 	uint64_t txid;
@@ -252,9 +308,41 @@ bench_rtt(double *med, double *p99)
 
 /* ---- a run ---- */
 
+/* CPU time (ns) process `pid` has run, all its threads: the sum of the
+ * first fields of /proc/PID/task/TID/schedstat.  On a shared machine the
+ * CPU time per transaction varies far less than the throughput. */
+static double
+cpu_ns(pid_t pid)
+{
+	char path[64];
+	DIR *d;
+	struct dirent *e;
+	double sum = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		char p2[384];
+		unsigned long long ns;
+		FILE *f;
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p2, sizeof(p2), "%s/%s/schedstat", path, e->d_name);
+		if ((f = fopen(p2, "r")) == NULL)
+			continue;
+		if (fscanf(f, "%llu", &ns) == 1)
+			sum += (double)ns;
+		fclose(f);
+	}
+	closedir(d);
+	return sum;
+}
+
 struct result {
 	double tps, med, p99;
 	double data_b, meta_b;
+	double cpu_p, cpu_b; /* us of CPU per transaction: primary, backup */
 };
 
 static pid_t
@@ -264,6 +352,9 @@ spawn_backup(const char *name, unsigned port)
 	if (pid == 0) {
 		struct node b;
 		int rc;
+		pin(cpu_rep);
+		if (own_session)
+			(void)setsid();
 		open_node(&b, name, ADDR_B, VR_1SAFE, true);
 		rc = vr_follow(b.n, "127.0.0.1", port);
 		if (rc != 0 && rc != VR_EPEERLOST)
@@ -277,7 +368,8 @@ spawn_backup(const char *name, unsigned port)
 static struct result
 run(const char *name, int mode)
 {
-	struct result res = { 0, 0, 0, 0, 0 };
+	struct result res = { 0, 0, 0, 0, 0, 0, 0 };
+	double c0p, c0b;
 	struct node p;
 	char bname[64];
 	pid_t bpid = 0;
@@ -287,20 +379,26 @@ run(const char *name, int mode)
 	double t0, t1, end;
 	int rc;
 
+	/* The sender thread vr_serve starts inherits the CPU. */
+	pin(cpu_app);
 	open_node(&p, name, ADDR_P, mode ? (enum vr_mode)mode : VR_1SAFE,
 		mode != 0);
 	if (mode) {
 		snprintf(bname, sizeof(bname), "%s-backup", name);
 		if ((rc = vr_serve(p.n, "127.0.0.1", 0)))
 			die("vr_serve", rc);
-		bpid = spawn_backup(bname, vr_port(p.n));
-		if ((rc = vr_wait_backup(p.n, 20000)))
-			die("vr_wait_backup", rc);
+		if (!hook_only) {
+			bpid = spawn_backup(bname, vr_port(p.n));
+			if ((rc = vr_wait_backup(p.n, 20000)))
+				die("vr_wait_backup", rc);
+		}
 	}
 	/* Warm up, then measure. */
 	for (int i = 0; i < 2000; i++)
 		if ((rc = tx(&p, ++n)))
 			die("transaction", rc);
+	c0p = cpu_ns(getpid());
+	c0b = bpid ? cpu_ns(bpid) : 0;
 	t0 = now();
 	end = t0 + secs;
 	for (;;) {
@@ -318,7 +416,9 @@ run(const char *name, int mode)
 	}
 	t1 = now();
 	res.tps = (double)(n - 2000) / (t1 - t0);
-	if (mode) {
+	res.cpu_p = (cpu_ns(getpid()) - c0p) / 1e3 / (double)(n - 2000);
+	res.cpu_b = bpid ? (cpu_ns(bpid) - c0b) / 1e3 / (double)(n - 2000) : 0;
+	if (mode && !hook_only) {
 		struct vr_status st;
 		if ((rc = vr_sync(p.n)))
 			die("vr_sync", rc);
@@ -410,6 +510,7 @@ failover(int sig, double *detect_ms, double *promote_ms)
 	if (pid == 0) {
 		struct node p;
 		uint64_t n = 0;
+		pin(cpu_app);
 		open_node(&p, pn, ADDR_P, VR_2SAFE, true);
 		if ((rc = vr_serve(p.n, "127.0.0.1", 0)))
 			die("vr_serve", rc);
@@ -424,6 +525,7 @@ failover(int sig, double *detect_ms, double *promote_ms)
 		die("pipe read", -EIO);
 	close(pfd[0]);
 	close(pfd[1]);
+	pin(cpu_rep);
 	open_node(&b, bn, ADDR_B, VR_1SAFE, true);
 	k = (struct killer){ pid, sig, 0, b.n };
 	pthread_create(&thr, NULL, kill_later, &k);
@@ -462,8 +564,12 @@ main(int argc, char **argv)
 	double rtt_med, rtt_p99, dk, pk, ds, ps;
 	int c;
 
-	while ((c = getopt(argc, argv, "t:a:qo:r:")) != -1) {
+	bool pinned = false;
+
+	while ((c = getopt(argc, argv, "t:a:qo:r:ps")) != -1) {
 		switch (c) {
+		case 'p': pinned = true; break;
+		case 's': own_session = true; break;
 		case 'r':
 			rounds = atoi(optarg);
 			if (rounds < 1 || rounds > ROUNDS)
@@ -475,7 +581,8 @@ main(int argc, char **argv)
 		case 'q': secs = 0.1; naccount = 10000; rounds = 1; break;
 		default:
 			fprintf(stderr, "usage: vr-bench [-t SECONDS] "
-				"[-a ACCOUNTS] [-q]\n");
+				"[-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] "
+				"[-p] [-s]\n");
 			return 2;
 		}
 	}
@@ -484,15 +591,32 @@ main(int argc, char **argv)
 	if (mkdtemp(tmpdir) == NULL)
 		die("mkdtemp", -errno);
 	signal(SIGPIPE, SIG_IGN);
+	if (pinned)
+		pick_cpus();
 	printf("domain %s, database %.1f MiB, %.1f s per run\n",
 		getenv("RIO_DOMAIN"), (double)db_size() / (1 << 20), secs);
+	if (cpu_app >= 0)
+		printf("pinned: the primary process on CPU %d, the backup "
+			"process on CPU %d\n", cpu_app, cpu_rep);
+	else
+		printf("unpinned: the scheduler places every thread\n");
+	if (own_session)
+		printf("the backup process runs in a session of its own\n");
 	if (only != NULL) {
 		static const char *names[] = { "standalone", "1safe", "2safe",
 			"pipelined" };
+		if (strcmp(only, "hook") == 0) {
+			hook_only = true;
+			r0 = run("hook", VR_1SAFE);
+			printf("hook: %.0f tx/s, cpu P %.3f us/tx\n", r0.tps,
+				r0.cpu_p);
+		}
 		for (int m = 0; m < 4; m++)
 			if (strcmp(only, names[m]) == 0) {
 				r0 = run(names[m], m);
-				printf("%s: %.0f tx/s\n", only, r0.tps);
+				printf("%s: %.0f tx/s, cpu P %.3f us/tx, "
+					"cpu B %.3f us/tx\n", only, r0.tps,
+					r0.cpu_p, r0.cpu_b);
 			}
 		goto out;
 	}
@@ -513,17 +637,24 @@ main(int argc, char **argv)
 		r2 = median(rr[2], rounds);
 		r3 = median(rr[3], rounds);
 	}
-	printf("%-12s %10s %8s %10s %10s %8s %8s  (median of %d rounds)\n",
-		"config", "tx/s", "ratio", "lat med us", "lat p99 us", "data B",
-		"meta B", rounds);
-	printf("%-12s %10.0f %8.3f %10s %10s %8s %8s\n", "standalone",
-		r0.tps, 1.0, "-", "-", "-", "-");
-	printf("%-12s %10.0f %8.3f %10s %10s %8.1f %8.1f\n", "1-safe", r1.tps,
-		r1.tps / r0.tps, "-", "-", r1.data_b, r1.meta_b);
-	printf("%-12s %10.0f %8.3f %10.1f %10.1f %8.1f %8.1f\n", "2-safe",
-		r2.tps, r2.tps / r0.tps, r2.med, r2.p99, r2.data_b, r2.meta_b);
-	printf("%-12s %10.0f %8.3f %10.1f %10.1f %8.1f %8.1f\n", "pipelined",
-		r3.tps, r3.tps / r0.tps, r3.med, r3.p99, r3.data_b, r3.meta_b);
+	printf("%-12s %10s %8s %10s %10s %8s %8s %7s %7s  (median of %d "
+		"rounds)\n", "config", "tx/s", "ratio", "lat med us",
+		"lat p99 us", "data B", "meta B", "cpu P", "cpu B", rounds);
+	printf("%-12s %10.0f %8.3f %10s %10s %8s %8s %7.3f %7s\n",
+		"standalone", r0.tps, 1.0, "-", "-", "-", "-", r0.cpu_p, "-");
+	printf("%-12s %10.0f %8.3f %10s %10s %8.1f %8.1f %7.3f %7.3f\n",
+		"1-safe", r1.tps, r1.tps / r0.tps, "-", "-", r1.data_b,
+		r1.meta_b, r1.cpu_p, r1.cpu_b);
+	printf("%-12s %10.0f %8.3f %10.1f %10.1f %8.1f %8.1f %7.3f %7.3f\n",
+		"2-safe", r2.tps, r2.tps / r0.tps, r2.med, r2.p99, r2.data_b,
+		r2.meta_b, r2.cpu_p, r2.cpu_b);
+	printf("%-12s %10.0f %8.3f %10.1f %10.1f %8.1f %8.1f %7.3f %7.3f\n",
+		"pipelined", r3.tps, r3.tps / r0.tps, r3.med, r3.p99, r3.data_b,
+		r3.meta_b, r3.cpu_p, r3.cpu_b);
+	printf("cpu P, cpu B: CPU microseconds per transaction of the primary "
+		"process (all its threads) and of the backup process; 1-safe "
+		"CPU ratio (standalone cpu P / 1-safe cpu P): %.3f\n",
+		r1.cpu_p > 0 ? r0.cpu_p / r1.cpu_p : 0);
 	printf("2-safe median - loopback median: %.1f us (target <= 10)\n",
 		r2.med - rtt_med);
 	fo_timeout = 2000;

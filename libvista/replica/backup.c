@@ -70,15 +70,17 @@ apply_pieces(vr_node *n, const struct vr_rec_hdr *h)
 	if (h->count > 32 && (r = malloc(h->count * sizeof(*r))) == NULL)
 		return vr__err(-ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < h->count; i++)
-		r[i] = (struct vista_range){ n->base + pc[i].off, pc[i].len };
+		r[i] = (struct vista_range){ n->base + vr_piece_off(&pc[i]),
+			vr_piece_len(&pc[i]) };
 	rc = vista_set_ranges(n->v, h->count, r);
 	if (r != stack)
 		free(r);
 	if (rc)
 		return rc;
 	for (uint32_t i = 0; i < h->count; i++) {
-		memcpy(n->base + pc[i].off, data, pc[i].len);
-		data += ((size_t)pc[i].len + 7) & ~(size_t)7;
+		memcpy(n->base + vr_piece_off(&pc[i]), data,
+			vr_piece_len(&pc[i]));
+		data += vr_piece_len(&pc[i]);
 	}
 	return 0;
 }
@@ -139,8 +141,8 @@ read_apply_early(vr_node *n, struct vr_reader *rd,
 			size_t pl;
 			h = (const void *)(rd->buf + rd->lo);
 			pc = (const void *)(h + 1);
-			pl = ((size_t)pc[i].len + 7) & ~(size_t)7;
-			if (pc[i].off + pc[i].len > n->size ||
+			pl = vr_piece_len(&pc[i]);
+			if (vr_piece_off(&pc[i]) + pl > n->size ||
 			    at + pl > h->len)
 				return VR_ECORRUPT;
 			rc = vr__reader_fill(rd, at + pl, n->o.timeout_ms,
@@ -150,8 +152,8 @@ read_apply_early(vr_node *n, struct vr_reader *rd,
 			h = (const void *)(rd->buf + rd->lo);
 			pc = (const void *)(h + 1);
 			rio_memcpy_persist(vista_segment_pool(n->seg),
-				n->base + pc[i].off, (const char *)h + at,
-				pc[i].len);
+				n->base + vr_piece_off(&pc[i]),
+				(const char *)h + at, pl);
 			at += pl;
 		}
 		if (rc)
@@ -345,7 +347,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			copying = true;
 			if (rc)
 				break;
-			copied += ((const struct vr_piece *)(h + 1))->len;
+			copied += vr_piece_len((const void *)(h + 1));
 			if (n->o.progress)
 				n->o.progress(n->o.progress_arg, copied,
 					n->size);

@@ -146,8 +146,17 @@ vr__blog_open(vr_node *n, bool create)
 		/* The header is durable before the log is used. */
 		rio_persist(b->pool, hd, sizeof(*hd));
 	}
+	if (memcmp(hd->magic, VR_BLOG_MAGIC, 8) == 0 &&
+	    hd->major != VR_BLOG_MAJOR) {
+		unsigned major = hd->major;
+		(void)rio_pool_close(b->pool);
+		b->pool = NULL;
+		return vr__err(VR_EVERSION, "%s: a redo log of major %u, this "
+			"node reads %u (apply it with the version that wrote "
+			"it, or remove it: the backup then rejoins by a full "
+			"copy)", path, major, VR_BLOG_MAJOR);
+	}
 	if (memcmp(hd->magic, VR_BLOG_MAGIC, 8) != 0 ||
-	    hd->major != VR_BLOG_MAJOR ||
 	    hd->check != rio_checksum(hd, offsetof(struct vr_blog_hdr, check),
 		    VR_BLOG_SEED) ||
 	    hd->area_size == 0 || (hd->area_size & (hd->area_size - 1)) ||
@@ -321,17 +330,19 @@ apply_rec(vr_node *n, struct span *sp, const struct vr_rec_hdr *h)
 	const char *data = (const char *)(pc + h->count);
 
 	for (uint32_t i = 0; i < h->count; i++) {
-		char *dst = n->base + pc[i].off;
-		memcpy(dst, data, pc[i].len);
+		uint64_t off = vr_piece_off(&pc[i]);
+		uint32_t len = vr_piece_len(&pc[i]);
+		char *dst = n->base + off;
+		memcpy(dst, data, len);
 		if (sp->page) {
 			if (sp->lo == NULL || dst < sp->lo)
 				sp->lo = dst;
-			if (dst + pc[i].len > sp->hi)
-				sp->hi = dst + pc[i].len;
+			if (dst + len > sp->hi)
+				sp->hi = dst + len;
 		} else {
-			mark_lines(sp, pc[i].off, pc[i].len);
+			mark_lines(sp, off, len);
 		}
-		data += ((size_t)pc[i].len + 7) & ~(size_t)7;
+		data += len;
 	}
 }
 

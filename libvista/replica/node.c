@@ -102,6 +102,11 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 		return vr__err(-EINVAL,
 			"vr_open: ring size %zu is not a power of two",
 			o->ring_size);
+	if (vista_segment_size(seg) >= VR_SEG_MAX)
+		return vr__err(VR_ESIZE, "vr_open: a %zu-byte segment; a "
+			"replicated one holds less than %llu bytes (the "
+			"stream's pieces)", vista_segment_size(seg),
+			(unsigned long long)VR_SEG_MAX);
 	n = calloc(1, sizeof(*n));
 	if (n == NULL)
 		return vr__err(-ENOMEM, "out of memory");

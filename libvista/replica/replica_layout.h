@@ -8,11 +8,12 @@
  *        check)
  *   +40  payload (len - 40 bytes), by type:
  *          HELLO     struct vr_hello
- *          REDO      count pieces {off, len}, then the data of each piece
- *                    in piece order, each padded to 8 bytes
+ *          REDO      count pieces (8 bytes each: off, len), then the
+ *                    data of the pieces in piece order, back to back,
+ *                    then zeros up to the next multiple of 8
  *          ACK       struct vr_ack
  *          BEAT      none (seq: the last record queued)
- *          COPY      one piece {off, len} and its data (full copy)
+ *          COPY      one piece and its data, padded so (full copy)
  *          COPY_END  struct vr_ack (the stream position the copy is at)
  *          REFUSE    struct vr_refuse
  *
@@ -34,7 +35,11 @@
 #include "rio.h"
 
 #define VR_WIRE_MAGIC 0x31525256u /* "VRR1" */
-#define VR_WIRE_MAJOR 1u
+/* 2: 8-byte pieces, data unpadded between pieces (1: 16-byte pieces,
+ * each piece's data padded to 8).  A node refuses a record of another
+ * major (VR_EVERSION), so a peer of the other version is refused at its
+ * HELLO. */
+#define VR_WIRE_MAJOR 2u
 #define VR_WIRE_SEED 0x5652535452454d31ull /* "VRSTREM1" */
 #define VR_MAX_REC (64u << 20)  /* largest record, header included */
 #define VR_COPY_CHUNK (64u << 10) /* full-copy bytes per COPY record */
@@ -61,13 +66,36 @@ struct vr_rec_hdr {
 	uint64_t check;  /* 32 see above */
 };
 
-/* A piece of a REDO or COPY record: bytes at `off` from the start of the
- * data segment's user area. */
+/* A piece of a REDO or COPY record: `len` bytes at `off` from the start
+ * of the data segment's user area, in one little-endian word:
+ * bits 0..43 off, bits 44..63 len (1 .. VR_PIECE_MAX_LEN).  A segment
+ * of replica has at most VR_SEG_MAX bytes. */
 struct vr_piece {
-	uint64_t off;      /* 0 */
-	uint32_t len;      /* 8 > 0 */
-	uint32_t reserved; /* 12 zero */
+	uint64_t word; /* 0 off | (uint64_t)len << 44 */
 };
+#define VR_PIECE_OFF_BITS 44
+#define VR_SEG_MAX (1ull << VR_PIECE_OFF_BITS)
+#define VR_PIECE_MAX_LEN ((1u << (64 - VR_PIECE_OFF_BITS)) - 1)
+
+static inline uint64_t
+vr_piece_off(const struct vr_piece *p)
+{
+	return p->word & (VR_SEG_MAX - 1);
+}
+
+static inline uint32_t
+vr_piece_len(const struct vr_piece *p)
+{
+	return (uint32_t)(p->word >> VR_PIECE_OFF_BITS);
+}
+
+/* off < VR_SEG_MAX, 0 < len <= VR_PIECE_MAX_LEN */
+static inline struct vr_piece
+vr_piece_make(uint64_t off, uint32_t len)
+{
+	struct vr_piece p = { off | (uint64_t)len << VR_PIECE_OFF_BITS };
+	return p;
+}
 
 #define VR_ROLE_PRIMARY 1u
 #define VR_ROLE_BACKUP 2u
@@ -119,7 +147,8 @@ struct vr_state {
 RIO_STATIC_ASSERT(sizeof(struct vr_rec_hdr) == 40, "record header");
 RIO_STATIC_ASSERT(__builtin_offsetof(struct vr_rec_hdr, check) == 32,
 	"record check");
-RIO_STATIC_ASSERT(sizeof(struct vr_piece) == 16, "piece");
+RIO_STATIC_ASSERT(sizeof(struct vr_piece) == 8, "piece");
+RIO_STATIC_ASSERT(VR_COPY_CHUNK <= VR_PIECE_MAX_LEN, "a COPY is one piece");
 RIO_STATIC_ASSERT(sizeof(struct vr_hello) == 56, "hello");
 RIO_STATIC_ASSERT(sizeof(struct vr_ack) == 24, "ack");
 RIO_STATIC_ASSERT(sizeof(struct vr_refuse) == 8, "refuse");

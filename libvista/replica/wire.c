@@ -80,16 +80,18 @@ pieces_check(const struct vr_rec_hdr *h, const char *p, size_t plen,
 			(unsigned long)h->seq, h->count, plen);
 	need = (size_t)h->count * sizeof(*pc);
 	for (uint32_t i = 0; i < h->count; i++) {
-		if (pc[i].len == 0 || pc[i].reserved ||
-		    pc[i].off > seg_size || pc[i].len > seg_size - pc[i].off)
+		uint64_t off = vr_piece_off(&pc[i]);
+		uint32_t len = vr_piece_len(&pc[i]);
+		if (len == 0 || off > seg_size || len > seg_size - off)
 			return vr__err(VR_ECORRUPT,
 				"stream record %lu: piece %u {%lu, %u} is not "
 				"inside the %lu-byte segment",
-				(unsigned long)h->seq, i,
-				(unsigned long)pc[i].off, pc[i].len,
-				(unsigned long)seg_size);
-		need += ((size_t)pc[i].len + 7) & ~(size_t)7;
+				(unsigned long)h->seq, i, (unsigned long)off,
+				len, (unsigned long)seg_size);
+		need += len;
 	}
+	/* the data back to back, then fewer than 8 bytes of padding */
+	need = (need + 7) & ~(size_t)7;
 	if (need != plen)
 		return vr__err(VR_ECORRUPT,
 			"stream record %lu: pieces add up to %zu bytes, the "
@@ -145,35 +147,87 @@ size:
 
 /* ---- the diff ---- */
 
+/* The first index in [i, len) where b and c differ, or len: eight bytes
+ * at a time (one load and one xor of each side per word; the lowest set
+ * byte of the xor is the first difference, the formats being
+ * little-endian). */
+static inline size_t
+next_diff(const unsigned char *b, const unsigned char *c, size_t i,
+	size_t len)
+{
+	while (i + 8 <= len) {
+		uint64_t x, y;
+		memcpy(&x, b + i, 8);
+		memcpy(&y, c + i, 8);
+		if (x != y)
+			return i + (size_t)(__builtin_ctzll(x ^ y) >> 3);
+		i += 8;
+	}
+	if (i < len && len >= 8) {
+		/* The last 1..7 bytes: the range's last word, less the bytes
+		 * before i (no byte loop: its branches mispredict). */
+		uint64_t x, y;
+		unsigned skip = (unsigned)(i - (len - 8)) * 8;
+		memcpy(&x, b + len - 8, 8);
+		memcpy(&y, c + len - 8, 8);
+		x = (x ^ y) >> skip;
+		return x ? i + (size_t)(__builtin_ctzll(x) >> 3) : len;
+	}
+	while (i < len && b[i] == c[i])
+		i++;
+	return i;
+}
+
+/* One past the last index in [0, len) where b and c differ, or 0: eight
+ * bytes at a time from the end (the highest set byte of the xor is the
+ * last difference). */
+static inline size_t
+last_diff(const unsigned char *b, const unsigned char *c, size_t len)
+{
+	size_t i = len;
+
+	while (i >= 8) {
+		uint64_t x, y;
+		memcpy(&x, b + i - 8, 8);
+		memcpy(&y, c + i - 8, 8);
+		if (x != y)
+			return i - (size_t)(__builtin_clzll(x ^ y) >> 3);
+		i -= 8;
+	}
+	while (i > 0 && b[i - 1] == c[i - 1])
+		i--;
+	return i;
+}
+
 int
 vr_diff(const void *before, const void *cur, size_t len, size_t gap,
 	uint64_t *ol, size_t max)
 {
 	const unsigned char *b = before, *c = cur;
-	size_t i = 0, n = 0;
+	size_t i = next_diff(b, c, 0, len), n = 0;
 
+	if (gap == 0)
+		gap = 1; /* a run of changed bytes is one piece */
+	if (len <= gap && i < len) {
+		/* Two differences in the range have fewer than gap equal
+		 * bytes between them: one piece, first to last difference
+		 * (a counter's 8 bytes: two loads from each end, no loop). */
+		if (max == 0)
+			return -E2BIG;
+		ol[0] = i;
+		ol[1] = last_diff(b, c, len) - i;
+		return 1;
+	}
 	while (i < len) {
-		size_t lo, hi, eq;
-		/* Skip equal words, then bytes. */
-		while (i + 8 <= len && memcmp(b + i, c + i, 8) == 0)
-			i += 8;
-		while (i < len && b[i] == c[i])
-			i++;
-		if (i == len)
-			break;
-		lo = i;
-		hi = i + 1;
+		size_t lo = i, hi = i + 1;
 		/* Extend while the next difference is fewer than gap equal
-		 * bytes away. */
-		for (i = hi, eq = 0; i < len; i++) {
-			if (b[i] != c[i]) {
-				hi = i + 1;
-				eq = 0;
-			} else if (++eq >= gap) {
+		 * bytes away; the one that is not begins the next piece. */
+		for (;;) {
+			i = next_diff(b, c, hi, len);
+			if (i == len || i - hi >= gap)
 				break;
-			}
+			hi = i + 1;
 		}
-		i = hi;
 		if (n == max)
 			return -E2BIG;
 		ol[2 * n] = lo;

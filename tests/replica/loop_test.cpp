@@ -338,7 +338,9 @@ struct Proxy {
 						// Up to the end of piece 0's
 						// data, then nothing.
 						size_t part = sizeof(*h) +
-							2 * sizeof(vr_piece) + 8;
+							2 * sizeof(vr_piece) +
+							vr_piece_len(
+							(vr_piece *)(h + 1));
 						vr__write_all(a, h, part);
 						cut_done = 1;
 						goto out;
@@ -476,11 +478,10 @@ static void blog_append_n(Node &b, uint64_t first, uint64_t count,
 	auto *h = (vr_rec_hdr *)buf.data();
 	auto *pc = (vr_piece *)(h + 1);
 	for (uint64_t s = first; s < first + count; s++) {
-		pc->off = (s * 4096) % (SEG - dlen - 4096);
-		pc->len = (uint32_t)dlen;
-		pc->reserved = 0;
+		*pc = vr_piece_make((s * 4096) % (SEG - dlen - 4096),
+			(uint32_t)dlen);
 		memset(pc + 1, (int)(s & 0xff), dlen);
-		memset(&expect[pc->off], (int)(s & 0xff), dlen);
+		memset(&expect[vr_piece_off(pc)], (int)(s & 0xff), dlen);
 		vr__rec_seal(h, VR_REC_REDO, 1, s, 1,
 			sizeof(*h) + sizeof(*pc) + dlen, pc);
 		REQUIRE(h->len + 32 == 8192);
@@ -524,5 +525,40 @@ TEST_CASE("the backup's redo log wraps on an exact fit, fills, replays",
 	b.open(db.path, 2, SEG, o);
 	REQUIRE(memcmp(b.base, expect.data(), SEG) == 0);
 	REQUIRE(status_seq(b) == seq + 699);
+}
+
+TEST_CASE("a redo log of the previous major is refused, not read as empty",
+	"[blog]")
+{
+	test::TempDir db;
+	Node b;
+	struct vr_opts o = {};
+	b.open(db.path, 2, SEG, o);
+	VR_REQUIRE_OK(vr__blog_open(b.n, true));
+	// The header as wire major 1's log had it: major 1, its check right.
+	auto *hd = (struct vr_blog_hdr *)rio_pool_base(b.n->blog.pool);
+	struct vr_blog_hdr old = *hd;
+	hd->major = 1;
+	hd->check = rio_checksum(hd, offsetof(struct vr_blog_hdr, check),
+		VR_BLOG_SEED);
+	vr__blog_close(b.n);
+	VR_REQUIRE_RC(vr__blog_open(b.n, true), VR_EVERSION);
+	REQUIRE(std::string(vr_errormsg()).find("major 1") !=
+		std::string::npos);
+	REQUIRE(b.n->blog.pool == nullptr);
+	// Nothing was written over: put back, it opens.
+	{
+		struct rio_pool_opts po = {};
+		po.layout = "vista.replica.redo";
+		rio_pool *p = nullptr;
+		std::string path = db.path + "/state.redo";
+		VR_REQUIRE_OK(rio_pool_open_opts(path.c_str(), 0, &po, &p));
+		auto *h2 = (struct vr_blog_hdr *)rio_pool_base(p);
+		REQUIRE(h2->major == 1);
+		*h2 = old;
+		rio_persist(p, h2, sizeof(*h2));
+		VR_REQUIRE_OK(rio_pool_close(p));
+	}
+	VR_REQUIRE_OK(vr__blog_open(b.n, true));
 }
 #endif

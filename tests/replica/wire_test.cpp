@@ -39,13 +39,13 @@ static std::vector<char> redo(
 {
 	std::vector<char> p;
 	for (auto &x : ps) {
-		vr_piece pc = { x.first, (uint32_t)x.second.size(), 0 };
+		vr_piece pc = vr_piece_make(x.first,
+			(uint32_t)x.second.size());
 		p.insert(p.end(), (char *)&pc, (char *)(&pc + 1));
 	}
-	for (auto &x : ps) {
+	for (auto &x : ps)
 		p.insert(p.end(), x.second.begin(), x.second.end());
-		p.resize((p.size() + 7) & ~(size_t)7);
-	}
+	p.resize((p.size() + 7) & ~(size_t)7);
 	return make_rec(VR_REC_REDO, (uint32_t)ps.size(), p.data(), p.size());
 }
 
@@ -109,6 +109,12 @@ TEST_CASE("bad headers and shapes are clear errors", "[wire]")
 		h->major = VR_WIRE_MAJOR + 1;
 		VR_REQUIRE_RC(vr__hdr_check(h), VR_EVERSION);
 	}
+	SECTION("a peer of the previous wire version (16-byte pieces)") {
+		h->major = 1;
+		VR_REQUIRE_RC(vr__hdr_check(h), VR_EVERSION);
+		REQUIRE(std::string(vr_errormsg()).find("wire major 1") !=
+			std::string::npos);
+	}
 	SECTION("another magic") {
 		h->magic = 0x12345678;
 		VR_REQUIRE_RC(vr__hdr_check(h), VR_ECORRUPT);
@@ -128,7 +134,33 @@ TEST_CASE("bad headers and shapes are clear errors", "[wire]")
 	}
 	SECTION("pieces that do not add up") {
 		auto b = redo({ { 8, "abc" } });
-		((vr_piece *)(b.data() + sizeof(vr_rec_hdr)))->len = 20;
+		*(vr_piece *)(b.data() + sizeof(vr_rec_hdr)) =
+			vr_piece_make(8, 20);
+		vr__rec_seal((vr_rec_hdr *)b.data(), VR_REC_REDO, 1, 7, 3,
+			b.size(), b.data() + sizeof(vr_rec_hdr));
+		VR_REQUIRE_RC(verify(b), VR_ECORRUPT);
+	}
+	SECTION("pieces' data back to back, one padding at the end") {
+		auto b = redo({ { 8, "abc" }, { 100, "hello" }, { 3000, "x" } });
+		REQUIRE(b.size() == sizeof(vr_rec_hdr) + 3 * 8 + 16);
+		VR_REQUIRE_OK(verify(b));
+		auto *pc = (vr_piece *)(b.data() + sizeof(vr_rec_hdr));
+		REQUIRE(vr_piece_off(&pc[1]) == 100);
+		REQUIRE(vr_piece_len(&pc[1]) == 5);
+		REQUIRE(memcmp(b.data() + sizeof(vr_rec_hdr) + 24,
+			"abchellox", 9) == 0);
+	}
+	SECTION("a whole word of padding") {
+		auto b = redo({ { 8, "abc" } });
+		b.resize(b.size() + 8, 0);
+		vr__rec_seal((vr_rec_hdr *)b.data(), VR_REC_REDO, 1, 7, 3,
+			b.size(), b.data() + sizeof(vr_rec_hdr));
+		VR_REQUIRE_RC(verify(b), VR_ECORRUPT);
+	}
+	SECTION("a piece of no bytes") {
+		auto b = redo({ { 8, "abcdefgh" } });
+		*(vr_piece *)(b.data() + sizeof(vr_rec_hdr)) =
+			vr_piece_make(8, 0);
 		vr__rec_seal((vr_rec_hdr *)b.data(), VR_REC_REDO, 1, 7, 3,
 			b.size(), b.data() + sizeof(vr_rec_hdr));
 		VR_REQUIRE_RC(verify(b), VR_ECORRUPT);
@@ -208,6 +240,63 @@ TEST_CASE("the diff sends the changed bytes only", "[diff]")
 		}
 		REQUIRE(z == y);
 		REQUIRE(sent <= y.size());
+	}
+}
+
+// The byte-at-a-time diff the word-at-a-time one must equal, piece for
+// piece: a piece starts at a changed byte and grows while the next changed
+// byte is fewer than gap equal bytes away.
+static std::vector<uint64_t> diff_ref(const std::vector<unsigned char> &b,
+	const std::vector<unsigned char> &c, size_t gap)
+{
+	std::vector<uint64_t> o;
+	size_t i = 0, len = b.size();
+	if (gap == 0)
+		gap = 1;
+	while (i < len) {
+		while (i < len && b[i] == c[i])
+			i++;
+		if (i == len)
+			break;
+		size_t lo = i, hi = i + 1, eq = 0;
+		for (i = hi; i < len; i++) {
+			if (b[i] != c[i]) {
+				hi = i + 1;
+				eq = 0;
+			} else if (++eq >= gap) {
+				break;
+			}
+		}
+		i = hi;
+		o.push_back(lo);
+		o.push_back(hi - lo);
+	}
+	return o;
+}
+
+TEST_CASE("the diff equals the byte-at-a-time diff", "[diff]")
+{
+	std::mt19937 rng(11);
+	for (int it = 0; it < 3000; it++) {
+		// Lengths around the word size, changes near word edges,
+		// runs of changed bytes and gaps around `gap`.
+		size_t len = it < 64 ? (size_t)it : 1 + rng() % 300;
+		std::vector<unsigned char> x(len), y;
+		for (auto &e : x)
+			e = (unsigned char)rng();
+		y = x;
+		for (int k = len ? rng() % 12 : 0; k > 0; k--) {
+			size_t at = rng() % len, run = 1 + rng() % 10;
+			for (size_t j = at; j < len && j < at + run; j++)
+				y[j] ^= (unsigned char)(1 + rng() % 255);
+		}
+		size_t gap = rng() % 20;
+		std::vector<uint64_t> o(2 * 1024);
+		int n = vr_diff(x.data(), y.data(), len, gap, o.data(), 1024);
+		auto want = diff_ref(x, y, gap);
+		REQUIRE(n == (int)(want.size() / 2));
+		o.resize(2 * (size_t)n);
+		REQUIRE(o == want);
 	}
 }
 
