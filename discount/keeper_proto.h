@@ -90,6 +90,10 @@ struct dc_kp_hello {
 	struct sockaddr_storage peer, local;
 };
 
+_Static_assert(sizeof(struct dc_kp_msg) == 184, "keeper message size");
+_Static_assert(sizeof(struct dc_kp_ent) == 32, "keeper entry size");
+_Static_assert(sizeof(struct dc_kp_hello) == 280, "keeper hello size");
+
 /* FNV-1a of the checkpoint directory's path: the sockets' names. */
 static inline uint64_t
 dc_kp_hash(const char *dir)

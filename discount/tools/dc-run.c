@@ -67,8 +67,11 @@ static const char help[] =
 	"                             ($DC_2PC_COORD, $DC_2PC_ID; sends are\n"
 	"                             not visible)\n"
 	"                 buffered    every --interval MS only; output to\n"
-	"                             files, terminals and pipes is held\n"
-	"                             and performed after the next commit\n"
+	"                             files, terminals, pipes, datagram and\n"
+	"                             TCP sockets is held and performed\n"
+	"                             after the next commit; a TCP server's\n"
+	"                             connections are held by dc-keeper,\n"
+	"                             which dc-run starts, across crashes\n"
 	"  --interval MS  also commit every MS milliseconds\n"
 	"  --tracking T   how written pages are found (default uffd):\n"
 	"                 uffd  userfaultfd write protection, async mode,\n"
@@ -100,7 +103,8 @@ static const char help[] =
 	"\n"
 	"Refused at the call (\"dc: refused ...\" on stderr; the call fails,\n"
 	"the program goes on): threads, fork and pipes (without --tree),\n"
-	"exec, stream sockets, shared writable mappings.  Needs Linux >= 6.7,\n"
+	"exec, stream sockets (but a TCP server's under buffered), shared\n"
+	"writable mappings.  Needs Linux >= 6.7,\n"
 	"x86-64.  Exit status 70: Discount Checking could not start or\n"
 	"refused to recover.  See docs/discount.md.\n";
 
