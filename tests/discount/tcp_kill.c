@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -44,6 +45,7 @@ struct client {
 	int fd;
 	uint64_t seq, hash, answered;
 	uint32_t len;
+	int file;             /* http: the file asked for */
 	double sent_at;
 	size_t outl, outo, inl;
 	char out[sizeof(struct te_req) + TE_MAXLEN];
@@ -52,8 +54,13 @@ struct client {
 
 static struct client cl[MAXCL];
 static char dir[] = "/dev/shm/dc-tcp-kill-XXXXXX";
-static char **srv_argv;
+static char *srv_argv[16];
 static pid_t srv;
+/* http: lighttpd serving NFILE files of random bytes */
+#define NFILE 3
+static bool http;
+static char *fbody[NFILE];
+static size_t fsize[NFILE];
 
 static double
 now(void)
@@ -152,6 +159,14 @@ dial(int port, double within)
 static void
 next_request(struct client *c, uint32_t cid, uint32_t lo, uint32_t hi)
 {
+	if (http) {
+		c->file = rand() % NFILE;
+		c->outl = (size_t)snprintf(c->out, sizeof(c->out), "GET /f%d "
+			"HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", c->file);
+		c->outo = c->inl = 0;
+		c->sent_at = now();
+		return;
+	}
 	struct te_req q = { .magic = TE_REQ, .cid = cid, .seq = c->seq,
 		.len = lo + (hi > lo ? (uint32_t)rand() % (hi - lo + 1) : 0) };
 	memcpy(c->out, &q, sizeof(q));
@@ -192,6 +207,39 @@ check(struct client *c, uint32_t cid)
 	c->answered++;
 }
 
+/* http: is the response to c's request whole?  Checked: status 200,
+ * the file's bytes exactly, keep-alive. */
+static bool
+http_done(struct client *c, int i)
+{
+	c->in[c->inl < sizeof(c->in) ? c->inl : sizeof(c->in) - 1] = '\0';
+	char *e = strstr(c->in, "\r\n\r\n");
+	if (e == NULL) {
+		if (c->inl >= sizeof(c->in) - 1)
+			die("client %d: a header without its end", i);
+		return false;
+	}
+	size_t hl = (size_t)(e + 4 - c->in);
+	char *h = strcasestr(c->in, "\r\nContent-Length:");
+	if (strncmp(c->in, "HTTP/1.1 200", 12) != 0 || h == NULL || h > e)
+		die("client %d: response %llu is not a 200 with a length: "
+			"%.40s", i, (unsigned long long)c->seq, c->in);
+	size_t len = strtoull(h + 17, NULL, 10);
+	if (c->inl < hl + len)
+		return false;
+	if (c->inl > hl + len)
+		die("client %d: more bytes than response %llu", i,
+			(unsigned long long)c->seq);
+	if (len != fsize[c->file] ||
+	    memcmp(c->in + hl, fbody[c->file], len) != 0)
+		die("client %d: response %llu: /f%d differs from the file", i,
+			(unsigned long long)c->seq, c->file);
+	char *cc = strcasestr(c->in, "\r\nConnection: close");
+	if (cc && cc < e)
+		die("client %d: the server closes the connection", i);
+	return true;
+}
+
 /* Move each client's bytes; answers checked; die on any failure. */
 static void
 pump(int n, uint32_t lo, uint32_t hi, bool more, int ms)
@@ -226,6 +274,18 @@ pump(int n, uint32_t lo, uint32_t hi, bool more, int ms)
 					(unsigned long long)c->seq);
 			if (r > 0)
 				c->inl += (size_t)r;
+			if (http) {
+				if (http_done(c, i)) {
+					c->seq++;
+					c->answered++;
+					if (more)
+						next_request(c, (uint32_t)i,
+							lo, hi);
+					else
+						c->outl = c->outo = 0;
+				}
+				goto waited;
+			}
 			size_t want = sizeof(struct te_rep) + c->len;
 			if (c->inl > want)
 				die("client %d: more bytes than one answer to "
@@ -239,6 +299,7 @@ pump(int n, uint32_t lo, uint32_t hi, bool more, int ms)
 					c->outl = c->outo = 0;
 			}
 		}
+	waited:
 		if (c->outl && now() - c->sent_at > 10.0)
 			die("client %d: request %llu unanswered for 10 s", i,
 				(unsigned long long)c->seq);
@@ -249,7 +310,8 @@ int
 main(int argc, char **argv)
 {
 	if (argc != 9) {
-		fprintf(stderr, "usage: dc-tcp-kill DC_RUN SERVER epoll|poll "
+		fprintf(stderr, "usage: dc-tcp-kill DC_RUN SERVER "
+			"epoll|poll|http "
 			"KILLS SECONDS CLIENTS MIN MAX\n");
 		return 2;
 	}
@@ -268,7 +330,45 @@ main(int argc, char **argv)
 	snprintf(ck, sizeof(ck), "%s/ck", dir);
 	char *av[] = { argv[1], "--dir", ck, "--protocol", "buffered",
 		"--interval", "20", "--", argv[2], ps, argv[3], NULL };
-	srv_argv = av;
+	memcpy(srv_argv, av, sizeof(av));
+	char conf[sizeof(dir) + 16];
+	char *hv[] = { argv[1], "--dir", ck, "--protocol", "buffered",
+		"--interval", "20", "--", argv[2], "-D", "-f", conf, NULL };
+	if (!strcmp(argv[3], "http")) {
+		/* lighttpd: its configuration and NFILE files, MIN..MAX
+		 * bytes, in the run's directory */
+		http = true;
+		if (hi > TE_MAXLEN - 1024)
+			return 2;
+		memcpy(srv_argv, hv, sizeof(hv));
+		snprintf(conf, sizeof(conf), "%s/l.conf", dir);
+		FILE *f = fopen(conf, "w");
+		if (f == NULL)
+			return 2;
+		fprintf(f, "server.document-root = \"%s\"\n"
+			"server.port = %d\nserver.bind = \"127.0.0.1\"\n"
+			"server.errorlog = \"%s/error.log\"\n"
+			"server.max-worker = 0\n"
+			"server.max-keep-alive-requests = 1000000\n"
+			"server.max-keep-alive-idle = 300\n"
+			"server.max-read-idle = 300\n"
+			"server.max-write-idle = 300\n", dir, port, dir);
+		fclose(f);
+		for (int k = 0; k < NFILE; k++) {
+			char fn[sizeof(dir) + 16];
+			snprintf(fn, sizeof(fn), "%s/f%d", dir, k);
+			fsize[k] = lo + (size_t)(hi - lo) * (size_t)k /
+				(NFILE - 1);
+			fbody[k] = malloc(fsize[k] + 1);
+			for (size_t b = 0; b < fsize[k]; b++)
+				fbody[k][b] = (char)rand();
+			f = fopen(fn, "w");
+			if (f == NULL || fwrite(fbody[k], 1, fsize[k], f) !=
+			    fsize[k])
+				return 2;
+			fclose(f);
+		}
+	}
 	setenv("DC_KEEPER_LINGER", "15", 0);
 	srv = start();
 	for (int i = 0; i < n; i++) {
@@ -292,6 +392,8 @@ main(int argc, char **argv)
 			die("the server ended by itself (status %d) before "
 				"kill %d", WEXITSTATUS(st), done + 1);
 		done++;
+		if (getenv("TCP_VERBOSE"))
+			fprintf(stderr, "kill %d at %.1f s\n", done, now() - t0);
 		srv = start();
 	}
 	for (int i = 0; i < n; i++)
@@ -309,7 +411,7 @@ main(int argc, char **argv)
 		for (int i = 0; i < n; i++)
 			all &= cl[i].answered >= mark[i] + 3;
 	}
-	/* the answers in flight, then the quit */
+	/* the answers in flight, then the quit (lighttpd: SIGTERM) */
 	until = now() + 20.0;
 	for (bool idle = false; !idle;) {
 		pump(n, lo, hi, false, 5);
@@ -319,20 +421,30 @@ main(int argc, char **argv)
 		if (now() > until)
 			die("answers still missing at the end");
 	}
-	int q = dial(port, 5.0);
-	struct te_req qr = { .magic = TE_REQ, .cid = TE_QUIT };
-	if (q < 0 || send(q, &qr, sizeof(qr), 0) != (ssize_t)sizeof(qr))
-		die("cannot send the quit request");
-	struct te_rep qp;
-	struct pollfd pq = { q, POLLIN, 0 };
-	if (poll(&pq, 1, 20000) != 1 ||
-	    recv(q, &qp, sizeof(qp), MSG_WAITALL) != (ssize_t)sizeof(qp) ||
-	    qp.magic != TE_REP)
-		die("no answer to the quit request");
-	int st;
-	waitpid(srv, &st, 0);
+	if (http) {
+		kill(srv, SIGTERM);
+	} else {
+		int q = dial(port, 5.0);
+		struct te_req qr = { .magic = TE_REQ, .cid = TE_QUIT };
+		if (q < 0 || send(q, &qr, sizeof(qr), 0) !=
+		    (ssize_t)sizeof(qr))
+			die("cannot send the quit request");
+		struct te_rep qp;
+		struct pollfd pq = { q, POLLIN, 0 };
+		if (poll(&pq, 1, 20000) != 1 ||
+		    recv(q, &qp, sizeof(qp), MSG_WAITALL) !=
+		    (ssize_t)sizeof(qp) || qp.magic != TE_REP)
+			die("no answer to the quit request");
+	}
+	int st = 0;
+	for (double u = now() + 20.0; waitpid(srv, &st, WNOHANG) == 0;
+	     usleep(10000))
+		if (now() > u)
+			die("the server did not end at quit");
 	srv = 0;
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+	/* lighttpd stopped with connections open ends as it ends alone
+	 * (by the signal, re-raised), under dc-run with status 1 */
+	if (!http && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
 		die("the server did not exit 0 at quit (status %#x)", st);
 	for (int i = 0; i < n; i++) {
 		struct pollfd p = { cl[i].fd, POLLIN, 0 };
@@ -354,8 +466,9 @@ main(int argc, char **argv)
 		return 1;
 	}
 	printf("dc-tcp-kill: ok: %d kills, %d clients, %llu requests answered "
-		"exactly once (%llu during the kills), port %d\n", done, n,
-		(unsigned long long)total, (unsigned long long)before, port);
+		"%s (%llu during the kills), port %d\n", done, n,
+		(unsigned long long)total, http ? "with the files' bytes" :
+		"exactly once", (unsigned long long)before, port);
 	char cmd[sizeof(dir) + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	(void)!system(cmd);
