@@ -3,7 +3,7 @@
  * tcp_kill.c -- clients of the TCP echo server under dc-run --protocol
  *               buffered, the server SIGKILLed at random and recovered
  *
- *   dc-tcp-kill DC_RUN SERVER epoll|poll KILLS SECONDS CLIENTS MIN MAX
+ *   dc-tcp-kill DC_RUN SERVER epoll|poll|http KILLS SECONDS CLIENTS MIN MAX
  *
  * Starts `DC_RUN --protocol buffered --interval 20 -- SERVER PORT MODE`
  * (a free loopback port), connects CLIENTS clients, and has each send
@@ -17,6 +17,11 @@
  * A connection that ends or fails (a reset) fails the run, and so does a
  * request unanswered for 10 s.  Then a quit request ends the server,
  * which must exit 0 and close every client's connection in order (EOF).
+ * http: SERVER is lighttpd, run with -D and a configuration made here,
+ * serving three files of random bytes (MIN, halfway, MAX bytes); each
+ * client asks for one at random over its keep-alive connection and
+ * compares the response (200, the length, every byte) with the file; at
+ * the end the server gets a SIGTERM instead of the quit request.
  * Exit status 0 and a summary line; 1 and what went wrong.
  * Environment passed to dc-run as it is ($DC_KEEPER_BIN: a broken keeper).
  */
