@@ -50,7 +50,7 @@ PORT=$((20000 + RANDOM % 12000))
 
 launch() { # MODE INTERVAL (the same command again: a recovery)
 	case $1 in
-	none) "$SRVP" $PORT epoll & ;;
+	none) "$SRVP" $PORT epoll 2> /dev/null & ;; # a client that ends resets
 	*) "$DCRUN" --dir "$M/ck" --protocol buffered --interval "$2" -- \
 		"$SRVP" $PORT epoll & ;;
 	esac
