@@ -102,17 +102,8 @@ tdesc(long fd, int want)
 static socklen_t
 lname(struct sockaddr_un *a, const char *pre, uint64_t id, bool with_id)
 {
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
 	K.hash = dc_kp_hash(dc__vol.dir); /* dc__vol.dir: set at recovery too */
-	int n = with_id ?
-		snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
-			"%s%016llx-%llu", pre, (unsigned long long)K.hash,
-			(unsigned long long)id) :
-		snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "%s%016llx",
-			pre, (unsigned long long)K.hash);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-		(size_t)n);
+	return dc_kp_addr(a, pre, K.hash, with_id ? &id : NULL);
 }
 
 /* One message, and its reply when rep is given (with a descriptor when

@@ -22,8 +22,12 @@
 #ifndef DC_KEEPER_PROTO_H
 #define DC_KEEPER_PROTO_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #define DC_KP_MAGIC 0x504b4344u  /* "DCKP" */
 /* the keeper's control socket: "\0" DC_KP_NAME "<16 hex digits: FNV-1a
@@ -102,6 +106,23 @@ dc_kp_hash(const char *dir)
 	for (; *dir; dir++)
 		h = (h ^ (unsigned char)*dir) * 0x100000001b3ull;
 	return h;
+}
+
+/* The abstract name pre<hash>[-id] in a, both ends alike; its length. */
+static inline socklen_t
+dc_kp_addr(struct sockaddr_un *a, const char *pre, uint64_t hash,
+	const uint64_t *id)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	int n = id ?
+		snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
+			"%s%016llx-%llu", pre, (unsigned long long)hash,
+			(unsigned long long)*id) :
+		snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "%s%016llx",
+			pre, (unsigned long long)hash);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+		(size_t)n);
 }
 
 #endif /* DC_KEEPER_PROTO_H */

@@ -161,16 +161,7 @@ buf_cut(struct buf *b, size_t n)
 static socklen_t
 lname(struct sockaddr_un *a, const char *pre, uint64_t id, bool with_id)
 {
-	memset(a, 0, sizeof(*a));
-	a->sun_family = AF_UNIX;
-	int n = with_id ?
-		snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1,
-			"%s%016llx-%llu", pre, (unsigned long long)hash,
-			(unsigned long long)id) :
-		snprintf(a->sun_path + 1, sizeof(a->sun_path) - 1, "%s%016llx",
-			pre, (unsigned long long)hash);
-	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-		(size_t)n);
+	return dc_kp_addr(a, pre, hash, with_id ? &id : NULL);
 }
 
 static struct conn *
