@@ -565,9 +565,12 @@ dc__kp_reopen(struct dc__desc *x)
 			/* the keeper lost it (it was restarted): the
 			 * program sees its client hang up */
 			int sv[2];
-			dc__say("TCP connection %llu is gone: %s",
-				(unsigned long long)x->tcp_id,
-				strerror(rep.err ? -rep.err : EPROTO));
+			dc__say("TCP connection %llu is gone (%s): the "
+				"program sees its client hang up",
+				(unsigned long long)x->tcp_id, rep.err ==
+				-ENOENT ? "the keeper does not hold it: was "
+				"it started again?" : strerror(rep.err ?
+					-rep.err : EPROTO));
 			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
 				    sv) != 0)
 				return dc__err(-errno, "socketpair: %s",
@@ -600,6 +603,28 @@ dc__kp_resumed(void)
 		return rc;
 	if ((rc = connect_keeper(false)))
 		return rc;
+	/* the listeners again: the keeper answers for one it holds, and
+	 * binds one it does not (a keeper started again) */
+	for (int d = 0; d < DC__MAX_DESC; d++) {
+		const struct dc__desc *x = &dc__st.desc[d];
+		if (x->refs == 0 || (x->tcp != DC__TCP_BOUND &&
+			x->tcp != DC__TCP_LISTEN))
+			continue;
+		struct dc_kp_msg b = { .op = DC_KP_BIND, .id = x->tcp_id,
+			.addr_len = x->bind_len, .addr = x->bind_addr }, rep;
+		if ((rc = call(&b, NULL, 0, &rep, NULL)) == 0 && rep.err == 0 &&
+		    x->tcp == DC__TCP_LISTEN) {
+			b = (struct dc_kp_msg){ .op = DC_KP_LISTEN,
+				.id = x->tcp_id, .a = (uint64_t)x->tcp_backlog };
+			rc = call(&b, NULL, 0, &rep, NULL);
+		}
+		if (rc == 0 && rep.err)
+			rc = dc__err(rep.err, "listener %llu: %s",
+				(unsigned long long)x->tcp_id,
+				strerror(-rep.err));
+		if (rc)
+			dc__say("%s", rio_errormsg());
+	}
 	send_positions(dc__vol.committed);
 	struct dc_kp_msg m = { .op = DC_KP_RESUMED };
 	return call(&m, NULL, 0, NULL, NULL);

@@ -286,12 +286,14 @@ static void
 do_bind(const struct dc_kp_msg *m)
 {
 	struct lis *l = lis_of(m->id);
-	if (l && l->alen == m->addr_len &&
-	    !memcmp(&l->addr, &m->addr, m->addr_len)) {
-		/* the same bind made again by a recovered program */
-		struct sockaddr_storage b;
-		socklen_t bl = sizeof(b);
-		getsockname(l->tcp, (struct sockaddr *)&b, &bl);
+	struct sockaddr_storage b;
+	socklen_t bl = sizeof(b);
+	if (l && getsockname(l->tcp, (struct sockaddr *)&b, &bl) == 0 &&
+	    ((l->alen == m->addr_len &&
+	      !memcmp(&l->addr, &m->addr, m->addr_len)) ||
+	     (bl == m->addr_len && !memcmp(&b, &m->addr, bl)))) {
+		/* the same bind made again by a recovered program (as it
+		 * asked, or as it was bound: a port 0 chosen) */
 		reply(0, &b, bl, -1);
 		return;
 	}
@@ -325,8 +327,7 @@ do_bind(const struct dc_kp_msg *m)
 	l->tcp = fd;
 	l->addr = m->addr;
 	l->alen = m->addr_len;
-	struct sockaddr_storage b;
-	socklen_t bl = sizeof(b);
+	bl = sizeof(b);
 	getsockname(fd, (struct sockaddr *)&b, &bl);
 	say("listener %llu bound", (unsigned long long)m->id);
 	reply(0, &b, bl, -1);
