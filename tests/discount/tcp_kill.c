@@ -92,6 +92,9 @@ die(const char *fmt, ...)
 		kill(srv, SIGKILL);
 		waitpid(srv, NULL, 0);
 	}
+	char cmd[sizeof(dir) + 16];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	(void)!system(cmd);
 	const char *ex = getenv("TCP_EXPECT");
 	if (ex && !strcmp(ex, "fail")) {
 		char w[256];
