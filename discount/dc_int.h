@@ -31,6 +31,7 @@
 #include "ckpt_layout.h"
 #include "twopc_layout.h"
 #include "held_int.h"
+#include "keeper_int.h"
 #include "dc.h"
 #include "rio.h"
 #include "linux_compat.h"
@@ -112,7 +113,7 @@ struct dc__obj {
 
 /* ---- kernel state (kstate.c) ---- */
 enum { DC__K_FILE = 1, DC__K_TTY, DC__K_PIPE, DC__K_SOCK, DC__K_CHR,
-	DC__K_DIR, DC__K_OTHER };
+	DC__K_DIR, DC__K_OTHER, DC__K_EPOLL };
 struct dc__desc {
 	int refs;
 	int kind;
@@ -131,6 +132,14 @@ struct dc__desc {
 	bool has_tio;
 	struct termios tio;
 	struct winsize ws;
+	/* a TCP socket of a buffered program, through dc-keeper
+	 * (keeper.c): enum DC__TCP_*, 0 for any other descriptor */
+	uint8_t tcp;
+	bool tcp_shut;          /* shutdown(SHUT_WR) */
+	int tcp_backlog;
+	uint64_t tcp_id;        /* listener (libdc's) or connection (the
+	                         * keeper's) id */
+	uint64_t tcp_rpos, tcp_wpos; /* bytes read, written */
 };
 struct dc__fdent {
 	int16_t desc;           /* index + 1; 0 = closed */
@@ -227,6 +236,7 @@ struct dc__vols {
 	char tree_coord[64];    /* this init's $DC_2PC_COORD (a recovered
 	                         * environment holds an older one) */
 	struct dc__held held;   /* the buffered protocol's output (held.c) */
+	struct dc__kp kp;       /* its TCP connections' keeper (keeper.c) */
 	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;
@@ -451,6 +461,8 @@ int dc__sud_start(void);
 int dc__vdso_patch(void);
 int dc__timer_start(void);
 long dc__dispatch(long nr, long *a, void *uc);
+/* a call that may block, made as sud.c makes it (held.c invariant 7) */
+long dc__blocking(long nr, const long *a, void *uc);
 void dc__nd_event(void);
 void dc__install_handler(int sig);
 void dc__sud_altstack(uint64_t *a, uint64_t *b);

@@ -117,7 +117,7 @@ dc__held_on(void)
 bool
 dc__held_waiting(void)
 {
-	return dc__held_on() && H.nrec > 0;
+	return dc__held_on() && (H.nrec > 0 || dc__kp_dirty());
 }
 
 static char *
@@ -1070,6 +1070,9 @@ perform_all(uint64_t gen)
 int
 dc__held_release(uint64_t gen)
 {
+	/* the TCP connections' positions: the keeper releases their
+	 * output (keeper.c invariant 1) */
+	dc__kp_committed(gen);
 	if (H.scheme == 0 || H.nrec == 0)
 		return 0;
 	return perform_all(gen);
@@ -1079,9 +1082,11 @@ dc__held_release(uint64_t gen)
 void
 dc__held_exit(void)
 {
-	if (H.scheme != 0 && H.nrec > 0 && dc__commit() < 0)
+	if (H.scheme != 0 && (H.nrec > 0 || dc__kp_dirty()) &&
+	    dc__commit() < 0)
 		dc__say("the held output of the last interval is lost: %s",
 			rio_errormsg());
+	dc__kp_exit(); /* the keeper sends the rest and closes */
 }
 
 /* Recovery, the descriptors restored: the committed records loaded by
@@ -1090,6 +1095,11 @@ dc__held_exit(void)
 int
 dc__held_recover_finish(void)
 {
+	/* epoll registrations, then the keeper's connections the
+	 * checkpoint does not have (keeper.c invariant 2) */
+	int rc = dc__kp_resumed();
+	if (rc)
+		return rc;
 	if (H.pending == 0)
 		return 0;
 	uint64_t gen = H.pending;

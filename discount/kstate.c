@@ -47,6 +47,7 @@
 #include <linux/kcmp.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -108,6 +109,8 @@ drop_fd(int fd)
 		return;
 	dc__st.fd[fd].desc = 0;
 	dc__st.desc[d].refs--;
+	/* its epoll registrations, a TCP connection's close (keeper.c) */
+	dc__kp_dropped(fd, d, dc__st.desc[d].refs == 0);
 }
 
 static void
@@ -773,6 +776,13 @@ static int
 reopen(struct dc__desc *x)
 {
 	int fd;
+	if (x->tcp) /* through dc-keeper (keeper.c) */
+		return dc__kp_reopen(x);
+	if (x->kind == DC__K_EPOLL) { /* registrations: dc__ep_restore */
+		fd = epoll_create1(EPOLL_CLOEXEC);
+		return fd >= 0 ? fd : dc__err(-errno, "epoll_create1: %s",
+			strerror(errno));
+	}
 	if (x->kind == DC__K_SOCK) {
 		fd = socket(x->sock_domain, x->sock_type, x->sock_proto);
 		if (fd < 0)

@@ -161,6 +161,12 @@ blocking(long nr, const long *a, ucontext_t *uc)
 	return r;
 }
 
+long
+dc__blocking(long nr, const long *a, void *uc)
+{
+	return blocking(nr, a, uc);
+}
+
 /* ---- protocol actions ---- */
 
 void
@@ -723,6 +729,10 @@ dc__dispatch(long nr, long *a, void *ucv)
 	for (int i = 0; i < 3; i++)
 		if ((unsigned long)a[i] < DC__MAX_FD)
 			dc__vol.fd_touched[a[i]] = true;
+	/* epoll registrations; TCP through dc-keeper (keeper.c) */
+	r = dc__kp_syscall(nr, a, uc, &handled);
+	if (handled)
+		return r;
 	if (dc__held_on()) { /* the buffered protocol (held.c) */
 		r = dc__held_syscall(nr, a, &handled);
 		if (handled)
@@ -997,7 +1007,9 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 	dc__vol.selector = prev;
 }
 
-static char altstack[256 * 1024] __attribute__((aligned(16)));
+/* page-aligned: a range of libdc's own memory cut out of the tracked
+ * regions (maps.c own_ranges), whose bounds must be pages */
+static char altstack[256 * 1024] __attribute__((aligned(4096)));
 
 void
 dc__sud_altstack(uint64_t *a, uint64_t *b)

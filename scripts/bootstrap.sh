@@ -56,6 +56,10 @@ PACKAGES=(
 	nvi
 	# discount: the application study (bench/discount/apps.sh; magic -dnull)
 	magic
+	# discount: a TCP server under dc-run --protocol buffered (lighttpd,
+	# unmodified) and its client (ab) (bench/discount/held_lighttpd.sh)
+	lighttpd
+	apache2-utils
 	# tools/pmemtest (addr2line symbolizes call sites)
 	binutils
 	# bench/tpcb_tpcc

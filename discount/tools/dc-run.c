@@ -16,6 +16,7 @@
  * directory and the command line, so "the same command" finds it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/personality.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dc.h"
@@ -65,8 +67,11 @@ static const char help[] =
 	"                             ($DC_2PC_COORD, $DC_2PC_ID; sends are\n"
 	"                             not visible)\n"
 	"                 buffered    every --interval MS only; output to\n"
-	"                             files, terminals and pipes is held\n"
-	"                             and performed after the next commit\n"
+	"                             files, terminals, pipes, datagram and\n"
+	"                             TCP sockets is held and performed\n"
+	"                             after the next commit; a TCP server's\n"
+	"                             connections are held by dc-keeper,\n"
+	"                             which dc-run starts, across crashes\n"
 	"  --interval MS  also commit every MS milliseconds\n"
 	"  --tracking T   how written pages are found (default uffd):\n"
 	"                 uffd  userfaultfd write protection, async mode,\n"
@@ -98,7 +103,8 @@ static const char help[] =
 	"\n"
 	"Refused at the call (\"dc: refused ...\" on stderr; the call fails,\n"
 	"the program goes on): threads, fork and pipes (without --tree),\n"
-	"exec, stream sockets, shared writable mappings.  Needs Linux >= 6.7,\n"
+	"exec, stream sockets (but a TCP server's under buffered), shared\n"
+	"writable mappings.  Needs Linux >= 6.7,\n"
 	"x86-64.  Exit status 70: Discount Checking could not start or\n"
 	"refused to recover.  See docs/discount.md.\n";
 
@@ -107,6 +113,70 @@ usage(bool ok)
 {
 	fputs(help, ok ? stdout : stderr);
 	exit(ok ? 0 : 2);
+}
+
+/*
+ * --protocol buffered: the keeper of the program's TCP connections
+ * (dc-keeper.c), outside the program so that its crash leaves them open.
+ * One per checkpoint directory: a keeper that finds another one there
+ * leaves at once, so a recovery finds the connections where they were.
+ * $DC_KEEPER_BIN names it, else the dc-keeper beside dc-run, else $PATH's.
+ * It outlives dc-run (setsid, a grandchild): with its stdout and stderr
+ * on /dev/null, or appended to $DC_KEEPER_LOG.
+ */
+static int
+start_keeper(const char *dir, const char *self_dir)
+{
+	char bin[PATH_MAX] = "dc-keeper";
+	if (getenv("DC_KEEPER_BIN"))
+		snprintf(bin, sizeof(bin), "%s", getenv("DC_KEEPER_BIN"));
+	else if (self_dir) {
+		char cand[PATH_MAX + 16];
+		snprintf(cand, sizeof(cand), "%s/dc-keeper", self_dir);
+		if (access(cand, X_OK) == 0)
+			snprintf(bin, sizeof(bin), "%s", cand);
+	}
+	int rp[2];
+	if (pipe(rp) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		setsid();
+		unsetenv("LD_PRELOAD"); /* never under libdc */
+		unsetenv("DC_PRELOAD");
+		if (fork() != 0)
+			_exit(0);
+		const char *log = getenv("DC_KEEPER_LOG");
+		int nul = open("/dev/null", O_RDWR);
+		int out = log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0600) :
+			nul;
+		dup2(nul, 0);
+		dup2(out < 0 ? nul : out, 1);
+		dup2(out < 0 ? nul : out, 2);
+		for (int fd = 3; fd < 1024; fd++)
+			if (fd != rp[1])
+				close(fd);
+		char rfd[16];
+		snprintf(rfd, sizeof(rfd), "%d", rp[1]);
+		execlp(bin, bin, "--dir", dir, "--ready", rfd,
+			log ? "--verbose" : (char *)NULL, (char *)NULL);
+		_exit(127);
+	}
+	close(rp[1]);
+	waitpid(pid, NULL, 0);
+	char c = 0;
+	ssize_t n;
+	do
+		n = read(rp[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	close(rp[0]);
+	if (n != 1 || c != '1') {
+		fprintf(stderr, "dc-run: %s did not start\n", bin);
+		return -1;
+	}
+	return 0;
 }
 
 static uint64_t
@@ -255,6 +325,15 @@ main(int argc, char **argv)
 		setenv("DC_EVENTS", events, 1);
 	if (disk)
 		setenv("DC_DISK", disk, 1);
+	if (p == DC_BUFFERED && !tree) {
+		char sd[PATH_MAX];
+		ssize_t k = readlink("/proc/self/exe", sd, sizeof(sd) - 1);
+		if (k > 0)
+			sd[k] = '\0';
+		if (start_keeper(dir, k > 0 ? dirname(sd) : NULL) != 0)
+			return 3;
+		setenv("DC_KEEPER", "1", 1);
+	}
 	/* glibc's rseq area would be registered by the fresh process, not
 	 * the recovered one: switch it off (docs/discount.md). */
 	const char *tun = getenv("GLIBC_TUNABLES");
