@@ -11,9 +11,10 @@
 #                  round 2 and before its vote (DC_CRASH_AT, test builds):
 #                  the round aborts and every participant returns to
 #                  round 1;
-#   no-vote        participant 2 cannot commit (a file stands where its
-#                  held copy goes): it votes no, says why, and every
-#                  round aborts until the file is removed;
+#   no-vote        participant 2 cannot commit (test builds: its hold
+#                  fails while the file $DC_TEST_2PC_FAIL exists): it
+#                  votes no, says why, and every round aborts until the
+#                  file is removed;
 #   slow-coord     the coordinator opens the round after round 1 only 2 s
 #                  after round 1 committed: 1 s into that, rank 0 has
 #                  released exactly one visible event (the first);
@@ -32,6 +33,9 @@
 # coordinator and ranks 0-1, 10.77.0.2 ranks 2-3); they exist only inside
 # the namespaces, removed on exit.  Without the right to make them the
 # test is skipped (exit 77).
+#
+# TWOPC_ENV: VAR=VALUE words added to every participant's environment
+# (e.g. DC_TEST_REDO_MAX=1: every commit's flush due, test builds).
 #
 # With TWOPC_EXPECT=TEXT (a broken build), the run must fail with a
 # message containing TEXT, and that is a pass; TWOPC_REF names the
@@ -126,7 +130,7 @@ part() { # RANK LIB-ENV...: one participant
 	[ -n "${REFRUN:-}" ] && nb=$REF_NBODY
 	on $r env DC_DIR="$SHM/p$r" NBODY_PROTOCOL="$PROTO" \
 		DC_2PC_COORD=$CADDR:$CPORT DC_2PC_ID=$r NBODY_HOSTS=$HOSTS \
-		"$@" "$nb" $r 4 $PORT $BODIES $STEPS $EVERY
+		${TWOPC_ENV:-} "$@" "$nb" $r 4 $PORT $BODIES $STEPS $EVERY
 }
 
 # A failure-free run: the reference.
@@ -222,18 +226,17 @@ abort)
 	run "$T/obs.ev" "DC_CRASH_AT=2pc-prepared:2"
 	;;
 no-vote)
-	run "$T/obs.ev" ""
+	run "$T/obs.ev" "DC_TEST_2PC_FAIL=$T/no-vote"
 	t=0
 	while [ ! -s "$T/obs.ev" ] && [ $t -lt 300 ]; do sleep 0.05; t=$((t + 1)); done
+	: >"$T/no-vote"
 	t=0
-	# (a directory of that name: a hold in progress; the file next time)
 	until grep -q "aborted (reason 2, participant 2)" "$T/err.coord" ||
 		[ $t -ge 600 ]; do
-		[ -e "$SHM/p2/2pc-held.tmp" ] || : >"$SHM/p2/2pc-held.tmp"
 		sleep 0.05
 		t=$((t + 1))
 	done
-	rm -f "$SHM/p2/2pc-held.tmp"
+	rm -f "$T/no-vote"
 	grep -q "aborted (reason 2, participant 2)" "$T/err.coord" ||
 		fail "no round aborted by participant 2's no vote"
 	grep -q "participant 2 cannot commit round" "$T/err.p2" ||
