@@ -37,35 +37,25 @@ set -uo pipefail
 [ $# -ge 6 ] || { sed -n '9p' "$0" >&2; exit 2; }
 GAME=$1 DCRUN=$2 COORD=$3 PROTO=$4 KILLS=$5 SEED=$6 MODE=${7:-kill}
 RANDOM=$SEED
-W=$(mktemp -d /dev/shm/dc-game-2pc.XXXXXX)
+T=$(mktemp -d /dev/shm/dc-game-2pc.XXXXXX)
 # below the ephemeral range (32768..), where the 2PC sockets bind
 PORT=$(( 20000 + ($$ * 7 + SEED * 131) % 12000 ))
 CPORT=$((PORT + 1))
 FRAMES=$(( 15 * (3 * KILLS / 2 + 4) ))
 LIMIT=$(( FRAMES / 15 + 60 ))
 pids=()
+. "$(dirname "$0")/launcher.sh"
 
-stop_all() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for i in 1 2; do
-		for f in "$W"/pid.*; do
-			[ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
-		done
-		sleep 0.1
-	done
-	[ ${#pids[@]} -gt 0 ] && wait "${pids[@]}" 2>/dev/null
-	pids=()
-}
 cleanup() {
 	stop_all
-	[ -n "${GAME_KEEP:-}" ] && echo "kept $W" >&2 && return
-	rm -rf "$W"
+	[ -n "${GAME_KEEP:-}" ] && echo "kept $T" >&2 && return
+	rm -rf "$T"
 }
 trap cleanup EXIT
 
 fail() {
 	echo "game_2pc_kill: $PROTO $MODE: $*"
-	tail -n 5 "$W"/err.* 2>/dev/null
+	tail -n 5 "$T"/err.* 2>/dev/null
 	if [ "$MODE" = broken ]; then
 		echo "game_2pc_kill: the broken build caught"
 		exit 0
@@ -73,25 +63,10 @@ fail() {
 	exit 1
 }
 
-# launch NAME CMD...: run CMD until it ends other than by a signal
-launch() {
-	local name=$1 rc; shift
-	while :; do
-		"$@" 2>>"$W/err.$name" &
-		echo $! >"$W/pid.$name"
-		{ wait $!; } 2>/dev/null
-		rc=$?
-		[ $rc -ge 128 ] || break
-		echo $(( $(cat "$W/restarts.$name" 2>/dev/null || echo 0) + 1 )) \
-			>"$W/restarts.$name"
-	done
-	echo $rc >"$W/rc.$name"
-}
-
 coord_extra=()
 [ "$MODE" = kill ] || coord_extra=(--defer-ms 3000 --defer-round 3)
 launch coord "$COORD" --bind 127.0.0.1 --port $CPORT --parts 4 \
-	--dir "$W/coord" --vote-ms 5000 --stats "$W/coord.stats" \
+	--dir "$T/coord" --vote-ms 5000 --stats "$T/coord.stats" \
 	"${coord_extra[@]}" &
 pids+=($!)
 sleep 0.2
@@ -103,33 +78,33 @@ for r in 0 1 2 3; do
 	fi
 	# one pipe for every incarnation of the process: the screen
 	DC_2PC_COORD=127.0.0.1:$CPORT DC_2PC_ID=$r launch p$r \
-		"$DCRUN" --dir "$W/p$r" --protocol "$PROTO" -- \
-		"$GAME" "${args[@]}" > >(cat >"$W/out.$r") &
+		"$DCRUN" --dir "$T/p$r" --protocol "$PROTO" -- \
+		"$GAME" "${args[@]}" > >(cat >"$T/out.$r") &
 	pids+=($!)
 done
 
 killed=0
 if [ "$MODE" != kill ]; then
 	t=0
-	until grep -q "^commits=[3-9]" "$W/coord.stats" 2>/dev/null ||
+	until grep -q "^commits=[3-9]" "$T/coord.stats" 2>/dev/null ||
 		[ $t -ge 300 ]; do sleep 0.05; t=$((t + 1)); done
 	sleep 1
-	kill -9 "$(cat "$W/pid.p0")" 2>/dev/null && killed=$((killed + 1))
+	kill -9 "$(cat "$T/pid.p0")" 2>/dev/null && killed=$((killed + 1))
 fi
 names=(coord p0 p1 p2 p3)
 while [ $killed -lt "$KILLS" ]; do
 	sleep "$(awk -v r=$RANDOM 'BEGIN { printf "%.3f", 0.3 + 0.9 * r / 32768 }')"
 	# a process that ended cannot roll back: no kill once one has
-	compgen -G "$W/rc.p*" >/dev/null && break
+	compgen -G "$T/rc.p*" >/dev/null && break
 	who=${names[$((RANDOM % 5))]}
-	[ -e "$W/pid.$who" ] || continue
-	kill -9 "$(cat "$W/pid.$who")" 2>/dev/null && killed=$((killed + 1))
+	[ -e "$T/pid.$who" ] || continue
+	kill -9 "$(cat "$T/pid.$who")" 2>/dev/null && killed=$((killed + 1))
 done
 
 t=0
 while :; do
 	n=0
-	for r in 0 1 2 3; do [ -e "$W/rc.p$r" ] && n=$((n + 1)); done
+	for r in 0 1 2 3; do [ -e "$T/rc.p$r" ] && n=$((n + 1)); done
 	[ $n = 4 ] && break
 	[ $t -ge $((LIMIT * 10)) ] && fail "the game did not end in $LIMIT s"
 	sleep 0.1
@@ -137,16 +112,16 @@ while :; do
 done
 sleep 0.2 # the screens' last bytes
 for r in 0 1 2 3; do
-	rc=$(cat "$W/rc.p$r")
+	rc=$(cat "$T/rc.p$r")
 	[ "$rc" = 0 ] || fail "process $r ended with status $rc"
 done
 for i in 0 1 2; do
-	"$GAME" check $i "$W/out.$((i + 1))" || fail "client $i's screen"
+	"$GAME" check $i "$T/out.$((i + 1))" || fail "client $i's screen"
 done
-restarts=$(cat "$W"/restarts.* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+restarts=$(cat "$T"/restarts.* 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
 echo "game_2pc_kill: $PROTO $MODE: $killed kills, $restarts restarts," \
 	"$FRAMES frames"
-grep -h "^client" "$W"/err.p[123] | tail -n 3
+grep -h "^client" "$T"/err.p[123] | tail -n 3
 if [ "$MODE" = broken ]; then
 	echo "game_2pc_kill: the broken build was not caught"
 	exit 1

@@ -56,6 +56,7 @@ SHM=$(mktemp -d /dev/shm/dc-2pc.XXXXXX)
 PORT=$(( 20000 + ($$ * 7 + SEED * 131) % 12000 ))
 CPORT=$(( PORT + 10 ))
 pids=()
+. "$(dirname "$0")/launcher.sh"
 NSA= NSB=
 cleanup() {
 	for f in "$T"/pid.*; do
@@ -77,22 +78,6 @@ fail() {
 	echo "twopc_kill: $PROTO $MODE: $*" >&2
 	tail -n 20 "$T"/err.* >&2
 	exit 1
-}
-
-# launch NAME CMD...: run CMD until it ends other than by a signal
-launch() {
-	local name=$1; shift
-	local rc
-	while :; do
-		"$@" 2>>"$T/err.$name" &
-		echo $! >"$T/pid.$name"
-		{ wait $!; } 2>/dev/null
-		rc=$?
-		[ $rc -ge 128 ] || break
-		echo $(( $(cat "$T/restarts.$name" 2>/dev/null || echo 0) + 1 )) \
-			>"$T/restarts.$name"
-	done
-	echo $rc >"$T/rc.$name"
 }
 
 # Where each process runs: `on coord|RANK CMD...` runs CMD on its host.
@@ -165,20 +150,6 @@ wait_done() { # all four participants ended, within LIMIT seconds
 		t=$((t + 1))
 	done
 	fail "the computation did not end in $LIMIT s"
-}
-
-# the launchers first, then what they ran (twice: one may have started
-# a process as it was stopped); only the launchers are waited for
-stop_all() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for i in 1 2; do
-		for f in "$T"/pid.*; do
-			[ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
-		done
-		sleep 0.1
-	done
-	[ ${#pids[@]} -gt 0 ] && wait "${pids[@]}" 2>/dev/null
-	pids=()
 }
 
 # The reference is failure-free only if no round aborted (a vote late
