@@ -259,6 +259,9 @@ struct dc__vols {
 	uint64_t redo_end;      /* end of the log (redo.c) */
 	uint64_t redo_max;      /* flush past this (DC_REDO_MAX) */
 	unsigned redo_pending;  /* segments not in the shadow */
+	bool redo_hold;         /* a 2PC prepare: the commit flushes nothing
+	                         * into the shadow (redo.c invariant 5) */
+	bool redo_due;          /* a held flush is due (dc__redo_settle) */
 	unsigned slot_hint;     /* last shadow slot used (shadow.c) */
 	struct { uint64_t off; uint32_t first, n; } segs[DC__MAX_SEGS];
 	uint32_t pend_n;        /* entries in pend_ents */
@@ -310,6 +313,8 @@ struct dc__vols {
 	                             * (recover.c dc__rstep) */
 	uint64_t mu_cap;        /* DC_TEST_MUNDO_MAX (seg.c) */
 	bool segv_tick;         /* DC_TEST_SEGV_TICK (sud.c segv_handler) */
+	char tp_fail[256];      /* DC_TEST_2PC_FAIL: a 2PC prepare fails
+	                         * while this file exists (twopc.c) */
 #endif
 	char buf[65536] __attribute__((aligned(64)));
 	/* scratch, untracked: input replay and logging (sud.c), the undo
@@ -424,6 +429,7 @@ struct dc_redo_seg {
 int dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out);
 int dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg);
 int dc__redo_flush_pending(void);
+int dc__redo_settle(void);
 struct dc_commit;
 int dc__redo_recover(const struct dc_commit *cm);
 

@@ -34,6 +34,14 @@
  *  4. Recovery verifies every pending segment (magic, generation sequence,
  *     checksum; the newest also against its commit record) before the
  *     shadow is changed.
+ *  5. A 2PC prepare (dc__vol.redo_hold, twopc.c P2) writes nothing but its
+ *     segment past the end of the log and its commit record: no flush, so
+ *     the shadow, `applied` and the log's older segments stay those of the
+ *     generation before, to which an abort returns by clearing that
+ *     record.  A flush the prepare would have made (the log past
+ *     redo_max, punches, full tables) is made from the file by
+ *     dc__redo_settle once the round committed, before any other commit:
+ *     invariant 2 holds at every commit.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -407,13 +415,47 @@ int
 dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg)
 {
 	dc__vol.redo_end = seg->off + seg->len;
-	if (!seg->punch && dc__vol.redo_end <= dc__vol.redo_max &&
-	    dc__vol.redo_pending + 1 < DC__MAX_SEGS &&
-	    dc__vol.pend_n + n <= DC__PEND_ENTS) {
+	bool fits = dc__vol.redo_pending + 1 < DC__MAX_SEGS &&
+		dc__vol.pend_n + n <= DC__PEND_ENTS;
+	if (!seg->punch && dc__vol.redo_end <= dc__vol.redo_max && fits) {
 		keep_pending(seg, n);
 		return 0;
 	}
+	if (dc__vol.redo_hold) {
+		/* invariant 5: a prepare leaves the shadow alone; the flush
+		 * waits for the round's decision */
+		if (fits)
+			keep_pending(seg, n);
+		dc__vol.redo_due = true;
+		return 0;
+	}
 	return flush(gen, n);
+}
+
+/*
+ * After a 2PC round committed (twopc.c P4), before any other commit: the
+ * flush its prepare held back (invariant 5), from the file as recovery
+ * makes it -- the program's memory has moved on since the scan, and the
+ * prepared segment may hold punches -- then `applied` and the log
+ * restarted.  A crash in it leaves `applied` behind: recovery applies the
+ * same segments again (invariant 3).
+ */
+int
+dc__redo_settle(void)
+{
+	if (!dc__vol.redo_due)
+		return 0;
+	dc__vol.redo_due = false;
+	const struct dc_words *w = (const void *)(dc__vol.ctlb +
+		DC_CTL_WORDS_OFF);
+	unsigned nseg = 0;
+	int rc = collect(w->applied, dc__vol.committed, &nseg);
+	if (!rc && nseg > 0)
+		rc = apply_segments(nseg);
+	if (rc)
+		return rc;
+	dc__st.stats.redo_flushes++;
+	return set_applied(dc__vol.committed);
 }
 
 /* UNDO, before a region is moved into the segment (seg.c invariant 4):

@@ -11,56 +11,68 @@
  * CBNDV-2PC starts the round only when the process about to do the
  * visible event has done a non-deterministic event since its last commit.
  *
- * The participant's state lives beside its checkpoint directory DIR:
- *   DIR/2pc-state   the state record (twopc_layout.h), two slots;
- *   DIR/2pc-held/   a copy of DIR's files taken before the prepare: the
- *                   participant's part of the last committed distributed
- *                   checkpoint, while the prepared one is undecided.
+ * The participant's state lives beside its checkpoint directory DIR, in
+ * DIR/2pc-state: the state record (twopc_layout.h), two slots.
+ *
+ * The prepared checkpoint beside the committed one.  A round that aborts
+ * must bring the participant back to its generation g, its part of the
+ * last committed round C.  The prepared commit of g + 1 overwrites almost
+ * nothing of g: its redo segment goes past the end of the log (redo.c
+ * invariant 1), and with dc__vol.redo_hold set it does not flush the log
+ * into the shadow (redo.c invariant 5); the one record it overwrites is
+ * its commit record's slot, (g + 1) & 1, which holds g - 1's, a record no
+ * recovery needs.  The undo of the prepare is therefore: clear that slot.
+ * Nothing is copied: a round costs the prepared commit and two records.
  *
  * Persist order of round R (participant at local generation g, part of
  * committed round C):
- *   P1. DIR's files are copied into DIR/2pc-held.tmp, each made durable,
- *       and the directory renamed to DIR/2pc-held (the old one removed
- *       first).  A crash here: the record still says IDLE, the copy is
- *       ignored, DIR holds g.
- *   P2. record HOLDING(R, C, gen_held g), durable.  From here recovery
- *       asks the coordinator what became of R before it touches DIR.
- *   P3. libdc's commit of g + 1 (ckpt.c): the prepared checkpoint.
- *   P4. VOTE yes(R, g + 1) sent; the participant waits for the decision,
+ *   P1. record HOLDING(R, C, gen_base g, gen_prep g + 1), durable: the
+ *       undo's description.  A crash before it is durable: the record
+ *       still says IDLE, DIR holds g.
+ *   P2. libdc's commit of g + 1 (ckpt.c), the flush held back: the
+ *       prepared checkpoint.  From P1 on, recovery asks the coordinator
+ *       what became of R before it reads DIR.
+ *   P3. VOTE yes(R, g + 1) sent; the participant waits for the decision,
  *       sending the vote again every DC_2PC_RESEND_MS.
- *   P5. COMMIT: record IDLE(C = R), durable, then ACK; the program goes
- *       on (the initiator's visible event is released only here).
+ *   P4. COMMIT: record IDLE(C = R), durable, then ACK; then the flush P2
+ *       held back, if one is due (dc__redo_settle); the program goes on
+ *       (the initiator's visible event is released only here).
  *       ABORT: record ABORTED(R), durable; the process ends (SIGKILL):
- *       its launcher restarts it, and recovery puts 2pc-held back.
+ *       its launcher restarts it, and recovery undoes the prepare.
  *
  * Recovery (dc__twopc_setup, before libdc opens DIR):
  *   IDLE      DIR is the committed part: nothing to do.
  *   HOLDING   ASK(R): the coordinator answers committed (the record goes
  *             IDLE(R): DIR holds g + 1) or aborted (ABORTED(R)); a round
  *             it never saw all votes of is aborted (presumed abort).
- *   ABORTED   2pc-held's files are copied over DIR's (each through a
- *             temporary name, durable, renamed), then IDLE(C).  Redone
- *             from the start if the process dies half way.
+ *   ABORTED   U1. every commit record of DIR/ctl past gen_base cleared,
+ *             durable (refused, nothing changed, if the shadow holds a
+ *             generation past gen_base: the prepare was flushed into it);
+ *             U2. record IDLE(C).  Redone from the start if the process
+ *             dies half way (U1 is idempotent).
  *   Then JOIN: the coordinator rolls the other participants back (it
  *   tells them to end with ROLLBACK; their launchers restart them) when
  *   this process is a new incarnation in the current epoch.
  *
  * Invariants:
- *  1. A participant votes yes only after its prepared checkpoint (P3) and
- *     the record naming the held copy (P2) are durable.
+ *  1. A participant votes yes only after the record naming its base
+ *     generation (P1) and its prepared checkpoint (P2) are durable, in
+ *     that order: no prepared commit record exists that a HOLDING or
+ *     ABORTED record does not name.
  *  2. A participant continues past a round only once the coordinator's
  *     decision is known; the decision is durable at the coordinator
  *     (dc-coord checkpoints before it sends it).
- *  3. DIR/2pc-held holds, whenever the record says HOLDING or ABORTED,
- *     the participant's part of the last committed distributed
- *     checkpoint, complete and durable.
+ *  3. Whenever the record says HOLDING or ABORTED, DIR less the commit
+ *     records past gen_base is generation gen_base: the shadow, `applied`
+ *     and the redo segments up to gen_base untouched since P1 (redo.c
+ *     invariant 5).
  *  4. No local commit happens outside a round once the first checkpoint
  *     is taken (ckpt.c routes dc__commit here).
  *
  * State machine of the record: (none) --first checkpoint--> IDLE(0)
- * --hold (P2)--> HOLDING(R) --commit (P5)--> IDLE(R)
- *                HOLDING(R) --abort (P5, or ASK)--> ABORTED(R)
- *                ABORTED(R) --restore (recovery)--> IDLE(C).
+ * --hold (P1)--> HOLDING(R) --commit (P4)--> IDLE(R)
+ *                HOLDING(R) --abort (P4, or ASK)--> ABORTED(R)
+ *                ABORTED(R) --undo (recovery U1, U2)--> IDLE(C).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +90,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ckpt_layout.h"
 #include "dc_int.h"
 #include "twopc_layout.h"
 
@@ -179,18 +192,25 @@ state_read(struct dc_2pc_state *out)
 			best = &s[i];
 	if (best == NULL)
 		return 0;
+	if (best->version != DC_2PC_STATE_VERSION)
+		return dc__err(DC_EVERSION, "%s: state record format %u, this "
+			"libdc reads format %u only (format 1 kept a full copy "
+			"of the directory in 2pc-held); finish or discard the "
+			"computation with the libdc that started it", p,
+			(unsigned)best->version, DC_2PC_STATE_VERSION);
 	*out = *best;
 	return 1;
 }
 
 /* Write the next record (slot seq & 1) and make it durable. */
 static int
-state_write(int state, uint64_t round, uint64_t committed, uint64_t held)
+state_write(int state, uint64_t round, uint64_t committed, uint64_t base)
 {
 	struct dc_2pc_state s = { .magic = DC_2PC_STATE_MAGIC,
-		.version = DC_2PC_VERSION, .state = (uint16_t)state,
+		.version = DC_2PC_STATE_VERSION, .state = (uint16_t)state,
 		.seq = dc__vol.tp_st.seq + 1, .round = round,
-		.committed = committed, .gen_held = held };
+		.committed = committed, .gen_base = base,
+		.gen_prep = base ? base + 1 : 0 };
 	s.checksum = rio_checksum(&s, 56, DC_2PC_SEED);
 	char p[PATH_MAX];
 	int fd = open(side(p, sizeof(p), "2pc-state"),
@@ -199,7 +219,7 @@ state_write(int state, uint64_t round, uint64_t committed, uint64_t held)
 		return dc__err(-errno, "%s: %s", p, strerror(errno));
 	ssize_t w = pwrite(fd, &s, sizeof(s), (off_t)(64 * (s.seq & 1)));
 	/* The record is what recovery acts on: durable before the step it
-	 * announces (the vote, the release, the restore) happens. */
+	 * announces (the prepared commit, the release, the undo) happens. */
 	int rc = w == (ssize_t)sizeof(s) ? dc__sync_fd(fd) :
 		dc__err(w < 0 ? -errno : -EIO, "%s: write", p);
 	close(fd);
@@ -208,7 +228,7 @@ state_write(int state, uint64_t round, uint64_t committed, uint64_t held)
 	return rc;
 }
 
-/* ---- the held copy ---- */
+/* ---- copies (a fork's child, tree.c) ---- */
 
 /* Copy src to dst (created), holes kept, made durable. */
 static int
@@ -256,80 +276,62 @@ copy_file(int sdir, int ddir, const char *name, const char *dname)
 	return rc ? dc__err(rc, "copy %s: %s", name, strerror(-rc)) : 0;
 }
 
-static void
-rm_tree(int dirfd, const char *sub)
+/* ---- the undo of an aborted prepare ---- */
+
+static bool
+names_prepared(const struct dc_commit *c, uint64_t base)
 {
-	int d = openat(dirfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d < 0)
-		return;
-	for (unsigned i = 0; i < NFILES; i++)
-		unlinkat(d, files[i], 0);
-	close(d);
-	unlinkat(dirfd, sub, AT_REMOVEDIR);
+	return c->magic == DC_COMMIT_MAGIC && c->gen > base;
 }
 
-/* P1: DIR's files into DIR/2pc-held. */
+/*
+ * U1: the commit records of DIR/ctl past generation base cleared, durable
+ * (invariant 3: the rest of DIR is generation base).  Read and written
+ * through the file: libdc has not mapped the directory yet.  Refused,
+ * with nothing changed, when the shadow holds a generation past base --
+ * a prepare that flushed into it, which no record can undo.
+ */
 static int
-hold(void)
+undo_prepared(uint64_t base)
 {
-	int dir = open(dc__vol.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return dc__err(-errno, "%s: %s", dc__vol.dir, strerror(errno));
-	rm_tree(dir, "2pc-held.tmp");
+	char p[PATH_MAX];
+	int fd = open(side(p, sizeof(p), "ctl"), O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return dc__err(DC_ECORRUPT, "%s: %s (the record says a round "
+			"aborted)", p, strerror(errno));
+	struct {
+		struct dc_commit slot[2];
+		char gap[DC_CTL_WORDS_OFF - DC_CTL_COMMIT_OFF -
+			2 * sizeof(struct dc_commit)];
+		struct dc_words w;
+	} b;
+	const off_t at = RIO_POOL_HDR_SIZE + DC_CTL_COMMIT_OFF;
 	int rc = 0;
-	if (mkdirat(dir, "2pc-held.tmp", 0700) != 0)
-		rc = dc__err(-errno, "mkdir 2pc-held.tmp: %s", strerror(errno));
-	int t = rc ? -1 : openat(dir, "2pc-held.tmp",
-		O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (!rc && t < 0)
-		rc = dc__err(-errno, "2pc-held.tmp: %s", strerror(errno));
-	for (unsigned i = 0; !rc && i < NFILES; i++)
-		rc = copy_file(dir, t, files[i], files[i]);
-	if (t >= 0)
-		close(t);
-	if (!rc) {
-		rm_tree(dir, "2pc-held");
-		if (renameat(dir, "2pc-held.tmp", dir, "2pc-held") != 0)
-			rc = dc__err(-errno, "rename 2pc-held: %s",
-				strerror(errno));
-	}
-	/* the rename: durable before the record that says the copy is
-	 * there (P2) */
-	if (!rc)
-		rc = dc__sync_fd(dir);
-	close(dir);
-	return rc;
-}
-
-/* Recovery of an aborted round: 2pc-held's files over DIR's. */
-static int
-restore(void)
-{
-	int dir = open(dc__vol.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return dc__err(-errno, "%s: %s", dc__vol.dir, strerror(errno));
-	int h = openat(dir, "2pc-held", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = h < 0 ? dc__err(DC_ECORRUPT, "%s/2pc-held: %s (the record "
-		"says a round aborted)", dc__vol.dir, strerror(errno)) : 0;
-	for (unsigned i = 0; !rc && i < NFILES; i++) {
-		char tmp[64];
-		snprintf(tmp, sizeof(tmp), "%s.2pc", files[i]);
-		if (faccessat(h, files[i], F_OK, 0) != 0) {
-			unlinkat(dir, files[i], 0);
+	if (pread(fd, &b, sizeof(b), at) != (ssize_t)sizeof(b))
+		rc = dc__err(DC_ECORRUPT, "%s: short read of the commit "
+			"records", p);
+	else if (b.w.applied > base)
+		rc = dc__err(DC_ECORRUPT, "%s: the shadow holds generation "
+			"%lu, past %lu, the part of the last committed round: "
+			"the aborted round's prepared checkpoint was applied to "
+			"it", p, (unsigned long)b.w.applied,
+			(unsigned long)base);
+	bool cleared = false;
+	for (int i = 0; i < 2 && !rc; i++) {
+		if (!names_prepared(&b.slot[i], base))
 			continue;
-		}
-		rc = copy_file(h, dir, files[i], tmp);
-		if (!rc && renameat(dir, tmp, dir, files[i]) != 0)
-			rc = dc__err(-errno, "rename %s: %s", tmp,
-				strerror(errno));
+		static const struct dc_commit zero;
+		off_t o = at + (off_t)(i * (int)sizeof(zero));
+		if (pwrite(fd, &zero, sizeof(zero), o) != (ssize_t)sizeof(zero))
+			rc = dc__err(-EIO, "%s: clearing commit slot %d", p, i);
+		cleared = true;
 	}
-	/* the files renamed over DIR's: durable before the record says
-	 * IDLE, which would let a second crash skip the restore */
-	if (!rc)
-		rc = dc__sync_fd(dir);
-	if (h >= 0)
-		close(h);
-	close(dir);
+	/* the cleared record: durable before the state record says IDLE,
+	 * which would let a later crash skip the undo and recover the
+	 * aborted generation */
+	if (!rc && cleared)
+		rc = dc__sync_fd(fd);
+	close(fd);
 	return rc;
 }
 
@@ -369,11 +371,11 @@ resolve(void)
 		if (committed)
 			return state_write(DC_2PC_IDLE, s->round, s->round, 0);
 		if ((rc = state_write(DC_2PC_ABORTED, s->round, s->committed,
-			     s->gen_held)))
+			     s->gen_base)))
 			return rc;
 	}
 	if (s->state == DC_2PC_ABORTED) {
-		if ((rc = restore()))
+		if ((rc = undo_prepared(s->gen_base)))
 			return rc;
 		return state_write(DC_2PC_IDLE, s->committed, s->committed, 0);
 	}
@@ -471,6 +473,10 @@ dc__twopc_setup(int protocol)
 		    sizeof(dc__vol.tp_incarnation), 0) !=
 	    (ssize_t)sizeof(dc__vol.tp_incarnation))
 		return dc__err(-errno, "2pc: getrandom: %s", strerror(errno));
+#ifdef DC_TEST_CRASHPOINTS
+	const char *tf = getenv("DC_TEST_2PC_FAIL");
+	snprintf(dc__vol.tp_fail, sizeof(dc__vol.tp_fail), "%s", tf ? tf : "");
+#endif
 	int rc = resolve();
 	if (rc == 0)
 		rc = join();
@@ -509,25 +515,63 @@ rolled_back(const struct dc_2pc_msg *m)
 	return true;
 }
 
+/* P1: the record that names what an abort undoes (HOLDING: base g, the
+ * prepared g + 1).  The test build fails it while $DC_TEST_2PC_FAIL
+ * exists, as on a full file system: the participant then votes no. */
+static int
+hold(uint64_t r, uint64_t c, uint64_t g)
+{
+#ifdef DC_TEST_CRASHPOINTS
+	if (dc__vol.tp_fail[0] && access(dc__vol.tp_fail, F_OK) == 0)
+		return dc__err(-ENOSPC, "2pc: %s exists (test: the hold fails "
+			"as on a full file system)", dc__vol.tp_fail);
+#endif
+	return state_write(DC_2PC_HOLDING, r, c, g);
+}
+
+/* P2: the prepared commit, its flush held back (redo.c invariant 5). */
+static int
+prepare(void)
+{
+	dc__vol.tp_local = true;
+#ifndef DC_BROKEN_2PC_FLUSH_PREPARED
+	dc__vol.redo_hold = true;
+#endif
+	/* (broken build: the prepare flushes into the shadow as any commit
+	 * would, overwriting pages of the base generation no undo names) */
+	int rc = dc__commit();
+	dc__vol.redo_hold = false;
+	dc__vol.tp_local = false;
+	return rc;
+}
+
 /* Take part in round r.  Returns 0 once committed, 1 when resumed by
  * recovery at its prepared checkpoint, or DC_EFATAL. */
 static int
 take_part(uint64_t r)
 {
 	uint64_t c = dc__vol.tp_st.committed, g = dc__vol.committed;
-	int rc = hold();
+#ifndef DC_BROKEN_2PC_HOLD_LATE
+	int rc = hold(r, c, g);
+	bool held = rc == 0; /* recovery knows what to undo */
+	if (!rc && (rc = prepare()) == 1)
+		return 1; /* recovery found round r committed */
+#else
+	/* broken: the record naming the undo is written after the prepared
+	 * commit, so a crash between the two leaves a prepared checkpoint
+	 * no record names (invariant 1): recovery takes it as committed */
+	int rc = prepare();
+	if (rc == 1)
+		return 1;
+	dc__crashpoint("2pc-prepared", r);
 	if (!rc)
-		rc = state_write(DC_2PC_HOLDING, r, c, g);
-	bool held = rc == 0; /* 2pc-held is the part of round c */
-	if (!rc) {
-		dc__vol.tp_local = true;
-		rc = dc__commit();
-		dc__vol.tp_local = false;
-		if (rc == 1)
-			return 1; /* recovery found round r committed */
-	}
+		rc = hold(r, c, g);
+	bool held = true;
+#endif
+#ifndef DC_BROKEN_2PC_HOLD_LATE
 	/* test build: DC_CRASH_AT=2pc-prepared:R, prepared but no vote */
 	dc__crashpoint("2pc-prepared", r);
+#endif
 	dc__vol.tp_prepared = r;
 	if (rc) {
 		dc__say("2pc: participant %u cannot commit round %lu: %s (%s)",
@@ -563,14 +607,23 @@ take_part(uint64_t r)
 			if ((rc = state_write(DC_2PC_IDLE, r, r, 0)))
 				break;
 			msg_send(DC_2PC_ACK, r, 0, 0, 0);
+			/* P4: the flush the prepare held back, before any
+			 * other commit (redo.c invariant 5); a failure is a
+			 * failed commit: the next one stops the process */
+			if ((rc = dc__redo_settle())) {
+				dc__vol.fatal = true;
+				dc__say("2pc: flush after round %lu: %s (%s)",
+					(unsigned long)r, dc_strerror(rc),
+					rio_errormsg());
+			}
 			return 0;
 		}
 		dc__say("2pc: round %lu aborted (reason %d, participant %d); "
 			"participant %u rolls back to round %lu",
 			(unsigned long)r, (int)m.reason, (int)m.code,
 			dc__vol.tp_part, (unsigned long)c);
-		/* without a complete held copy (P1, P2 failed), DIR still
-		 * holds generation g, the part of round c: nothing to undo */
+		/* without the record (P1 failed), DIR still holds
+		 * generation g, the part of round c: nothing to undo */
 		if (held)
 			state_write(DC_2PC_ABORTED, r, c, g);
 		break;

@@ -18,7 +18,9 @@
  * The state record is the participant's own, beside its checkpoint
  * directory (DIR/2pc-state): two 64-byte slots, the valid one with the
  * higher seq is current; a write goes to the other slot, so a torn write
- * leaves the previous record.
+ * leaves the previous record.  Its format has a version of its own
+ * (DC_2PC_STATE_VERSION): 2 since a prepare keeps no copy of the
+ * directory (twopc.c); a record of another version is refused.
  */
 #ifndef DC_TWOPC_LAYOUT_H
 #define DC_TWOPC_LAYOUT_H
@@ -29,7 +31,8 @@
 
 #define DC_2PC_MAGIC 0x43503244u    /* "D2PC" */
 #define DC_2PC_STATE_MAGIC 0x53503244u /* "D2PS" */
-#define DC_2PC_VERSION 1u
+#define DC_2PC_VERSION 1u       /* the datagram */
+#define DC_2PC_STATE_VERSION 2u /* the state record (1: 2pc-held copies) */
 #define DC_2PC_SEED 0x32706364u
 
 enum dc_2pc_type {
@@ -95,22 +98,24 @@ enum dc_2pc_pstate {
 	DC_2PC_IDLE = 1,     /* no undecided round: the checkpoint in DIR is
 	                      * the participant's part of the committed
 	                      * distributed checkpoint `committed` */
-	DC_2PC_HOLDING = 2,  /* DIR/2pc-held holds generation gen_held, the
-	                      * part of round committed; DIR may hold the
-	                      * prepared generation of `round`: undecided */
-	DC_2PC_ABORTED = 3,  /* round aborted: DIR/2pc-held must be put back
-	                      * into DIR before recovery */
+	DC_2PC_HOLDING = 2,  /* round `round` undecided: DIR may hold its
+	                      * prepared generation gen_prep beside gen_base,
+	                      * the part of round `committed` */
+	DC_2PC_ABORTED = 3,  /* round aborted: the commit records past
+	                      * gen_base must be cleared before recovery */
 };
 
 struct dc_2pc_state {
 	uint32_t magic;    /* 0: DC_2PC_STATE_MAGIC */
-	uint16_t version;  /* 4 */
+	uint16_t version;  /* 4: DC_2PC_STATE_VERSION */
 	uint16_t state;    /* 6: enum dc_2pc_pstate */
 	uint64_t seq;      /* 8: record number; slot seq & 1 */
 	uint64_t round;    /* 16: the undecided or aborted round */
 	uint64_t committed;/* 24: last committed round this participant is in */
-	uint64_t gen_held; /* 32: generation in DIR/2pc-held */
-	uint64_t gen_prep; /* 40: generation prepared for `round` (0: not yet) */
+	uint64_t gen_base; /* 32: HOLDING, ABORTED: the local generation that
+	                    * is the part of `committed` */
+	uint64_t gen_prep; /* 40: HOLDING, ABORTED: gen_base + 1, the prepared
+	                    * generation; 0 otherwise */
 	uint64_t reserved; /* 48: zero */
 	uint64_t checksum; /* 56: rio_checksum of bytes 0..55, DC_2PC_SEED */
 };

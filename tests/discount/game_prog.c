@@ -6,6 +6,7 @@
  *
  *   dc-game server PORT FRAMES [FPS [LINGER_MS]]
  *   dc-game client ID PORT [INPUT_HZ [QUIET_S [LINGER_MS]]]
+ *   dc-game check ID FILE     (what client ID drew: check() below)
  *
  * Unmodified in the thesis' sense: no libdc call; run it under dc-run.
  *
@@ -23,7 +24,8 @@
  *
  * A client (ID < NSHIP) sends an input INPUT_HZ (30) times a second,
  * thrust a fixed function of (ID, seq), and draws each frame it receives:
- * one line on standard output (a visible event).  It checks what the
+ * one line on standard output (a visible event), its own ship as the
+ * frame has it (position, velocity, the input taken and its thrust).  It checks what the
  * server's frames say, the clients' view of "the game goes on":
  *   1. frame numbers never go back; a frame received again is identical
  *      (a recovered server sends a frame again: a duplicate);
@@ -214,24 +216,34 @@ server(int port, uint32_t frames, int fps, int linger_ms)
 	return 0;
 }
 
+/* is ship i of the next frame, n, ship i of this one, a, moved by the
+ * input n says it took? */
+static const char *
+follows_ship(uint32_t i, const struct ship *a, const struct ship *n)
+{
+	struct ship s = *a;
+	int32_t dx = 0, dy = 0;
+	if (n->seq < s.seq)
+		return "a ship's input went back";
+	if (n->seq > s.seq)
+		thrust(i, n->seq, &dx, &dy);
+	if (n->dx != dx || n->dy != dy)
+		return "a thrust that is not the input's";
+	move(&s, dx, dy);
+	s.seq = n->seq;
+	if (memcmp(&s, n, sizeof(s)) != 0)
+		return "a ship not where the physics puts it";
+	return NULL;
+}
+
 /* is b frame a moved by the inputs b says it took? */
 static const char *
 follows(const struct frame *a, const struct frame *b)
 {
 	for (uint32_t i = 0; i < NSHIP; i++) {
-		struct ship s = a->s[i];
-		const struct ship *n = &b->s[i];
-		int32_t dx = 0, dy = 0;
-		if (n->seq < s.seq)
-			return "a ship's input went back";
-		if (n->seq > s.seq)
-			thrust(i, n->seq, &dx, &dy);
-		if (n->dx != dx || n->dy != dy)
-			return "a thrust that is not the input's";
-		move(&s, dx, dy);
-		s.seq = n->seq;
-		if (memcmp(&s, n, sizeof(s)) != 0)
-			return "a ship not where the physics puts it";
+		const char *why = follows_ship(i, &a->s[i], &b->s[i]);
+		if (why)
+			return why;
 	}
 	return NULL;
 }
@@ -300,9 +312,11 @@ client(uint32_t id, int port, int hz, int quiet_s, int linger_ms)
 		if (f.num >= last.num || frames == 1)
 			last = f;
 		over = f.over;
-		/* the client's screen */
-		printf("frame %u ship %u at %d,%d\n", f.num, id,
-			f.s[id].x, f.s[id].y);
+		/* the client's screen: its ship as the frame has it */
+		const struct ship *m = &f.s[id];
+		printf("frame %u ship %u at %d,%d v %d,%d in %u %d,%d\n",
+			f.num, id, m->x, m->y, m->vx, m->vy, m->seq, m->dx,
+			m->dy);
 		fflush(stdout);
 	}
 	double fps = frames > 1 ? (frames - 1) / (t_last - t_first) : 0;
@@ -312,9 +326,73 @@ client(uint32_t id, int port, int hz, int quiet_s, int linger_ms)
 	return back || bad ? 3 : 0;
 }
 
+/*
+ * dc-game check ID FILE: what client ID drew (its standard output, every
+ * incarnation's, in order), checked as the client checks the frames it
+ * receives, but from outside the computation: a client that a 2PC
+ * protocol rolled back checks again from its checkpoint, the screen keeps
+ * everything.  Visible output is never taken back, so the screen must be
+ * one game: a frame number never goes back; a frame drawn again (a
+ * recovered client redraws the frame it was about to draw) is the same
+ * line; frame f + 1's ship is frame f's moved by the physics with the
+ * input f + 1 says it took.  Exit 0 and a summary; 3 and the first
+ * violation; 2 for a line that is not a frame of ship ID.
+ */
+static int
+check(uint32_t id, const char *path)
+{
+	FILE *in = fopen(path, "r");
+	if (in == NULL) {
+		perror(path);
+		return 2;
+	}
+	char line[256], prev[256] = "";
+	struct ship last = { 0 };
+	uint32_t lastnum = 0;
+	long n = 0, dups = 0, gaps = 0;
+	int rc = 0;
+	while (rc == 0 && fgets(line, sizeof(line), in)) {
+		struct ship s = { 0 };
+		uint32_t num, who;
+		if (sscanf(line, "frame %u ship %u at %d,%d v %d,%d in %u %d,%d",
+			    &num, &who, &s.x, &s.y, &s.vx, &s.vy, &s.seq, &s.dx,
+			    &s.dy) != 9 || who != id) {
+			fprintf(stderr, "check %u: line %ld is not a frame of "
+				"ship %u: %s", id, n + 1, id, line);
+			rc = 2;
+			break;
+		}
+		const char *why = NULL;
+		if (n > 0 && num < lastnum)
+			why = "a frame drawn after a later one";
+		else if (n > 0 && num == lastnum && strcmp(line, prev) != 0)
+			why = "a frame drawn again, not the same";
+		else if (n > 0 && num == lastnum + 1)
+			why = follows_ship(id, &last, &s);
+		if (why) {
+			fprintf(stderr, "check %u: line %ld, frame %u after "
+				"%u: %s\n", id, n + 1, num, lastnum, why);
+			rc = 3;
+		}
+		dups += n > 0 && num == lastnum;
+		gaps += n > 0 && num > lastnum + 1;
+		n++;
+		lastnum = num;
+		last = s;
+		snprintf(prev, sizeof(prev), "%s", line);
+	}
+	fclose(in);
+	if (rc == 0)
+		printf("check %u: %ld lines, last frame %u, %ld drawn again, "
+			"%ld gaps\n", id, n, lastnum, dups, gaps);
+	return rc;
+}
+
 int
 main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "check") == 0)
+		return check((uint32_t)atoi(argv[2]), argv[3]);
 	if (argc >= 4 && strcmp(argv[1], "server") == 0) {
 		int fps = argc > 4 ? atoi(argv[4]) : 15;
 		int ms = argc > 5 ? atoi(argv[5]) : 0;
@@ -333,6 +411,7 @@ main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: dc-game server PORT FRAMES [FPS [LINGER_MS]]\n"
 		"       dc-game client ID PORT [INPUT_HZ [QUIET_S "
-		"[LINGER_MS]]]\n");
+		"[LINGER_MS]]]\n"
+		"       dc-game check ID FILE\n");
 	return 2;
 }

@@ -11,9 +11,10 @@
 #                  round 2 and before its vote (DC_CRASH_AT, test builds):
 #                  the round aborts and every participant returns to
 #                  round 1;
-#   no-vote        participant 2 cannot commit (a file stands where its
-#                  held copy goes): it votes no, says why, and every
-#                  round aborts until the file is removed;
+#   no-vote        participant 2 cannot commit (test builds: its hold
+#                  fails while the file $DC_TEST_2PC_FAIL exists): it
+#                  votes no, says why, and every round aborts until the
+#                  file is removed;
 #   slow-coord     the coordinator opens the round after round 1 only 2 s
 #                  after round 1 committed: 1 s into that, rank 0 has
 #                  released exactly one visible event (the first);
@@ -32,6 +33,9 @@
 # coordinator and ranks 0-1, 10.77.0.2 ranks 2-3); they exist only inside
 # the namespaces, removed on exit.  Without the right to make them the
 # test is skipped (exit 77).
+#
+# TWOPC_ENV: VAR=VALUE words added to every participant's environment
+# (e.g. DC_TEST_REDO_MAX=1: every commit's flush due, test builds).
 #
 # With TWOPC_EXPECT=TEXT (a broken build), the run must fail with a
 # message containing TEXT, and that is a pass; TWOPC_REF names the
@@ -52,6 +56,7 @@ SHM=$(mktemp -d /dev/shm/dc-2pc.XXXXXX)
 PORT=$(( 20000 + ($$ * 7 + SEED * 131) % 12000 ))
 CPORT=$(( PORT + 10 ))
 pids=()
+. "$(dirname "$0")/launcher.sh"
 NSA= NSB=
 cleanup() {
 	for f in "$T"/pid.*; do
@@ -74,40 +79,6 @@ fail() {
 	tail -n 30 "$T"/err.* >&2
 	report
 	exit 1
-}
-
-# On a failure: the coordinator's counters, and each process's state
-# (alive or not, what it waits in, how often it was restarted).
-report() {
-	[ -e "$T/coord.stats" ] && tr '\n' ' ' <"$T/coord.stats" >&2 && echo >&2
-	local f p
-	for f in "$T"/pid.*; do
-		[ -e "$f" ] || continue
-		p=$(cat "$f")
-		printf '%s: pid %s, restarts %s, ' "${f##*/pid.}" "$p" \
-			"$(cat "$T/restarts.${f##*/pid.}" 2>/dev/null || echo 0)" >&2
-		if [ -r "/proc/$p/stat" ]; then
-			echo "state $(cut -d' ' -f3 "/proc/$p/stat"), in $(cat "/proc/$p/wchan" 2>/dev/null)" >&2
-		else
-			echo "ended (rc $(cat "$T/rc.${f##*/pid.}" 2>/dev/null || echo '?'))" >&2
-		fi
-	done
-}
-
-# launch NAME CMD...: run CMD until it ends other than by a signal
-launch() {
-	local name=$1; shift
-	local rc
-	while :; do
-		"$@" 2>>"$T/err.$name" &
-		echo $! >"$T/pid.$name"
-		{ wait $!; } 2>/dev/null
-		rc=$?
-		[ $rc -ge 128 ] || break
-		echo $(( $(cat "$T/restarts.$name" 2>/dev/null || echo 0) + 1 )) \
-			>"$T/restarts.$name"
-	done
-	echo $rc >"$T/rc.$name"
 }
 
 # Where each process runs: `on coord|RANK CMD...` runs CMD on its host.
@@ -145,7 +116,7 @@ part() { # RANK LIB-ENV...: one participant
 	[ -n "${REFRUN:-}" ] && nb=$REF_NBODY
 	on $r env DC_DIR="$SHM/p$r" NBODY_PROTOCOL="$PROTO" \
 		DC_2PC_COORD=$CADDR:$CPORT DC_2PC_ID=$r NBODY_HOSTS=$HOSTS \
-		"$@" "$nb" $r 4 $PORT $BODIES $STEPS $EVERY
+		${TWOPC_ENV:-} "$@" "$nb" $r 4 $PORT $BODIES $STEPS $EVERY
 }
 
 # A failure-free run: the reference.
@@ -180,20 +151,6 @@ wait_done() { # all four participants ended, within LIMIT seconds
 		t=$((t + 1))
 	done
 	fail "the computation did not end in $LIMIT s"
-}
-
-# the launchers first, then what they ran (twice: one may have started
-# a process as it was stopped); only the launchers are waited for
-stop_all() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for i in 1 2; do
-		for f in "$T"/pid.*; do
-			[ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
-		done
-		sleep 0.1
-	done
-	[ ${#pids[@]} -gt 0 ] && wait "${pids[@]}" 2>/dev/null
-	pids=()
 }
 
 # The reference is failure-free only if no round aborted (a vote late
@@ -241,18 +198,17 @@ abort)
 	run "$T/obs.ev" "DC_CRASH_AT=2pc-prepared:2"
 	;;
 no-vote)
-	run "$T/obs.ev" ""
+	run "$T/obs.ev" "DC_TEST_2PC_FAIL=$T/no-vote"
 	t=0
 	while [ ! -s "$T/obs.ev" ] && [ $t -lt 300 ]; do sleep 0.05; t=$((t + 1)); done
+	: >"$T/no-vote"
 	t=0
-	# (a directory of that name: a hold in progress; the file next time)
 	until grep -q "aborted (reason 2, participant 2)" "$T/err.coord" ||
 		[ $t -ge 600 ]; do
-		[ -e "$SHM/p2/2pc-held.tmp" ] || : >"$SHM/p2/2pc-held.tmp"
 		sleep 0.05
 		t=$((t + 1))
 	done
-	rm -f "$SHM/p2/2pc-held.tmp"
+	rm -f "$T/no-vote"
 	grep -q "aborted (reason 2, participant 2)" "$T/err.coord" ||
 		fail "no round aborted by participant 2's no vote"
 	grep -q "participant 2 cannot commit round" "$T/err.p2" ||

@@ -4,9 +4,13 @@
 # twopc_refuse.sh -- bad settings of the 2PC protocols are refused by
 # dc_init with a clear code and message, and leave no checkpoint behind.
 #
-#   twopc_refuse.sh NBODY COORD
+# With STATE (dc-2pc-state): a directory whose state record has format
+# 1 (it named a full copy in 2pc-held) is refused with DC_EVERSION's
+# message, the record left as it was.
+#
+#   twopc_refuse.sh NBODY COORD [STATE]
 set -u
-NBODY=$1 COORD=$2
+NBODY=$1 COORD=$2 STATE=${3:-}
 T=$(mktemp -d /dev/shm/dc-2pc-refuse.XXXXXX)
 CP=
 trap '[ -n "$CP" ] && kill $CP; wait 2>/dev/null; rm -rf "$T"' EXIT
@@ -36,6 +40,15 @@ expect host "is not an IPv4 address" DC_2PC_COORD=localhost:$((PORT + 9)) \
 	DC_2PC_ID=0
 expect undo "tracking \"undo\"" DC_2PC_COORD=127.0.0.1:$((PORT + 9)) \
 	DC_2PC_ID=0 DC_TRACKING=undo
+if [ -n "$STATE" ]; then
+	mkdir -p "$T/old-state"
+	"$STATE" "$T/old-state" 1 || bad=1
+	cp "$T/old-state/2pc-state" "$T/old-record"
+	expect old-state "state record format 1, this libdc reads format 2" \
+		DC_2PC_COORD=127.0.0.1:$((PORT + 9)) DC_2PC_ID=0
+	cmp -s "$T/old-state/2pc-state" "$T/old-record" ||
+		{ echo "twopc_refuse: the format 1 record was changed" >&2; bad=1; }
+fi
 "$COORD" --port $((PORT + 9)) --parts 4 --dir "$T/coord" 2>/dev/null &
 CP=$!
 sleep 0.3
