@@ -544,6 +544,7 @@ ckr_stats(const ckr *c, struct ckr_stats *st)
 	pthread_mutex_lock(&m->llock);
 	st->log_appended = c->appended;
 	st->log_durable = c->durable;
+	st->log_free = c->opts.log_capacity - (c->app_lpos - c->head_lpos);
 	st->group_commits = c->st.group_commits;
 	pthread_mutex_unlock(&m->llock);
 }

@@ -442,8 +442,16 @@ TEST_CASE("bad input: clear errors, the other slot when one is bad", "[bad]")
 			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o2, &c));
 			std::vector<uint32_t> ref(nw, 0);
 			test::Rng r(3);
-			for (int k = 0; k < 10; k++)
+			struct ckr_stats s0;
+			for (int k = 0; k < 10; k++) {
+				// log_free says what the next append may take
+				ckr_stats(c, &s0);
+				REQUIRE(s0.log_free == (10 - (uint64_t)k) *
+					ckr_rec_size(sizeof(Action)));
 				act(c, ref, r);
+			}
+			ckr_stats(c, &s0);
+			REQUIRE(s0.log_free == 0);
 			Action a = { 1, 1, 0 };
 			CKR_REQUIRE_RC(ckr_log_append(c, &a, sizeof(a), nullptr),
 				CKR_ELOGFULL);
