@@ -6,8 +6,10 @@
  *
  *   ckr-tpcc [bench] [-a none,naive,bacou,bazz,ipp,fork,aries] [-w W,..]
  *            [-m MB] [-t seconds] [-g group] [-d dir] [-H thp|hugetlb]
- *            [-T prefix] [-S seed] [-R repetitions] [-L log MiB]
+ *            [-T prefix] [-S seed] [-R repetitions] [-L log MiB] [-i ms]
+ *            [-F]
  *   ckr-tpcc crash [-a algo,..] [-k kills] [-m MB] [-d dir] [-S seed]
+ *            [-L log MiB]
  *
  * bench: for each warehouse count (-w, full TPC-C scale, about 100 MB
  * each; or -m MB for one scaled-down database) and mode (tpcc.h; "none"
@@ -16,7 +18,8 @@
  * the logger commits group b while the mutator runs group b + 1, and
  * waits for b at the end of b + 1; after each group the mutator calls the
  * point of consistency, so a checkpoint starts whenever the writer is
- * free.  With two CPUs or more, the writer (ARIES: the checkpointer) is
+ * free (with -i ms: once ms have passed since the last one started, the
+ * same checkpoint interval for every mode, as in the paper).  With two CPUs or more, the writer (ARIES: the checkpointer) is
  * pinned to CPU 1 and every other thread (the mutator, the logger) to
  * CPU 0: the writer runs whenever there is a checkpoint to write, and a
  * logger beside it would wait for its time slice at every group.  Printed per
@@ -36,10 +39,12 @@
  * PREFIX-W-MODE-iv.dat: per 0.1 s interval, transactions per second,
  * p99 execution time (us) and the longest group response (ms).
  *
- * -L sizes each log's ring (4096 MiB; a sparse file): ARIES's must hold
- * the after-images of two fuzzy checkpoints' time (at 300 MB/s of redo
- * and a 450 MB database copied in a few seconds on this VM, more than 1
- * GiB); a full log (CKR_ELOGFULL) fails the run.
+ * -L sizes each log's ring (4096 MiB; a sparse file).  ARIES's holds the
+ * after-images since the older of its two newest fuzzy checkpoints; when
+ * it cannot take a transaction's largest possible record, the mutator
+ * waits between two transactions for checkpoints to release space
+ * (tpcc.c, A5), and lwait counts the transactions that waited.  -F (for
+ * the tests): exit 1 unless some transaction waited.
  *
  * crash: for each mode, -k times: a child process runs transactions on
  * the database in -d (recovering what the last one left) until SIGKILL
@@ -189,14 +194,15 @@ push(struct vec *a, uint64_t x)
 struct result {
 	double tps, nops, secs, cpu_tps;
 	double ex50, ex99, cm50, cm99, b50, b99, bmax;
-	uint64_t ckpts, log_bytes;
+	uint64_t ckpts, log_bytes, log_waits;
 };
 
 /* One measured run of -t seconds on an open engine. */
 static int
-run(struct tpcc *e, uint64_t t, uint32_t G, double secs, const char *series,
-	struct result *r)
+run(struct tpcc *e, uint64_t t, uint32_t G, double secs, double ival,
+	const char *series, struct result *r)
 {
+	uint64_t last_ck = 0;
 	struct vec ex = { 0 }, cm = { 0 }, bt = { 0 }, bs = { 0 };
 	uint64_t *st[2], t0, c0, end_prev = 0, n0 = t;
 	struct tpcc_stats s0, s1;
@@ -218,8 +224,16 @@ run(struct tpcc *e, uint64_t t, uint32_t G, double secs, const char *series,
 			push(&ex, y - x); /* ns */
 			x = y;
 		}
-		if (rc == 0)
-			rc = tpcc_poc(e) < 0;
+		/* a point of consistency once -i ms passed since the last
+		 * checkpoint started (-i 0: after every group) */
+		if (rc == 0 && (ival <= 0 || last_ck == 0 ||
+				now_ns() - last_ck >= (uint64_t)(ival * 1e6))) {
+			int p = tpcc_poc(e);
+
+			rc = p < 0;
+			if (p == 1)
+				last_ck = now_ns();
+		}
 		/* group commit: the last group is durable, ack its txs */
 		if (rc == 0 && have_prev) {
 			rc = tpcc_durable(e, end_prev) != 0;
@@ -248,6 +262,7 @@ run(struct tpcc *e, uint64_t t, uint32_t G, double secs, const char *series,
 	r->nops = (double)(s1.new_orders - s0.new_orders) / r->secs;
 	r->ckpts = s1.checkpoints - s0.checkpoints;
 	r->log_bytes = s1.log_bytes - s0.log_bytes;
+	r->log_waits = s1.log_waits - s0.log_waits;
 	if (series != NULL && rc == 0) {
 		char p[4300];
 		FILE *f;
@@ -339,16 +354,20 @@ bench(int argc, char **argv)
 {
 	const char *algos = "none,naive,bacou,bazz,ipp,fork,aries";
 	const char *whs = "1", *dir = "/dev/shm", *series = NULL;
-	double secs = 10, mb = 0;
+	double secs = 10, mb = 0, ival = 0;
 	struct tpcc_opts o;
 	int opt, reps = 1;
+	bool want_waits = false;
+	uint64_t waits = 0;
 
 	memset(&o, 0, sizeof(o));
 	o.seed = 42;
 	o.group = 500;
 	o.log_capacity = 4ull << 30;
-	while ((opt = getopt(argc, argv, "a:w:m:t:g:d:H:T:S:R:L:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:w:m:t:g:d:H:T:S:R:L:i:F")) != -1) {
 		switch (opt) {
+		case 'i': ival = atof(optarg); break;
+		case 'F': want_waits = true; break;
 		case 'L': o.log_capacity = strtoull(optarg, NULL, 0) << 20; break;
 		case 'R': reps = atoi(optarg); break;
 		case 'a': algos = optarg; break;
@@ -382,11 +401,13 @@ bench(int argc, char **argv)
 	       "and the range of wall-clock tx/s\n", reps);
 	printf("# mutator and logger on CPU 0, writer (ARIES: checkpointer) "
 	       "on CPU 1\n");
+	if (ival > 0)
+		printf("# a checkpoint starts at most every %.0f ms\n", ival);
 	printf("%3s %6s %7s %9s %9s %6s %8s %8s %8s %8s %8s %8s %8s %6s "
-	       "%8s %9s %9s %9s\n", "W", "mode", "MB", "tx/s", "neword/s",
+	       "%8s %9s %9s %9s %6s\n", "W", "mode", "MB", "tx/s", "neword/s",
 	       "drop%", "ex50us", "ex99us", "cm50ms", "cm99ms", "g50ms",
 	       "g99ms", "gmaxms", "ckpts", "logMB/s", "tx/s_min", "tx/s_max",
-	       "cpu_tx/s");
+	       "cpu_tx/s", "lwait");
 	fflush(stdout);
 	char wl[256];
 	snprintf(wl, sizeof(wl), "%s", whs);
@@ -427,7 +448,7 @@ bench(int argc, char **argv)
 				snprintf(ser, sizeof(ser), "%.4000s-%u-%s.r%d",
 					series ? series : "", W, names[k], rep);
 				if (rc == 0)
-					rc = run(e, t, o.group, secs,
+					rc = run(e, t, o.group, secs, ival,
 						series ? ser : NULL, &r);
 				tpcc_stats(e, &s);
 				rc |= tpcc_close(e);
@@ -439,6 +460,7 @@ bench(int argc, char **argv)
 					return 1;
 				}
 				nw = s.warehouses;
+				waits += r.log_waits;
 				if (rep == 0 || r.cpu_tps > best[k].cpu_tps) {
 					best[k] = r;
 					if (series != NULL) {
@@ -462,21 +484,27 @@ bench(int argc, char **argv)
 
 			printf("%3u %6s %7.0f %9.0f %9.0f %6.1f %8.2f %8.2f "
 			       "%8.2f %8.2f %8.2f %8.2f %8.2f %6llu %8.1f "
-			       "%9.0f %9.0f %9.0f\n",
+			       "%9.0f %9.0f %9.0f %6llu\n",
 			       nw, names[k], (double)o.db_size / 1e6, r->tps,
 			       r->nops, base > 0 ? 100 * (1 - r->cpu_tps / base) : 0,
 			       r->ex50, r->ex99, r->cm50, r->cm99, r->b50,
 			       r->b99, r->bmax, (unsigned long long)r->ckpts,
 			       r->log_bytes / 1e6 / r->secs, lo[k].tps,
-			       hi[k].tps, r->cpu_tps);
+			       hi[k].tps, r->cpu_tps,
+			       (unsigned long long)r->log_waits);
 		}
 		fflush(stdout);
+	}
+	if (want_waits && waits == 0) {
+		fprintf(stderr, "ckr-tpcc: -F: no transaction waited for log "
+			"space (the log never filled)\n");
+		return 1;
 	}
 	return 0;
 usage:
 	fprintf(stderr, "usage: ckr-tpcc [bench] [-a mode,..] [-w W,..] "
-		"[-m MB] [-t s] [-g group] [-d dir] [-H thp|hugetlb] "
-		"[-T prefix] [-S seed]\n       ckr-tpcc crash [-a mode,..] "
+		"[-m MB] [-t s] [-g group] [-i ms] [-d dir] [-H thp|hugetlb] "
+		"[-T prefix] [-S seed] [-R reps] [-L MiB] [-F]\n       ckr-tpcc crash [-a mode,..] "
 		"[-k kills] [-m MB] [-d dir] [-S seed]\n");
 	return 2;
 }
@@ -517,7 +545,7 @@ crash(int argc, char **argv)
 	o.seed = 7;
 	o.group = 50;
 	o.log_capacity = 64ull << 20;
-	while ((opt = getopt(argc, argv, "a:k:m:d:S:g:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:k:m:d:S:g:L:")) != -1) {
 		switch (opt) {
 		case 'a': algos = optarg; break;
 		case 'k': kills = atoi(optarg); break;
@@ -525,9 +553,11 @@ crash(int argc, char **argv)
 		case 'd': dir = optarg; break;
 		case 'S': o.seed = strtoull(optarg, NULL, 0); break;
 		case 'g': o.group = (uint32_t)atoi(optarg); break;
+		case 'L': o.log_capacity = strtoull(optarg, NULL, 0) << 20; break;
 		default:
 			fprintf(stderr, "usage: ckr-tpcc crash [-a mode,..] "
-				"[-k kills] [-m MB] [-d dir] [-S seed]\n");
+				"[-k kills] [-m MB] [-d dir] [-S seed] "
+				"[-L log MiB]\n");
 			return 2;
 		}
 	}

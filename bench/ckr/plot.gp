@@ -68,7 +68,7 @@ unset logscale
 set logscale y
 set xlabel "0.1 s interval"
 set ylabel "mutator time per interval, ms (log)"
-do for [s in "file-320000 file-1280000 vista-320000 pool-320000 pool-1280000 huge-320000 huge-1280000 mmo-0"] {
+do for [s in "cpu-320000 cpu-1280000 file-320000 file-1280000 vista-320000 pool-320000 pool-1280000 huge-320000 huge-1280000 mmo-0"] {
 	f = dir . "/series-" . s . ".dat"
 	if (nonempty(f)) {
 		n = system("head -1 '" . f . "' | cut -d' ' -f3-")

@@ -13,8 +13,9 @@
 # and hugetlb side by side at four rates, Figure 14: reserves
 # vm.nr_hugepages for the run if root, and puts it back), tpcc (TPC-C
 # with logical logging under each algorithm against the ARIES-style
-# baseline on /dev/shm and on CKR_DISK_DIR, Figures 12-13).  Default: all
-# of them.
+# baseline on /dev/shm and on CKR_DISK_DIR, Figures 12-13), tpccipp (IPP's
+# TPC-C loss taken apart: one checkpoint only, THP).  Default: all of
+# them but tpccipp.
 # Storage goes to /dev/shm (CKR_DIR overrides); then gnuplot -c
 # bench/ckr/plot.gp OUT_DIR draws the figures.  The mutator runs on one
 # core and the writer on the other of whatever the machine has.
@@ -126,6 +127,15 @@ for w in $what; do
 			>"$out/fig12-tpcc-shm.txt"
 		$t -w 1,2,4 -t 5 -R $R -d "$disk" -T "$out/tpcc-file" \
 			>"$out/fig12-tpcc-file.txt" ;;
+	tpccipp)
+		# where IPP's TPC-C loss comes from: one checkpoint only (-i:
+		# no writer after the first), 4 KB pages and THP
+		$t -a none,naive,ipp -w 1 -t 4 -R $R -i 100000 -d "$d" \
+			>"$out/tpcc-ipp-1ck.txt"
+		$t -a none,naive,ipp -w 1 -t 4 -R $R -i 100000 -H thp -d "$d" \
+			>"$out/tpcc-ipp-1ck-thp.txt"
+		$t -a none,naive,ipp -w 1 -t 4 -R $R -H thp -d "$d" \
+			>"$out/tpcc-ipp-thp.txt" ;;
 	*) echo "run.sh: unknown experiment $w" >&2; exit 2 ;;
 	esac
 done

@@ -33,6 +33,11 @@
  *                                          complete; the mutator then lets
  *                                          the log ring release the records
  *                                          before the previous slot's lsn
+ *   A5  (the mutator, before each transaction) while the log's ring
+ *       cannot take the largest record a transaction can log: finish
+ *       the checkpoint running, acknowledge it, start the next, until
+ *       the ring has released enough (aries_room); a full log makes the
+ *       mutator wait, never fails the run
  *
  * Broken build (bench/ckr/meson.build): CKR_TPCC_BROKEN_ARIES_LATE_LSN
  * records the log position at the end of the copy instead of its start,
@@ -114,9 +119,11 @@ struct tpcc {
 	bool ck_req, ck_stop, ck_unacked;
 	uint64_t ck_lsn, epoch;
 	int next_slot;
-	_Atomic uint64_t pub_appended; /* ARIES: records appended */
+	/* ARIES: 2 x records appended, + 1 while a transaction runs (A3) */
+	_Atomic uint64_t pub_appended;
 	atomic_int ck_err;
 	uint64_t appended;
+	uint64_t room;      /* ARIES: log bytes surely free (aries_room) */
 	struct tpcc_stats st;
 };
 
@@ -255,6 +262,72 @@ ck_fail(struct tpcc *e, const char *what, int rc)
 		what, ckr_err_name(rc), ckr_errormsg());
 }
 
+/*
+ * ARIES, between two transactions: wait until the redo log's ring holds
+ * room for the largest record a transaction can log (A5).  Space comes
+ * back only as fuzzy checkpoints complete and are acknowledged to the log
+ * (tpcc_poc): so finish the one running, acknowledge it, start another,
+ * until the log has released enough.  No transaction is in flight
+ * meanwhile, so A3 waits for none.
+ */
+static int
+aries_room(struct tpcc *e)
+{
+	const uint64_t need = 2 * (sizeof(struct redo) + 12ull * BEFORE_WORDS
+		+ 64);
+	struct ckr_stats s;
+
+	/* e->room: log_free when last asked, less what was appended since
+	 * (counted twice: a record that wraps wastes up to its size), so
+	 * the log is asked only when it may be short */
+	if (e->room >= need)
+		return 0;
+	for (int i = 0;; i++) {
+		int rc;
+
+		ckr_stats(e->lc, &s);
+		e->room = s.log_free;
+		if (s.log_free >= need)
+			return 0;
+		if (i == 0)
+			e->st.log_waits++;
+		if (i == 16) {
+			fprintf(stderr, "ckr-tpcc: %s: the redo log (%llu "
+				"bytes) cannot take a record of up to %llu "
+				"bytes even after %d checkpoints: make it "
+				"larger (-L)\n", e->o.dir,
+				(unsigned long long)e->o.log_capacity,
+				(unsigned long long)need / 2, i);
+			return -1;
+		}
+		pthread_mutex_lock(&e->lock);
+		while (e->ck_req && atomic_load(&e->ck_err) == 0)
+			pthread_cond_wait(&e->cond, &e->lock);
+		if (atomic_load(&e->ck_err) != 0) {
+			pthread_mutex_unlock(&e->lock);
+			return -1;
+		}
+		if (e->ck_unacked) {
+			/* the complete checkpoint lets the ring release the
+			 * records before the one before it (tpcc_poc) */
+			e->ck_unacked = false;
+			pthread_mutex_unlock(&e->lock);
+			rc = ckr_point_of_consistency(e->lc, CKR_POC_WAIT);
+			if (rc >= 0)
+				rc = ckr_checkpoint_wait(e->lc);
+			if (rc < 0) {
+				ck_fail(e, "waiting for log space", rc);
+				return -1;
+			}
+			continue;
+		}
+		e->ck_lsn = e->appended; /* between two transactions (T3) */
+		e->ck_req = true;
+		pthread_cond_signal(&e->cond);
+		pthread_mutex_unlock(&e->lock);
+	}
+}
+
 int
 tpcc_tx(struct tpcc *e, uint64_t t)
 {
@@ -274,6 +347,14 @@ tpcc_tx(struct tpcc *e, uint64_t t)
 	if (e->o.mode == TPCC_ARIES) {
 		struct redo *h = (struct redo *)e->rec;
 
+		if (aries_room(e) != 0)
+			return -1;
+		/* in flight (A3).  x86-TSO makes stores visible in program
+		 * order; the fence keeps the compiler from moving the
+		 * transaction's stores to the database above this one */
+		atomic_store_explicit(&e->pub_appended, 2 * e->appended + 1,
+			memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
 		h->txno = t;
 		h->nruns = 0;
 		h->aborted = 0;
@@ -292,8 +373,10 @@ tpcc_tx(struct tpcc *e, uint64_t t)
 			return -1;
 		}
 		e->st.log_bytes += e->rfill;
+		e->room -= e->room < 2 * (e->rfill + 24) ? e->room :
+			2 * (e->rfill + 24);
 		e->appended++;
-		atomic_store_explicit(&e->pub_appended, e->appended,
+		atomic_store_explicit(&e->pub_appended, 2 * e->appended,
 			memory_order_release);
 	}
 	return rc;
@@ -520,11 +603,15 @@ ck_main(void *arg)
 		if (rc == 0)
 			rc = fdatasync(e->ckfd);
 		/* A3: the transaction in flight at the end of the copy (its
-		 * writes may be in it) and all before it are durable (T4) */
+		 * writes may be in it; none while the mutator waits for log
+		 * space between two) and all before it are durable (T4).
+		 * The fence keeps the copy's loads before this one. */
+		atomic_thread_fence(memory_order_seq_cst);
 		end = atomic_load_explicit(&e->pub_appended,
-			memory_order_acquire) + 1;
+			memory_order_acquire);
+		end = end / 2 + (end & 1);
 		while (rc == 0 && atomic_load_explicit(&e->pub_appended,
-			memory_order_acquire) < end) {
+			memory_order_acquire) / 2 < end) {
 			pthread_mutex_lock(&e->lock);
 			bool stop = e->ck_stop;
 			pthread_mutex_unlock(&e->lock);
@@ -532,7 +619,7 @@ ck_main(void *arg)
 				break;
 			usleep(50);
 		}
-		if (rc == 0 && atomic_load(&e->pub_appended) < end) {
+		if (rc == 0 && atomic_load(&e->pub_appended) / 2 < end) {
 			pthread_mutex_lock(&e->lock);
 			break; /* stopping: the checkpoint stays incomplete */
 		}
@@ -710,7 +797,7 @@ aries_open(struct tpcc *e, uint64_t *next_tx)
 	}
 	ckr_stats(e->lc, &s);
 	e->appended = s.log_appended;
-	atomic_store(&e->pub_appended, e->appended);
+	atomic_store(&e->pub_appended, 2 * e->appended);
 	*next_tx = e->appended;
 	rc = pthread_create(&e->ckt, NULL, ck_main, e);
 	if (rc != 0) {

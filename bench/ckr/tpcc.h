@@ -85,6 +85,8 @@ const void *tpcc_db(const struct tpcc *e);
 /* Checkpoints completed, redo bytes logged, warehouses. */
 struct tpcc_stats {
 	uint64_t checkpoints, log_bytes, new_orders, rollbacks;
+	uint64_t log_waits;   /* ARIES: transactions that waited for log
+	                       * space (a full ring, A5 in tpcc.c) */
 	uint32_t warehouses;
 	uint64_t huge_bytes;
 };

@@ -444,7 +444,7 @@ ckr_checkpoint_wait(ckr *c)
 	rc = ckr__sticky(c);
 	if (rc != 0)
 		return ckr__err(rc, "%s: the writer failed: %s", c->dir,
-			ckr_strerror(rc));
+			ckr__fail_msg(c));
 	return 0;
 }
 
@@ -457,7 +457,7 @@ ckr_point_of_consistency(ckr *c, unsigned flags)
 
 	if ((rc = ckr__sticky(c)) != 0)
 		return ckr__err(rc, "%s: handle failed: %s", c->dir,
-			ckr_strerror(rc));
+			ckr__fail_msg(c));
 	/* acquire: the writer's reads of the last period are done (W5) */
 	if (atomic_load_explicit(&c->busy, memory_order_acquire) != 0) {
 		if (!(flags & CKR_POC_WAIT)) {
@@ -528,8 +528,10 @@ ckr_close(ckr *c)
 		ckr_log_commit(c);
 	ckr__log_stop(c);
 	rc = ckr__sticky(c);
+	if (rc != 0)
+		ckr__err(rc, "ckr_close: %s", ckr__fail_msg(c));
 	free_all(c);
-	return rc != 0 ? ckr__err(rc, "ckr_close: %s", ckr_strerror(rc)) : 0;
+	return rc;
 }
 
 void
@@ -544,6 +546,7 @@ ckr_stats(const ckr *c, struct ckr_stats *st)
 	pthread_mutex_lock(&m->llock);
 	st->log_appended = c->appended;
 	st->log_durable = c->durable;
+	st->log_free = c->opts.log_capacity - (c->app_lpos - c->head_lpos);
 	st->group_commits = c->st.group_commits;
 	pthread_mutex_unlock(&m->llock);
 }

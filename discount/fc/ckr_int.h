@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "ckr.h"
@@ -103,6 +104,11 @@ struct ckr {
 	pid_t child;         /* CKR_FORK */
 	int child_pipe;
 	atomic_int err;      /* sticky error */
+	/* the message of the failure that set err, from the thread that
+	 * failed (the writer, the logger: their messages are their own);
+	 * valid once fail_msg_set */
+	char fail_msg[512];
+	atomic_int fail_msg_set;
 
 	/* logger */
 	pthread_t logger;
@@ -161,8 +167,22 @@ ckr__fail(ckr *c, int rc)
 {
 	int zero = 0;
 
-	atomic_compare_exchange_strong(&c->err, &zero, rc);
+	if (atomic_compare_exchange_strong(&c->err, &zero, rc)) {
+		snprintf(c->fail_msg, sizeof(c->fail_msg), "%s",
+			ckr_errormsg());
+		/* release: the message is complete before it is read */
+		atomic_store_explicit(&c->fail_msg_set, 1,
+			memory_order_release);
+	}
 	return rc;
+}
+
+/* What failed the handle: the failing thread's message, or the code's. */
+static inline const char *
+ckr__fail_msg(ckr *c)
+{
+	return atomic_load_explicit(&c->fail_msg_set, memory_order_acquire) ?
+		c->fail_msg : ckr_strerror(ckr__sticky(c));
 }
 
 #endif /* CKR_INT_H */

@@ -463,7 +463,7 @@ ckr_log_append(ckr *c, const void *rec, size_t len, uint64_t *seq)
 	if ((rc = ckr__sticky(c)) != 0) {
 		pthread_mutex_unlock(&c->llock);
 		return ckr__err(rc, "ckr handle failed before: %s",
-			ckr_strerror(rc));
+			ckr__fail_msg(c));
 	}
 	/* its place in the ring: after the last, or at the start (L1) */
 	at = c->app_lpos;
@@ -488,7 +488,7 @@ ckr_log_append(ckr *c, const void *rec, size_t len, uint64_t *seq)
 	}
 	if ((rc = ckr__sticky(c)) != 0) {
 		pthread_mutex_unlock(&c->llock);
-		return ckr__err(rc, "ckr log failed: %s", ckr_strerror(rc));
+		return ckr__err(rc, "ckr log failed: %s", ckr__fail_msg(c));
 	}
 	p = c->lbuf[c->lcur] + c->lfill;
 	rh.seq = c->appended;
@@ -525,8 +525,8 @@ ckr_log_wait(ckr *c, uint64_t n)
 			(unsigned long long)a);
 	rc = ckr__log_wait(c, n);
 	if (rc != 0)
-		return ckr__err(rc, "%s: the logger failed: %s", c->logm.path,
-			ckr_strerror(rc));
+		return ckr__err(rc, "%s: the handle failed: %s", c->logm.path,
+			ckr__fail_msg(c));
 	return 0;
 }
 
@@ -535,10 +535,16 @@ ckr_log_commit(ckr *c)
 {
 	uint64_t n;
 
+	int rc;
+
 	pthread_mutex_lock(&c->llock);
 	n = c->appended;
 	pthread_mutex_unlock(&c->llock);
-	return ckr__log_wait(c, n);
+	rc = ckr__log_wait(c, n);
+	if (rc != 0)
+		return ckr__err(rc, "%s: the handle failed: %s", c->logm.path,
+			ckr__fail_msg(c));
+	return 0;
 }
 
 int

@@ -9,8 +9,12 @@
 //               the mutator kept writing while the writer ran.
 //   [recover]   close and reopen: checkpoint + replayed log = reference.
 //   [bad]       corrupt or truncated slot or log, sizes that do not match,
-//               another log, a full log, bad options, a second handle:
+//               another log, a full log, a full log device (a refused
+//               write: sticky), bad options, a second handle:
 //               clear codes; one bad slot -> recovery from the other.
+#include <signal.h>
+#include <sys/resource.h>
+
 #include "ckr_test.hpp"
 
 using namespace ckrt;
@@ -442,14 +446,64 @@ TEST_CASE("bad input: clear errors, the other slot when one is bad", "[bad]")
 			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o2, &c));
 			std::vector<uint32_t> ref(nw, 0);
 			test::Rng r(3);
-			for (int k = 0; k < 10; k++)
+			struct ckr_stats s0;
+			for (int k = 0; k < 10; k++) {
+				// log_free says what the next append may take
+				ckr_stats(c, &s0);
+				REQUIRE(s0.log_free == (10 - (uint64_t)k) *
+					ckr_rec_size(sizeof(Action)));
 				act(c, ref, r);
+			}
+			ckr_stats(c, &s0);
+			REQUIRE(s0.log_free == 0);
 			Action a = { 1, 1, 0 };
 			CKR_REQUIRE_RC(ckr_log_append(c, &a, sizeof(a), nullptr),
 				CKR_ELOGFULL);
 			CKR_REQUIRE_OK(ckr_log_commit(c));
 			CKR_REQUIRE_OK(ckr_close(c));
 			auto s = reopen_ok(d.path, o2, ref);
+			REQUIRE(s.replayed == 10);
+		}
+		// a file: a pool is all mapped at create
+		if (st == CKR_STORAGE_FILE)
+		DYNAMIC_SECTION("log device full: sticky error, nothing lost: "
+			<< sname(st))
+		{
+			ckr *c;
+			CKR_REQUIRE_OK(ckr_open(d.path.c_str(), &o, &c));
+			std::vector<uint32_t> ref(nw, 0);
+			test::Rng r(5);
+			for (int k = 0; k < 10; k++)
+				act(c, ref, r);
+			CKR_REQUIRE_OK(ckr_log_commit(c));
+			// the device takes no byte past the records written
+			// so far: RLIMIT_FSIZE refuses the logger's next write
+			// as a full device would (EFBIG for ENOSPC)
+			struct rlimit old, lim;
+			REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+			lim = old;
+			lim.rlim_cur = CKR_HDR_SIZE +
+				10 * ckr_rec_size(sizeof(Action));
+			void (*h)(int) = signal(SIGXFSZ, SIG_IGN);
+			REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+			Action a = { 1, 1, 0 };
+			CKR_REQUIRE_OK(ckr_log_append(c, &a, sizeof(a), nullptr));
+			int rc = ckr_log_commit(c);
+			std::string msg = ckr_errormsg();
+			// the next append is refused with the same error
+			int rc2 = ckr_log_append(c, &a, sizeof(a), nullptr);
+			int rc3 = ckr_close(c);
+			REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
+			signal(SIGXFSZ, h);
+			CKR_REQUIRE_RC(rc, -EFBIG);
+			INFO(msg);
+			// the logger's own message, handed to the caller
+			REQUIRE(msg.find("pwrite") != std::string::npos);
+			REQUIRE(msg.find("/log") != std::string::npos);
+			CKR_REQUIRE_RC(rc2, -EFBIG);
+			CKR_REQUIRE_RC(rc3, -EFBIG);
+			// the 10 durable actions are all there
+			auto s = reopen_ok(d.path, o, ref);
 			REQUIRE(s.replayed == 10);
 		}
 		DYNAMIC_SECTION("one handle per directory: " << sname(st))

@@ -219,6 +219,11 @@ struct ckr_stats {
 	uint64_t fork_ns;        /* CKR_FORK: of it, in fork() */
 	uint64_t huge_bytes;     /* CKR_HUGEPAGES: bytes of the state and its
 	                          * copies in huge pages at open */
+	uint64_t log_free;       /* bytes the log ring can still take before
+	                          * an append fails with CKR_ELOGFULL (a
+	                          * record of n bytes takes n + 16 rounded up
+	                          * to 8, and up to as much again where it
+	                          * wraps to the ring's start) */
 };
 CKR_EXPORT void ckr_stats(const ckr *c, struct ckr_stats *st);
 
