@@ -899,6 +899,8 @@ dc__dispatch(long nr, long *a, void *ucv)
 			"libdc checkpoints one single-threaded process", -EPERM);
 	case SYS_execve:
 	case SYS_execveat:
+		if (dc__vol.tree) /* a commit point of the tree (tree.c) */
+			return dc__tree_exec(nr, a, uc);
 		return refuse("execve", "a checkpoint cannot span another "
 			"program", -EPERM);
 	case SYS_pipe:
