@@ -118,6 +118,7 @@ struct dc__desc {
 	int kind;
 	int flags;              /* open flags (O_ACCMODE | O_APPEND ...) */
 	bool inherited;         /* came with the process: reuse, never reopen */
+	int home_fd;            /* inherited: the number it came at */
 	bool visible;           /* writes are visible events */
 	bool nd;                /* reads are non-deterministic */
 	int sock_type, sock_domain, sock_proto;
@@ -538,6 +539,7 @@ long dc__tree_pipe(long nr, const long *a);
 long dc__tree_exec(long nr, const long *a, const void *uc);
 void dc__tree_adopt(void);
 int dc__tree_pipe_reopen(struct dc__desc *x, int fd);
+int dc__tree_inherited_reopen(const struct dc__desc *x);
 bool dc__tree_internal(int fd);
 /* kstate.c: describe a descriptor made elsewhere */
 int dc__k_track_new(int fd, const char *path, int flags);

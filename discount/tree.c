@@ -883,3 +883,24 @@ dc__tree_pipe_reopen(struct dc__desc *x, int fd0)
 	return dc__err(DC_ECORRUPT, "tree: descriptor %d (%s) is on no pipe "
 		"of round %lu", fd0, x->path, (unsigned long)rec.committed);
 }
+
+/* Recovery (kstate.c invariant 3), in a member made again by its parent:
+ * a description the tree inherited from outside (the program's standard
+ * streams), from init, which holds them all: the descriptor of init on
+ * the same file.  -1 when init has none. */
+int
+dc__tree_inherited_reopen(const struct dc__desc *x)
+{
+	char p[64];
+	struct stat st;
+	for (int k = 0; k < DC_TREE_PIPE_FD; k++) {
+		snprintf(p, sizeof(p), "/proc/1/fd/%d", k);
+		if (stat(p, &st) != 0 || st.st_ino != x->ino ||
+		    st.st_dev != x->dev)
+			continue;
+		int fd = open(p, (x->flags & ~O_CREAT) | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
+}

@@ -109,14 +109,22 @@ for ((k = 0; k < KILLS; k++)); do
 	kill -0 "$launcher" 2>/dev/null || break
 	# init, the root, children, grandchildren
 	mapfile -t vv < <(descendants "$launcher")
-	[ ${#vv[@]} -eq 0 ] && continue
-	v=${vv[$(( RANDOM % ${#vv[@]} ))]}
-	kill -9 "$v" 2>/dev/null && done_kills=$((done_kills + 1))
+	v=
+	[ ${#vv[@]} -gt 0 ] && v=${vv[$(( RANDOM % ${#vv[@]} ))]}
+	if [ -n "$v" ] && kill -9 "$v" 2>/dev/null; then
+		done_kills=$((done_kills + 1))
+	elif [ -n "$AT" ] && [ "$k" -lt 50 ]; then
+		KILLS=$((KILLS + 1)) # the one kill at LINE: another process
+	fi
 done
 wait "$L"
 rc=$(cat "$T/rc" 2>/dev/null || echo 99)
 L=
 echo "kills: $done_kills" >&2
+if [ -n "$AT" ] && [ "$done_kills" -eq 0 ]; then
+	echo "FAIL: no process of the tree was killed at \"$AT\"" >&2
+	exit 1
+fi
 if [ "$rc" -ne 0 ]; then
 	echo "FAIL: the run ended with status $rc" >&2
 	tail -20 "$T/obs.err" >&2
