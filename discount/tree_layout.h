@@ -14,7 +14,7 @@
  *   | magic | version | nmembers | seq | committed | last | restarts |
  *   | 0     | 4       | 6        | 8   | 16        | 24   | 32       |
  *   +-------+---------+----------+-----+-----------+------+----------+
- *   | last_pid | reserved (0) | members[DC_TREE_MAX] (16 each) | checksum |
+ *   | last_pid | finished | members[DC_TREE_MAX] (16 each) | checksum |
  *   | 40       | 48           | 56                             | 1080     |
  *   +--------------+--------------------------------+-----------------+
  */
@@ -61,7 +61,9 @@ struct dc_tree_rec {
 	uint64_t last_pid;  /* 40: the namespace's last pid at the commit
 	                     * (recovery continues from it: a pid is not
 	                     * used again soon) */
-	uint64_t reserved;  /* 48: zero */
+	uint64_t finished;  /* 48: 0 while the program runs; 0x100 | its
+	                     * exit status once it ended (the directory is
+	                     * being removed: a restart only finishes that) */
 	struct dc_tree_member m[DC_TREE_MAX]; /* 56 */
 	uint64_t checksum;  /* 1080: rio_checksum of bytes 0..1079 */
 };

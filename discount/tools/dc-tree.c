@@ -992,6 +992,66 @@ spawn(int pid, unsigned gen, char **argv)
 	_exit(127);
 }
 
+/* The program ended with status: the record says so first (durable), so
+ * a restart in the middle of the removals finishes them instead of
+ * recovering members whose directories are half gone; then every
+ * member's directory, the pipes of rounds, forks a recovery discarded;
+ * the record last.  Writes "D<status>" for the launcher. */
+static int
+finish(int report, int status)
+{
+#ifndef DC_BROKEN_TREE_FINISH_UNMARKED
+	if (rec.finished == 0) {
+		rec.finished = 0x100u | (unsigned)(status & 0xff);
+		rec_write();
+	}
+#endif
+#ifdef DC_TEST_CRASHPOINTS
+	/* test build: $DC_TREE_CRASH=finish:FILE -- init dies once the
+	 * directories are removed, before the record, once (FILE made
+	 * then) */
+	const char *cr = getenv("DC_TREE_CRASH");
+	const char *mark = cr && !strncmp(cr, "finish:", 7) ? cr + 7 : NULL;
+	if (mark && access(mark, F_OK) == 0)
+		mark = NULL;
+#endif
+	char t[4200];
+	/* again until nothing is left: a directory read while its entries
+	 * go may skip some */
+	for (int pass = 0, more = 1; more && pass < 8; pass++) {
+		more = 0;
+		DIR *d = opendir(tdir);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			if (!strcmp(e->d_name, "tree") || e->d_name[0] == '.')
+				continue;
+			snprintf(t, sizeof(t), "%s/%s", tdir, e->d_name);
+			rm_tree(t, 3);
+			more = 1;
+		}
+		if (d)
+			closedir(d);
+	}
+#ifdef DC_TEST_CRASHPOINTS
+	if (mark) {
+		close(open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+		fprintf(stderr, "dc-tree: crash point: init dies with the "
+			"directories removed, the record not yet\n");
+		_exit(75);
+	}
+#endif
+	snprintf(t, sizeof(t), "%s/tree", tdir);
+	unlink(t);
+	rmdir(tdir);
+	/* the directory is gone before the launcher hears it (init dies
+	 * with the launcher) */
+	char b[16];
+	int l = snprintf(b, sizeof(b), "D%d", status);
+	if (write(report, b, (size_t)l) != l)
+		return 70;
+	return 0;
+}
+
 /* pid 1 of the tree's namespace.  Writes "D<status>" to report when the
  * program is done; ends without a word for the launcher to recover. */
 static int
@@ -1043,6 +1103,10 @@ init_main(char **argv, int report)
 			return 70;
 		}
 		rec_write();
+	} else if (rec.finished) {
+		say("the program had ended (%u); removing the directory",
+			(unsigned)(rec.finished & 0xff));
+		return finish(report, (int)(rec.finished & 0xff));
 	} else {
 		rec.restarts++;
 		rec_write();
@@ -1149,42 +1213,8 @@ init_main(char **argv, int report)
 			fail_tree("a member did not vote in time", 0);
 		if (open_round)
 			prepare(false);
-		if (!open_round && all_gone()) {
-			/* every member's directory (and those of forks a
-			 * recovery discarded, by their pids) */
-			/* the members' directories, the pipes of rounds,
-			 * forks a recovery discarded; the record last */
-			char t[4200];
-			snprintf(t, sizeof(t), "%s/tree", tdir);
-			/* again until nothing is left: a directory read while
-			 * its entries go may skip some */
-			for (int pass = 0, more = 1; more && pass < 8; pass++) {
-				more = 0;
-				DIR *d = opendir(tdir);
-				struct dirent *e;
-				while (d && (e = readdir(d))) {
-					if (!strcmp(e->d_name, "tree") ||
-					    e->d_name[0] == '.')
-						continue;
-					snprintf(t, sizeof(t), "%s/%s", tdir,
-						e->d_name);
-					rm_tree(t, 3);
-					more = 1;
-				}
-				if (d)
-					closedir(d);
-			}
-			snprintf(t, sizeof(t), "%s/tree", tdir);
-			unlink(t);
-			rmdir(tdir);
-			/* the directory is gone before the launcher hears it
-			 * (init dies with the launcher) */
-			char b[16];
-			int l = snprintf(b, sizeof(b), "D%d", root_status);
-			if (write(report, b, (size_t)l) != l)
-				return 70;
-			return 0;
-		}
+		if (!open_round && all_gone())
+			return finish(report, root_status);
 	}
 }
 
