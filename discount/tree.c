@@ -266,6 +266,10 @@ rm_tree(const char *d, int depth)
 static void
 rm_member_dir(const char *d)
 {
+	if (dc__vol.tp_verbose &&
+	    dc__sys6(SYS_access, (long)d, F_OK, 0, 0, 0, 0) == 0)
+		dc__say("tree: %ld removes %s",
+			dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), d);
 	rm_tree(d, 2);
 }
 

@@ -261,6 +261,8 @@ rm_image(int pid, unsigned gen)
 		snprintf(p, sizeof(p), "%s/p%d-e%u", tdir, pid, gen);
 	else
 		snprintf(p, sizeof(p), "%s/p%d", tdir, pid);
+	if (access(p, F_OK) == 0)
+		say("removes %s", p);
 	rm_tree(p, 2);
 }
 
@@ -276,6 +278,7 @@ rm_member(int pid)
 		if (!strncmp(e->d_name, pre, (size_t)l)) {
 			char p[4400];
 			snprintf(p, sizeof(p), "%s/%s", tdir, e->d_name);
+			say("removes %s", p);
 			rm_tree(p, 2);
 		}
 	if (d)
