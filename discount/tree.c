@@ -168,8 +168,9 @@ image_read(const char *d, char *buf, size_t n, struct dc_tree_image *h)
  * exec discards): exec member `pid` of the tree in its image `gen`
  * (TREE/p<pid>[-e<gen>]/image: the program, arguments and environment
  * it runs), forked = 1 (a fork: the descriptors are the parent's, kept)
- * or 2 (made again at recovery).  Without an image (a directory made
- * before images were written) this program again, as the parent runs it.
+ * or 2 (made again at recovery: without a valid image the member ends,
+ * status 70).  A fork's child without one runs this program again, as
+ * the parent runs it.
  */
 static void __attribute__((noreturn))
 exec_member(long pid, int forked, unsigned gen)
@@ -198,6 +199,13 @@ exec_member(long pid, int forked, unsigned gen)
 			q += strlen(q) + 1;
 		}
 		own = e;
+	} else if (forked == 2) {
+		/* the record names an image whose file is gone: running
+		 * another program in its place (its parent's) would be worse
+		 * than failing */
+		dc__say("tree: member %ld: %s/image: no valid image", pid, dir);
+		dc__sys6(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+		__builtin_unreachable();
 	} else {
 		ssize_t nc = slurp("/proc/self/cmdline", cmd, 256 << 10);
 		ne = slurp("/proc/self/environ", env, (256 << 10) - 256);

@@ -580,7 +580,10 @@ make_pipes(void)
 static void
 commit_round(void)
 {
-	int n = 0;
+	int n = 0, ngone = 0, nleft = 0;
+	int gone[DC_TREE_MAX];
+	static struct dc_tree_rec prev;
+	prev = rec; /* the previous record (the crash point below) */
 	for (int i = 0; i < DC_TREE_MAX; i++) {
 		struct mem *m = &mem[i];
 		if (m->state == M_JOINED) {
@@ -598,8 +601,18 @@ commit_round(void)
 				.ppid = m->ppid, .state = DC_TREE_EXITED,
 				.gen = (uint16_t)m->gen, .status = m->status };
 		} else if (m->state == M_GONE || m->state == M_ZOMBIE) {
-			/* waited for: out of the tree, its directory too */
+			/* waited for: out of the tree; its directories go
+			 * once the record without it is durable (a round that
+			 * fails before returns to one that has it) */
+			for (unsigned j = 0; j < prev.nmembers; j++)
+				nleft += prev.m[j].pid == m->pid &&
+					prev.m[j].state == DC_TREE_RUNNING;
+#ifndef DC_BROKEN_TREE_RM_EARLY
+			gone[ngone++] = m->pid;
+#else
+			/* broken: removed before the record */
 			rm_member(m->pid);
+#endif
 			m->state = M_FREE;
 		}
 	}
@@ -612,11 +625,26 @@ commit_round(void)
 		close(lp);
 	save_pipes(rec.last);
 	uint64_t before = rec.committed;
+#ifdef DC_TEST_CRASHPOINTS
+	/* test build: $DC_TREE_CRASH=commit:FILE -- init dies in the first
+	 * round a waited-for member leaves that the previous record has
+	 * running (recovery makes it again), before the record (once) */
+	const char *cr = getenv("DC_TREE_CRASH");
+	if (nleft && cr && !strncmp(cr, "commit:", 7) &&
+	    access(cr + 7, F_OK) != 0) {
+		close(open(cr + 7, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+		fprintf(stderr, "dc-tree: crash point: init dies before the "
+			"record of round %lu\n", (unsigned long)rec.last);
+		_exit(75);
+	}
+#endif
 	rec.committed = rec.last;
 	rec_write(); /* invariant 1 */
 	char op[4200];
 	snprintf(op, sizeof(op), "%s/pipes-%lu", tdir, (unsigned long)before);
 	unlink(op);
+	for (int k = 0; k < ngone; k++)
+		rm_member(gone[k]);
 	/* an image the record no longer names (the member exec'ed since
 	 * the previous record): its directory goes, after the record */
 	for (int i = 0; i < DC_TREE_MAX; i++)
