@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * tree.c -- process trees under dc-run --tree: fork, exit and the
- *           children made again at recovery (a process's side; the
+ * tree.c -- process trees under dc-run --tree: fork, execve, exit and
+ *           the children made again at recovery (a process's side; the
  *           tree's init and coordinator are tools/dc-tree.c)
  *
  * Every process of the tree is a 2PC participant (twopc.c) whose index
@@ -19,6 +19,17 @@
  *       executable with the same arguments and DC_TREE_FORKED=1: its
  *       libdc recovers the copy, which resumes in this file inside the
  *       fork call; fork_taker is not its pid, so it answers 0.
+ * The steps of an execve (dc__tree_exec), a commit point of the tree:
+ *   E0. what the kernel would refuse is answered as it would (no round);
+ *       a static or set-user-id program is refused (no libdc in it);
+ *   E1. a round of the tree: the old image's checkpoint at the exec;
+ *   E2. the new image's directory TREE/p<pid>-e<n+1> with its `image`
+ *       (program, arguments, environment with libdc's settings), durable;
+ *   E3. EXEC to init (answered): no round opens until the new image has
+ *       joined;
+ *   E4. the member's own settings and DC_TREE_FDS (the descriptors that
+ *       are the tree's) into the environment;
+ *   E5. the execve; the new image starts fresh under libdc, with its pid.
  * A tree recovered: each member resumes at its part of the committed
  * round and makes its children of the record again (clone3 with set_tid:
  * the same pids), each exec'ed with DC_TREE_FORKED=2, or, for a child
@@ -34,6 +45,12 @@
  *  3. A process that exits says so first (EXIT, answered) and leaves its
  *     directory: its exit is committed by the next round (its directory
  *     is removed by init once a round no longer has it).
+ *  4. An image is part of a round only once its `image` file is durable
+ *     and init knows it (E2, E3 before E5); until a round commits the new
+ *     image, the record names the old one, whose checkpoint is at or
+ *     before the exec call: recovery execs again.
+ *  5. Every member made again runs the program of the image the record
+ *     names, never its parent's (exec_member).
  */
 #include <elf.h>
 #include <errno.h>

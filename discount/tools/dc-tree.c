@@ -36,6 +36,14 @@
  *     commits its parent after the fork.
  *  4. Any failure of a process of the tree is a failure of the whole
  *     tree: every process returns to the committed round.
+ *  5. A member's directory (each image's) is removed only after a durable
+ *     record no longer names it (commit_round): a round that fails before
+ *     its record returns to a tree whose every directory is there.  A
+ *     member that execs (EXEC) is a pending one again until its new
+ *     image joins (invariant 3); the record names the new image from the
+ *     round that commits it on, and the old image's directory goes after.
+ *  6. The record says the program ended (`finished`) before init removes
+ *     the directories: a restart then only finishes the removal.
  */
 #include <errno.h>
 #include <fcntl.h>
