@@ -119,6 +119,7 @@ struct dc__desc {
 	int kind;
 	int flags;              /* open flags (O_ACCMODE | O_APPEND ...) */
 	bool inherited;         /* came with the process: reuse, never reopen */
+	int home_fd;            /* inherited: the number it came at */
 	bool visible;           /* writes are visible events */
 	bool nd;                /* reads are non-deterministic */
 	int sock_type, sock_domain, sock_proto;
@@ -232,6 +233,8 @@ struct dc__vols {
 	int tree_forked;        /* $DC_TREE_FORKED: 1 a fork's child, 2 made
 	                         * again at recovery, 0 the root */
 	bool tree_respawned;    /* its children made again (tree.c) */
+	unsigned tree_gen;      /* $DC_TREE_GEN: this image's number (tree.c
+	                         * E1-E5: 0 until the member's first execve) */
 	char tree_dir[PATH_MAX];
 	char tree_coord[64];    /* this init's $DC_2PC_COORD (a recovered
 	                         * environment holds an older one) */
@@ -551,7 +554,10 @@ void dc__tree_waited(long nr, const long *a, long r);
 void dc__tree_resumed(void);
 void dc__tree_recovering(void);
 long dc__tree_pipe(long nr, const long *a);
+long dc__tree_exec(long nr, const long *a, const void *uc);
+void dc__tree_adopt(void);
 int dc__tree_pipe_reopen(struct dc__desc *x, int fd);
+int dc__tree_inherited_reopen(const struct dc__desc *x);
 bool dc__tree_internal(int fd);
 /* kstate.c: describe a descriptor made elsewhere */
 int dc__k_track_new(int fd, const char *path, int flags);

@@ -259,6 +259,7 @@ dc_init(const struct dc_opts *opts)
 	    (rc = dc__track_open()) || (rc = dc__mu_map()))
 		goto fail;
 	dc__k_init();
+	dc__tree_adopt(); /* a new image's descriptors of the tree */
 	if ((rc = dc__vdso_patch()) || (rc = dc__sud_start()))
 		goto fail;
 	dc__vol.active = true;

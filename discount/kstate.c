@@ -17,7 +17,12 @@
  *     and dup'ed to each number, so they share an offset again.
  *  3. Descriptors the process inherited (standard input/output/error, or
  *     anything its parent passed) are reused as the new run inherits
- *     them; a regular file among them gets its offset back.
+ *     them; a regular file among them gets its offset back.  Each is
+ *     taken from the number it came at before any number is given its
+ *     checkpointed description (a shell that redirected its standard
+ *     output to a file and saved the original at 10 gets both back);
+ *     a member of a process tree made again by its parent takes them
+ *     from the tree's init instead (tree.c).
  *  4. An unlink or a rename over a file only renames the victim to a
  *     hidden name (logged as "rename back"); the hidden file is removed
  *     after a checkpoint that no longer has it open.  A crash between
@@ -215,8 +220,10 @@ dc__k_init(void)
 		ssize_t n = readlink(link, path, sizeof(path) - 1);
 		path[n > 0 ? n : 0] = '\0';
 		if (track_new(fd, path, fl | (cloexec > 0 ? O_CLOEXEC : 0)) >=
-		    0)
+		    0) {
 			dc__st.desc[dc__st.fd[fd].desc - 1].inherited = true;
+			dc__st.desc[dc__st.fd[fd].desc - 1].home_fd = fd;
+		}
 	}
 }
 
@@ -870,13 +877,32 @@ dc__k_restore(int keep_fd)
 	if (dc__st.cwd[0] && chdir(dc__st.cwd) != 0)
 		return dc__err(-errno, "chdir %s: %s", dc__st.cwd,
 			strerror(errno));
+	int opened[DC__MAX_DESC];
+	for (int d = 0; d < DC__MAX_DESC; d++)
+		opened[d] = -1;
+	/* invariant 3: the inherited descriptions first, while every
+	 * number still holds what the process came with */
+	for (int d = 0; d < DC__MAX_DESC; d++) {
+		struct dc__desc *x = &dc__st.desc[d];
+		if (x->refs == 0 || !x->inherited ||
+		    (dc__vol.tree_forked == 1 && !dc__vol.tree_respawned))
+			continue;
+		if (dc__vol.tree && dc__vol.tree_forked == 2) {
+			/* its parent's descriptors, not the tree's input */
+			int nfd = dc__tree_inherited_reopen(x);
+			opened[d] = nfd >= 0 ? dc__own_fd(nfd) : -1;
+			continue;
+		}
+		struct stat st;
+		if (fstat(x->home_fd, &st) == 0 && st.st_ino == x->ino &&
+		    st.st_dev == x->dev)
+			opened[d] = (int)fcntl(x->home_fd, F_DUPFD_CLOEXEC,
+				DC__OWN_FD_BASE);
+	}
 	/* close what the checkpoint did not have open */
 	for (int fd = 0; fd < DC__MAX_FD; fd++)
 		if (dc__st.fd[fd].desc == 0 && fd != keep_fd)
 			dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
-	int opened[DC__MAX_DESC];
-	for (int d = 0; d < DC__MAX_DESC; d++)
-		opened[d] = -1;
 	for (int fd = 0; fd < DC__MAX_FD; fd++) {
 		int d = dc__desc_of(fd);
 		if (d < 0)
@@ -889,11 +915,14 @@ dc__k_restore(int keep_fd)
 				dc__st.fd[fd].cloexec ? FD_CLOEXEC : 0, 0, 0, 0);
 			continue;
 		}
-		if (x->inherited) {
+		if (x->inherited && opened[d] < 0) {
+			/* not found where it came: the number as it is */
 			if (x->kind == DC__K_FILE)
 				lseek(fd, x->offset, SEEK_SET);
 			continue;
 		}
+		if (x->inherited && x->kind == DC__K_FILE)
+			lseek(opened[d], x->offset, SEEK_SET);
 		if (opened[d] < 0) {
 			dc__rstep();
 			/* a tree's pipe: from init, filled (tree.c) */

@@ -909,6 +909,8 @@ dc__dispatch(long nr, long *a, void *ucv)
 			"libdc checkpoints one single-threaded process", -EPERM);
 	case SYS_execve:
 	case SYS_execveat:
+		if (dc__vol.tree) /* a commit point of the tree (tree.c) */
+			return dc__tree_exec(nr, a, uc);
 		return refuse("execve", "a checkpoint cannot span another "
 			"program", -EPERM);
 	case SYS_pipe:
@@ -962,6 +964,9 @@ sigsys_handler(int sig, siginfo_t *si, void *ucv)
 	ucontext_t *uc = ucv;
 	unsigned char prev = dc__vol.selector;
 	dc__vol.selector = ALLOW;
+	/* the program's errno is the program's: libdc's own calls (reading
+	 * /proc, a round's files) must not leave theirs in it */
+	int saved_errno = errno;
 	greg_t *g = uc->uc_mcontext.gregs;
 	long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10],
 		g[REG_R8], g[REG_R9] };
@@ -969,6 +974,7 @@ sigsys_handler(int sig, siginfo_t *si, void *ucv)
 	dc__track_warm_args(si->si_syscall, a);
 	long r = dc__dispatch(si->si_syscall, a, uc);
 	g[REG_RAX] = r;
+	errno = saved_errno;
 	dc__vol.prog_sp = psp;
 	dc__vol.selector = prev;
 }
@@ -989,7 +995,17 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 		}
 		uint64_t psp = enter(uc);
 		dc__vol.selector = ALLOW;
+		/* the signal may come between any two instructions of the
+		 * program: between its errno = 0 and its check */
+		int saved_errno = errno;
+#ifndef DC_BROKEN_ROUND_ERRNO
 		dc__twopc_serve();
+		errno = saved_errno;
+#else
+		/* broken: a round leaves libdc's errno to the program */
+		(void)saved_errno;
+		dc__twopc_serve();
+#endif
 		dc__vol.prog_sp = psp;
 		dc__vol.selector = prev;
 		return;
@@ -1002,7 +1018,9 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 	}
 	uint64_t psp = enter(uc);
 	dc__vol.selector = ALLOW;
+	int saved_errno = errno;
 	dc__commit();
+	errno = saved_errno;
 	dc__vol.prog_sp = psp;
 	dc__vol.selector = prev;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * tree.c -- process trees under dc-run --tree: fork, exit and the
- *           children made again at recovery (a process's side; the
+ * tree.c -- process trees under dc-run --tree: fork, execve, exit and
+ *           the children made again at recovery (a process's side; the
  *           tree's init and coordinator are tools/dc-tree.c)
  *
  * Every process of the tree is a 2PC participant (twopc.c) whose index
@@ -19,6 +19,17 @@
  *       executable with the same arguments and DC_TREE_FORKED=1: its
  *       libdc recovers the copy, which resumes in this file inside the
  *       fork call; fork_taker is not its pid, so it answers 0.
+ * The steps of an execve (dc__tree_exec), a commit point of the tree:
+ *   E0. what the kernel would refuse is answered as it would (no round);
+ *       a static or set-user-id program is refused (no libdc in it);
+ *   E1. a round of the tree: the old image's checkpoint at the exec;
+ *   E2. the new image's directory TREE/p<pid>-e<n+1> with its `image`
+ *       (program, arguments, environment with libdc's settings), durable;
+ *   E3. EXEC to init (answered): no round opens until the new image has
+ *       joined;
+ *   E4. the member's own settings and DC_TREE_FDS (the descriptors that
+ *       are the tree's) into the environment;
+ *   E5. the execve; the new image starts fresh under libdc, with its pid.
  * A tree recovered: each member resumes at its part of the committed
  * round and makes its children of the record again (clone3 with set_tid:
  * the same pids), each exec'ed with DC_TREE_FORKED=2, or, for a child
@@ -34,7 +45,14 @@
  *  3. A process that exits says so first (EXIT, answered) and leaves its
  *     directory: its exit is committed by the next round (its directory
  *     is removed by init once a round no longer has it).
+ *  4. An image is part of a round only once its `image` file is durable
+ *     and init knows it (E2, E3 before E5); until a round commits the new
+ *     image, the record names the old one, whose checkpoint is at or
+ *     before the exec call: recovery execs again.
+ *  5. Every member made again runs the program of the image the record
+ *     names, never its parent's (exec_member).
  */
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
@@ -46,6 +64,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "dc_int.h"
@@ -74,6 +93,8 @@ dc__tree_setup(void)
 		co ? co : "");
 	const char *f = getenv("DC_TREE_FORKED");
 	dc__vol.tree_forked = f ? atoi(f) : 0;
+	const char *g = getenv("DC_TREE_GEN");
+	dc__vol.tree_gen = g ? (unsigned)atoi(g) : 0;
 	return 0;
 }
 
@@ -115,50 +136,122 @@ slurp(const char *path, char *buf, size_t n)
 	return got < n ? (ssize_t)got : -E2BIG;
 }
 
+/* A member's directory: TREE/p<pid> for its first image, TREE/p<pid>-e<gen>
+ * after its gen-th execve (tree_layout.h). */
+static void
+dir_of(char *out, size_t n, long pid, unsigned gen)
+{
+	if (gen)
+		snprintf(out, n, "%s/p%ld-e%u", dc__vol.tree_dir, pid, gen);
+	else
+		snprintf(out, n, "%s/p%ld", dc__vol.tree_dir, pid);
+}
+
+/* The variables that name one member (exec_member adds its own). */
+static bool
+member_var(const char *e)
+{
+	static const char *const own[] = { "DC_DIR=", "DC_2PC_ID=",
+		"DC_TREE_FORKED=", "DC_2PC_COORD=", "DC_TREE_GEN=",
+		"DC_TREE_FDS=" };
+	for (unsigned i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strncmp(e, own[i], strlen(own[i])))
+			return true;
+	return false;
+}
+
+/* Read the image of directory d into buf (n bytes): its strings, split
+ * into path, argv (ac) and envp (ec) by the caller.  Raw system calls
+ * only.  Returns the header's counts, or -1 when there is no valid one. */
+static int
+image_read(const char *d, char *buf, size_t n, struct dc_tree_image *h)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/image", d);
+	ssize_t got = slurp(p, buf, n);
+	if (got < (ssize_t)sizeof(*h))
+		return -1;
+	memcpy(h, buf, sizeof(*h));
+	if (h->magic != DC_TREE_IMAGE_MAGIC || h->len > DC_TREE_IMAGE_MAX ||
+	    (size_t)got != sizeof(*h) + h->len ||
+	    h->checksum != rio_checksum(buf + sizeof(*h), h->len,
+			       rio_checksum(h, 24, DC_TREE_SEED)))
+		return -1;
+	return 0;
+}
+
 /*
  * In a new child (raw system calls only; its memory is a copy that the
- * exec discards): exec this program again as member `pid` of the tree,
- * forked = 1 (a fork: the descriptors are the parent's, kept) or 2 (made
- * again at recovery).
+ * exec discards): exec member `pid` of the tree in its image `gen`
+ * (TREE/p<pid>[-e<gen>]/image: the program, arguments and environment
+ * it runs), forked = 1 (a fork: the descriptors are the parent's, kept)
+ * or 2 (made again at recovery: without a valid image the member ends,
+ * status 70).  A fork's child without one runs this program again, as
+ * the parent runs it.
  */
 static void __attribute__((noreturn))
-exec_member(long pid, int forked)
+exec_member(long pid, int forked, unsigned gen)
 {
 	char *cmd = dc__vol.io, *env = dc__vol.io + (256 << 10);
 	char **argv = (char **)(dc__vol.io + (768 << 10));
 	char **envp = argv + 8192;
-	ssize_t nc = slurp("/proc/self/cmdline", cmd, 256 << 10);
-	ssize_t ne = slurp("/proc/self/environ", env, (256 << 10) - 256);
+	const char *exe = "/proc/self/exe";
+	char dir[PATH_MAX];
+	dir_of(dir, sizeof(dir), pid, gen);
+	struct dc_tree_image h;
 	int ac = 0, ec = 0;
-	for (ssize_t i = 0; nc > 0 && i < nc && ac < 8190;
-		i += (ssize_t)strlen(cmd + i) + 1)
-		argv[ac++] = cmd + i;
-	argv[ac] = NULL;
-	/* the root's environment, with this member's own settings */
-	char *own = env + (ne > 0 ? ne : 0);
-	char *o = own;
-	for (ssize_t i = 0; ne > 0 && i < ne && ec < 8180;
-		i += (ssize_t)strlen(env + i) + 1) {
-		const char *e = env + i;
-		if (!strncmp(e, "DC_DIR=", 7) || !strncmp(e, "DC_2PC_ID=", 10) ||
-		    !strncmp(e, "DC_TREE_FORKED=", 15) ||
-		    !strncmp(e, "DC_2PC_COORD=", 13))
-			continue;
-		envp[ec++] = env + i;
+	ssize_t ne = 0;
+	char *own;
+	if (image_read(dir, cmd, 512 << 10, &h) == 0) {
+		char *q = cmd + sizeof(h), *e = q + h.len;
+		exe = q;
+		q += strlen(q) + 1;
+		for (uint32_t i = 0; i < h.argc && q < e && ac < 8190; i++) {
+			argv[ac++] = q;
+			q += strlen(q) + 1;
+		}
+		for (uint32_t i = 0; i < h.envc && q < e && ec < 8180; i++) {
+			if (!member_var(q))
+				envp[ec++] = q;
+			q += strlen(q) + 1;
+		}
+		own = e;
+	} else if (forked == 2) {
+		/* the record names an image whose file is gone: running
+		 * another program in its place (its parent's) would be worse
+		 * than failing */
+		dc__say("tree: member %ld: %s/image: no valid image", pid, dir);
+		dc__sys6(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+		__builtin_unreachable();
+	} else {
+		ssize_t nc = slurp("/proc/self/cmdline", cmd, 256 << 10);
+		ne = slurp("/proc/self/environ", env, (256 << 10) - 256);
+		for (ssize_t i = 0; nc > 0 && i < nc && ac < 8190;
+			i += (ssize_t)strlen(cmd + i) + 1)
+			argv[ac++] = cmd + i;
+		/* the root's environment, with this member's own settings */
+		for (ssize_t i = 0; ne > 0 && i < ne && ec < 8180;
+			i += (ssize_t)strlen(env + i) + 1)
+			if (!member_var(env + i))
+				envp[ec++] = env + i;
+		own = env + (ne > 0 ? ne : 0);
 	}
+	argv[ac] = NULL;
+	char *o = own;
 	envp[ec++] = o;
-	o += snprintf(o, 4200, "DC_DIR=%s/p%ld", dc__vol.tree_dir, pid) + 1;
+	o += snprintf(o, 4200, "DC_DIR=%s", dir) + 1;
 	envp[ec++] = o;
 	o += snprintf(o, 64, "DC_2PC_ID=%ld", pid) + 1;
 	envp[ec++] = o;
 	o += snprintf(o, 128, "DC_2PC_COORD=%s", dc__vol.tree_coord) + 1;
 	envp[ec++] = o;
+	o += snprintf(o, 64, "DC_TREE_GEN=%u", gen) + 1;
+	envp[ec++] = o;
 	snprintf(o, 64, "DC_TREE_FORKED=%d", forked);
 	envp[ec] = NULL;
 	uint64_t none = 0;
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&none, 0, 8, 0, 0);
-	dc__sys6(SYS_execve, (long)"/proc/self/exe", (long)argv, (long)envp,
-		0, 0, 0);
+	dc__sys6(SYS_execve, (long)exe, (long)argv, (long)envp, 0, 0, 0);
 	dc__sys6(SYS_exit_group, 70, 0, 0, 0, 0, 0);
 	__builtin_unreachable();
 }
@@ -198,7 +291,52 @@ rm_tree(const char *d, int depth)
 static void
 rm_member_dir(const char *d)
 {
+	if (dc__vol.tp_verbose &&
+	    dc__sys6(SYS_access, (long)d, F_OK, 0, 0, 0, 0) == 0)
+		dc__say("tree: %ld removes %s",
+			dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), d);
 	rm_tree(d, 2);
+}
+
+/* d/image := the n bytes at buf, durable (fsync) before the caller goes
+ * on: a round may name the image once the member is announced. */
+static int
+image_put(const char *d, const char *buf, size_t n)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/image", d);
+	int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return dc__err(-errno, "%s: %s", p, strerror(errno));
+	size_t off = 0;
+	while (off < n) {
+		ssize_t w = write(fd, buf + off, n - off);
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+			close(fd);
+			return dc__err(-e, "%s: write: %s", p, strerror(e));
+		}
+		off += (size_t)w;
+	}
+	/* the image: durable before the member it describes can be part
+	 * of a committed round (recovery executes it) */
+	int rc = dc__sync_fd(fd);
+	close(fd);
+	return rc;
+}
+
+/* A fork's child runs its parent's image: from's image into to. */
+static int
+image_copy(const char *from, const char *to)
+{
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/image", from);
+	ssize_t n = slurp(p, dc__vol.io, sizeof(dc__vol.io));
+	if (n == -ENOENT)
+		return 0; /* made again from the parent's program */
+	if (n < 0)
+		return dc__err((int)n, "%s: %s", p, strerror((int)-n));
+	return image_put(to, dc__vol.io, (size_t)n);
 }
 
 /* ---- fork ---- */
@@ -256,7 +394,8 @@ dc__tree_fork(long nr, const long *a)
 	char tmp[PATH_MAX];
 	snprintf(tmp, sizeof(tmp), "%s/fork-%ld.tmp", dc__vol.tree_dir, me);
 	rm_member_dir(tmp);
-	if ((rc = dc__twopc_copy_dir(dc__vol.dir, tmp)) != 0) {
+	if ((rc = dc__twopc_copy_dir(dc__vol.dir, tmp)) != 0 ||
+	    (rc = image_copy(dc__vol.dir, tmp)) != 0) {
 		dc__say("tree: fork: %s", rio_errormsg());
 		return -EAGAIN;
 	}
@@ -282,7 +421,7 @@ dc__tree_fork(long nr, const long *a)
 		for (int fd = 0; fd < DC__MAX_FD; fd++)
 			if (dc__st.fd[fd].desc != 0)
 				dc__sys6(SYS_fcntl, fd, F_SETFD, 0, 0, 0, 0);
-		exec_member(self, 1);
+		exec_member(self, 1, 0);
 	}
 	close(gate[0]);
 	if (pid < 0) {
@@ -311,6 +450,258 @@ dc__tree_fork(long nr, const long *a)
 	if (dc__vol.tp_verbose)
 		dc__say("tree: %ld forked %ld", me, pid);
 	return pid;
+}
+
+/* ---- execve ---- */
+
+/*
+ * Would the kernel run path?  What it would refuse is answered as it
+ * would, before any round (a shell tries each directory of $PATH and
+ * takes ENOENT for "not here", ENOEXEC for "a script without #!").  A
+ * program libdc cannot run in (static: no LD_PRELOAD; set-user-id:
+ * LD_PRELOAD ignored) is refused.  0: go.
+ */
+static long
+exec_check(const char *path)
+{
+	long r = dc__sys6(SYS_faccessat, AT_FDCWD, (long)path, X_OK, 0, 0, 0);
+	if (r < 0)
+		return r;
+	int fd = (int)dc__sys6(SYS_open, (long)path, O_RDONLY | O_CLOEXEC, 0,
+		0, 0, 0);
+	if (fd < 0)
+		return fd;
+	struct stat st;
+	Elf64_Ehdr eh;
+	long n = dc__sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0);
+	if (n == 0 && !S_ISREG(st.st_mode))
+		n = -EACCES;
+	if (n == 0 && (st.st_mode & (S_ISUID | S_ISGID))) {
+		dc__refuse_call("execve of a set-user-id or set-group-id program",
+			"the kernel runs it without LD_PRELOAD, so outside "
+			"libdc", -EPERM);
+		n = -EPERM;
+	}
+	if (n == 0) {
+		memset(&eh, 0, sizeof(eh));
+		n = dc__sys6(SYS_pread64, fd, (long)&eh, sizeof(eh), 0, 0, 0);
+		if (n >= 2 && !memcmp(&eh, "#!", 2))
+			n = 0; /* a script: its interpreter runs */
+		else if (n < (long)sizeof(eh) || memcmp(eh.e_ident, ELFMAG,
+							SELFMAG))
+			n = n < 0 ? n : -ENOEXEC;
+		else {
+			bool interp = false;
+			for (unsigned i = 0; i < eh.e_phnum && i < 256; i++) {
+				Elf64_Phdr ph;
+				if (dc__sys6(SYS_pread64, fd, (long)&ph,
+					    sizeof(ph), (long)(eh.e_phoff +
+						    (uint64_t)i * eh.e_phentsize),
+					    0, 0) == (long)sizeof(ph) &&
+				    ph.p_type == PT_INTERP)
+					interp = true;
+			}
+			n = 0;
+			if (!interp) {
+				dc__refuse_call("execve of a statically linked "
+					"program", "libdc is preloaded into "
+					"the programs of a tree; a static one "
+					"cannot load it", -EPERM);
+				n = -EPERM;
+			}
+		}
+	}
+	dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+	return n;
+}
+
+/* Append string z (with its NUL) at *o in the image buffer. */
+static bool
+put_str(char *buf, size_t *o, const char *z)
+{
+	size_t l = strlen(z) + 1;
+	if (*o + l > sizeof(struct dc_tree_image) + DC_TREE_IMAGE_MAX)
+		return false;
+	memcpy(buf + *o, z, l);
+	*o += l;
+	return true;
+}
+
+/* Is z one of the variables the tree's processes run libdc by? */
+static bool
+libdc_var(const char *z)
+{
+	return !strncmp(z, "DC_", 3) || !strncmp(z, "LD_PRELOAD=", 11) ||
+		!strncmp(z, "GLIBC_TUNABLES=", 15);
+}
+
+/*
+ * execve in a tree: a commit point (docs/ARCHITECTURE.md, "process trees",
+ * E1-E5).  Returns only when the exec fails (-errno) or is refused.
+ */
+long
+dc__tree_exec(long nr, const long *a, const void *ucv)
+{
+	const char *path = (const char *)a[0];
+	char *const *argv = (char *const *)a[1], *const *envp =
+		(char *const *)a[2];
+	if (nr == SYS_execveat) {
+		if ((int)a[0] != AT_FDCWD || a[4] != 0) {
+			dc__refuse_call("execveat on a descriptor or with flags "
+				"(fexecve)", "a member's image is made again "
+				"from a path", -ENOSYS);
+			return -ENOSYS;
+		}
+		path = (const char *)a[1];
+		argv = (char *const *)a[2];
+		envp = (char *const *)a[3];
+	}
+	long r = exec_check(path);
+	if (r < 0)
+		return r;
+	/* E1: a round of the tree: the image before the exec is committed
+	 * (rolled back to it, the process execs again from here) */
+	int rc = dc__commit();
+	if (rc < 0)
+		return -EAGAIN; /* the process is stopped by twopc.c first */
+	/* E2: the new image's directory, with the image, durable */
+	long me = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	unsigned gen = dc__vol.tree_gen + 1;
+	char dir[PATH_MAX], tmp[PATH_MAX + 8];
+	dir_of(dir, sizeof(dir), me, gen);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
+	rm_member_dir(tmp);
+	rm_member_dir(dir);
+	char *buf = dc__vol.io;
+	struct dc_tree_image h = { .magic = DC_TREE_IMAGE_MAGIC,
+		.version = DC_TREE_VERSION };
+	size_t o = sizeof(h);
+	char abs[PATH_MAX];
+	if (path[0] == '/')
+		snprintf(abs, sizeof(abs), "%s", path);
+	else
+		snprintf(abs, sizeof(abs), "%s/%s", dc__st.cwd, path);
+	bool ok = put_str(buf, &o, abs);
+	for (int i = 0; ok && argv && argv[i]; i++, h.argc++)
+		ok = put_str(buf, &o, argv[i]);
+	for (int i = 0; ok && envp && envp[i]; i++)
+		if (!libdc_var(envp[i]) && (ok = put_str(buf, &o, envp[i])))
+			h.envc++;
+	/* libdc's own settings, as this image was started with them */
+	char *env = dc__vol.io + (512 << 10);
+	ssize_t ne = slurp("/proc/self/environ", env, 256 << 10);
+	for (ssize_t i = 0; ok && ne > 0 && i < ne;
+		i += (ssize_t)strlen(env + i) + 1)
+		if (libdc_var(env + i) && !member_var(env + i) &&
+		    (ok = put_str(buf, &o, env + i)))
+			h.envc++;
+	if (!ok) {
+		dc__say("tree: execve %s: the arguments and environment exceed "
+			"%u bytes", path, DC_TREE_IMAGE_MAX);
+		return -E2BIG;
+	}
+	h.len = o - sizeof(h);
+	h.checksum = rio_checksum(buf + sizeof(h), h.len,
+		rio_checksum(&h, 24, DC_TREE_SEED));
+	memcpy(buf, &h, sizeof(h));
+	if (mkdir(tmp, 0700) != 0 ||
+	    (rc = image_put(tmp, buf, o)) != 0 ||
+	    rename(tmp, dir) != 0) {
+		dc__say("tree: execve: %s: %s", dir, strerror(errno));
+		return -EAGAIN;
+	}
+	int tfd = open(dc__vol.tree_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* the new directory's name: durable before init is told (E3) */
+	rc = tfd >= 0 ? dc__sync_fd(tfd) : -errno;
+	if (tfd >= 0)
+		close(tfd);
+	if (rc) {
+		dc__say("tree: execve: %s", strerror(-rc));
+		return -EAGAIN;
+	}
+	/* E3: init holds every round until the new image joins */
+	if (tell(DC_2PC_EXEC, 0, (int32_t)gen, (uint64_t)me) != 0) {
+		dc__say("tree: execve: %s", rio_errormsg());
+		dc__sys6(SYS_kill, me, SIGKILL, 0, 0, 0, 0);
+	}
+	/* E4: the environment: the image's, and this member's own; the
+	 * descriptors that are the tree's (its pipes, files it opened),
+	 * which the new image must not take for inherited from outside */
+	char **nargv = (char **)(dc__vol.io + (768 << 10));
+	char **nenv = nargv + 8192;
+	int ac = 0, ec = 0;
+	char *q = buf + sizeof(h);
+	q += strlen(q) + 1;
+	for (uint32_t i = 0; i < h.argc && ac < 8190; i++, q += strlen(q) + 1)
+		nargv[ac++] = q;
+	nargv[ac] = NULL;
+	for (uint32_t i = 0; i < h.envc && ec < 8180; i++, q += strlen(q) + 1)
+		nenv[ec++] = q;
+	char *w = buf + o;
+	nenv[ec++] = w;
+	w += snprintf(w, PATH_MAX + 8, "DC_DIR=%s", dir) + 1;
+	nenv[ec++] = w;
+	w += snprintf(w, 64, "DC_2PC_ID=%ld", me) + 1;
+	nenv[ec++] = w;
+	w += snprintf(w, 128, "DC_2PC_COORD=%s", dc__vol.tree_coord) + 1;
+	nenv[ec++] = w;
+	w += snprintf(w, 64, "DC_TREE_GEN=%u", gen) + 1;
+	nenv[ec++] = w;
+	w += snprintf(w, 64, "DC_TREE_FORKED=3") + 1;
+	nenv[ec++] = w;
+	w += snprintf(w, 32, "DC_TREE_FDS=");
+#ifndef DC_BROKEN_TREE_EXEC_FDS
+	for (int fd = 0; fd < DC__MAX_FD && w < buf + o + 16000; fd++) {
+		int d = dc__desc_of(fd);
+		if (d >= 0 && !dc__st.fd[fd].cloexec && !dc__st.fd[fd].own &&
+		    !dc__st.desc[d].inherited)
+			w += snprintf(w, 16, "%d,", fd);
+	}
+#endif
+	nenv[ec] = NULL;
+	/* E5: the exec, with the program's signal mask; libdc's signal
+	 * (a datagram of init may have raised it) is discarded, not left
+	 * pending for a program that has no handler for it yet */
+	const ucontext_t *uc = ucv;
+	uint64_t mask;
+	memcpy(&mask, &uc->uc_sigmask, sizeof(mask));
+	mask &= ~(1ull << (DC__TIMER_SIG - 1));
+	struct { long h; unsigned long f; long r; uint64_t m; } ign = {
+		(long)SIG_IGN, 0, 0, 0 };
+	dc__sys6(SYS_rt_sigaction, DC__TIMER_SIG, (long)&ign, 0, 8, 0, 0);
+	if (dc__vol.tp_verbose)
+		dc__say("tree: %ld execs %s (image %u)", me, abs, gen);
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&mask, 0, 8, 0, 0);
+	r = dc__sys6(SYS_execve, (long)abs, (long)nargv, (long)nenv, 0, 0, 0);
+	/* init waits for the new image: the tree recovers (and this exec
+	 * is tried again from the round of E1) */
+	dc__say("tree: execve %s failed after its round: %s", abs,
+		strerror((int)-r));
+	dc__sys6(SYS_kill, me, SIGKILL, 0, 0, 0, 0);
+	return r;
+}
+
+/* A new image (DC_TREE_FORKED=3): the descriptors its previous image
+ * had made in the tree (DC_TREE_FDS) are the tree's, not inherited from
+ * outside: its pipes stay internal (no visible event), and recovery
+ * makes them again (a pipe from init, a file by its path) instead of
+ * taking what the recreated process inherits. */
+void
+dc__tree_adopt(void)
+{
+	if (!dc__vol.tree || dc__vol.tree_forked != 3)
+		return;
+	const char *l = getenv("DC_TREE_FDS");
+	while (l && *l) {
+		char *end;
+		long fd = strtol(l, &end, 10);
+		if (end == l)
+			break;
+		int d = dc__desc_of((int)fd);
+		if (d >= 0)
+			dc__st.desc[d].inherited = false;
+		l = *end == ',' ? end + 1 : end;
+	}
 }
 
 /* ---- exit ---- */
@@ -424,7 +815,7 @@ dc__tree_resumed(void)
 			if (m->state == DC_TREE_EXITED)
 				dc__sys6(SYS_exit_group, m->status, 0, 0, 0, 0,
 					0);
-			exec_member(m->pid, 2);
+			exec_member(m->pid, 2, m->gen);
 		}
 		if (c != m->pid) {
 			dc__say("tree: cannot make child %d again: %s",
@@ -520,4 +911,25 @@ dc__tree_pipe_reopen(struct dc__desc *x, int fd0)
 	}
 	return dc__err(DC_ECORRUPT, "tree: descriptor %d (%s) is on no pipe "
 		"of round %lu", fd0, x->path, (unsigned long)rec.committed);
+}
+
+/* Recovery (kstate.c invariant 3), in a member made again by its parent:
+ * a description the tree inherited from outside (the program's standard
+ * streams), from init, which holds them all: the descriptor of init on
+ * the same file.  -1 when init has none. */
+int
+dc__tree_inherited_reopen(const struct dc__desc *x)
+{
+	char p[64];
+	struct stat st;
+	for (int k = 0; k < DC_TREE_PIPE_FD; k++) {
+		snprintf(p, sizeof(p), "/proc/1/fd/%d", k);
+		if (stat(p, &st) != 0 || st.st_ino != x->ino ||
+		    st.st_dev != x->dev)
+			continue;
+		int fd = open(p, (x->flags & ~O_CREAT) | O_CLOEXEC);
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
 }

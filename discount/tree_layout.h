@@ -14,7 +14,7 @@
  *   | magic | version | nmembers | seq | committed | last | restarts |
  *   | 0     | 4       | 6        | 8   | 16        | 24   | 32       |
  *   +-------+---------+----------+-----+-----------+------+----------+
- *   | last_pid | reserved (0) | members[DC_TREE_MAX] (16 each) | checksum |
+ *   | last_pid | finished | members[DC_TREE_MAX] (16 each) | checksum |
  *   | 40       | 48           | 56                             | 1080     |
  *   +--------------+--------------------------------+-----------------+
  */
@@ -43,7 +43,9 @@ struct dc_tree_member {
 	int32_t pid;      /* 0: pid in the tree's namespace */
 	int32_t ppid;     /* 4: the member that forked it (0: the root) */
 	uint16_t state;   /* 8: enum dc_tree_mstate */
-	uint16_t reserved;/* 10: zero */
+	uint16_t gen;     /* 10: its image: 0 the one it was forked (or
+	                   * started) in, n after its n-th execve; its
+	                   * directory is TREE/p<pid> (0) or TREE/p<pid>-e<n> */
 	int32_t status;   /* 12: exit status (DC_TREE_EXITED) */
 };
 RIO_STATIC_ASSERT(sizeof(struct dc_tree_member) == 16, "tree member size");
@@ -59,7 +61,9 @@ struct dc_tree_rec {
 	uint64_t last_pid;  /* 40: the namespace's last pid at the commit
 	                     * (recovery continues from it: a pid is not
 	                     * used again soon) */
-	uint64_t reserved;  /* 48: zero */
+	uint64_t finished;  /* 48: 0 while the program runs; 0x100 | its
+	                     * exit status once it ended (the directory is
+	                     * being removed: a restart only finishes that) */
 	struct dc_tree_member m[DC_TREE_MAX]; /* 56 */
 	uint64_t checksum;  /* 1080: rio_checksum of bytes 0..1079 */
 };
@@ -106,5 +110,35 @@ struct dc_tree_pipes {
 RIO_STATIC_ASSERT(sizeof(struct dc_tree_pipes) == 48 +
 	16 * DC_TREE_MAX_PIPES + 8 * DC_TREE_MAX_PIPE_FDS,
 	"tree pipes header size");
+
+/*
+ * A member's image (TREE/p<pid>[-e<n>]/image, written once, durable
+ * before the image can take part in a round): what recovery executes to
+ * make the member again -- the program, its arguments and its
+ * environment (without the member's own DC_DIR, DC_2PC_ID, DC_2PC_COORD,
+ * DC_TREE_FORKED, DC_TREE_GEN, DC_TREE_FDS, which the exec adds).
+ *
+ *   +-------+---------+----------+------+------+-----+----------+
+ *   | magic | version | reserved | argc | envc | len | checksum |
+ *   | 0     | 4       | 6        | 8    | 12   | 16  | 24       |
+ *   +-------+---------+----------+------+------+-----+----------+
+ *   then len bytes: the path\0, argc arguments\0, envc variables\0.
+ * A torn file fails its checksum: recovery refuses the member (the tree
+ * cannot have committed a round naming an image that is not durable).
+ */
+#define DC_TREE_IMAGE_MAGIC 0x49525444u /* "DTRI" */
+#define DC_TREE_IMAGE_MAX (256u << 10)  /* bytes of strings */
+
+struct dc_tree_image {
+	uint32_t magic;    /* 0: DC_TREE_IMAGE_MAGIC */
+	uint16_t version;  /* 4: DC_TREE_VERSION */
+	uint16_t reserved; /* 6: zero */
+	uint32_t argc;     /* 8 */
+	uint32_t envc;     /* 12 */
+	uint64_t len;      /* 16: bytes of strings after the header */
+	uint64_t checksum; /* 24: rio_checksum of the strings, seeded with
+	                    * rio_checksum of bytes 0..23 */
+};
+RIO_STATIC_ASSERT(sizeof(struct dc_tree_image) == 32, "tree image header");
 
 #endif /* DC_TREE_LAYOUT_H */

@@ -60,6 +60,9 @@ enum dc_2pc_type {
 	                       * in epoch: a participant joined in an
 	                       * earlier epoch ends (its launcher restarts
 	                       * it) */
+	DC_2PC_EXEC = 14,    /* p->c: I execve into image code (tree.c);
+	                      * ANSWER(round = my pid, code = DC_2PC_EXEC):
+	                      * no round opens until the new image joined */
 };
 
 /* Why a round aborted (reason of a DECISION with status 0). */

@@ -36,6 +36,14 @@
  *     commits its parent after the fork.
  *  4. Any failure of a process of the tree is a failure of the whole
  *     tree: every process returns to the committed round.
+ *  5. A member's directory (each image's) is removed only after a durable
+ *     record no longer names it (commit_round): a round that fails before
+ *     its record returns to a tree whose every directory is there.  A
+ *     member that execs (EXEC) is a pending one again until its new
+ *     image joins (invariant 3); the record names the new image from the
+ *     round that commits it on, and the old image's directory goes after.
+ *  6. The record says the program ended (`finished`) before init removes
+ *     the directories: a restart then only finishes the removal.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -155,6 +163,7 @@ enum { M_FREE = 0, M_EXPECTED, M_JOINED, M_EXITING, M_GONE, M_ZOMBIE };
 
 static struct mem {
 	int pid, ppid, state, status, pidfd;
+	unsigned gen, rec_gen; /* its image, and the one the record names */
 	unsigned long long start; /* start time (/proc stat field 22): the
 	                           * process, not a later one with its pid */
 	bool in_rec, voted, yes, restored;
@@ -250,13 +259,39 @@ rm_tree(const char *d, int depth)
 	rmdir(d);
 }
 
-/* A member's directory, with the files twopc.c keeps beside it. */
+/* A member's directory of image gen, with the files twopc.c keeps
+ * beside it. */
+static void
+rm_image(int pid, unsigned gen)
+{
+	char p[4200];
+	if (gen)
+		snprintf(p, sizeof(p), "%s/p%d-e%u", tdir, pid, gen);
+	else
+		snprintf(p, sizeof(p), "%s/p%d", tdir, pid);
+	if (access(p, F_OK) == 0)
+		say("removes %s", p);
+	rm_tree(p, 2);
+}
+
+/* Every directory of a member: each of its images. */
 static void
 rm_member(int pid)
 {
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/p%d", tdir, pid);
-	rm_tree(p, 2);
+	char pre[32];
+	int l = snprintf(pre, sizeof(pre), "p%d-e", pid);
+	DIR *d = opendir(tdir);
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		if (!strncmp(e->d_name, pre, (size_t)l)) {
+			char p[4400];
+			snprintf(p, sizeof(p), "%s/%s", tdir, e->d_name);
+			say("removes %s", p);
+			rm_tree(p, 2);
+		}
+	if (d)
+		closedir(d);
+	rm_image(pid, 0);
 }
 
 /* The state letter of process pid, 0 when there is none; *start its
@@ -553,12 +588,16 @@ make_pipes(void)
 static void
 commit_round(void)
 {
-	int n = 0;
+	int n = 0, ngone = 0, nleft = 0;
+	int gone[DC_TREE_MAX];
+	static struct dc_tree_rec prev;
+	prev = rec; /* the previous record (the crash point below) */
 	for (int i = 0; i < DC_TREE_MAX; i++) {
 		struct mem *m = &mem[i];
 		if (m->state == M_JOINED) {
 			rec.m[n++] = (struct dc_tree_member){ .pid = m->pid,
-				.ppid = m->ppid, .state = DC_TREE_RUNNING };
+				.ppid = m->ppid, .state = DC_TREE_RUNNING,
+				.gen = (uint16_t)m->gen };
 			m->in_rec = true;
 		} else if ((m->state == M_EXITING && exists(m, false)) ||
 			   ((m->state == M_GONE || m->state == M_ZOMBIE) &&
@@ -568,10 +607,20 @@ commit_round(void)
 				m->state = M_ZOMBIE;
 			rec.m[n++] = (struct dc_tree_member){ .pid = m->pid,
 				.ppid = m->ppid, .state = DC_TREE_EXITED,
-				.status = m->status };
+				.gen = (uint16_t)m->gen, .status = m->status };
 		} else if (m->state == M_GONE || m->state == M_ZOMBIE) {
-			/* waited for: out of the tree, its directory too */
+			/* waited for: out of the tree; its directories go
+			 * once the record without it is durable (a round that
+			 * fails before returns to one that has it) */
+			for (unsigned j = 0; j < prev.nmembers; j++)
+				nleft += prev.m[j].pid == m->pid &&
+					prev.m[j].state == DC_TREE_RUNNING;
+#ifndef DC_BROKEN_TREE_RM_EARLY
+			gone[ngone++] = m->pid;
+#else
+			/* broken: removed before the record */
 			rm_member(m->pid);
+#endif
 			m->state = M_FREE;
 		}
 	}
@@ -584,11 +633,33 @@ commit_round(void)
 		close(lp);
 	save_pipes(rec.last);
 	uint64_t before = rec.committed;
+#ifdef DC_TEST_CRASHPOINTS
+	/* test build: $DC_TREE_CRASH=commit:FILE -- init dies in the first
+	 * round a waited-for member leaves that the previous record has
+	 * running (recovery makes it again), before the record (once) */
+	const char *cr = getenv("DC_TREE_CRASH");
+	if (nleft && cr && !strncmp(cr, "commit:", 7) &&
+	    access(cr + 7, F_OK) != 0) {
+		close(open(cr + 7, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+		fprintf(stderr, "dc-tree: crash point: init dies before the "
+			"record of round %lu\n", (unsigned long)rec.last);
+		_exit(75);
+	}
+#endif
 	rec.committed = rec.last;
 	rec_write(); /* invariant 1 */
 	char op[4200];
 	snprintf(op, sizeof(op), "%s/pipes-%lu", tdir, (unsigned long)before);
 	unlink(op);
+	for (int k = 0; k < ngone; k++)
+		rm_member(gone[k]);
+	/* an image the record no longer names (the member exec'ed since
+	 * the previous record): its directory goes, after the record */
+	for (int i = 0; i < DC_TREE_MAX; i++)
+		if (mem[i].state != M_FREE && mem[i].gen != mem[i].rec_gen) {
+			rm_image(mem[i].pid, mem[i].rec_gen);
+			mem[i].rec_gen = mem[i].gen;
+		}
 	open_round = 0;
 	say("round %lu committed (%d members)", (unsigned long)rec.last, n);
 	for (int i = 0; i < DC_TREE_MAX; i++)
@@ -707,6 +778,20 @@ on_msg(const struct dc_2pc_msg *msg, const struct sockaddr_in *from)
 			return;
 		commit_round();
 		break;
+	case DC_2PC_EXEC:
+		/* E3: the member's next image must join before any round
+		 * (invariant 3); a resent EXEC is only answered */
+		if (m == NULL)
+			break;
+		if ((m->state == M_JOINED || m->state == M_EXPECTED) &&
+		    msg->code > 0 && (unsigned)msg->code != m->gen) {
+			m->state = M_EXPECTED;
+			m->gen = (unsigned)msg->code;
+			say("member %d execs (image %u)", pid, m->gen);
+		}
+		reply_to(from, DC_2PC_ANSWER, (uint32_t)pid, (uint64_t)pid, 1,
+			DC_2PC_EXEC);
+		break;
 	case DC_2PC_ACK:
 		break;
 	case DC_2PC_RESTORED: {
@@ -770,8 +855,129 @@ all_gone(void)
 	return true;
 }
 
+/* ---- images (tree_layout.h) ---- */
+
+static bool
+member_var(const char *e)
+{
+	static const char *const own[] = { "DC_DIR=", "DC_2PC_ID=",
+		"DC_TREE_FORKED=", "DC_2PC_COORD=", "DC_TREE_GEN=",
+		"DC_TREE_FDS=" };
+	for (unsigned i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strncmp(e, own[i], strlen(own[i])))
+			return true;
+	return false;
+}
+
+/* The root's first image, TREE/p2/image: the program as execvp finds
+ * it, its arguments, init's environment.  A fork's child copies its
+ * parent's image, so every member made again runs the program it ran. */
+static int
+root_image(char **argv)
+{
+	char path[4096] = "";
+	if (strchr(argv[0], '/')) {
+		if (argv[0][0] == '/')
+			snprintf(path, sizeof(path), "%s", argv[0]);
+		else {
+			char cwd[3000];
+			if (getcwd(cwd, sizeof(cwd)) == NULL)
+				return -errno;
+			snprintf(path, sizeof(path), "%s/%s", cwd, argv[0]);
+		}
+	} else {
+		const char *pp = getenv("PATH");
+		char dirs[4096];
+		snprintf(dirs, sizeof(dirs), "%s", pp ? pp : "/usr/bin:/bin");
+		for (char *sv, *d = strtok_r(dirs, ":", &sv); d;
+			d = strtok_r(NULL, ":", &sv)) {
+			snprintf(path, sizeof(path), "%s/%s", *d ? d : ".",
+				argv[0]);
+			if (access(path, X_OK) == 0)
+				break;
+			path[0] = '\0';
+		}
+	}
+	if (path[0] == '\0')
+		return 0; /* execvp will say why */
+	static char buf[sizeof(struct dc_tree_image) + DC_TREE_IMAGE_MAX];
+	struct dc_tree_image h = { .magic = DC_TREE_IMAGE_MAGIC,
+		.version = DC_TREE_VERSION };
+	size_t o = sizeof(h);
+	extern char **environ;
+	bool ok = true;
+#define PUT(z) do { size_t l_ = strlen(z) + 1; \
+		if (o + l_ > sizeof(buf)) { ok = false; break; } \
+		memcpy(buf + o, z, l_); o += l_; } while (0)
+	PUT(path);
+	for (int i = 0; ok && argv[i]; i++, h.argc++)
+		PUT(argv[i]);
+	for (int i = 0; ok && environ[i]; i++)
+		if (!member_var(environ[i])) {
+			PUT(environ[i]);
+			h.envc++;
+		}
+#undef PUT
+	if (!ok)
+		return -E2BIG;
+	h.len = o - sizeof(h);
+	h.checksum = rio_checksum(buf + sizeof(h), h.len,
+		rio_checksum(&h, 24, DC_TREE_SEED));
+	memcpy(buf, &h, sizeof(h));
+	char d[4200], f[4300];
+	snprintf(d, sizeof(d), "%s/p2", tdir);
+	snprintf(f, sizeof(f), "%s/image", d);
+	if (mkdir(d, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	int fd = open(f, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	bool w = write(fd, buf, o) == (ssize_t)o;
+	/* the image: durable before the root can commit a round (a
+	 * child made again from a copy of it executes it) */
+	w = w && fdatasync(fd) == 0;
+	close(fd);
+	return w ? 0 : -EIO;
+}
+
+/* The image of member pid, gen > 0: argv and envp point into buf. */
+static int
+image_load(int pid, unsigned gen, char *buf, size_t n, char **path,
+	char **argv, char **envp, int max)
+{
+	char f[4300];
+	snprintf(f, sizeof(f), "%s/p%d-e%u/image", tdir, pid, gen);
+	int fd = open(f, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ssize_t got = read(fd, buf, n);
+	close(fd);
+	struct dc_tree_image h;
+	if (got < (ssize_t)sizeof(h))
+		return -EIO;
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != DC_TREE_IMAGE_MAGIC || h.len > DC_TREE_IMAGE_MAX ||
+	    (size_t)got != sizeof(h) + h.len || h.argc >= (uint32_t)max ||
+	    h.envc >= (uint32_t)max ||
+	    h.checksum != rio_checksum(buf + sizeof(h), h.len,
+			      rio_checksum(&h, 24, DC_TREE_SEED)))
+		return -EIO;
+	char *q = buf + sizeof(h);
+	*path = q;
+	q += strlen(q) + 1;
+	int ac = 0, ec = 0;
+	for (uint32_t i = 0; i < h.argc; i++, q += strlen(q) + 1)
+		argv[ac++] = q;
+	argv[ac] = NULL;
+	for (uint32_t i = 0; i < h.envc; i++, q += strlen(q) + 1)
+		if (!member_var(q))
+			envp[ec++] = q;
+	envp[ec] = NULL;
+	return ec;
+}
+
 static pid_t
-spawn(int pid, char **argv)
+spawn(int pid, unsigned gen, char **argv)
 {
 	char v[4096];
 	pid_t set[1] = { pid };
@@ -781,16 +987,108 @@ spawn(int pid, char **argv)
 	if (c != 0)
 		return (pid_t)c;
 	prctl(PR_SET_PDEATHSIG, 0);
-	snprintf(v, sizeof(v), "%s/p%d", tdir, pid);
+	if (gen)
+		snprintf(v, sizeof(v), "%s/p%d-e%u", tdir, pid, gen);
+	else
+		snprintf(v, sizeof(v), "%s/p%d", tdir, pid);
 	setenv("DC_DIR", v, 1);
 	snprintf(v, sizeof(v), "%d", pid);
 	setenv("DC_2PC_ID", v, 1);
+	snprintf(v, sizeof(v), "%u", gen);
+	setenv("DC_TREE_GEN", v, 1);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (gen) {
+		/* the root after an execve: its image (tree_layout.h) */
+		static char buf[sizeof(struct dc_tree_image) +
+			DC_TREE_IMAGE_MAX + 1];
+		static char *av[8192], *ev[8192 + 8];
+		char *path;
+		int ec = image_load(pid, gen, buf, sizeof(buf), &path, av, ev,
+			8192);
+		if (ec < 0) {
+			fprintf(stderr, "dc-run: %s/image: %s\n", v,
+				strerror(-ec));
+			_exit(70);
+		}
+		static char own[5][4200];
+		const char *names[] = { "DC_DIR", "DC_2PC_ID", "DC_2PC_COORD",
+			"DC_TREE_GEN", "DC_TREE_FORKED" };
+		for (int i = 0; i < 5; i++) {
+			const char *val = i == 4 ? "0" : getenv(names[i]);
+			snprintf(own[i], sizeof(own[i]), "%s=%s", names[i],
+				val ? val : "");
+			ev[ec++] = own[i];
+		}
+		ev[ec] = NULL;
+		execve(path, av, ev);
+		fprintf(stderr, "dc-run: %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
 	execvp(argv[0], argv);
 	fprintf(stderr, "dc-run: %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
+}
+
+/* The program ended with status: the record says so first (durable), so
+ * a restart in the middle of the removals finishes them instead of
+ * recovering members whose directories are half gone; then every
+ * member's directory, the pipes of rounds, forks a recovery discarded;
+ * the record last.  Writes "D<status>" for the launcher. */
+static int
+finish(int report, int status)
+{
+#ifndef DC_BROKEN_TREE_FINISH_UNMARKED
+	if (rec.finished == 0) {
+		rec.finished = 0x100u | (unsigned)(status & 0xff);
+		rec_write();
+	}
+#endif
+#ifdef DC_TEST_CRASHPOINTS
+	/* test build: $DC_TREE_CRASH=finish:FILE -- init dies once the
+	 * directories are removed, before the record, once (FILE made
+	 * then) */
+	const char *cr = getenv("DC_TREE_CRASH");
+	const char *mark = cr && !strncmp(cr, "finish:", 7) ? cr + 7 : NULL;
+	if (mark && access(mark, F_OK) == 0)
+		mark = NULL;
+#endif
+	char t[4200];
+	/* again until nothing is left: a directory read while its entries
+	 * go may skip some */
+	for (int pass = 0, more = 1; more && pass < 8; pass++) {
+		more = 0;
+		DIR *d = opendir(tdir);
+		struct dirent *e;
+		while (d && (e = readdir(d))) {
+			if (!strcmp(e->d_name, "tree") || e->d_name[0] == '.')
+				continue;
+			snprintf(t, sizeof(t), "%s/%s", tdir, e->d_name);
+			rm_tree(t, 3);
+			more = 1;
+		}
+		if (d)
+			closedir(d);
+	}
+#ifdef DC_TEST_CRASHPOINTS
+	if (mark) {
+		close(open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+		fprintf(stderr, "dc-tree: crash point: init dies with the "
+			"directories removed, the record not yet\n");
+		_exit(75);
+	}
+#endif
+	snprintf(t, sizeof(t), "%s/tree", tdir);
+	unlink(t);
+	rmdir(tdir);
+	/* the directory is gone before the launcher hears it (init dies
+	 * with the launcher) */
+	char b[16];
+	int l = snprintf(b, sizeof(b), "D%d", status);
+	if (write(report, b, (size_t)l) != l)
+		return 70;
+	return 0;
 }
 
 /* pid 1 of the tree's namespace.  Writes "D<status>" to report when the
@@ -838,7 +1136,16 @@ init_main(char **argv, int report)
 		rec.nmembers = 1;
 		rec.m[0] = (struct dc_tree_member){ .pid = 2,
 			.state = DC_TREE_RUNNING };
+		if ((rc = root_image(argv)) != 0) {
+			fprintf(stderr, "dc-run: %s/p2/image: %s\n", tdir,
+				strerror(-rc));
+			return 70;
+		}
 		rec_write();
+	} else if (rec.finished) {
+		say("the program had ended (%u); removing the directory",
+			(unsigned)(rec.finished & 0xff));
+		return finish(report, (int)(rec.finished & 0xff));
 	} else {
 		rec.restarts++;
 		rec_write();
@@ -853,6 +1160,7 @@ init_main(char **argv, int report)
 			return 70;
 		m->in_rec = true;
 		m->status = rec.m[i].status;
+		m->gen = m->rec_gen = rec.m[i].gen;
 	}
 	if (rec.last_pid > 2) {
 		/* new pids after the committed round's (ns_last_pid) */
@@ -878,7 +1186,7 @@ init_main(char **argv, int report)
 			tdir);
 		return 70;
 	}
-	pid_t r = spawn(2, argv);
+	pid_t r = spawn(2, root->gen, argv);
 	if (r != 2) {
 		fprintf(stderr, "dc-run: --tree: cannot start the root with "
 			"pid 2: %s\n", strerror(r < 0 ? errno : EEXIST));
@@ -944,42 +1252,8 @@ init_main(char **argv, int report)
 			fail_tree("a member did not vote in time", 0);
 		if (open_round)
 			prepare(false);
-		if (!open_round && all_gone()) {
-			/* every member's directory (and those of forks a
-			 * recovery discarded, by their pids) */
-			/* the members' directories, the pipes of rounds,
-			 * forks a recovery discarded; the record last */
-			char t[4200];
-			snprintf(t, sizeof(t), "%s/tree", tdir);
-			/* again until nothing is left: a directory read while
-			 * its entries go may skip some */
-			for (int pass = 0, more = 1; more && pass < 8; pass++) {
-				more = 0;
-				DIR *d = opendir(tdir);
-				struct dirent *e;
-				while (d && (e = readdir(d))) {
-					if (!strcmp(e->d_name, "tree") ||
-					    e->d_name[0] == '.')
-						continue;
-					snprintf(t, sizeof(t), "%s/%s", tdir,
-						e->d_name);
-					rm_tree(t, 3);
-					more = 1;
-				}
-				if (d)
-					closedir(d);
-			}
-			snprintf(t, sizeof(t), "%s/tree", tdir);
-			unlink(t);
-			rmdir(tdir);
-			/* the directory is gone before the launcher hears it
-			 * (init dies with the launcher) */
-			char b[16];
-			int l = snprintf(b, sizeof(b), "D%d", root_status);
-			if (write(report, b, (size_t)l) != l)
-				return 70;
-			return 0;
-		}
+		if (!open_round && all_gone())
+			return finish(report, root_status);
 	}
 }
 

@@ -7,6 +7,12 @@
  *   dc-tree-bad many     forks children that wait on a pipe until a fork
  *                        fails: the tree holds 64 processes at most
  *   dc-tree-bad odirect  pipe2(O_DIRECT): refused (a packet pipe)
+ *   dc-tree-bad errno    a child computes with errno = 0 while its parent's
+ *                        writes make rounds of the tree (each one libdc's
+ *                        signal in the child): errno must stay 0
+ *   dc-tree-bad static P an execve of P (a static program): refused
+ *   dc-tree-bad spawn    posix_spawn (clone3 / clone with CLONE_VM and
+ *                        CLONE_VFORK): refused, the call fails
  *
  * Prints one line saying what happened; exit 0 when the refusal came as
  * expected (an error code, the program going on), 1 otherwise.
@@ -14,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -68,6 +75,46 @@ main(int argc, char **argv)
 			err ? strerror(err) : "no failure");
 		return err == EAGAIN && ok == n ? 0 : 1;
 	}
-	fprintf(stderr, "usage: %s thread|many|odirect\n", argv[0]);
+	if (!strcmp(mode, "errno")) {
+		pid_t c = fork();
+		if (c == 0) {
+			volatile int *e = &errno;
+			volatile unsigned long x = 0;
+			int seen = 0;
+			*e = 0;
+			for (unsigned long i = 0; i < 400000000ul && !seen; i++) {
+				x += i;
+				seen = *e;
+			}
+			printf("child: errno %s%s\n", seen ? "changed to " :
+				"kept", seen ? strerror(seen) : "");
+			return seen != 0;
+		}
+		for (int i = 0; i < 30 && waitpid(c, NULL, WNOHANG) == 0; i++) {
+			printf("parent: line %d\n", i);
+			fflush(stdout);
+			usleep(10000);
+		}
+		int st;
+		waitpid(c, &st, 0);
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+	}
+	if (!strcmp(mode, "spawn")) {
+		pid_t c;
+		char *av[] = { "true", NULL };
+		extern char **environ;
+		int rc = posix_spawn(&c, "/bin/true", NULL, NULL, av, environ);
+		printf("posix_spawn: %s\n", rc ? strerror(rc) : "spawned");
+		if (rc == 0)
+			waitpid(c, NULL, 0);
+		return rc ? 0 : 1;
+	}
+	if (!strcmp(mode, "static") && argc > 2) {
+		execv(argv[2], argv + 2);
+		printf("execve %s: %s\n", argv[2], strerror(errno));
+		return errno == EPERM ? 0 : 1;
+	}
+	fprintf(stderr, "usage: %s thread|many|odirect|errno|static P\n",
+		argv[0]);
 	return 2;
 }

@@ -17,6 +17,10 @@
 # of a process drawn at random, as soon as LINE is in the output (the
 # first kill of a broken build's test, at the moment that shows it).
 #
+# Each run has a working directory of its own; TREE_FILES names files
+# the program writes there (tree_pipeline.sh's out), which must be
+# identical to the failure-free run's.
+#
 # With TREE_EXPECT=fail (a broken build), the campaign must fail;
 # TREE_REF names the correct dc-run for the failure-free reference, and
 # TREE_BROKEN_LIB a broken libdc for the run with kills ($DC_LIB).
@@ -31,6 +35,8 @@ LIMIT=${TREE_LIMIT:-60}
 RANDOM=$SEED
 T=$(mktemp -d /tmp/dc-tree.XXXXXX)
 SHM=$(mktemp -d /dev/shm/dc-tree.XXXXXX)
+mkdir "$T/ref.d" "$T/obs.d"
+FILES=${TREE_FILES:-}
 cleanup() {
 	[ -n "${L:-}" ] && kill -9 "$L" 2>/dev/null
 	[ -n "${TREE_KEEP:-}" ] && echo "kept $T $SHM" >&2 && return
@@ -47,8 +53,8 @@ verdict() { # $1: 0 the campaign passed its checks
 }
 
 # the failure-free reference
-if ! timeout "$LIMIT" "$REF" --tree --protocol "$PROTO" --dir "$SHM/ref" \
-	-- "$PROG" $ROUNDS > "$T/ref" 2> "$T/ref.err"; then
+if ! (cd "$T/ref.d" && timeout "$LIMIT" "$REF" --tree --protocol "$PROTO" \
+	--dir "$SHM/ref" -- "$PROG" $ROUNDS) > "$T/ref" 2> "$T/ref.err"; then
 	echo "FAIL: the failure-free run failed" >&2
 	cat "$T/ref.err" >&2
 	exit 1
@@ -65,6 +71,7 @@ descendants() {
 # standard output and error through pipes: the program's writes to them
 # are visible events (a regular file would be process state, rolled back)
 ( [ -n "${TREE_BROKEN_LIB:-}" ] && export DC_LIB=$TREE_BROKEN_LIB
+  cd "$T/obs.d" || exit 1
   timeout "$LIMIT" "$DCRUN" --tree ${TREE_VERBOSE:+--verbose} \
 	--protocol "$PROTO" --dir "$SHM/run" -- "$PROG" $ROUNDS \
 	2> >(cat > "$T/obs.err") | cat > "$T/obs"
@@ -102,14 +109,22 @@ for ((k = 0; k < KILLS; k++)); do
 	kill -0 "$launcher" 2>/dev/null || break
 	# init, the root, children, grandchildren
 	mapfile -t vv < <(descendants "$launcher")
-	[ ${#vv[@]} -eq 0 ] && continue
-	v=${vv[$(( RANDOM % ${#vv[@]} ))]}
-	kill -9 "$v" 2>/dev/null && done_kills=$((done_kills + 1))
+	v=
+	[ ${#vv[@]} -gt 0 ] && v=${vv[$(( RANDOM % ${#vv[@]} ))]}
+	if [ -n "$v" ] && kill -9 "$v" 2>/dev/null; then
+		done_kills=$((done_kills + 1))
+	elif [ -n "$AT" ] && [ "$k" -lt 50 ]; then
+		KILLS=$((KILLS + 1)) # the one kill at LINE: another process
+	fi
 done
 wait "$L"
 rc=$(cat "$T/rc" 2>/dev/null || echo 99)
 L=
 echo "kills: $done_kills" >&2
+if [ -n "$AT" ] && [ "$done_kills" -eq 0 ]; then
+	echo "FAIL: no process of the tree was killed at \"$AT\"" >&2
+	exit 1
+fi
 if [ "$rc" -ne 0 ]; then
 	echo "FAIL: the run ended with status $rc" >&2
 	tail -20 "$T/obs.err" >&2
@@ -119,6 +134,12 @@ if ! "$EQUIV" "$T/ref" "$T/obs" >&2; then
 	echo "FAIL: the output is not equivalent to the failure-free run's" >&2
 	verdict 1
 fi
+for f in $FILES; do
+	if ! cmp -s "$T/ref.d/$f" "$T/obs.d/$f"; then
+		echo "FAIL: $f differs from the failure-free run's" >&2
+		verdict 1
+	fi
+done
 if [ -e "$SHM/run" ]; then
 	echo "FAIL: the tree's directory is left behind" >&2
 	ls -R "$SHM/run" >&2

@@ -5,19 +5,26 @@
 # clear message, the program goes on (or dc-run stops before running
 # it), and no checkpoint directory is left behind.
 #
-#   tree_refuse.sh DCRUN BADPROG
+#   tree_refuse.sh DCRUN BADPROG STATICPROG
+#
+# TREE_ONLY=NAME runs one case; with TREE_EXPECT=fail (a broken libdc in
+# $DC_LIB) that case must fail.
 #
 # Exit: 0 pass, 1 fail (what failed on stderr), 2 usage.
 set -u
-[ $# -eq 2 ] || { echo "usage: $0 DCRUN BADPROG" >&2; exit 2; }
-DCRUN=$1 BAD=$2
+[ $# -eq 3 ] || { echo "usage: $0 DCRUN BADPROG STATICPROG" >&2; exit 2; }
+DCRUN=$1 BAD=$2 STATIC=$3
+ONLY=${TREE_ONLY:-}
 SHM=$(mktemp -d /dev/shm/dc-tree-bad.XXXXXX)
 trap 'rm -rf "$SHM"' EXIT
 fails=0
+ncase=0
 check() { # name, want-status, output-pattern, stderr-pattern, dir
 	local name=$1 want=$2 out=$3 err=$4 dir=$5
+	ncase=$((ncase + 1))
 	if [ "$st" -ne "$want" ] || ! grep -q -- "$out" "$SHM/out" ||
-	   ! grep -q -- "$err" "$SHM/err" || [ -e "$dir" ]; then
+	   { [ -n "$err" ] && ! grep -q -- "$err" "$SHM/err"; } ||
+	   [ -e "$dir" ]; then
 		echo "FAIL: $name: status $st (want $want)" >&2
 		cat "$SHM/out" "$SHM/err" >&2
 		[ -e "$dir" ] && echo "  $dir left behind" >&2
@@ -31,9 +38,37 @@ run() { # dir, args...
 	st=${PIPESTATUS[0]}
 }
 
+want() { [ -z "$ONLY" ] || [ "$ONLY" = "$1" ]; }
+
+# a round's signal in a computing process leaves its errno alone (the
+# program sets errno to 0, computes, and looks)
+if want errno; then
+run "$SHM/t0" --protocol cpv-2pc -- "$BAD" errno
+check errno 0 "child: errno kept" "" "$SHM/t0"
+fi
+if [ -n "$ONLY" ]; then
+	if [ -n "${TREE_EXPECT:-}" ]; then
+		[ "$fails" -gt 0 ] && { echo "broken build caught" >&2; exit 0; }
+		echo "FAIL: the broken build was not caught" >&2
+		exit 1
+	fi
+	[ "$fails" -eq 0 ] || exit 1
+	exit 0
+fi
+
 # a thread: clone with CLONE_VM is refused, the program goes on
 run "$SHM/t1" -- "$BAD" thread
 check thread 0 "thread: " "dc: refused clone with shared memory" "$SHM/t1"
+
+# posix_spawn (clone3, then clone with CLONE_VM | CLONE_VFORK): refused,
+# posix_spawn fails, the program goes on
+run "$SHM/t6" -- "$BAD" spawn
+check spawn 0 "posix_spawn: Function not implemented" "dc: refused clone" "$SHM/t6"
+
+# execve of a statically linked program: refused (no libdc in it)
+run "$SHM/t7" -- "$BAD" static "$STATIC"
+check static 0 "execve .*: Operation not permitted" \
+	"dc: refused execve of a statically linked program" "$SHM/t7"
 
 # pipe2 with O_DIRECT
 run "$SHM/t2" -- "$BAD" odirect
@@ -59,4 +94,4 @@ echo "n/a" >> "$SHM/out"
 check no-tree 1 "n/a" "dc: refused a pipe inside one process" "$SHM/t5"
 
 [ "$fails" -eq 0 ] || exit 1
-echo "5 bad cases refused" >&2
+echo "$ncase bad cases refused" >&2
