@@ -23,15 +23,16 @@
  *       also moves past a commit that stored no floor (L7).
  *   L4. Every record carries check = rio_checksum of everything after
  *       its tag (header words, descriptors, before-images), in every
- *       domain, and its tag is stored last, only once the rest of the
- *       record is durable: byte domain, by program order; cacheline and
- *       page domains, after a fence (the one fence a record costs beyond
- *       L2: only aligned 8-byte stores are failure-atomic, so not even a
- *       one-line record may count on its line persisting whole).  So a
- *       present tag means a complete record: a
- *       record whose tag is present but whose check fails is corrupt, and
- *       recovery refuses it (recover.c C2) instead of taking it for torn.
- *   L5. A record line this process wrote is durable with its content
+ *       domain, and its tag is stored last in program order, with no
+ *       fence before it (format 5): the record's lines are written back
+ *       together and the caller's one fence (L2) makes them durable.
+ *       Only aligned 8-byte stores are failure-atomic, so a crash before
+ *       that fence may leave the tag without the rest: a record whose tag
+ *       is present but whose check fails is torn -- it stored nothing --
+ *       when nothing of its transaction follows it, and corrupt
+ *       otherwise (recover.c C2).  The byte domain stores in program
+ *       order, so there a present tag means a complete record.
+   L5. A record line this process wrote is durable with its content
  *       once the record was fenced (L2), and a record is written only
  *       after every earlier one was fenced; below lane->clean the record
  *       area holds only such lines.  There a long image is stored and
@@ -54,8 +55,9 @@
  *       only after that fence.
  *   L7. With one lane (v->solo) the commit stores no truncation at all:
  *       the lane's next transaction ends the old generation G by its
- *       first record of G + 1, durable with its tag before the program
- *       stores (L2, recover.c C7), and no other lane exists to store
+ *       first record of G + 1 -- its tag, stored after G's commit fence,
+ *       ends G even if the rest is torn (recover.c C7) -- and no other
+ *       lane exists to store
  *       first.  Until then the records of G stay alive as in L6, so
  *       lazy stays set for the whole next transaction (an append that
  *       would reach them settles first), and whatever needs G ended
@@ -207,7 +209,6 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 	size_t stride = (len + VISTA_REC_ALIGN - 1) &
 		~(size_t)(VISTA_REC_ALIGN - 1);
 	uint64_t tag = vista_rec_tag(l->seed, l->gen, pos);
-	struct plan f = { (uintptr_t)r, floor, 0 };
 
 	/* L1: appended at the cursor, inside the lane, in the running
 	 * generation (at or above the header's floor), by a transaction. */
@@ -228,30 +229,38 @@ seal_rec(struct vista_lane *l, struct vista_rec *r, uint64_t w2,
 		 * store. */
 		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);
 	} else {
-		/* Lines persist in any order, and so do the 8-byte words of
-		 * a line: the rest of the record is durable before the tag
-		 * says it is complete... */
-		plan_flush(l, &f);
-		/* The transaction's first fence also completes lazy
-		 * truncations (L6): this lane's, whose line its commit
-		 * wrote back, and other lanes', written back here. */
+		/* The transaction's first fence -- the caller's, after this
+		 * record -- also completes lazy truncations (L6): this
+		 * lane's, whose line its commit wrote back, and other
+		 * lanes', written back here. */
 		if (l->nrec == l->nrec0 &&
 		    VISTA__UNLIKELY(l->v->lanes_seen > 1))
 			vista__lazy_cover(l);
-		vista__drain(l);
-		if (l->nrec == l->nrec0 && l->lazy && !l->v->solo)
-			/* release: pairs with the acquire in
-			 * vista__lazy_cover(); the truncation is durable.
-			 * (One lane: the tag below ends it, L7; lazy stays
-			 * until this transaction ends.) */
-			__atomic_store_n(&l->lazy, false, __ATOMIC_RELEASE);
-		/* relaxed: an 8-byte store that must not tear; ordering
-		 * comes from the drain above and the flush below. */
+		/* lazy stays set until this transaction ends (the commit's
+		 * or the truncation's fence): a caller may append another
+		 * record before it fences, so no record here knows that
+		 * the fence after the first one has run. */
+		/* A record of this transaction appended with no fence
+		 * after it yet (auto.c logs page groups so) is durable
+		 * before this one's tag can be: a record of the
+		 * transaction beyond a torn one would be corruption (L4). */
+		if (VISTA__UNLIKELY(l->unfenced))
+			vista__drain(l);
+		/* relaxed: an 8-byte store that must not tear.  No fence
+		 * before it (L4): lines persist in any order, so the tag
+		 * may reach media before the rest of the record; the check
+		 * then fails and recovery takes the record for torn. */
 		__atomic_store_n(&r->tag, tag, __ATOMIC_RELAXED);
-		/* ...and the tag's line is written back for the caller's
-		 * drain (L2). */
-		f = (struct plan){ (uintptr_t)r, (uintptr_t)r + 16, 0 };
-		plan_flush(l, &f);
+#ifndef VISTA_BROKEN_NO_LOG_PERSIST
+		/* The header's lines (tag, words, descriptors) are written
+		 * back with the data lines started above; the caller's
+		 * drain makes the whole record durable before the program
+		 * stores to what it describes (L2). */
+		vista__flush(l, l->v->log, r, floor - (uintptr_t)r);
+#else
+		(void)floor;
+#endif
+		l->unfenced = true;
 	}
 	if ((char *)r + len > l->clean) /* L5, once the caller fences */
 		l->clean = (char *)r + len;
@@ -284,21 +293,25 @@ vista__log_check(uint64_t seed, uint64_t gen, const char *rec0,
 	tag = __atomic_load_n(&r->tag, __ATOMIC_RELAXED) ^
 		vista_rec_tag(seed, gen, off);
 	if ((unsigned)__builtin_popcountll(tag) > VISTA_TAG_SLACK)
-		return VISTA__REC_END; /* never written, or torn (L4) */
-	/* The tag was stored, so the record is complete (L4): whatever
-	 * fails from here on is corruption. */
+		return VISTA__REC_END; /* never written, or its tag was not */
 	*why = "its tag has flipped bits";
 	if (tag != 0)
-		return VISTA__REC_BAD;
+		return VISTA__REC_BAD; /* an 8-byte store never tears */
+	/* The tag was stored, but the rest of the record may not have
+	 * reached media with it (L4): a record that fails from here on is
+	 * torn, or corrupt; recovery tells the two apart by what else the
+	 * lane holds (recover.c C2). */
 	len = r->len;
 	*why = "its header fields are invalid";
 	if (len < sizeof(*r) || len > (size_t)(end - pos) || r->reserved ||
 	    r->flags || r->count == 0 || r->prev % VISTA_REC_ALIGN ||
 	    r->prev > off)
-		return VISTA__REC_BAD;
+		return VISTA__REC_TORN;
 	*why = "its checksum does not match its contents";
+#ifndef VISTA_BROKEN_TORN_TRUSTED
 	if (r->check != checksum_of(seed, gen, off, r, len))
-		return VISTA__REC_BAD;
+		return VISTA__REC_TORN;
+#endif
 	/* The check vouches for the bytes; now their shape. */
 	*why = "its descriptors do not add up to its length";
 	switch (r->type) {

@@ -38,13 +38,20 @@
  * vista_fini) makes it durable.  Aborts, commits of several segments or of
  * heap operations, and recovery store the floor with a fence of their own.
  *
- * Torn or corrupt.  A record's tag is stored last, once the rest of the
- * record is durable (byte domain: program order; cacheline and page
- * domains: a fence first), so a record whose
- * tag is present is complete: if anything in it fails its check, it is
- * corrupt (VISTA_ECORRUPT), never skipped as torn.  A tag within
- * VISTA_TAG_SLACK bits of the expected one counts as present (flipped);
- * stale content from another generation or position is ~32 bits away.
+ * Torn or corrupt (major 5).  A record is written whole -- tag included,
+ * stored last in program order -- written back and fenced once, before
+ * the program stores to what it describes.  Lines (and the 8-byte words
+ * of a line) persist in any order, so a crash may leave a record whose
+ * tag is there but whose check fails: it is torn if nothing of its
+ * transaction follows it -- no record of its generation further on, no
+ * commit record of it (both are written only after it is durable) -- and
+ * corrupt (VISTA_ECORRUPT) otherwise.  A torn record stored nothing: the
+ * fence after it never completed.  A first record found torn still ends
+ * the generation before it (it was written after that one's commit
+ * fence), and recovery moves the floor past its own generation, whose
+ * tag is on media.  A tag within VISTA_TAG_SLACK bits of the expected
+ * one counts as present and flipped: corrupt; stale content from another
+ * generation or position is ~32 bits away.
  *
  * docs/FORMAT.md has the tables, the persist orders and what a torn write of
  * each part leaves behind.  All fields are little-endian.
@@ -61,10 +68,12 @@
 
 #define VISTA_LOG_LAYOUT "vista.log" /* rio pool layout name */
 #define VISTA_LOG_MAGIC "VISTALG"    /* 7 chars + NUL */
-#define VISTA_LOG_MAJOR 4 /* 1: seal without images, unprotected gen;
+#define VISTA_LOG_MAJOR 5 /* 1: seal without images, unprotected gen;
 				   2: no commit record, fenced truncation;
 				   3: one commit record, truncation stored
-				   by every commit, 16-byte descriptors */
+				   by every commit, 16-byte descriptors;
+				   4: a record's tag stored after a fence
+				   of its own (a present tag = complete) */
 #define VISTA_LOG_MINOR 0
 #define VISTA_LOG_HDR_SIZE 4096u
 
@@ -205,7 +214,8 @@ vista_lane_done_check(uint64_t seed, uint64_t done_gen, const uint64_t *done)
  * Record header.  In every domain `check` is rio_checksum(bytes 16..len-1,
  * seed(lane) ^ gen ^ pos): header words, descriptors and before-images.
  * `tag` = vista_rec_tag(seed(lane), gen, pos) says the record belongs to
- * generation gen at this position, and is stored last (see above).
+ * generation gen at this position, and is stored last, with no fence
+ * before it (see above).
  * `prev` is the stride of the previous record (0 for the first), so that
  * records can be undone newest first without a separate index.
  */

@@ -30,10 +30,18 @@
  *       after one that is not (impossible by L2), a broken prev chain, a
  *       record naming an empty segment-table entry, or a lane header whose
  *       checks fail fails vista_init with VISTA_ECORRUPT before any write.
- *   C2. Torn and corrupt are told apart by the record's tag, stored last
- *       (L4): a record without its tag is torn -- the newest of its lane,
- *       nothing it describes was stored yet (L2) -- and is ignored; a
- *       record with its tag whose check fails is corrupt, and refused.
+ *   C2. Torn and corrupt (L4 in log.c): a record without its tag was
+ *       never written and ends the run; a record with a flipped tag is
+ *       corrupt; a record with its tag whose check fails is torn -- the
+ *       newest of its lane, written back with no fence completed after
+ *       it, so nothing it describes was stored yet (L2) -- if no record
+ *       of its generation lies further on and no commit record of its
+ *       generation is there, and corrupt otherwise (byte domain: always
+ *       corrupt, the tag was stored last in program order).  So in the
+ *       cacheline and page domains a flipped bit in the body of a lane's
+ *       newest record reads as a torn record: the one fence a record
+ *       costs (format 5) buys that blind spot.  A torn first record
+ *       leaves its generation's tag on media: the floor moves past it.
  *   C3. Rolling back is idempotent: it copies the same before-images and
  *       undoes the same heap operations whatever was done before, so a
  *       crash during recovery is recovered by running it again.
@@ -59,8 +67,9 @@
  *       ended: a commit record is written only for the running
  *       generation, and the floor only moves past ended ones.  If records
  *       of B + 1 carry their tag, they are the transaction in flight:
- *       they were made durable after B's commit fence and before B + 1
- *       stored anything (L2), so B is final and B + 1 is rolled back.
+ *       they were stored after B's commit fence and before B + 1 stored
+ *       anything (L2), so B is final and B + 1 is rolled back (a tag
+ *       alone, its record torn, says as much).
  *       Else the records of B, if any, are the lane's transaction, judged
  *       by C6 when B's commit record exists; else the lane is idle at
  *       B + 1 (after a commit record) or at the floor.  A commit writes
@@ -246,6 +255,12 @@ fix_lane_hdr(struct vista_lane *l, const struct lane_scan *s)
 		__atomic_store_n(&h->gen_check,
 			vista_lane_gen_check(l->seed, s->floor),
 			__ATOMIC_RELAXED);
+		/* A floor moved past a torn record (scan_lane) may jump by
+		 * two: as in vista__floor_store(), its check is durable
+		 * before gen changes, so a crash between the two leaves a
+		 * check read_lane_hdr() completes. */
+		if (s->floor > __atomic_load_n(&h->gen, __ATOMIC_RELAXED) + 1)
+			rio_persist(l->v->log, h, sizeof(*h));
 		__atomic_store_n(&h->gen, s->floor, __ATOMIC_RELAXED);
 	}
 	if (s->fix_done) {
@@ -342,6 +357,23 @@ scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 			"log %s: lane %u: the record at offset %zu is complete "
 			"but %s: the log is corrupt", path, l->idx,
 			(size_t)(pos - l->rec0), why);
+	/* C2: a record with its tag that fails its check is torn only if
+	 * it is the newest thing of its transaction: a commit record of
+	 * the generation was written after every record was durable.  In
+	 * the byte domain stores persist in program order, the tag last:
+	 * such a record is corrupt wherever it is. */
+	if (st == VISTA__REC_TORN && v->sealed)
+		return vista__err(VISTA_ECORRUPT,
+			"log %s: lane %u: the record at offset %zu is complete "
+			"but %s (byte domain: its tag was stored last): the log "
+			"is corrupt", path, l->idx, (size_t)(pos - l->rec0),
+			why);
+	if (st == VISTA__REC_TORN && s->has_c)
+		return vista__err(VISTA_ECORRUPT,
+			"log %s: lane %u: the record at offset %zu has its tag "
+			"but %s, and the commit record of its transaction is "
+			"there: the log is corrupt", path, l->idx,
+			(size_t)(pos - l->rec0), why);
 	s->end = pos;
 	/* C1/C2: the first record without its tag must be the last thing
 	 * the lane holds of this generation (nothing before the first one
@@ -356,6 +388,16 @@ scan_lane(vista *v, struct vista_lane *l, struct lane_scan *s)
 				"at %zu is there: the log is corrupt", path,
 				l->idx, (size_t)(pos - l->rec0),
 				(size_t)(q - l->rec0));
+	if (st == VISTA__REC_TORN && s->nrec == 0) {
+		/* C2: the transaction's first record is torn, so it stored
+		 * nothing (L2); but its tag is on media, so gen must not be
+		 * used again: the floor moves past it (written out with
+		 * the header fixes, fix_lane_hdr). */
+		s->gen = gen + 1;
+		s->floor = gen + 1;
+		s->fix_gen = true;
+		s->start = s->end = l->rec0;
+	}
 	return 0;
 }
 

@@ -4,18 +4,18 @@
  *
  * The hot path of the library.  Per transaction of k declared ranges, in
  * the cacheline domain:
- *   set_range      copy the before-image into the lane (log.c), flush it,
- *                  fence, store its tag, fence: 2k fences (vista_set_ranges:
- *                  two for all);
+ *   set_range      copy the before-image into the lane (log.c), store
+ *                  its tag, flush it, fence: k fences (vista_set_ranges:
+ *                  one for all);
  *   end            (commit_lazy, a transaction of declared ranges in one
  *                  segment) flush the declared ranges and the commit
  *                  record {gen, checksum of the after-images}: one fence;
  *                  with more than one lane, then truncate with a plain
  *                  store, durable at the lane's next fence (L6 in log.c);
  *                  with one lane, no truncation at all (L7).  Total
- *                  2k + 1.  Otherwise (commit_slow, several segments,
+ *                  k + 1.  Otherwise (commit_slow, several segments,
  *                  heap, open pages, page domain) one fence for the data,
- *                  then the truncation and its fence: 2k + 2.
+ *                  then the truncation and its fence: k + 2.
  *
  * Persist order of commit_lazy (crash outcome after each step):
  *   1. store the commit record {gen, csum, seg, check} in slot gen & 1 of
@@ -32,8 +32,8 @@
  *      line, no fence: the lane's next first fence (or
  *      vista__lazy_settle/_cover) makes it durable; until then the
  *      transaction stays committed by F.  One lane: nothing; the next
- *      transaction's first record, durable with its tag before its
- *      program stores, ends gen (recover.c C7).
+ *      transaction's first record -- its tag, stored after F, even if
+ *      the rest of the record is torn -- ends gen (recover.c C7).
  * In the byte domain the same code issues no flush at all (rio_flush is
  * empty there) and each fence is a compiler barrier.  Nothing on this path
  * takes a lock, executes an atomic read-modify-write, makes a system call

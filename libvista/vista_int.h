@@ -319,6 +319,7 @@ struct vista_lane {
 	uint64_t lazy_gen;
 	int hdr_busy;
 	bool unlogged;  /* a range declared without its before-image */
+	bool unfenced;  /* the newest record is not fenced yet (L4) */
 	char *clean;    /* below this the record area holds, durably, what
 			   this process wrote there (L5 in log.c) */
 	uint32_t last;  /* stride of the newest record, 0 if none */
@@ -499,6 +500,7 @@ static inline void
 vista__drain(struct vista_lane *l)
 {
 	rio_drain(l->v->log);
+	l->unfenced = false;
 	VISTA__STAT_ADD(l, fences, 1);
 }
 
@@ -594,10 +596,12 @@ vista__log_room(struct vista_lane *l, size_t len)
 }
 /*
  * Judge the record at pos of a lane for generation gen (L4 in log.c):
- * VISTA__REC_OK, VISTA__REC_END (no record of gen there: never written or
- * torn), or VISTA__REC_BAD (complete but corrupt; *why says how).
+ * VISTA__REC_OK, VISTA__REC_END (no tag of gen there: never written),
+ * VISTA__REC_TORN (its tag is there but its header or check fails: torn if
+ * nothing of gen follows it, else corrupt; recover.c C2), or VISTA__REC_BAD
+ * (corrupt whatever follows; *why says how, for TORN too).
  */
-enum { VISTA__REC_OK, VISTA__REC_END, VISTA__REC_BAD };
+enum { VISTA__REC_OK, VISTA__REC_END, VISTA__REC_BAD, VISTA__REC_TORN };
 int vista__log_check(uint64_t seed, uint64_t gen, const char *rec0,
 	const char *end, const char *pos, const char **why);
 uint64_t vista__log_seed(uint64_t salt, unsigned lane);

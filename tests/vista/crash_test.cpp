@@ -39,8 +39,9 @@
 //
 // Broken builds (meson: vista_crash_broken_*) link a libvista made with
 // -DVISTA_BROKEN_COMMIT_ORDER, _NO_LOG_PERSIST, _PARTIAL_REDO, _DONE_ORDER,
-// _RUN_CHECK_NO_FLUSH, _LAZY_COMMIT_EARLY, _LAZY_NO_COVER, _ONE_SLOT or
-// _SOLO_OVERWRITE: the test that must catch them passes only if it does.
+// _RUN_CHECK_NO_FLUSH, _LAZY_COMMIT_EARLY, _LAZY_NO_COVER, _ONE_SLOT,
+// _SOLO_OVERWRITE or _TORN_TRUSTED: the test that must catch them passes
+// only if it does.
 #include <poll.h>
 
 #include <sstream>
@@ -452,7 +453,7 @@ struct Outcome {
 // Which broken build this test program was made for, if any.
 enum Broken { NONE, COMMIT_ORDER, NO_LOG_PERSIST, PARTIAL_REDO,
 	DONE_ORDER, RUN_CHECK_NO_FLUSH, LAZY_COMMIT_EARLY, LAZY_NO_COVER,
-	ONE_SLOT, SOLO_OVERWRITE };
+	ONE_SLOT, SOLO_OVERWRITE, TORN_TRUSTED };
 #if defined(VISTA_BROKEN_COMMIT_ORDER)
 const Broken broken = COMMIT_ORDER;
 #elif defined(VISTA_BROKEN_NO_LOG_PERSIST)
@@ -471,6 +472,8 @@ const Broken broken = LAZY_NO_COVER;
 const Broken broken = ONE_SLOT;
 #elif defined(VISTA_BROKEN_SOLO_OVERWRITE)
 const Broken broken = SOLO_OVERWRITE;
+#elif defined(VISTA_BROKEN_TORN_TRUSTED)
+const Broken broken = TORN_TRUSTED;
 #else
 const Broken broken = NONE;
 #endif
@@ -600,7 +603,7 @@ TEST_CASE("power cuts at random persist barriers, a log of one lane (the "
 {
 	bool catches = broken == NO_LOG_PERSIST || broken == LAZY_COMMIT_EARLY ||
 		broken == COMMIT_ORDER || broken == ONE_SLOT ||
-		broken == SOLO_OVERWRITE;
+		broken == SOLO_OVERWRITE || broken == TORN_TRUSTED;
 	n_lanes = 1;
 	Campaign c(RIO_FORCE_CACHELINE, broken_budget(200, catches));
 	for (int it = 0; it < c.n; it++) {

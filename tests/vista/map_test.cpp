@@ -122,15 +122,15 @@ TEST_CASE("vista_init rejects bad options and bad logs, changing nothing",
 		e.open(VISTA_ELAYOUT);
 		REQUIRE(test::read_file(e.log) == before);
 	}
-	SECTION("older major version (3: one commit record, truncation "
-		"stored by every commit) is refused, naming both versions")
+	SECTION("older major version (4: a record's tag stored after a "
+		"fence of its own) is refused, naming both versions")
 	{
-		edit_log(e.log, [](vista_log_hdr &h) { h.major = 3; });
+		edit_log(e.log, [](vista_log_hdr &h) { h.major = 4; });
 		std::string before = test::read_file(e.log);
 		e.open(VISTA_ELAYOUT);
 		std::string msg = vista_errormsg();
 		INFO(msg);
-		REQUIRE(msg.find("3.") != std::string::npos);
+		REQUIRE(msg.find("4.") != std::string::npos);
 		REQUIRE(msg.find(std::to_string(VISTA_LOG_MAJOR) + ".") !=
 			std::string::npos);
 		REQUIRE(test::read_file(e.log) == before);

@@ -60,9 +60,9 @@ TEST_CASE("no-flush transactions: calls, misuse, abort inside a group",
 		REQUIRE_FALSE(vista_in_transaction(v));
 	}
 	REQUIRE(w[0] == 2);
-	// Each logs its range (two record fences), also a byte the group
+	// Each logs its range (one record fence), also a byte the group
 	// logged already: coalescing is per transaction (N1).
-	REQUIRE(vt::stats(v).fences == f0 + 4);
+	REQUIRE(vt::stats(v).fences == f0 + 2);
 
 	// An abort inside the group undoes this transaction only.
 	VREQUIRE_OK(vista_begin_transaction(v, VISTA_TX_NO_FLUSH));
