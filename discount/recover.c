@@ -148,15 +148,69 @@ dc__rstep(void)
 
 /* ---- step 4: raw system calls only (invariant 3) ---- */
 
-static void
+/* Raw formatting for die: libc's memory is being replaced under step 4
+ * (invariant 3), so not even snprintf, whose state is part of it. */
+static char *
+put_s(char *p, char *end, const char *s)
+{
+	while (*s && p < end)
+		*p++ = *s++;
+	return p;
+}
+
+static char *
+put_hex(char *p, char *end, uint64_t v)
+{
+	char d[16];
+	int n = 0;
+	do
+		d[n++] = "0123456789abcdef"[v & 15];
+	while ((v >>= 4) && n < 16);
+	p = put_s(p, end, "0x");
+	while (n > 0 && p < end)
+		*p++ = d[--n];
+	return p;
+}
+
+static char *
+put_dec(char *p, char *end, long v)
+{
+	char d[20];
+	int n = 0;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	if (v < 0)
+		p = put_s(p, end, "-");
+	do
+		d[n++] = (char)('0' + u % 10);
+	while ((u /= 10) && n < 20);
+	while (n > 0 && p < end)
+		*p++ = d[--n];
+	return p;
+}
+
+__attribute__((noreturn)) static void
 die(const char *what, long err)
 {
-	char msg[160];
-	int n = snprintf(msg, sizeof(msg), "dc: recovery failed while "
-		"rebuilding memory (%s: %ld); run the program again to "
-		"retry\n", what, err);
-	SYS(SYS_write, 2, msg, n, 0, 0, 0);
+	char msg[320], *p = msg, *end = msg + sizeof(msg) - 1;
+	p = put_s(p, end, "dc: recovery failed while rebuilding memory (");
+	p = put_s(p, end, what);
+	p = put_s(p, end, ": ");
+	p = put_dec(p, end, err);
+	const struct dc__region *die_reg = dc__vol.rebuilding;
+	if (die_reg) {
+		p = put_s(p, end, ", region ");
+		p = put_hex(p, end, die_reg->start);
+		p = put_s(p, end, "-");
+		p = put_hex(p, end, die_reg->end);
+		p = put_s(p, end, " kind ");
+		p = put_hex(p, end, die_reg->kind);
+		p = put_s(p, end, " ");
+		p = put_s(p, end, die_reg->path);
+	}
+	p = put_s(p, end, "); run the program again to retry\n");
+	SYS(SYS_write, 2, msg, p - msg, 0, 0, 0);
 	SYS(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+	__builtin_unreachable();
 }
 
 static bool
@@ -232,6 +286,7 @@ rebuild_memory(void)
 	}
 	for (unsigned j = 0; j < o->nreg; j++) {
 		const struct dc__region *c = &o->reg[j];
+		dc__vol.rebuilding = c;
 		if (c->kind & DC__R_SPECIAL)
 			continue;
 		if (c->kind & DC__R_FIXED) {
@@ -277,6 +332,7 @@ rebuild_memory(void)
 			die("mprotect", r);
 		dc__rstep();
 	}
+	dc__vol.rebuilding = NULL;
 }
 
 static void
