@@ -294,6 +294,10 @@ struct dc__vols {
 	struct dc__st old;      /* recovery: the checkpoint's dc__st */
 	struct dc__region fresh[DC__MAX_REGIONS];
 	unsigned nfresh;
+	uint64_t rt[8];         /* recovery: CLOCK_MONOTONIC at its phases
+	                         * (recover.c rtime), said with
+	                         * $DC_RECOVERY_TIMES */
+	bool rt_say;
 	const struct dc__region *rebuilding; /* recovery: the region of
 	                                      * old being rebuilt (for its
 	                                      * error message) */

@@ -41,6 +41,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -53,6 +54,41 @@
 #define SYS(nr, a, b, c, d, e, f) \
 	dc__sys6(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), \
 		(long)(f))
+
+/* Phase i of recovery starts (dc__vol.rt): a raw clock read, since step 4
+ * uses it too.  0 dc__recover, 1 redo applied, 2 checks done, 3 files
+ * undone and held output performed, 4 rebuild starts, 5 memory rebuilt,
+ * 6 kernel state and tracking back (the resume). */
+static void
+rtime(unsigned i)
+{
+	struct timespec t;
+	if (SYS(SYS_clock_gettime, CLOCK_MONOTONIC, &t, 0, 0, 0, 0) == 0)
+		dc__vol.rt[i] = (uint64_t)t.tv_sec * 1000000000ull +
+			(uint64_t)t.tv_nsec;
+}
+
+/* $DC_RECOVERY_TIMES: the phases' durations, in microseconds, with the
+ * image's size (bench/discount/restart.sh). */
+static void
+say_times(void)
+{
+	const uint64_t *t = dc__vol.rt;
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < dc__st.nreg; i++)
+		if (dc__st.reg[i].kind & DC__R_TRACKED)
+			bytes += dc__st.reg[i].end - dc__st.reg[i].start;
+	dc__say("recovery times (us): redo %lu checks %lu files %lu "
+		"prepare %lu memory %lu kernel %lu total %lu; tracked %lu KiB",
+		(unsigned long)((t[1] - t[0]) / 1000),
+		(unsigned long)((t[2] - t[1]) / 1000),
+		(unsigned long)((t[3] - t[2]) / 1000),
+		(unsigned long)((t[4] - t[3]) / 1000),
+		(unsigned long)((t[5] - t[4]) / 1000),
+		(unsigned long)((t[6] - t[5]) / 1000),
+		(unsigned long)((t[6] - t[0]) / 1000),
+		(unsigned long)(bytes >> 10));
+}
 
 static int
 verify(const struct dc__st *o)
@@ -338,6 +374,7 @@ rebuild_memory(void)
 static void
 restore_and_resume(void)
 {
+	rtime(4);
 	rebuild_memory();
 	/* what every checkpoint copies explicitly (ckpt.c add_own): the
 	 * first page of dc__st, the alternate signal stack */
@@ -356,6 +393,7 @@ restore_and_resume(void)
 	/* the first run's handle is valid again: same mapping, same fd */
 	dc__vol.ctl = dc__st.ctl0;
 	dc__rstep();
+	rtime(5);
 	int rc = dc__k_restore(dc__st.ctl_fd0);
 	if (rc == 0) /* the held output, to the restored descriptors */
 		rc = dc__held_recover_finish();
@@ -382,6 +420,9 @@ restore_and_resume(void)
 		SYS(SYS_exit_group, 70, 0, 0, 0, 0, 0);
 	}
 	dc__rstep();
+	rtime(6);
+	if (dc__vol.rt_say)
+		say_times();
 	dc__st.stats.recoveries++;
 	dc__st.maps_changed = true; /* re-read the maps at the next commit */
 	dc__vol.active = true;
@@ -435,6 +476,8 @@ dc__recover(void)
 	const struct dc_commit *cm = dc__last_commit();
 	if (cm == NULL)
 		return dc__err(DC_ENOCKPT, "no committed checkpoint");
+	rtime(0);
+	dc__vol.rt_say = getenv("DC_RECOVERY_TIMES") != NULL;
 	rstep_init();
 	dc__rstep();
 	/* a 2PC participant: no round served on the recovery stack (tree.c) */
@@ -442,6 +485,7 @@ dc__recover(void)
 	int rc = dc__redo_recover(cm);
 	if (rc)
 		return rc;
+	rtime(1);
 	/* Step 1 done: the shadow holds the committed generation
 	 * (ckpt.c invariant 1). */
 	DC_ASSERT(((const struct dc_words *)(const void *)(dc__vol.ctlb +
@@ -464,6 +508,7 @@ dc__recover(void)
 			(unsigned long)dc__vol.committed);
 	if ((rc = verify(&dc__vol.old)))
 		return rc;
+	rtime(2);
 
 	/* step 3: files, then the incarnation (fundo.c invariant 2) */
 	if ((rc = dc__fu_undo()))
@@ -484,6 +529,7 @@ dc__recover(void)
 	 * that of the lost one dropped (held.c invariant 3) */
 	if ((rc = dc__held_recover()))
 		return rc;
+	rtime(3);
 	uint64_t end, count;
 	dc__nd_scan(dc__vol.committed + 1, &end, &count, NULL);
 	dc__vol.replay_off = 0;
