@@ -50,6 +50,11 @@
  *     a stack pointer below the stack's region and in none makes the
  *     commit fold (stack_grew), so frames the grown stack holds are
  *     copied, and recovery grows the stack down to them.
+ *  7. The region table holds the program's protection of every region,
+ *     never a cold one (track.c invariant 4): the fold reads the maps
+ *     again after making hot a cold region whose mapping the kernel
+ *     merged with a neighbour (dc__track_refold).  Recovery gives every
+ *     region the protection of the table.
  *
  * State machine of the directory: EMPTY --create--> CREATED (no valid
  * commit: a new run starts over) --first commit--> COMMITTED(g)
@@ -662,7 +667,12 @@ fold_maps(unsigned *n)
 	int rc = dc__maps_read(nw, DC__MAX_REGIONS, &nn);
 	if (rc)
 		return rc;
-	dc__track_refold(nw, nn);
+	/* a cold region whose mapping is not its own any more was made hot:
+	 * the maps again, with the program's protections (track.c
+	 * invariant 4; invariant 7 below) */
+	while (dc__track_refold(nw, nn))
+		if ((rc = dc__maps_read(nw, DC__MAX_REGIONS, &nn)))
+			return rc;
 	dc__maps_classify(nw, nn);
 	dc__maps_folded();
 	if ((rc = split_rseq(nw, &nn)) || (rc = split_stack_args(nw, &nn)))

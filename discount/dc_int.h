@@ -310,6 +310,13 @@ struct dc__vols {
 	struct dc__st old;      /* recovery: the checkpoint's dc__st */
 	struct dc__region fresh[DC__MAX_REGIONS];
 	unsigned nfresh;
+	uint64_t rt[8];         /* recovery: CLOCK_MONOTONIC at its phases
+	                         * (recover.c rtime), said with
+	                         * $DC_RECOVERY_TIMES */
+	bool rt_say;
+	const struct dc__region *rebuilding; /* recovery: the region of
+	                                      * old being rebuilt (for its
+	                                      * error message) */
 #ifdef DC_TEST_CRASHPOINTS
 	char crash_at[32];      /* DC_CRASH_AT of this incarnation */
 	uint64_t rstep, rstep_kill; /* recovery steps taken; kill at this one
@@ -399,7 +406,7 @@ bool dc__track_fault(uint64_t addr, bool write);
 void dc__track_warm_args(long nr, const long *a);
 bool dc__track_efault(void);
 void dc__track_note(unsigned i, bool written);
-void dc__track_refold(struct dc__region *nw, unsigned nn);
+bool dc__track_refold(struct dc__region *nw, unsigned nn);
 
 /* shadow.c */
 int dc__shadow_write(const void *src, uint64_t len, uint64_t a);

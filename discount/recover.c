@@ -41,6 +41,7 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -53,6 +54,41 @@
 #define SYS(nr, a, b, c, d, e, f) \
 	dc__sys6(nr, (long)(a), (long)(b), (long)(c), (long)(d), (long)(e), \
 		(long)(f))
+
+/* Phase i of recovery starts (dc__vol.rt): a raw clock read, since step 4
+ * uses it too.  0 dc__recover, 1 redo applied, 2 checks done, 3 files
+ * undone and held output performed, 4 rebuild starts, 5 memory rebuilt,
+ * 6 kernel state and tracking back (the resume). */
+static void
+rtime(unsigned i)
+{
+	struct timespec t;
+	if (SYS(SYS_clock_gettime, CLOCK_MONOTONIC, &t, 0, 0, 0, 0) == 0)
+		dc__vol.rt[i] = (uint64_t)t.tv_sec * 1000000000ull +
+			(uint64_t)t.tv_nsec;
+}
+
+/* $DC_RECOVERY_TIMES: the phases' durations, in microseconds, with the
+ * image's size (bench/discount/restart.sh). */
+static void
+say_times(void)
+{
+	const uint64_t *t = dc__vol.rt;
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < dc__st.nreg; i++)
+		if (dc__st.reg[i].kind & DC__R_TRACKED)
+			bytes += dc__st.reg[i].end - dc__st.reg[i].start;
+	dc__say("recovery times (us): redo %lu checks %lu files %lu "
+		"prepare %lu memory %lu kernel %lu total %lu; tracked %lu KiB",
+		(unsigned long)((t[1] - t[0]) / 1000),
+		(unsigned long)((t[2] - t[1]) / 1000),
+		(unsigned long)((t[3] - t[2]) / 1000),
+		(unsigned long)((t[4] - t[3]) / 1000),
+		(unsigned long)((t[5] - t[4]) / 1000),
+		(unsigned long)((t[6] - t[5]) / 1000),
+		(unsigned long)((t[6] - t[0]) / 1000),
+		(unsigned long)(bytes >> 10));
+}
 
 static int
 verify(const struct dc__st *o)
@@ -148,15 +184,69 @@ dc__rstep(void)
 
 /* ---- step 4: raw system calls only (invariant 3) ---- */
 
-static void
+/* Raw formatting for die: libc's memory is being replaced under step 4
+ * (invariant 3), so not even snprintf, whose state is part of it. */
+static char *
+put_s(char *p, char *end, const char *s)
+{
+	while (*s && p < end)
+		*p++ = *s++;
+	return p;
+}
+
+static char *
+put_hex(char *p, char *end, uint64_t v)
+{
+	char d[16];
+	int n = 0;
+	do
+		d[n++] = "0123456789abcdef"[v & 15];
+	while ((v >>= 4) && n < 16);
+	p = put_s(p, end, "0x");
+	while (n > 0 && p < end)
+		*p++ = d[--n];
+	return p;
+}
+
+static char *
+put_dec(char *p, char *end, long v)
+{
+	char d[20];
+	int n = 0;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	if (v < 0)
+		p = put_s(p, end, "-");
+	do
+		d[n++] = (char)('0' + u % 10);
+	while ((u /= 10) && n < 20);
+	while (n > 0 && p < end)
+		*p++ = d[--n];
+	return p;
+}
+
+__attribute__((noreturn)) static void
 die(const char *what, long err)
 {
-	char msg[160];
-	int n = snprintf(msg, sizeof(msg), "dc: recovery failed while "
-		"rebuilding memory (%s: %ld); run the program again to "
-		"retry\n", what, err);
-	SYS(SYS_write, 2, msg, n, 0, 0, 0);
+	char msg[320], *p = msg, *end = msg + sizeof(msg) - 1;
+	p = put_s(p, end, "dc: recovery failed while rebuilding memory (");
+	p = put_s(p, end, what);
+	p = put_s(p, end, ": ");
+	p = put_dec(p, end, err);
+	const struct dc__region *die_reg = dc__vol.rebuilding;
+	if (die_reg) {
+		p = put_s(p, end, ", region ");
+		p = put_hex(p, end, die_reg->start);
+		p = put_s(p, end, "-");
+		p = put_hex(p, end, die_reg->end);
+		p = put_s(p, end, " kind ");
+		p = put_hex(p, end, die_reg->kind);
+		p = put_s(p, end, " ");
+		p = put_s(p, end, die_reg->path);
+	}
+	p = put_s(p, end, "); run the program again to retry\n");
+	SYS(SYS_write, 2, msg, p - msg, 0, 0, 0);
 	SYS(SYS_exit_group, 70, 0, 0, 0, 0, 0);
+	__builtin_unreachable();
 }
 
 static bool
@@ -232,6 +322,7 @@ rebuild_memory(void)
 	}
 	for (unsigned j = 0; j < o->nreg; j++) {
 		const struct dc__region *c = &o->reg[j];
+		dc__vol.rebuilding = c;
 		if (c->kind & DC__R_SPECIAL)
 			continue;
 		if (c->kind & DC__R_FIXED) {
@@ -277,11 +368,13 @@ rebuild_memory(void)
 			die("mprotect", r);
 		dc__rstep();
 	}
+	dc__vol.rebuilding = NULL;
 }
 
 static void
 restore_and_resume(void)
 {
+	rtime(4);
 	rebuild_memory();
 	/* what every checkpoint copies explicitly (ckpt.c add_own): the
 	 * first page of dc__st, the alternate signal stack */
@@ -300,6 +393,7 @@ restore_and_resume(void)
 	/* the first run's handle is valid again: same mapping, same fd */
 	dc__vol.ctl = dc__st.ctl0;
 	dc__rstep();
+	rtime(5);
 	int rc = dc__k_restore(dc__st.ctl_fd0);
 	if (rc == 0) /* the held output, to the restored descriptors */
 		rc = dc__held_recover_finish();
@@ -326,6 +420,9 @@ restore_and_resume(void)
 		SYS(SYS_exit_group, 70, 0, 0, 0, 0, 0);
 	}
 	dc__rstep();
+	rtime(6);
+	if (dc__vol.rt_say)
+		say_times();
 	dc__st.stats.recoveries++;
 	dc__st.maps_changed = true; /* re-read the maps at the next commit */
 	dc__vol.active = true;
@@ -379,6 +476,8 @@ dc__recover(void)
 	const struct dc_commit *cm = dc__last_commit();
 	if (cm == NULL)
 		return dc__err(DC_ENOCKPT, "no committed checkpoint");
+	rtime(0);
+	dc__vol.rt_say = getenv("DC_RECOVERY_TIMES") != NULL;
 	rstep_init();
 	dc__rstep();
 	/* a 2PC participant: no round served on the recovery stack (tree.c) */
@@ -386,6 +485,7 @@ dc__recover(void)
 	int rc = dc__redo_recover(cm);
 	if (rc)
 		return rc;
+	rtime(1);
 	/* Step 1 done: the shadow holds the committed generation
 	 * (ckpt.c invariant 1). */
 	DC_ASSERT(((const struct dc_words *)(const void *)(dc__vol.ctlb +
@@ -408,6 +508,7 @@ dc__recover(void)
 			(unsigned long)dc__vol.committed);
 	if ((rc = verify(&dc__vol.old)))
 		return rc;
+	rtime(2);
 
 	/* step 3: files, then the incarnation (fundo.c invariant 2) */
 	if ((rc = dc__fu_undo()))
@@ -428,6 +529,7 @@ dc__recover(void)
 	 * that of the lost one dropped (held.c invariant 3) */
 	if ((rc = dc__held_recover()))
 		return rc;
+	rtime(3);
 	uint64_t end, count;
 	dc__nd_scan(dc__vol.committed + 1, &end, &count, NULL);
 	dc__vol.replay_off = 0;

@@ -323,6 +323,46 @@ TEST_CASE("writes into cold regions or write-protected pages, by the "
 	REQUIRE(out == "resumed b b c d b d q q\n");
 }
 
+// dc-test-coldmerge: a region made read-only because it was idle (cold)
+// merged by the kernel with its read-only neighbour into one mapping, then
+// a fold, a kill and a recovery.  Returns the recovered run's output, its
+// wait status in *st.
+static std::string coldmerge_run(const std::string &prog, int *st)
+{
+	test::TempDir d;
+	std::string out = dctest::run_capture({ prog, d / "ck" }, st);
+	INFO(out);
+	REQUIRE(WIFSIGNALED(*st)); // killed itself after its checkpoint
+	REQUIRE(WTERMSIG(*st) == SIGKILL);
+	return dctest::run_capture({ prog, d / "ck" }, st);
+}
+
+TEST_CASE("a fold after two regions' cold mappings merged records the "
+	  "program's protection, so the recovered memory is writable",
+	  "[coldmerge]")
+{
+	int st;
+	std::string out = coldmerge_run(dctest::env_or("DC_TEST_COLDMERGE",
+		"dc-test-coldmerge"), &st);
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out == "resumed A A 0\n");
+}
+
+TEST_CASE("a fold that keeps the cold protection of a merged mapping is "
+	  "caught", "[coldmerge-broken]")
+{
+	int st;
+	std::string out = coldmerge_run(dctest::env_or(
+		"DC_TEST_COLDMERGE_BROKEN", "dc-test-coldmerge-broken"), &st);
+	INFO(out);
+	// the recovered memory is read-only: the store after the resume
+	// faults
+	REQUIRE(WIFSIGNALED(st));
+	REQUIRE(WTERMSIG(st) == SIGSEGV);
+}
+
 // prog DIR STAGE kills itself; run again, it resumes: the second run's
 // output, its wait status in *st.
 static std::string killed_then_run(const std::string &prog, int stage,
