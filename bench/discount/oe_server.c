@@ -15,11 +15,13 @@
  * transaction and is answered after it; OE_CHECK runs the workload's
  * consistency conditions, against its own running totals, over the whole
  * database.  Non-blocking sockets, one epoll loop, per connection an
- * input and an output buffer.
+ * input and an output buffer.  SIGTERM ends it normally (exit 0: dc-run
+ * writes its --stats).
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -47,6 +49,14 @@ static struct cl *cl[MAXC];
 static int ep = -1, lfd;
 static void *wl, *db, *bctx;
 static uint64_t total;
+static volatile sig_atomic_t ending;
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	ending = 1;
+}
 
 /* wl_order_entry.c and backend_none.c report through this (util.c's,
  * which would bring librio in) */
@@ -235,7 +245,9 @@ main(int argc, char **argv)
 		perror("oe-server: epoll");
 		return 1;
 	}
-	for (;;) {
+	struct sigaction sa = { .sa_handler = on_term };
+	sigaction(SIGTERM, &sa, NULL);
+	while (!ending) {
 		struct epoll_event ev[32];
 		int r = epoll_wait(ep, ev, 32, 1000);
 		if (r < 0 && errno != EINTR) {
@@ -265,4 +277,5 @@ main(int argc, char **argv)
 			}
 		}
 	}
+	return 0;
 }
