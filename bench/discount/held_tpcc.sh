@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# held_tpcc.sh -- the buffered protocol's TPC-C-like throughput workload:
+#                 an order-entry server over TCP (dc-bench-oe-server,
+#                 tpcbench's order-entry tables and transaction mix in
+#                 memory) and its client driver (dc-bench-oe-client)
+#
+#   bench/discount/held_tpcc.sh [--quick] [BUILD_DIR]
+#   bench/discount/held_tpcc.sh --kill BUILD_DIR   (the suite's smoke run)
+#
+# Benchmark: the server runs alone (none) and under dc-run --protocol
+# buffered at intervals of 5, 20, 50 and 120 ms (checkpoint directory on
+# tmpfs), with databases of 4 and 16 MiB.  No cpvs row: a TCP socket is
+# refused outside the buffered protocol.  Rounds are interleaved (round 1
+# of every mode, then round 2, ...); per point the client measures, on
+# loopback, for T seconds, transactions per second and mean / 99th
+# percentile response time with
+#   few   4 connections x 4 requests in flight (16 outstanding), and
+#   many  32 connections x 256 requests in flight (8192 outstanding),
+#   deep  48 connections x 1024 (49152 outstanding).
+# Held output bounds a closed-loop client to (outstanding / interval)
+# transactions per second: an answer leaves at the commit after its
+# transaction, and the next request of its slot comes after it.  "few"
+# shows that bound; "deep" keeps more transactions outstanding than the
+# server under dc-run runs in 120 ms (its response time is several
+# intervals long), the regime of the paper's TPC-C runs (30 clients whose
+# 600 ms response time is many intervals long), where throughput is the
+# server's; "many" is between.  A table of mean tx/s, each mode's ratio to none beside
+# it; CSV in bench/results/held_tpcc.csv.  --quick: 1 round of 1.5 s.
+#
+# Kill check (both forms; --kill does only it): buffered at 20 ms, 8
+# connections x 16 requests in flight for 5 s, the server SIGKILLed 5
+# times under load (every 0.7 s) and started again at once by the same
+# command.  The client fails on a connection that ends or resets, an
+# answer whose count is not its sequence number + 1 (a transaction lost
+# or run twice), a hash that does not follow from the nonces it received
+# (an answer of a lost interval got out), a request never answered, or a
+# database whose order-entry consistency conditions fail (checked by the
+# server after the last answer).  OE_EXPECT=fail (a broken keeper through
+# DC_KEEPER_BIN): the check must fail with output matching OE_CAUGHT.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+QUICK=0 KILL=0
+case "${1:-}" in
+--quick) QUICK=1; shift ;;
+--kill) KILL=1; shift ;;
+esac
+B=${1:-build}
+[ "$KILL" = 1 ] || ninja -C "$B" discount/dc-run discount/dc-keeper \
+	bench/discount/dc-bench-oe-server bench/discount/dc-bench-oe-client \
+	> /dev/null
+DCRUN=$(realpath "$B/discount/dc-run")
+SRVP=$(realpath "$B/bench/discount/dc-bench-oe-server")
+CL=$(realpath "$B/bench/discount/dc-bench-oe-client")
+M=$(mktemp -d /dev/shm/dc-tpcc-XXXXXX)
+SRV=
+cleanup() {
+	[ -n "$SRV" ] && kill -9 "$SRV" 2> /dev/null || true
+	rm -rf "$M"
+}
+trap cleanup EXIT
+export DC_KEEPER_LINGER=5
+PORT=$((20000 + RANDOM % 12000))
+
+launch() { # MODE DB_MIB (the same command again: a recovery)
+	case $1 in
+	none) "$SRVP" $PORT "$2" & ;;
+	*) "$DCRUN" --dir "$M/ck" --protocol buffered --interval "$1" -- \
+		"$SRVP" $PORT "$2" 2>> "$M/server.err" & ;;
+	esac
+	SRV=$!
+}
+start() {
+	rm -rf "$M/ck"
+	PORT=$((PORT + 1))
+	launch "$@"
+	sleep 0.8 # populate, keeper
+}
+stop() {
+	kill -9 "$SRV" 2> /dev/null || true
+	wait "$SRV" 2> /dev/null || true
+	SRV=
+	sleep 0.3 # the keeper's connections close
+}
+field() { echo "$1" | grep -o "$2=[0-9.a-z]*" | cut -d= -f2; }
+
+killcheck() { # prints the client's line; 0 if it passed
+	start 20 4
+	"$CL" $PORT 5 8 16 check 10 > "$M/out" 2> "$M/cl.err" &
+	local c=$! k
+	for k in 1 2 3 4 5; do
+		sleep 0.7
+		kill -9 "$SRV" 2> /dev/null || true
+		wait "$SRV" 2> /dev/null || true
+		launch 20 4
+	done
+	local rc=0
+	wait $c || rc=$?
+	stop
+	cat "$M/out" "$M/cl.err"
+	return $rc
+}
+
+if [ "$KILL" = 1 ]; then
+	rc=0
+	out=$(killcheck) || rc=$?
+	echo "$out"
+	if [ "${OE_EXPECT:-pass}" = fail ]; then
+		if [ $rc = 0 ]; then
+			echo "held_tpcc: the broken build was not caught"
+			exit 1
+		fi
+		if ! echo "$out" | grep -Eq "${OE_CAUGHT:-.}"; then
+			echo "held_tpcc: failed, but not as expected" \
+				"(${OE_CAUGHT:-})"
+			exit 1
+		fi
+		echo "held_tpcc: caught, as expected"
+		exit 0
+	fi
+	[ $rc = 0 ] || { echo "held_tpcc: kill check failed"; exit 1; }
+	echo "held_tpcc: 5 kills, every answer exactly once, consistent"
+	exit 0
+fi
+
+R=bench/results
+mkdir -p "$R"
+ROUNDS=3; T=3; MODES="none 5 20 50 120"; DBS="4 16"
+if [ "$QUICK" = 1 ]; then ROUNDS=1; T=1.5; fi
+CONF_few="4 4"; CONF_many="32 256"; CONF_deep="48 1024"
+CSV=$R/held_tpcc.csv
+echo "round,db_mib,mode,load,conns,window,tx_per_s,lat_mean_us,lat_p99_us,errors" > "$CSV"
+for round in $(seq "$ROUNDS"); do
+	for db in $DBS; do
+		for mode in $MODES; do
+			start "$mode" "$db"
+			for load in few many deep; do
+				v=CONF_$load
+				out=$("$CL" $PORT "$T" ${!v} || true)
+				echo "$round,$db,$mode,$load,${!v// /,},$(field "$out" tx_per_s),$(field "$out" lat_mean_us),$(field "$out" lat_p99_us),$(field "$out" errors)" >> "$CSV"
+				echo "round $round db ${db}MiB $mode $load: $out"
+			done
+			stop
+		done
+	done
+done
+echo "CSV: $CSV"
+# means over the rounds, ratios to none side by side
+awk -F, 'NR > 1 { k = $2 "," $4 "," $3; n[k]++; tp[k] += $7;
+		lm[k] += $8; lp[k] += $9; e[k] += $10 }
+	END {
+		split("none 5 20 50 120", m, " ")
+		for (db = 4; db <= 16; db += 12)
+		for (li = 1; li <= 3; li++) {
+			load = li == 1 ? "few" : li == 2 ? "many" : "deep"
+			printf "\n%s MiB, %s:\n", db, load
+			printf "%-8s %9s %6s %10s %10s %s\n", "mode", "tx/s",
+				"ratio", "mean ms", "p99 ms", "errors"
+			b = db "," load ",none"
+			for (i = 1; i <= 5; i++) {
+				k = db "," load "," m[i]
+				if (!n[k]) continue
+				printf "%-8s %9.0f %6.3f %10.2f %10.2f %d\n",
+					m[i] == "none" ? "none" : m[i] " ms",
+					tp[k] / n[k], tp[k] / tp[b],
+					lm[k] / n[k] / 1e3, lp[k] / n[k] / 1e3,
+					e[k]
+			}
+		}
+	}' "$CSV"
+echo
+echo "kill check (20 ms, 4 MiB, 8 x 16, 5 SIGKILLs in 5 s):"
+killcheck || echo "kill check FAILED"
