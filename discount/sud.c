@@ -998,14 +998,8 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 		/* the signal may come between any two instructions of the
 		 * program: between its errno = 0 and its check */
 		int saved_errno = errno;
-#ifndef DC_BROKEN_ROUND_ERRNO
 		dc__twopc_serve();
 		errno = saved_errno;
-#else
-		/* broken: a round leaves libdc's errno to the program */
-		(void)saved_errno;
-		dc__twopc_serve();
-#endif
 		dc__vol.prog_sp = psp;
 		dc__vol.selector = prev;
 		return;

@@ -174,10 +174,13 @@ stats(void)
 	FILE *f = fopen(stats_path, "w");
 	if (!f)
 		return;
+	unsigned joined = 0;
+	for (unsigned k = 0; k < co.nparts; k++)
+		joined += co.p[k].joined_epoch == co.epoch + 1;
 	fprintf(f, "rounds=%lu\ncommits=%lu\naborts=%lu\nrollbacks=%lu\n"
-		"epoch=%lu\n", (unsigned long)co.last,
+		"epoch=%lu\njoined=%u\n", (unsigned long)co.last,
 		(unsigned long)co.commits, (unsigned long)co.aborts,
-		(unsigned long)co.rollbacks, (unsigned long)co.epoch);
+		(unsigned long)co.rollbacks, (unsigned long)co.epoch, joined);
 	fclose(f);
 }
 

@@ -116,13 +116,41 @@ part() { # RANK LIB-ENV...: one participant
 	[ -n "${REFRUN:-}" ] && nb=$REF_NBODY
 	on $r env DC_DIR="$SHM/p$r" NBODY_PROTOCOL="$PROTO" \
 		DC_2PC_COORD=$CADDR:$CPORT DC_2PC_ID=$r NBODY_HOSTS=$HOSTS \
+		NBODY_EXIT_GATE="$T/gate" \
 		${TWOPC_ENV:-} "$@" "$nb" $r 4 $PORT $BODIES $STEPS $EVERY
+}
+
+# A participant that ended cannot roll back (docs/discount.md), so the
+# ranks end only once T/gate exists (NBODY_EXIT_GATE).  The kill mode
+# opens it after its last kill, once that kill's rollback is over: the
+# killed participant restarted and joined again, and all four are joined
+# in the coordinator's epoch.  Every other mode runs with it open.
+open_gate() {
+	local t=0 who old new
+	if [ -e "$T/lastkill" ]; then
+		read -r who old <"$T/lastkill"
+		while [ "$who" != coord ] && [ $t -lt 300 ]; do
+			new=$(cat "$T/pid.$who" 2>/dev/null)
+			[ -n "$new" ] && [ "$new" != "$old" ] &&
+				grep -q "participant ${who#p} joined (pid $new," \
+					"$T/err.coord" &&
+				grep -q "^joined=4" "$T/coord.stats" && break
+			sleep 0.1
+			t=$((t + 1))
+		done
+	fi
+	: >"$T/gate"
 }
 
 # A failure-free run: the reference.
 run() { # EVENTS-FILE EXTRA-ENV-FOR-RANK-2
 	local ev=$1 extra=$2
-	rm -rf "$SHM"/* "$T"/pid.* "$T"/rc.* "$T"/restarts.*
+	rm -rf "$SHM"/* "$T"/pid.* "$T"/rc.* "$T"/restarts.* "$T/lastkill"
+	if [ "$MODE" = kill ] && [ -z "${REFRUN:-}" ]; then
+		rm -f "$T/gate"
+	else
+		: >"$T/gate"
+	fi
 	launch coord on coord "$COORD" --bind $CADDR --port $CPORT \
 		--parts 4 --dir "$SHM/coord" --vote-ms 2000 \
 		--stats "$T/coord.stats" --verbose ${COORD_EXTRA:-} &
@@ -178,13 +206,15 @@ kill)
 		run "$T/obs.ev" ""
 		while [ $n -lt "$KILLS" ]; do
 			sleep "0.$(( 10 + RANDOM % 30 ))"
-			# a participant that ended cannot roll back: no kill
-			# once one has (rank 0's FIN ends the others)
-			compgen -G "$T/rc.p*" >/dev/null && break
+			# the last report is out: the computation is done
+			grep -q "^step $STEPS " "$T/obs.ev" 2>/dev/null && break
 			who=${names[$((RANDOM % 5))]}
 			[ -e "$T/pid.$who" ] || continue
-			kill -9 "$(cat "$T/pid.$who")" 2>/dev/null && n=$((n + 1))
+			p=$(cat "$T/pid.$who")
+			kill -9 "$p" 2>/dev/null && n=$((n + 1)) &&
+				echo "$who $p" >"$T/lastkill"
 		done
+		open_gate
 		[ $n -ge "$KILLS" ] && break
 		wait_done
 		"$EQUIV" --events "$T/ref.ev" "$T/obs.ev" >&2 ||
