@@ -446,7 +446,10 @@ out:
 	atomic_store(&n->following, 0);
 	if (rc == -ECANCELED)
 		return 0;
-	if (rc == VR_EPEERLOST && n->o.auto_promote &&
+	/* A primary that died inside a record (VR_ETRUNC: the part that
+	 * came was never applied) is lost as surely as one that died
+	 * between records. */
+	if ((rc == VR_EPEERLOST || rc == VR_ETRUNC) && n->o.auto_promote &&
 	    n->st->role == VR_BACKUP && !n->st->copying) {
 		int prc = vr_promote(n);
 		if (prc)

@@ -172,7 +172,11 @@ passive(const char *cmd, const struct node_args *a, const char *peer,
 		host[colon - peer] = '\0';
 		rc = vr_passive_follow(n, host, (unsigned)atoi(colon + 1), pp,
 			np);
-		if (rc == VR_EPEERLOST && a->auto_promote) {
+		/* lost between records or inside one (VR_ETRUNC: the
+		 * part that came was never stored); a full copy cut short
+		 * is refused by the promotion itself */
+		if ((rc == VR_EPEERLOST || rc == VR_ETRUNC) &&
+		    a->auto_promote) {
 			fprintf(stderr, "vista-replica: primary lost: %s\n",
 				vr_errormsg());
 			rc = vr_passive_promote(n);
