@@ -147,19 +147,6 @@ dir_of(char *out, size_t n, long pid, unsigned gen)
 		snprintf(out, n, "%s/p%ld", dc__vol.tree_dir, pid);
 }
 
-/* The variables that name one member (exec_member adds its own). */
-static bool
-member_var(const char *e)
-{
-	static const char *const own[] = { "DC_DIR=", "DC_2PC_ID=",
-		"DC_TREE_FORKED=", "DC_2PC_COORD=", "DC_TREE_GEN=",
-		"DC_TREE_FDS=" };
-	for (unsigned i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		if (!strncmp(e, own[i], strlen(own[i])))
-			return true;
-	return false;
-}
-
 /* Read the image of directory d into buf (n bytes): its strings, split
  * into path, argv (ac) and envp (ec) by the caller.  Raw system calls
  * only.  Returns the header's counts, or -1 when there is no valid one. */
@@ -211,7 +198,7 @@ exec_member(long pid, int forked, unsigned gen)
 			q += strlen(q) + 1;
 		}
 		for (uint32_t i = 0; i < h.envc && q < e && ec < 8180; i++) {
-			if (!member_var(q))
+			if (!dc_tree_member_var(q))
 				envp[ec++] = q;
 			q += strlen(q) + 1;
 		}
@@ -232,7 +219,7 @@ exec_member(long pid, int forked, unsigned gen)
 		/* the root's environment, with this member's own settings */
 		for (ssize_t i = 0; ne > 0 && i < ne && ec < 8180;
 			i += (ssize_t)strlen(env + i) + 1)
-			if (!member_var(env + i))
+			if (!dc_tree_member_var(env + i))
 				envp[ec++] = env + i;
 		own = env + (ne > 0 ? ne : 0);
 	}
@@ -592,7 +579,7 @@ dc__tree_exec(long nr, const long *a, const void *ucv)
 	ssize_t ne = slurp("/proc/self/environ", env, 256 << 10);
 	for (ssize_t i = 0; ok && ne > 0 && i < ne;
 		i += (ssize_t)strlen(env + i) + 1)
-		if (libdc_var(env + i) && !member_var(env + i) &&
+		if (libdc_var(env + i) && !dc_tree_member_var(env + i) &&
 		    (ok = put_str(buf, &o, env + i)))
 			h.envc++;
 	if (!ok) {

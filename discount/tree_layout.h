@@ -21,7 +21,9 @@
 #ifndef DC_TREE_LAYOUT_H
 #define DC_TREE_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "rio_assert.h"
 
@@ -140,5 +142,19 @@ struct dc_tree_image {
 	                    * rio_checksum of bytes 0..23 */
 };
 RIO_STATIC_ASSERT(sizeof(struct dc_tree_image) == 32, "tree image header");
+
+/* Whether environment entry e is one of the member's own variables, which
+ * an image leaves out and the exec adds (libdc's tree.c, dc-tree.c). */
+static inline bool
+dc_tree_member_var(const char *e)
+{
+	static const char *const own[] = { "DC_DIR=", "DC_2PC_ID=",
+		"DC_TREE_FORKED=", "DC_2PC_COORD=", "DC_TREE_GEN=",
+		"DC_TREE_FDS=" };
+	for (unsigned i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+		if (!strncmp(e, own[i], strlen(own[i])))
+			return true;
+	return false;
+}
 
 #endif /* DC_TREE_LAYOUT_H */

@@ -857,18 +857,6 @@ all_gone(void)
 
 /* ---- images (tree_layout.h) ---- */
 
-static bool
-member_var(const char *e)
-{
-	static const char *const own[] = { "DC_DIR=", "DC_2PC_ID=",
-		"DC_TREE_FORKED=", "DC_2PC_COORD=", "DC_TREE_GEN=",
-		"DC_TREE_FDS=" };
-	for (unsigned i = 0; i < sizeof(own) / sizeof(own[0]); i++)
-		if (!strncmp(e, own[i], strlen(own[i])))
-			return true;
-	return false;
-}
-
 /* The root's first image, TREE/p2/image: the program as execvp finds
  * it, its arguments, init's environment.  A fork's child copies its
  * parent's image, so every member made again runs the program it ran. */
@@ -913,7 +901,7 @@ root_image(char **argv)
 	for (int i = 0; ok && argv[i]; i++, h.argc++)
 		PUT(argv[i]);
 	for (int i = 0; ok && environ[i]; i++)
-		if (!member_var(environ[i])) {
+		if (!dc_tree_member_var(environ[i])) {
 			PUT(environ[i]);
 			h.envc++;
 		}
@@ -970,7 +958,7 @@ image_load(int pid, unsigned gen, char *buf, size_t n, char **path,
 		argv[ac++] = q;
 	argv[ac] = NULL;
 	for (uint32_t i = 0; i < h.envc; i++, q += strlen(q) + 1)
-		if (!member_var(q))
+		if (!dc_tree_member_var(q))
 			envp[ec++] = q;
 	envp[ec] = NULL;
 	return ec;
