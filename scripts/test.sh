@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 ./scripts/bootstrap.sh build || { echo "0 passed, 1 failed"; exit 1; }
 
 passed=0 failed=0 skipped=0
+failures=() # "DIR NAME" of each test that failed, for the summary
 
 # Run meson test and add its counts to the totals.
 run_suite() {
@@ -29,6 +30,10 @@ run_suite() {
 	unexp=$(awk '/^Unexpected Pass:/ {print $3}' "$log")
 	skip=$(awk '/^Skipped:/ {print $2}' "$log")
 	timeout=$(awk '/^Timeout:/ {print $2}' "$log")
+	local name
+	while IFS= read -r name; do
+		failures+=("$dir $name")
+	done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ +(.+ \/ )?([^ ]+) +(FAIL|TIMEOUT|UNEXPECTEDPASS) .*/\2/p' "$log")
 	rm -f "$log"
 	if [ -z "$ok" ]; then
 		failed=$((failed + 1)) # meson test itself failed
@@ -52,6 +57,21 @@ if [ "${SKIP_ASAN:-0}" != 1 ]; then
 		failed=$((failed + 1))
 	fi
 fi
+
+# The failures again at the very end, each with the tail of its output
+# (from meson's log): a run read from its last lines names them.
+for f in "${failures[@]}"; do
+	dir=${f%% *} name=${f#* }
+	echo "== failed: $name ($dir) =="
+	python3 - "$dir/meson-logs/testlog.json" "$name" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    if t.get("name", "").split(" / ")[-1] == sys.argv[2]:
+        out = (t.get("stdout") or "") + (t.get("stderr") or "")
+        print("\n".join(out.splitlines()[-40:]))
+PY
+done
 
 if [ "$skipped" -gt 0 ]; then
 	echo "$passed passed, $failed failed, $skipped skipped"
