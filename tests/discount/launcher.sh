@@ -18,14 +18,22 @@ launch() {
 	shift
 	while :; do
 		"$@" 2>>"$T/err.$name" &
-		echo $! >"$T/pid.$name"
+		put "$T/pid.$name" $!
 		{ wait $!; } 2>/dev/null
 		rc=$?
 		[ $rc -ge 128 ] || break
-		echo $(( $(cat "$T/restarts.$name" 2>/dev/null || echo 0) + 1 )) \
-			>"$T/restarts.$name"
+		put "$T/restarts.$name" \
+			$(( $(cat "$T/restarts.$name" 2>/dev/null || echo 0) + 1 ))
 	done
-	echo $rc >"$T/rc.$name"
+	put "$T/rc.$name" $rc
+}
+
+# FILE VALUE: FILE holds VALUE, whole, from the moment it exists (the
+# tests poll for these files and read them at once: a file made by `>`
+# is seen empty before its write)
+put() {
+	local tmp=$T/.put.$BASHPID # a dot name: no glob of T matches it
+	echo "$2" >"$tmp" && mv -f "$tmp" "$1"
 }
 
 # the launchers first, then what they ran (twice: one may have started
