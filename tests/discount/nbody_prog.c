@@ -16,6 +16,11 @@
  * PRINT_EVERY steps and at the end -- the computation's only visible
  * events.  Messages carry the step; a rank keeps its last two steps' to
  * send again to a rank that asks (a lost datagram, a restarted peer).
+ * A rank that lacks a peer's message of its step sends its own again
+ * every 20 ms marked ASK: the peer answers (ANSWER) with its message of
+ * that step even when it has ours already.  (Without the mark, three
+ * ranks rolled back with one message each lost in a ring -- 1 lacks 2's,
+ * 2 lacks 3's, 3 lacks 1's -- sent to each other for ever.)
  *
  * The result does not depend on the order messages arrive in (the tree
  * is built by body index), so a failure-free run and a recovered one
@@ -27,6 +32,11 @@
  * recovery: a rank two steps ahead of this one).  A rank left behind by
  * an inconsistent recovery waits for steps no one sends again: the
  * computation never ends.
+ *
+ * $NBODY_LOSE=STEP (a test of the resend rule): each rank loses every
+ * message of step STEP from the next rank, (r + 1) % NPROC, except its
+ * answers: a ring of lost datagrams, as a rollback can leave, that only
+ * asking mends.
  *
  * $NBODY_EXIT_GATE=FILE (the kill tests): a rank that is done ends only
  * once FILE exists (at most 2 min), so that a test killing processes can
@@ -60,7 +70,10 @@ struct wire {
 };
 struct hdr {
 	uint32_t magic, rank, step, n;
+	uint32_t kind;  /* SENT, ASK (the sender lacks mine of `step`), ANSWER */
+	uint32_t pad;
 };
+enum { SENT, ASK, ANSWER };
 
 static struct body b[MAXB];
 static struct node {
@@ -81,6 +94,7 @@ static unsigned keep_step[2];
 static unsigned char got[MAXP];       /* step s message from rank r */
 static unsigned char got_next[MAXP];  /* step s + 1, early */
 static struct body next_buf[MAXB];
+static long lose_step = -1;           /* $NBODY_LOSE */
 
 static void
 fail(const char *what, unsigned a, unsigned c)
@@ -137,6 +151,8 @@ pack(unsigned step)
 	h->rank = (uint32_t)rank_;
 	h->step = step;
 	h->n = (uint32_t)per;
+	h->kind = SENT;
+	h->pad = 0;
 	struct wire *w = (struct wire *)(void *)(h + 1);
 	for (int k = 0; k < per; k++) {
 		const struct body *q = &b[own_lo(rank_) + k];
@@ -156,6 +172,19 @@ store(const struct hdr *h, const struct wire *w, struct body *dst)
 	}
 }
 
+/* My message of `step` again, to rank r, who asked for it. */
+static void
+answer(int r, unsigned step)
+{
+	unsigned i = step & 1;
+	if (keep_step[i] != step)
+		return;
+	struct hdr *h = (struct hdr *)(void *)keep[i];
+	h->kind = ANSWER;
+	send_to(r, keep[i], keep_len[i]);
+	h->kind = SENT;
+}
+
 /* One datagram in, at step s.  Returns 1 when it was FIN. */
 static int
 take(unsigned s, const unsigned char *buf, ssize_t n)
@@ -170,19 +199,22 @@ take(unsigned s, const unsigned char *buf, ssize_t n)
 	    h->n != (unsigned)per)
 		return 0;
 	const struct wire *w = (const void *)(h + 1);
+	if (h->step == lose_step && (int)h->rank == (rank_ + 1) % nproc &&
+	    h->kind != ANSWER)
+		return 0;
 	if (h->step == s) {
 		if (!got[h->rank])
 			store(h, w, &b[own_lo((int)h->rank)]);
 		got[h->rank] = 1;
+		if (h->kind == ASK)
+			answer((int)h->rank, s);
 	} else if (h->step == s + 1) {
 		/* the sender is ahead: it has mine of step s */
 		store(h, w, &next_buf[own_lo((int)h->rank)]);
 		got_next[h->rank] = 1;
 	} else if (h->step + 1 == s) {
 		/* the sender is behind and lost mine of its step: again */
-		unsigned i = h->step & 1;
-		if (keep_step[i] == h->step)
-			send_to((int)h->rank, keep[i], keep_len[i]);
+		answer((int)h->rank, h->step);
 	} else if (h->step > s + 1) {
 		fail("a rank is two steps ahead", h->step, s);
 	}
@@ -211,17 +243,21 @@ exchange(unsigned s)
 	for (int r = 0; r < nproc; r++)
 		if (r != rank_)
 			send_to(r, keep[i], keep_len[i]);
+	struct hdr *mine = (struct hdr *)(void *)keep[i];
 	for (;;) {
 		int missing = 0;
 		for (int r = 0; r < nproc; r++)
 			missing += r != rank_ && !got[r];
 		if (!missing)
-			return;
+			break;
 		struct pollfd p = { .fd = sock, .events = POLLIN };
 		if (poll(&p, 1, 20) <= 0) {
+			/* mine again, asking for theirs */
+			mine->kind = ASK;
 			for (int r = 0; r < nproc; r++)
 				if (r != rank_ && !got[r])
 					send_to(r, keep[i], keep_len[i]);
+			mine->kind = SENT;
 			continue;
 		}
 		ssize_t n;
@@ -397,6 +433,8 @@ main(int argc, char **argv)
 	per = nbodies / nproc;
 	if (hosts(getenv("NBODY_HOSTS")) != 0)
 		return 2;
+	if (getenv("NBODY_LOSE"))
+		lose_step = atol(getenv("NBODY_LOSE"));
 	const char *proto = getenv("NBODY_PROTOCOL");
 	if (proto && *proto && strcmp(proto, "none") != 0) {
 		struct dc_opts o = { 0 };
