@@ -545,6 +545,7 @@ bool dc__twopc_parse(const char *name, enum dc_protocol *out);
 int dc__twopc_setup(int protocol);
 int dc__twopc_first(void);
 int dc__twopc_round(void);
+void dc__twopc_exit(int status);
 void dc__twopc_serve(void);
 /* a datagram to the coordinator and the next one from it (twopc.c) */
 void dc__twopc_send(int type, uint64_t round, int32_t status, int32_t code,

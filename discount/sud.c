@@ -946,6 +946,7 @@ dc__dispatch(long nr, long *a, void *ucv)
 			dc__tree_exit(a[0]);
 			return pass(SYS_exit_group, a);
 		}
+		dc__twopc_exit((int)a[0]); /* 2PC: the end committed first */
 		dc__cleanup_exit();
 		return pass(SYS_exit_group, a);
 	default:

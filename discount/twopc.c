@@ -722,6 +722,51 @@ dc__twopc_round(void)
 	return DC_EFATAL;
 }
 
+/* The process ends (exit_group, outside a tree).  Its end is seen
+ * outside -- its launcher, its parent -- so a round commits it first, as
+ * a visible event; then the coordinator is told (EXIT, answered) and
+ * leaves it out of every later round and rollback: every later
+ * distributed checkpoint has it ended, so another participant's failure
+ * no longer waits for a process that cannot start again. */
+void
+dc__twopc_exit(int status)
+{
+	if (!dc__vol.twopc || !dc__vol.active || dc__vol.tree)
+		return;
+	int rc = dc__commit();
+	if (rc < 0) {
+		dc__say("2pc: participant %u ends without a round: %s (%s)",
+			dc__vol.tp_part, dc_strerror(rc), rio_errormsg());
+		return;
+	}
+#ifdef DC_BROKEN_2PC_EXIT_UNTOLD
+	/* broken: the coordinator is not told; a later rollback waits for
+	 * this participant, which cannot start again */
+	return;
+#endif
+	struct dc_2pc_msg m;
+	uint64_t end = now_ms() + DC_2PC_WAIT_MS;
+	while (now_ms() < end) {
+		msg_send(DC_2PC_EXIT, dc__vol.tp_st.committed, status, 0, 0);
+		uint64_t next = now_ms() + DC_2PC_RESEND_MS * 5, t;
+		while ((t = now_ms()) < next) {
+			if (!msg_recv(&m, (int)(next - t)))
+				continue;
+			if (m.type == DC_2PC_ANSWER && m.code == DC_2PC_EXIT)
+				return;
+			/* a round opened before the coordinator saw the
+			 * EXIT: take part; a rollback: end, to be
+			 * restarted at the exit's round */
+			uint64_t r = 0;
+			if (serve_one(&m, &r) < 0)
+				return;
+		}
+	}
+	dc__say("2pc: no answer to participant %u's exit in %d ms: a later "
+		"failure of another participant waits for this one",
+		dc__vol.tp_part, DC_2PC_WAIT_MS);
+}
+
 /* ---- for process trees (tree.c) ---- */
 
 void

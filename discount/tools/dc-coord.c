@@ -38,6 +38,10 @@
  * and is restarted by its launcher, so the whole computation returns to
  * the last committed distributed checkpoint.  A participant's first JOIN
  * in an epoch is its first run, or its restart after such a rollback.
+ * An EXIT (a participant's exit, committed first by a round it asked
+ * for): it is marked ended, durably, then answered; an ended participant
+ * is in no later round and counts as joined in every later epoch, until
+ * it JOINs again.
  * After a rollback, WELCOME waits until all N joined in the new epoch:
  * every incarnation of the discarded execution has ended by then, so
  * none of its datagrams reaches a recovered participant's sockets, which
@@ -93,6 +97,8 @@ static struct {
 		uint64_t incarnation;   /* the JOIN's: random per start */
 		uint64_t joined_epoch;  /* epoch + 1 when joined in it; 0 */
 		bool voted, yes, acked;
+		bool ended;     /* exited after a round committed its exit
+		                 * (EXIT): in no later round or rollback */
 		int code;
 	} p[MAXP];
 } co;
@@ -174,13 +180,16 @@ stats(void)
 	FILE *f = fopen(stats_path, "w");
 	if (!f)
 		return;
-	unsigned joined = 0;
-	for (unsigned k = 0; k < co.nparts; k++)
+	unsigned joined = 0, ended = 0;
+	for (unsigned k = 0; k < co.nparts; k++) {
 		joined += co.p[k].joined_epoch == co.epoch + 1;
+		ended += co.p[k].ended;
+	}
 	fprintf(f, "rounds=%lu\ncommits=%lu\naborts=%lu\nrollbacks=%lu\n"
-		"epoch=%lu\njoined=%u\n", (unsigned long)co.last,
+		"epoch=%lu\njoined=%u\nended=%u\n", (unsigned long)co.last,
 		(unsigned long)co.commits, (unsigned long)co.aborts,
-		(unsigned long)co.rollbacks, (unsigned long)co.epoch, joined);
+		(unsigned long)co.rollbacks, (unsigned long)co.epoch, joined,
+		ended);
 	fclose(f);
 }
 
@@ -192,7 +201,7 @@ roll_back_others(void)
 	if (co.epoch == 0)
 		return;
 	for (unsigned k = 0; k < co.nparts; k++)
-		if (co.p[k].joined_epoch != co.epoch + 1)
+		if (co.p[k].joined_epoch != co.epoch + 1 && !co.p[k].ended)
 			send_to(k, DC_2PC_ROLLBACK, co.committed, 0, 0, 0);
 }
 
@@ -216,20 +225,55 @@ abort_round(int reason, int blame)
 	stats();
 }
 
+/* Every participant joined in this epoch, or ended. */
 static bool
 all_joined(void)
 {
 	for (unsigned k = 0; k < co.nparts; k++)
-		if (co.p[k].joined_epoch != co.epoch + 1)
+		if (co.p[k].joined_epoch != co.epoch + 1 && !co.p[k].ended)
 			return false;
 	return true;
+}
+
+/* C3 once every participant that has not ended voted yes. */
+static void
+decide(void)
+{
+	for (unsigned j = 0; j < co.nparts; j++)
+		if (!co.p[j].voted && !co.p[j].ended)
+			return;
+	/* C3: the distributed checkpoint commits */
+	co.outcome[co.last % HIST] = 1;
+	co.outcome_round[co.last % HIST] = co.last;
+	co.committed = co.last;
+	co.open = OPEN_DECIDED;
+	co.commits++;
+	if (co.last == defer_round && defer_ms)
+		defer_from = now_ms();
+	persist();
+	say("round %lu committed", (unsigned long)co.last);
+	for (unsigned j = 0; j < co.nparts; j++)
+		if (!co.p[j].ended)
+			send_to(j, DC_2PC_DECISION, co.last, 1, 0, 0);
+	stats();
+}
+
+/* A decided round is closed once every participant that has not ended
+ * acknowledged it. */
+static void
+close_if_acked(void)
+{
+	for (unsigned j = 0; j < co.nparts; j++)
+		if (!co.p[j].acked && !co.p[j].ended)
+			return;
+	co.open = OPEN_NONE;
 }
 
 static void
 prepare_all(bool all)
 {
 	for (unsigned k = 0; k < co.nparts; k++) {
-		if (!all && co.p[k].voted)
+		if ((!all && co.p[k].voted) || co.p[k].ended)
 			continue;
 		send_to(k, DC_2PC_PREPARE, co.last, 0, 0, 0);
 	}
@@ -251,6 +295,10 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 	struct part *q = &co.p[k];
 	switch (m->type) {
 	case DC_2PC_JOIN: {
+		/* a participant that had ended runs again (restarted at
+		 * its exit's round): in the rounds again */
+		bool was_ended = q->ended;
+		q->ended = false;
 		bool again = q->joined_epoch == co.epoch + 1 &&
 			q->incarnation != m->gen;
 		q->addr = *from;
@@ -270,7 +318,7 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 					(unsigned long)co.committed);
 			}
 		}
-		if (q->joined_epoch != co.epoch + 1 || again) {
+		if (q->joined_epoch != co.epoch + 1 || again || was_ended) {
 			q->joined_epoch = co.epoch + 1;
 			persist();
 		}
@@ -324,32 +372,32 @@ on_msg(const struct dc_2pc_msg *m, const struct sockaddr_in *from)
 			abort_round(DC_2PC_R_NO, (int)k);
 			break;
 		}
-		for (unsigned j = 0; j < co.nparts; j++)
-			if (!co.p[j].voted)
-				return;
-		/* C3: the distributed checkpoint commits */
-		co.outcome[co.last % HIST] = 1;
-		co.outcome_round[co.last % HIST] = co.last;
-		co.committed = co.last;
-		co.open = OPEN_DECIDED;
-		co.commits++;
-		if (co.last == defer_round && defer_ms)
-			defer_from = now_ms();
-		persist();
-		say("round %lu committed", (unsigned long)co.last);
-		for (unsigned j = 0; j < co.nparts; j++)
-			send_to(j, DC_2PC_DECISION, co.last, 1, 0, 0);
-		stats();
+		decide();
 		break;
 	case DC_2PC_ACK:
 		if (m->round == co.last && co.open == OPEN_DECIDED) {
 			q->acked = true;
-			bool all = true;
-			for (unsigned j = 0; j < co.nparts; j++)
-				all = all && co.p[j].acked;
-			if (all)
-				co.open = OPEN_NONE;
+			close_if_acked();
 		}
+		break;
+	case DC_2PC_EXIT:
+		/* the participant's exit was committed by a round it asked
+		 * for (twopc.c, dc__twopc_exit): every later distributed
+		 * checkpoint has it ended, so no round or rollback waits
+		 * for it; durable before the answer lets it end */
+		q->addr = *from;
+		if (!q->ended) {
+			q->ended = true;
+			persist();
+			say("participant %u ended (status %d)", k,
+				(int)m->status);
+			if (co.open == OPEN_VOTING)
+				decide();
+			else if (co.open == OPEN_DECIDED)
+				close_if_acked();
+			stats();
+		}
+		send_to(k, DC_2PC_ANSWER, m->round, 1, 0, DC_2PC_EXIT);
 		break;
 	case DC_2PC_ASK: {
 		q->addr = *from;
@@ -469,7 +517,7 @@ main(int argc, char **argv)
 		if (co.open == OPEN_VOTING && now - co.opened_ms > vote_ms) {
 			int blame = -1;
 			for (unsigned j = 0; j < co.nparts; j++)
-				if (!co.p[j].voted)
+				if (!co.p[j].voted && !co.p[j].ended)
 					blame = (int)j;
 			abort_round(DC_2PC_R_TIMEOUT, blame);
 		}
@@ -480,7 +528,7 @@ main(int argc, char **argv)
 			prepare_all(false);
 		else if (co.open == OPEN_DECIDED)
 			for (unsigned j = 0; j < co.nparts; j++)
-				if (!co.p[j].acked)
+				if (!co.p[j].acked && !co.p[j].ended)
 					send_to(j, DC_2PC_DECISION, co.last, 1,
 						0, 0);
 		if (rolling)

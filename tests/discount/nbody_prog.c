@@ -39,9 +39,9 @@
  * asking mends.
  *
  * $NBODY_EXIT_GATE=FILE (the kill tests): a rank that is done ends only
- * once FILE exists (at most 2 min), so that a test killing processes can
- * stop its kills and let the last rollback finish before any rank ends
- * (a participant that ended cannot roll back: docs/discount.md).
+ * once FILE exists (at most 2 min), so that a test can hold a rank alive
+ * after the computation (to kill it there) or let its last rollback end
+ * before any rank does.
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -20,7 +20,10 @@
 #                  released exactly one visible event (the first);
 #   stop-coord     the coordinator is stopped (SIGSTOP) after the first
 #                  visible event: no further visible event may appear
-#                  until it runs again.
+#                  until it runs again;
+#   ended          ranks 1-3 end, then rank 0, held before its end (a gate
+#                  of its own), is killed: it must recover without them,
+#                  whose exits the coordinator knows as committed.
 #
 # Then rank 0's visible output (its events file, dc-equiv --events) must
 # be equivalent to a failure-free run's, and every process must have
@@ -112,19 +115,22 @@ fi
 REF_NBODY=${TWOPC_REF:-$NBODY}
 part() { # RANK LIB-ENV...: one participant
 	local r=$1; shift
-	local nb=$NBODY
+	local nb=$NBODY gate=$T/gate
 	[ -n "${REFRUN:-}" ] && nb=$REF_NBODY
+	[ "$MODE" = ended ] && [ $r = 0 ] && [ -z "${REFRUN:-}" ] &&
+		gate=$T/gate0
 	on $r env DC_DIR="$SHM/p$r" NBODY_PROTOCOL="$PROTO" \
 		DC_2PC_COORD=$CADDR:$CPORT DC_2PC_ID=$r NBODY_HOSTS=$HOSTS \
-		NBODY_EXIT_GATE="$T/gate" \
+		NBODY_EXIT_GATE="$gate" \
 		${TWOPC_ENV:-} "$@" "$nb" $r 4 $PORT $BODIES $STEPS $EVERY
 }
 
-# A participant that ended cannot roll back (docs/discount.md), so the
-# ranks end only once T/gate exists (NBODY_EXIT_GATE).  The kill mode
-# opens it after its last kill, once that kill's rollback is over: the
-# killed participant restarted and joined again, and all four are joined
-# in the coordinator's epoch.  Every other mode runs with it open.
+# The ranks end only once T/gate exists (NBODY_EXIT_GATE), so that each
+# campaign's last kill lands in the computation and its rollback is over
+# before the end: the kill mode opens it after its last kill, once the
+# killed participant restarted and all four are joined in the
+# coordinator's epoch.  Every other mode runs with it open (`ended` holds
+# rank 0 at a gate of its own).
 open_gate() {
 	local t=0 who old new
 	if [ -e "$T/lastkill" ]; then
@@ -145,7 +151,8 @@ open_gate() {
 # A failure-free run: the reference.
 run() { # EVENTS-FILE EXTRA-ENV-FOR-RANK-2
 	local ev=$1 extra=$2
-	rm -rf "$SHM"/* "$T"/pid.* "$T"/rc.* "$T"/restarts.* "$T/lastkill"
+	rm -rf "$SHM"/* "$T"/pid.* "$T"/rc.* "$T"/restarts.* "$T/lastkill" \
+		"$T/gate0"
 	if [ "$MODE" = kill ] && [ -z "${REFRUN:-}" ]; then
 		rm -f "$T/gate"
 	else
@@ -264,6 +271,18 @@ stop-coord)
 	after=$(wc -l <"$T/obs.ev")
 	kill -CONT "$(cat "$T/pid.coord")"
 	[ "$after" = "$before" ] || fail "$((after - before)) visible events while the coordinator was stopped (no round could complete)"
+	;;
+ended)
+	run "$T/obs.ev" ""
+	t=0
+	until [ -e "$T/rc.p1" ] && [ -e "$T/rc.p2" ] && [ -e "$T/rc.p3" ] ||
+		[ $t -ge $((LIMIT * 10)) ]; do sleep 0.1; t=$((t + 1)); done
+	for r in 1 2 3; do
+		[ "$(cat "$T/rc.p$r" 2>/dev/null)" = 0 ] ||
+			fail "rank $r did not end (status '$(cat "$T/rc.p$r" 2>/dev/null)')"
+	done
+	kill -9 "$(cat "$T/pid.p0")" || fail "rank 0 was not running"
+	: >"$T/gate0"
 	;;
 *) echo "unknown mode $MODE" >&2; exit 2 ;;
 esac
