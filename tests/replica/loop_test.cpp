@@ -124,6 +124,44 @@ TEST_CASE("each commit mode replicates every transaction", "[loop]")
 	}
 }
 
+TEST_CASE("a record splits at 8 equal bytes, the cost of a piece", "[loop]")
+{
+	test::TempDir da, db;
+	Node p, b;
+	struct vr_opts o = {};
+	o.mode = VR_2SAFE;
+	o.timeout_ms = 2000;
+	p.open(da.path, 0, SEG, o);
+	b.open(db.path, 2, SEG, o);
+	VR_REQUIRE_OK(vr_serve(p.n, "127.0.0.1", 0));
+	Follower f;
+	f.start(b, vr_port(p.n));
+	VR_REQUIRE_OK(vr_wait_backup(p.n, 5000));
+	// This thread's first commit after the full copy goes whole (P3).
+	VR_REQUIRE_OK(p.put({ 0 }, 1));
+	struct vr_status s0, s1;
+	VR_REQUIRE_OK(vr_status(p.n, &s0));
+	// One 64-byte range, zero before: bytes 0 and 12 change (11 equal
+	// bytes between: two pieces, 1 + 1 data bytes, cost less than one of
+	// 13), bytes 40 and 44 (3 equal between: one piece of 5).
+	char *r = p.base + 8192;
+	VR_REQUIRE_OK(vista_begin_transaction(p.v, 0));
+	VR_REQUIRE_OK(vista_set_range(p.v, r, 64));
+	r[0] = 1;
+	r[12] = 2;
+	r[40] = 3;
+	r[44] = 4;
+	VR_REQUIRE_OK(vr_commit(p.n));
+	VR_REQUIRE_OK(vr_status(p.n, &s1));
+	REQUIRE(s1.records == s0.records + 1);
+	REQUIRE(s1.data_bytes - s0.data_bytes == 7);
+	// header 40, three pieces of 8, data 7 padded to 8
+	REQUIRE(s1.meta_bytes - s0.meta_bytes == 40 + 24 + 1);
+	vr_stop(b.n);
+	VR_REQUIRE_OK(f.join());
+	REQUIRE(memcmp(p.base, b.base, SEG) == 0);
+}
+
 TEST_CASE("failover: promotion, then the old primary rejoins by full copy",
 	"[failover]")
 {
