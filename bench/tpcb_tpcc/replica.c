@@ -306,7 +306,10 @@ tb_repl_attach(const struct tb_opts *o, int stream,
 	if (r->kind == TB_REPL_ACTIVE) {
 		struct vr_opts ro = { .state_path = state,
 			.state_addr = state_addr(g), .mode = (enum vr_mode)r->mode,
-			.window = 1024, .timeout_ms = TB_REPL_TIMEOUT_MS };
+			/* pipelined: commits in flight; 1-safe: the
+			 * library's loss window (0: its default). */
+			.window = r->mode == VR_PIPELINED ? 1024 : 0,
+			.timeout_ms = TB_REPL_TIMEOUT_MS };
 		if ((rc = vr_open(v, seg, &ro, &r->n)))
 			goto fail_vr;
 		if ((rc = vr_serve(r->n, o->peer, 0)))

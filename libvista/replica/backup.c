@@ -17,6 +17,8 @@
  * A record too large for the log is applied as before the log existed:
  * the log is applied first, then the record and the node state in one
  * Vista transaction, then the ACK.
+ * GRANT (1-safe, replica_layout.h): the offered limit goes into the node
+ * state in one Vista transaction, durable before the GRANT goes back (B4).
  * Full copy: the state says `copying` (durably) before the first COPY
  * chunk is written and stops saying it in the COPY_END transaction; a
  * node interrupted in between refuses promotion (VR_EINCOMPLETE) and is
@@ -30,6 +32,9 @@
  *   B3. The segment holds the records up to the node state's applied seq,
  *       and those the log holds after it once the log is applied; the
  *       log never runs ahead of what was verified (B1).
+ *   B4. A limit is granted back only once the node state holds it
+ *       durably: a promotion after any crash of this node reports a
+ *       1-safe loss window (limit - applied) that bounds the loss.
  */
 #include <errno.h>
 #include <poll.h>
@@ -108,6 +113,25 @@ heard_beat(vr_node *n, const struct vr_rec_hdr *h)
 		atomic_store(&n->announced, h->seq);
 }
 
+/* B4: make the offered limit durable, then grant it back. */
+static int
+grant(vr_node *n, uint64_t limit)
+{
+	if (limit > n->st->limit) {
+		struct vr_state s = *n->st;
+		int rc;
+		s.limit = limit;
+		/* Durable when vr__state_set returns (a Vista commit):
+		 * before the GRANT below lets the primary return commits
+		 * up to the limit. */
+		rc = vr__state_set(n, &s);
+		if (rc)
+			return rc;
+	}
+	return vr__send_rec(n->cfd, VR_REC_GRANT, 0, n->st->limit,
+		n->st->epoch, NULL, 0);
+}
+
 static bool
 readable(int fd)
 {
@@ -174,14 +198,16 @@ hello(vr_node *n, void **buf, size_t *cap, uint64_t *pepoch,
 	struct vr_hello me = { .seg_major = vr__seg_major(),
 		.role = VR_ROLE_BACKUP, .stream = n->st->stream,
 		.seq = n->st->applied, .pos = n->st->pos,
-		.seg_size = n->size };
+		.seg_size = n->size, .limit = n->st->limit };
 	const struct vr_rec_hdr *h;
 	const struct vr_hello *ph;
 	int rc;
 
 	memcpy(me.set_uuid, n->st->set_uuid, 16);
-	if (n->st->copying || n->st->role == VR_FRESH)
+	if (n->st->copying || n->st->role == VR_FRESH) {
 		me.stream = 0; /* nothing to resume */
+		me.limit = 0;
+	}
 	rc = vr__send_rec(n->cfd, VR_REC_HELLO, 0, n->st->applied,
 		n->st->epoch, &me, sizeof(me));
 	if (rc)
@@ -325,6 +351,7 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 	for (;;) {
 		const struct vr_rec_hdr *h;
 		struct vr_blog *b = &n->blog;
+		uint64_t glimit = 0;
 		unsigned k = 0;
 
 		rc = READ_REC(n, &rd, &h);
@@ -338,6 +365,12 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			/* A quiet moment: apply the log (step 5). */
 			if (rc == 0)
 				rc = vr__blog_apply(n);
+			if (rc)
+				break;
+			continue;
+		}
+		if (h->type == VR_REC_GRANT) {
+			rc = grant(n, h->seq);
 			if (rc)
 				break;
 			continue;
@@ -363,6 +396,8 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 			s.stream = e->stream;
 			s.applied = e->seq;
 			s.pos = e->pos;
+			/* The old stream's limit means nothing here (B4). */
+			s.limit = e->seq;
 			rc = vr__state_set(n, &s);
 			if (rc == 0)
 				rc = vr__blog_reset(n);
@@ -411,6 +446,11 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 				heard_beat(n, h);
 				break;
 			}
+			if (h->type == VR_REC_GRANT) {
+				/* Ends the batch; granted after its ack. */
+				glimit = h->seq;
+				break;
+			}
 			if (h->type != VR_REC_REDO) {
 				rc = vr__err(VR_ECORRUPT, "record type %u "
 					"among redo records", h->type);
@@ -423,6 +463,8 @@ vr_follow(vr_node *n, const char *host, unsigned port)
 		vr__blog_fence(n);
 		/* 4. ...before the acknowledgement (B2). */
 		rc = ack(n, b->lseq, b->lpos);
+		if (rc == 0 && glimit)
+			rc = grant(n, glimit);
 		/* 5. Lazily: once an eighth of the log waits. */
 		if (rc == 0 && vr__blog_due(n))
 			rc = vr__blog_apply(n);

@@ -39,9 +39,9 @@
 #include "rio.h"
 
 #define VR_BLOG_MAGIC "VRBLOG1"
-/* 2: entries hold wire major 2 records (replica_layout.h); a log of
- * major 1 is refused (VR_ESTATE) rather than read as an empty one. */
-#define VR_BLOG_MAJOR 2u
+/* 3: entries hold wire major 3 records (replica_layout.h); a log of an
+ * older major is refused (VR_EVERSION) rather than read as an empty one. */
+#define VR_BLOG_MAJOR 3u
 #define VR_BLOG_SEED 0x56524c4f47534c54ull /* "VRLOGSLT" */
 #define VR_BLOG_ENT_SEED 0x56524c4f47454e54ull /* "VRLOGENT" */
 #define VR_BLOG_SLOT0 64u

@@ -120,7 +120,7 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 	if (n->o.ring_size == 0)
 		n->o.ring_size = 4u << 20;
 	if (n->o.window == 0)
-		n->o.window = 1024;
+		n->o.window = n->o.mode == VR_1SAFE ? 16384 : 1024;
 	if (n->o.heartbeat_ms == 0)
 		n->o.heartbeat_ms = 10;
 	if (n->o.timeout_ms == 0)
@@ -154,6 +154,7 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 		memset(&s, 0, sizeof(s));
 		memcpy(s.magic, VR_STATE_MAGIC, 8);
 		s.major = VR_STATE_MAJOR;
+		s.minor = VR_STATE_MINOR;
 		s.role = VR_FRESH;
 		s.seg_size = n->size;
 		rc = vr__state_set(n, &s);
@@ -280,6 +281,18 @@ vr_status(const vr_node *n, struct vr_status *st)
 	st->meta_bytes = atomic_load(&n->meta_bytes);
 	st->copies = atomic_load(&n->copies);
 	st->announced = atomic_load(&n->announced);
+	st->limit = n->st->limit;
+	/* The 1-safe loss bound: the old primary returned no 1-safe commit
+	 * past the limit this node granted (durably, before granting). */
+#ifdef VR_BROKEN_WINDOW_ANNOUNCED
+	/* wrong: the heartbeats' last announcement, which the primary's
+	 * commits after it outrun */
+	st->window = st->announced > st->seq ? st->announced - st->seq : 0;
+#else
+	st->window = st->role != VR_FRESH && !n->st->copying &&
+		n->st->limit > n->st->applied ?
+		n->st->limit - n->st->applied : 0;
+#endif
 	return 0;
 }
 

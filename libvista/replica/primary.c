@@ -9,8 +9,9 @@
  *      the next seq and appends the record to the ring (blocking while the
  *      backup is a whole ring behind: head + len - tail > ring_size);
  *   2. Vista commits locally;
- *   3. 1-safe returns; 2-safe waits until acked >= seq; pipelined until
- *      acked >= seq - window.
+ *   3. 1-safe returns if seq <= granted (else it waits for a GRANT while
+ *      a backup is connected, P5); 2-safe waits until acked >= seq;
+ *      pipelined until acked >= seq - window.
  * The sender thread writes [sent, head) to the socket, reads ACKs (which
  * move tail and acked), sends a BEAT every heartbeat_ms, and declares the
  * backup lost after timeout_ms of silence.  1-safe and pipelined records
@@ -35,6 +36,14 @@
  *   P4. A node that is not PRIMARY refuses every commit touching the
  *       data segment (the hook returns the error before anything is
  *       durable).
+ *   P5. 1-safe: vr_commit returns 0 only for a seq <= granted, the
+ *       largest limit the backup has made durable and granted back
+ *       (replica_layout.h GRANT); a full copy lowers granted to the seq
+ *       it covers, and a backup resumes from the ring's tail only if its
+ *       own durable limit is >= granted.  So a promoted backup misses at
+ *       most its limit - applied of the transactions whose commit
+ *       returned.  The sender offers seq + window whenever less than
+ *       half a window is left.
  */
 #include <errno.h>
 #include <poll.h>
@@ -161,6 +170,12 @@ add_piece(uint64_t off, const char *src, size_t len)
  * ranges' images and descriptors (a 64-byte-aligned record follows). */
 #define VR_PREFETCH 256
 
+/* Equal bytes between two changed runs of a range are sent along while
+ * there are fewer than this: a new piece costs its 8-byte descriptor, so
+ * a gap of 8 or more is cheaper split (order-entry: 636 record bytes a
+ * transaction at 8, 665 at 16; bench/replica/oe_bytes.c). */
+#define VR_DIFF_GAP sizeof(struct vr_piece)
+
 /* The REDO record of the transaction: into tls.buf, its length. */
 static int
 build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
@@ -212,8 +227,8 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 		}
 		for (;;) {
 			size_t max = tls.olcap / 2;
-			k = max ? vr_diff(r.before, r.addr, r.len, 16, tls.ol,
-					max) : -E2BIG;
+			k = max ? vr_diff(r.before, r.addr, r.len,
+					VR_DIFF_GAP, tls.ol, max) : -E2BIG;
 			if (k != -E2BIG)
 				break;
 			max = max ? 2 * max : 64;
@@ -508,6 +523,10 @@ full_copy(vr_node *n, int fd)
 	if (rc == 0) {
 		n->tail = n->sent = n->head;
 		n->base_seq = n->seq;
+		/* P5: the copy holds every seq up to here, and the backup's
+		 * limit is this seq (COPY_END). */
+		atomic_store(&n->granted, n->seq);
+		atomic_store(&n->offered, n->seq);
 		atomic_fetch_add(&n->copies, 1);
 	}
 	return rc;
@@ -566,11 +585,13 @@ handshake(vr_node *n, int fd)
 	memcpy(me.set_uuid, n->st->set_uuid, 16);
 	if (((struct vr_rec_hdr *)buf)->epoch == n->st->epoch &&
 	    bh->stream == n->stream && bh->pos >= n->tail &&
-	    bh->pos <= n->head) {
-		/* Resume from the log tail the ring still holds. */
+	    bh->pos <= n->head && bh->limit >= atomic_load(&n->granted)) {
+		/* Resume from the log tail the ring still holds (P5: this
+		 * backup knows every limit granted). */
 		me.seq = bh->seq;
 		me.pos = bh->pos;
 		n->sent = bh->pos;
+		atomic_store(&n->offered, atomic_load(&n->granted));
 		rc = vr__send_rec(fd, VR_REC_HELLO, 0, n->seq, n->st->epoch,
 			&me, sizeof(me));
 	} else {
@@ -613,6 +634,43 @@ on_ack(vr_node *n, const struct vr_rec_hdr *h)
 	pthread_mutex_unlock(&n->lock);
 }
 
+/* The backup made `limit` durable (P5). */
+static void
+on_grant(vr_node *n, uint64_t limit)
+{
+	pthread_mutex_lock(&n->lock);
+	if (limit <= atomic_load(&n->offered) &&
+	    limit > atomic_load(&n->granted)) {
+		atomic_store_explicit(&n->granted, limit,
+			memory_order_release);
+		if (atomic_load(&n->waiters))
+			pthread_cond_broadcast(&n->ackcv);
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+/* 1-safe: offer seq + window once less than half a window is left (P5).
+ * Sender thread, connected. */
+static int
+offer(vr_node *n, int fd)
+{
+	uint64_t q, l;
+	int rc;
+
+	pthread_mutex_lock(&n->lock);
+	q = n->seq;
+	pthread_mutex_unlock(&n->lock);
+	if (atomic_load(&n->offered) >= q + n->o.window / 2)
+		return 0;
+	l = q + n->o.window;
+	pthread_mutex_lock(&n->wlock);
+	rc = vr__send_rec(fd, VR_REC_GRANT, 0, l, n->st->epoch, NULL, 0);
+	pthread_mutex_unlock(&n->wlock);
+	if (rc == 0)
+		atomic_store(&n->offered, l);
+	return rc;
+}
+
 /* Read whatever the backup sent (acks, answers to beats) without
  * waiting for more.  Caller holds rlock, with n->rd.fd open. */
 static int
@@ -632,6 +690,8 @@ read_acks(vr_node *n)
 		atomic_store(&n->last_in, vr__now_us());
 		if (h->type == VR_REC_ACK)
 			on_ack(n, h);
+		else if (h->type == VR_REC_GRANT)
+			on_grant(n, h->seq);
 	}
 }
 
@@ -712,6 +772,8 @@ sender(void *arg)
 			rc = push_locked(n, fd, 256u << 10);
 			pthread_mutex_unlock(&n->wlock);
 		}
+		if (rc == 0 && n->o.mode == VR_1SAFE)
+			rc = offer(n, fd);
 		now = vr__now_us();
 		if (rc == 0 && now - last_out >= n->o.heartbeat_ms * 1000u) {
 			/* Every heartbeat, busy or not: the backup learns the
@@ -818,6 +880,8 @@ vr_serve(vr_node *n, const char *host, unsigned port)
 	n->lfd = fd;
 	n->stream = vr__random64();
 	n->head = n->sent = n->tail = 0;
+	atomic_store(&n->granted, n->seq);
+	atomic_store(&n->offered, n->seq);
 	atomic_store(&n->alone, 1);
 	atomic_store(&n->stop, 0);
 	rc = -pthread_create(&n->thr, NULL, sender, n);
@@ -874,13 +938,27 @@ vr_wait_backup(vr_node *n, unsigned timeout_ms)
 	return 0;
 }
 
+/* Under n->lock: sleep on ackcv for at most a millisecond. */
+static void
+wait_1ms(vr_node *n)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	(void)pthread_cond_timedwait(&n->ackcv, &n->lock, &ts);
+}
+
 /* Wait until acked >= seq: spin a little (the round trip is tens of
  * microseconds), then sleep on the condition. */
 static int
 wait_acked(vr_node *n, uint64_t seq)
 {
 	uint64_t t0 = vr__now_us(), limit;
-	struct timespec ts;
 	int rc = 0;
 
 	limit = t0 + (uint64_t)n->o.timeout_ms * 2000u;
@@ -918,13 +996,36 @@ wait_acked(vr_node *n, uint64_t seq)
 				(unsigned long)seq, 2 * n->o.timeout_ms);
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
+		wait_1ms(n);
+	}
+	atomic_fetch_sub(&n->waiters, 1);
+	pthread_mutex_unlock(&n->lock);
+	return rc;
+}
+
+/* 1-safe past the limit granted (P5): wait for a GRANT while a backup is
+ * connected; without one, the transaction is committed but not covered. */
+static int
+wait_granted(vr_node *n, uint64_t seq)
+{
+	uint64_t limit = vr__now_us() + (uint64_t)n->o.timeout_ms * 2000u;
+	int rc = 0;
+
+	pthread_mutex_lock(&n->lock);
+	atomic_fetch_add(&n->waiters, 1);
+	while (atomic_load(&n->granted) < seq) {
+		if (!atomic_load(&n->connected) || vr__now_us() >= limit ||
+		    vr__node_role(n) != VR_PRIMARY) {
+			rc = vr__err(VR_ENOBACKUP, "seq %lu committed locally "
+				"past the 1-safe limit %lu a backup granted "
+				"(%s): not replicated", (unsigned long)seq,
+				(unsigned long)atomic_load(&n->granted),
+				atomic_load(&n->connected) ? "no grant in time"
+				: "no backup connected");
+			break;
 		}
-		(void)pthread_cond_timedwait(&n->ackcv, &n->lock, &ts);
+		wake_sender(n);
+		wait_1ms(n);
 	}
 	atomic_fetch_sub(&n->waiters, 1);
 	pthread_mutex_unlock(&n->lock);
@@ -942,8 +1043,12 @@ vr_commit(vr_node *n)
 	if (rc)
 		return rc;
 	seq = tls.seq;
-	if (seq == 0 || n->o.mode == VR_1SAFE)
+	if (seq == 0)
 		return 0;
+	if (n->o.mode == VR_1SAFE)
+		/* P5 */
+		return seq <= atomic_load_explicit(&n->granted,
+			memory_order_acquire) ? 0 : wait_granted(n, seq);
 #ifdef VR_BROKEN_NO_WAIT
 	return 0; /* wrong: 2-safe returns before the backup's persist */
 #endif

@@ -13,9 +13,18 @@
  *                    then zeros up to the next multiple of 8
  *          ACK       struct vr_ack
  *          BEAT      none (seq: the last record queued)
+ *          GRANT     none (seq: a 1-safe limit; see below)
  *          COPY      one piece and its data, padded so (full copy)
  *          COPY_END  struct vr_ack (the stream position the copy is at)
  *          REFUSE    struct vr_refuse
+ *
+ * GRANT bounds the 1-safe loss.  The primary offers a limit L (seq): it
+ * returns no 1-safe commit of a seq past the largest limit the backup
+ * has granted back.  The backup makes L durable in its node state first,
+ * then sends GRANT {seq L} back.  So after a promotion the records the
+ * old primary may have acknowledged that this node lacks are at most
+ * state.limit - state.applied, whatever the primary did after its last
+ * heartbeat.
  *
  * check = rio_checksum(payload, rio_checksum(header bytes 0..31,
  * VR_WIRE_SEED)).  A reader takes a record only whole and verified:
@@ -35,11 +44,11 @@
 #include "rio.h"
 
 #define VR_WIRE_MAGIC 0x31525256u /* "VRR1" */
-/* 2: 8-byte pieces, data unpadded between pieces (1: 16-byte pieces,
- * each piece's data padded to 8).  A node refuses a record of another
- * major (VR_EVERSION), so a peer of the other version is refused at its
- * HELLO. */
-#define VR_WIRE_MAJOR 2u
+/* 3: GRANT records, HELLO carries the backup's limit (2: no 1-safe
+ * limit; 1: 16-byte pieces, each piece's data padded to 8).  A node
+ * refuses a record of another major (VR_EVERSION), so a peer of another
+ * version is refused at its HELLO. */
+#define VR_WIRE_MAJOR 3u
 #define VR_WIRE_SEED 0x5652535452454d31ull /* "VRSTREM1" */
 #define VR_MAX_REC (64u << 20)  /* largest record, header included */
 #define VR_COPY_CHUNK (64u << 10) /* full-copy bytes per COPY record */
@@ -52,7 +61,8 @@ enum {
 	VR_REC_COPY = 5,
 	VR_REC_COPY_END = 6,
 	VR_REC_REFUSE = 7,
-	VR_REC_MAXTYPE = 7,
+	VR_REC_GRANT = 8,
+	VR_REC_MAXTYPE = 8,
 };
 
 struct vr_rec_hdr {
@@ -61,7 +71,8 @@ struct vr_rec_hdr {
 	uint16_t major;  /* 6  VR_WIRE_MAJOR */
 	uint32_t len;    /* 8  bytes, header included, multiple of 8 */
 	uint32_t count;  /* 12 pieces (REDO, COPY); 0 otherwise */
-	uint64_t seq;    /* 16 REDO: its number (1, 2, ...); BEAT: last queued */
+	uint64_t seq;    /* 16 REDO: its number (1, 2, ...); BEAT: last queued;
+			    GRANT: the 1-safe limit offered or granted */
 	uint64_t epoch;  /* 24 the sender's epoch */
 	uint64_t check;  /* 32 see above */
 };
@@ -111,6 +122,8 @@ struct vr_hello {
 				 ring; backup: last applied */
 	uint64_t pos;         /* 40 stream byte position after `seq` */
 	uint64_t seg_size;    /* 48 user area bytes */
+	uint64_t limit;       /* 56 backup: its durable 1-safe limit (state);
+				 primary: zero */
 };
 
 struct vr_ack {
@@ -127,6 +140,7 @@ struct vr_refuse {
 /* The node state: the state segment's user area, first 128 bytes. */
 #define VR_STATE_MAGIC "VRSTATE"
 #define VR_STATE_MAJOR 1u
+#define VR_STATE_MINOR 1u /* 1: limit (zero in a minor-0 state: none) */
 #define VR_STATE_SEED 0x5652535441544531ull /* "VRSTATE1" */
 struct vr_state {
 	char magic[8];        /* 0   "VRSTATE\0" */
@@ -140,7 +154,11 @@ struct vr_state {
 	uint64_t pos;         /* 56  stream byte position after it */
 	uint64_t seg_size;    /* 64  */
 	uint32_t copying;     /* 72  1 while a full copy is under way */
-	uint8_t reserved[44]; /* 76  zero */
+	uint32_t reserved0;   /* 76  zero */
+	uint64_t limit;       /* 80  backup: the largest 1-safe limit it
+				 granted (a seq of `stream`): the old primary
+				 returned no 1-safe commit past it (minor 1) */
+	uint8_t reserved[32]; /* 88  zero */
 	uint64_t check;       /* 120 rio_checksum(bytes 0..119, seed) */
 };
 
@@ -149,7 +167,9 @@ RIO_STATIC_ASSERT(__builtin_offsetof(struct vr_rec_hdr, check) == 32,
 	"record check");
 RIO_STATIC_ASSERT(sizeof(struct vr_piece) == 8, "piece");
 RIO_STATIC_ASSERT(VR_COPY_CHUNK <= VR_PIECE_MAX_LEN, "a COPY is one piece");
-RIO_STATIC_ASSERT(sizeof(struct vr_hello) == 56, "hello");
+RIO_STATIC_ASSERT(sizeof(struct vr_hello) == 64, "hello");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vr_state, limit) == 80,
+	"node state limit");
 RIO_STATIC_ASSERT(sizeof(struct vr_ack) == 24, "ack");
 RIO_STATIC_ASSERT(sizeof(struct vr_refuse) == 8, "refuse");
 RIO_STATIC_ASSERT(sizeof(struct vr_state) == 128, "node state");

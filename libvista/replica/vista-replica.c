@@ -14,8 +14,11 @@
  * D/state (the node state); the data segment maps at --addr (default
  * 0x7e0000000000) and the state right after it.  follow applies the
  * primary's stream until the primary is lost; a full copy prints a
- * progress line.  After a promotion it prints the epoch and the 1-safe
- * loss window: the records the primary announced that never arrived.
+ * progress line.  After a promotion (follow --auto-promote, or promote) it
+ * prints the epoch and the 1-safe loss window: at most that many
+ * transactions whose 1-safe commit returned on the old primary are
+ * missing here (the limit this node granted, durably, minus its applied
+ * seq; vista_replica.h vr_status).
  *
  * passive-follow keeps byte copies of the primary's pools (a passive
  * backup: vr_passive_follow) in D/seg and D/log (--files: other names, in
@@ -132,6 +135,17 @@ print_status(vr_node *n)
 	for (int i = 0; i < 16; i++)
 		printf("%02x", st.set_uuid[i]);
 	printf("\n");
+}
+
+static void
+print_promoted(const struct vr_status *st)
+{
+	printf("promoted: epoch %llu, applied seq %llu, granted limit %llu, "
+		"primary announced %llu: 1-safe loss window %llu "
+		"transaction(s)\n", (unsigned long long)st->epoch,
+		(unsigned long long)st->seq, (unsigned long long)st->limit,
+		(unsigned long long)st->announced,
+		(unsigned long long)st->window);
 }
 
 static int
@@ -266,14 +280,7 @@ main(int argc, char **argv)
 		rc = vr_follow(n, host, (unsigned)atoi(colon + 1));
 		(void)vr_status(n, &st);
 		if (st.role == VR_PRIMARY) {
-			printf("promoted: epoch %llu, applied seq %llu, "
-				"primary announced %llu: 1-safe loss window "
-				"%llu transaction(s)\n",
-				(unsigned long long)st.epoch,
-				(unsigned long long)st.seq,
-				(unsigned long long)st.announced,
-				(unsigned long long)(st.announced > st.seq ?
-					st.announced - st.seq : 0));
+			print_promoted(&st);
 		} else if (rc) {
 			ret = fail("vr_follow", rc);
 		}
@@ -282,8 +289,13 @@ main(int argc, char **argv)
 		if (open_node(&a, &v, &seg, &n))
 			return 1;
 		rc = vr_promote(n);
-		if (rc)
+		if (rc) {
 			ret = fail("vr_promote", rc);
+		} else {
+			struct vr_status st;
+			(void)vr_status(n, &st);
+			print_promoted(&st);
+		}
 		print_status(n);
 	} else if (strcmp(cmd, "status") == 0) {
 		if (open_node(&a, &v, &seg, &n))

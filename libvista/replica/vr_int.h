@@ -93,6 +93,10 @@ struct vr_node {
 	uint64_t seq;             /* last seq queued */
 	uint64_t base_seq;        /* seq of the record ending at tail */
 	VR_ATOMIC(uint64_t) acked;   /* last seq acknowledged */
+	/* 1-safe (replica_layout.h GRANT): a commit of a seq past granted
+	 * does not return 0; offered: the largest limit sent (sender). */
+	VR_ATOMIC(uint64_t) granted;
+	VR_ATOMIC(uint64_t) offered;
 	VR_ATOMIC(int) waiters;
 	VR_ATOMIC(int) sleeping;     /* the sender is in poll() */
 	VR_ATOMIC(uint64_t) copy_gen;

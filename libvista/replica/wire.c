@@ -128,6 +128,7 @@ vr__rec_verify(const struct vr_rec_hdr *h, const void *payload,
 			goto size;
 		break;
 	case VR_REC_BEAT:
+	case VR_REC_GRANT:
 		if (plen != 0)
 			goto size;
 		break;

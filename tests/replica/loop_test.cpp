@@ -124,6 +124,44 @@ TEST_CASE("each commit mode replicates every transaction", "[loop]")
 	}
 }
 
+TEST_CASE("a record splits at 8 equal bytes, the cost of a piece", "[loop]")
+{
+	test::TempDir da, db;
+	Node p, b;
+	struct vr_opts o = {};
+	o.mode = VR_2SAFE;
+	o.timeout_ms = 2000;
+	p.open(da.path, 0, SEG, o);
+	b.open(db.path, 2, SEG, o);
+	VR_REQUIRE_OK(vr_serve(p.n, "127.0.0.1", 0));
+	Follower f;
+	f.start(b, vr_port(p.n));
+	VR_REQUIRE_OK(vr_wait_backup(p.n, 5000));
+	// This thread's first commit after the full copy goes whole (P3).
+	VR_REQUIRE_OK(p.put({ 0 }, 1));
+	struct vr_status s0, s1;
+	VR_REQUIRE_OK(vr_status(p.n, &s0));
+	// One 64-byte range, zero before: bytes 0 and 12 change (11 equal
+	// bytes between: two pieces, 1 + 1 data bytes, cost less than one of
+	// 13), bytes 40 and 44 (3 equal between: one piece of 5).
+	char *r = p.base + 8192;
+	VR_REQUIRE_OK(vista_begin_transaction(p.v, 0));
+	VR_REQUIRE_OK(vista_set_range(p.v, r, 64));
+	r[0] = 1;
+	r[12] = 2;
+	r[40] = 3;
+	r[44] = 4;
+	VR_REQUIRE_OK(vr_commit(p.n));
+	VR_REQUIRE_OK(vr_status(p.n, &s1));
+	REQUIRE(s1.records == s0.records + 1);
+	REQUIRE(s1.data_bytes - s0.data_bytes == 7);
+	// header 40, three pieces of 8, data 7 padded to 8
+	REQUIRE(s1.meta_bytes - s0.meta_bytes == 40 + 24 + 1);
+	vr_stop(b.n);
+	VR_REQUIRE_OK(f.join());
+	REQUIRE(memcmp(p.base, b.base, SEG) == 0);
+}
+
 TEST_CASE("failover: promotion, then the old primary rejoins by full copy",
 	"[failover]")
 {
@@ -189,6 +227,70 @@ TEST_CASE("failover: promotion, then the old primary rejoins by full copy",
 	vr_stop(p.n);
 	VR_REQUIRE_OK(f2.join());
 	REQUIRE(memcmp(p.base, b.base, SEG) == 0);
+}
+
+TEST_CASE("1-safe returns no commit past the limit the backup granted",
+	"[failover]")
+{
+	test::TempDir da, db;
+	Node p, b;
+	struct vr_opts o = {};
+	o.mode = VR_1SAFE;
+	o.window = 16; // a GRANT every 8 commits
+	o.timeout_ms = 2000;
+	p.open(da.path, 0, SEG, o);
+	b.open(db.path, 2, SEG, o);
+	VR_REQUIRE_OK(vr_serve(p.n, "127.0.0.1", 0));
+	// No backup yet: committed locally, not covered by any limit.
+	{
+		int rc;
+		std::mt19937 r0(7);
+		pair_tx(p, r0, &rc);
+		VR_REQUIRE_RC(rc, VR_ENOBACKUP);
+	}
+	Follower f;
+	f.start(b, vr_port(p.n));
+	VR_REQUIRE_OK(vr_wait_backup(p.n, 5000));
+	std::mt19937 rng(5);
+	uint64_t last_ok = 0;
+	for (int i = 0; i < 200; i++) {
+		int rc;
+		pair_tx(p, rng, &rc);
+		VR_REQUIRE_OK(rc); // the grants keep ahead of the commits
+		last_ok = vr_last_seq();
+	}
+	vr_stop(b.n);
+	VR_REQUIRE_OK(f.join());
+	for (int i = 0; i < 100 && status_seq(b) == 0; i++)
+		usleep(10000);
+	struct vr_status bs;
+	VR_REQUIRE_OK(vr_status(b.n, &bs));
+	REQUIRE(bs.limit >= last_ok);
+	// The backup is gone: commits go on up to its limit, no further.
+	for (int i = 0; i < 100 && p.n->connected; i++)
+		usleep(10000);
+	int rc = 0, oks = 0;
+	while (rc == 0 && oks < 100) {
+		pair_tx(p, rng, &rc);
+		if (rc == 0) {
+			oks++;
+			last_ok = vr_last_seq();
+		}
+	}
+	VR_REQUIRE_RC(rc, VR_ENOBACKUP);
+	REQUIRE(oks <= (int)o.window);
+	REQUIRE(last_ok <= bs.limit);
+	// The limit is durable: the backup restarted (its redo log opened by
+	// this thread, whose protection keys are its own) and promoted by
+	// command reports a window that covers every commit that returned.
+	uint64_t limit = bs.limit;
+	b.close();
+	b.open(db.path, 2, SEG, o);
+	VR_REQUIRE_OK(vr_promote(b.n));
+	VR_REQUIRE_OK(vr_status(b.n, &bs));
+	REQUIRE(bs.limit == limit);
+	REQUIRE(bs.window == bs.limit - bs.seq);
+	REQUIRE(bs.seq + bs.window >= last_ok);
 }
 
 TEST_CASE("a primary that meets a newer epoch goes stale and refuses writes",

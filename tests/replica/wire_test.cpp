@@ -59,6 +59,7 @@ TEST_CASE("every record type seals and verifies", "[wire]")
 	auto ack = make_rec(VR_REC_ACK, 0, &a, sizeof(a));
 	auto end = make_rec(VR_REC_COPY_END, 0, &a, sizeof(a));
 	auto beat = make_rec(VR_REC_BEAT, 0, nullptr, 0);
+	auto grant = make_rec(VR_REC_GRANT, 0, nullptr, 0);
 	auto ref = make_rec(VR_REC_REFUSE, 0, &r, sizeof(r));
 	auto rd = redo({ { 8, "abc" }, { 100, "0123456789" } });
 	std::string chunk(64, 'x');
@@ -66,10 +67,14 @@ TEST_CASE("every record type seals and verifies", "[wire]")
 	((vr_rec_hdr *)copy.data())->type = VR_REC_COPY;
 	vr__rec_seal((vr_rec_hdr *)copy.data(), VR_REC_COPY, 1, 0, 3,
 		copy.size(), copy.data() + sizeof(vr_rec_hdr));
-	for (auto *b : { &hello, &ack, &end, &beat, &ref, &rd, &copy }) {
+	for (auto *b : { &hello, &ack, &end, &beat, &grant, &ref, &rd,
+		     &copy }) {
 		VR_REQUIRE_OK(verify(*b));
 		REQUIRE(b->size() % 8 == 0);
 	}
+	// A GRANT carries no payload.
+	auto grant2 = make_rec(VR_REC_GRANT, 0, &a, sizeof(a));
+	VR_REQUIRE_RC(verify(grant2), VR_ECORRUPT);
 	// A COPY record carries exactly one piece.
 	auto copy2 = redo({ { 0, "ab" }, { 8, "cd" } });
 	vr__rec_seal((vr_rec_hdr *)copy2.data(), VR_REC_COPY, 2, 0, 3,

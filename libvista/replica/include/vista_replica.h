@@ -17,7 +17,11 @@
  * mapped by the same vista instance as the data segment.
  *
  * Commit modes, chosen per node (vr_opts.mode):
- *   VR_1SAFE      vr_commit returns when the record is in the ring;
+ *   VR_1SAFE      vr_commit returns when the record is in the ring and
+ *                 its seq is within the limit the backup has durably
+ *                 granted (`window` records past the seq queued when
+ *                 the limit was offered): the loss on a failover is at
+ *                 most the window vr_status reports;
  *   VR_2SAFE      ... when the backup has made it durable (acknowledged);
  *   VR_PIPELINED  ... when the record `window` commits older is
  *                 acknowledged: several transactions share one
@@ -92,7 +96,9 @@ struct vr_opts {
 	void *state_addr;
 	enum vr_mode mode;     /* 0 = VR_2SAFE */
 	size_t ring_size;      /* bytes, power of two; 0 = 4 MiB */
-	unsigned window;       /* VR_PIPELINED: commits in flight; 0 = 1024 */
+	/* VR_PIPELINED: commits in flight (0 = 1024); VR_1SAFE: the most
+	 * transactions a failover may lose (0 = 16384). */
+	unsigned window;
 	unsigned heartbeat_ms; /* 0 = 10 */
 	unsigned timeout_ms;   /* peer lost after this silence; 0 = 100 */
 	bool auto_promote;     /* a backup that loses its primary promotes */
@@ -129,8 +135,10 @@ VR_EXPORT int vr_wait_backup(vr_node *n, unsigned timeout_ms);
  * Commit the calling thread's transaction (vista_end_transaction) and wait
  * as the mode says.  Returns 0; VR_ENOTPRIMARY or VR_ESTALE (transaction
  * still running, nothing changed: abort it); VR_EHEAP; VR_ENOBACKUP
- * (2-safe/pipelined: committed locally, the backup did not acknowledge
- * within timeout_ms: not replicated); any error of vista_end_transaction.
+ * (committed locally, not replicated: 2-safe/pipelined, the backup did
+ * not acknowledge within timeout_ms; 1-safe, the seq is past the limit
+ * the backup granted and no backup is connected, or none granted more
+ * within timeout_ms); any error of vista_end_transaction.
  */
 VR_EXPORT int vr_commit(vr_node *n);
 /* Wait until every record queued so far is acknowledged (or timeout_ms). */
@@ -170,6 +178,13 @@ struct vr_status {
 	 * the primary's unacknowledged window, this node's last applied seq
 	 * and the highest seq announced by heartbeats tell it. */
 	uint64_t announced; /* highest seq the primary announced */
+	/* Backup, and a promoted node until it serves: the largest 1-safe
+	 * limit it granted (durable), and the 1-safe loss bound
+	 * limit - applied: the old primary returned no 1-safe commit of a
+	 * seq past the limit, so at most `window` transactions whose
+	 * commit returned are missing here. */
+	uint64_t limit;
+	uint64_t window;
 };
 VR_EXPORT int vr_status(const vr_node *n, struct vr_status *st);
 
