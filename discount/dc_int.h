@@ -42,8 +42,9 @@
 #define DC__HOT 4096ul     /* first page of dc__st: copied at every commit */
 #define DC__MAX_REGIONS 1024
 #define DC__MAX_CHG 256
-#define DC__MAX_FD 256
-#define DC__MAX_DESC 64
+#define DC__MAX_FD 2048   /* descriptor numbers recorded: 0 .. DC__MAX_FD-1 */
+#define DC__MAX_DESC 1280 /* open file descriptions (a buffered TCP server:
+                           * 1,024 connections and its files) */
 #define DC__MAX_OBJ 64
 #define DC__MAX_PEND 32
 #define DC__PATH 512
@@ -58,7 +59,9 @@
 #define DC__SEEN 16384     /* pages in a flush's dedup set (> DC_REDO_MAX
                             * / page size, plus the newest segment's) */
 #define DC__PEND_ENTS 65536 /* entries of the pending segments, in memory */
-#define DC__OWN_FD_BASE 900 /* libdc's own descriptors live at >= this */
+#define DC__OWN_FD_BASE DC__MAX_FD /* libdc's own descriptors live at >= this
+                                    * (init.c raises RLIMIT_NOFILE's soft
+                                    * limit past it when it is lower) */
 #define DC__TIMER_SIG (SIGRTMAX)
 
 /* ---- registers (ctx.S) ---- */

@@ -31,7 +31,7 @@
 
 #include "dc_int.h"
 
-#define MAX_REG 1024
+#define MAX_REG 4096 /* a server of 1,024 connections and more */
 
 static unsigned nreg;
 static struct {
@@ -74,8 +74,8 @@ dc__ep_syscall(long nr, long *a, bool *handled)
 	/* epoll_ctl */
 	int i = find(a[0], a[2]);
 	if (a[1] == EPOLL_CTL_ADD && i < 0 && nreg >= MAX_REG) {
-		dc__refuse_call("a 1025th epoll registration", "libdc records "
-			"1024", -ENOSPC);
+		dc__refuse_call("a 4097th epoll registration", "libdc records "
+			"4096", -ENOSPC);
 		return -ENOSPC;
 	}
 	r = dc__sys6(nr, a[0], a[1], a[2], a[3], 0, 0);

@@ -19,6 +19,7 @@
 #include <strings.h>
 #include <sys/auxv.h>
 #include <sys/personality.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -132,6 +133,21 @@ single_threaded(void)
  * randomisation is on, turn it off and run the program again from the
  * start (dc_init is the first line of main, so nothing has happened).
  */
+/* libdc's own descriptors go at DC__OWN_FD_BASE and above, past every
+ * number the program's table records: a soft RLIMIT_NOFILE below that
+ * (1,024 is common) is raised as far as the hard limit lets it.  Below
+ * it, they stay where the kernel put them (dc__own_fd). */
+static void
+fd_room(void)
+{
+	struct rlimit l;
+	rlim_t want = DC__OWN_FD_BASE + 256;
+	if (getrlimit(RLIMIT_NOFILE, &l) != 0 || l.rlim_cur >= want)
+		return;
+	l.rlim_cur = l.rlim_max < want ? l.rlim_max : want;
+	(void)setrlimit(RLIMIT_NOFILE, &l);
+}
+
 static int
 reexec_without_aslr(void)
 {
@@ -197,6 +213,7 @@ dc_init(const struct dc_opts *opts)
 		return dc__err(DC_EUNSUPPORTED, "dc_init: the process already "
 			"has a second thread");
 	dc__vol.selector = SYSCALL_DISPATCH_FILTER_ALLOW;
+	fd_room();
 	dc__vol.tracking = (int)o.tracking;
 	dc__vol.shadow_fd = dc__vol.redo_fd = dc__vol.ndlog_fd = -1;
 	dc__vol.fundo_fd = dc__vol.uffd = dc__vol.pagemap_fd = -1;

@@ -61,6 +61,12 @@
 
 #define K (dc__vol.kp)
 #define MAX_CLOSED 512
+/* a commit message lists every connection and every close: none is left
+ * out (a connection missing from it would hold its output for good) */
+_Static_assert(DC__MAX_DESC + MAX_CLOSED <= DC_KP_MAX_ENTS,
+	"keeper: a commit message's entries");
+_Static_assert(DC_KP_MAX_ENTS * sizeof(struct dc_kp_ent) <=
+	sizeof(((struct dc__vols *)0)->io), "keeper: the commit's scratch");
 
 /* Rolled back with the process: the listener ids given out, and the
  * connections closed since the last commit (invariant 1). */

@@ -35,7 +35,7 @@
  * "\0" DC_KP_LNAME "<the same 16 digits>-<listener id>" */
 #define DC_KP_NAME "dc-keeper-"
 #define DC_KP_LNAME "dc-kl-"
-#define DC_KP_MAX_ENTS 1024
+#define DC_KP_MAX_ENTS 2048
 
 enum dc_kp_op {
 	DC_KP_HELLO = 1,   /* libdc: an incarnation starts (a: 1 fresh run,

@@ -138,21 +138,24 @@ own_fd(int fd)
 			fd == v->events_fd || fd == v->tp_fd);
 }
 
+_Static_assert(DC__MAX_FD == 2048 && DC__MAX_DESC == 1280,
+	"track_new's and do_dup's refusals name these limits");
+
 /* Describe a descriptor that just appeared. */
 static int
 track_new(int fd, const char *path, int flags)
 {
 	struct stat st;
 	if (fd >= DC__MAX_FD) {
-		dc__refuse_call("a descriptor numbered 256 or above",
-			"libdc records descriptors 0-255", -EMFILE);
+		dc__refuse_call("a descriptor numbered 2048 or above",
+			"libdc records descriptors 0-2047", -EMFILE);
 		dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
 		return -EMFILE;
 	}
 	int d = new_desc();
 	if (d < 0) {
-		dc__refuse_call("a 65th open file", "libdc records 64 open "
-			"file descriptions", -EMFILE);
+		dc__refuse_call("a 1281st open file", "libdc records 1280 "
+			"open file descriptions", -EMFILE);
 		dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
 		return -EMFILE;
 	}
@@ -483,8 +486,8 @@ do_dup(int old, long nfd, int flags)
 		return nfd;
 	if (nfd >= DC__MAX_FD) {
 		dc__sys6(SYS_close, nfd, 0, 0, 0, 0, 0);
-		dc__refuse_call("a descriptor numbered 256 or above",
-			"libdc records descriptors 0-255", -EMFILE);
+		dc__refuse_call("a descriptor numbered 2048 or above",
+			"libdc records descriptors 0-2047", -EMFILE);
 		return -EMFILE;
 	}
 	if (d < 0)

@@ -10,10 +10,15 @@
 # lighttpd (one process, epoll, keep-alive) alone (none) and under
 # dc-run --protocol buffered at intervals of 5, 20, 50 and 120 ms
 # (directory on tmpfs), serving a 10 KB file on loopback to ab
-# (apache2-utils) with keep-alive and 1, 8 and 64 connections for 3 s:
-# requests per second, mean and 99th percentile response time, failed
-# requests.  CSV in bench/results/held_lighttpd.csv, a table on stdout.
-# --quick: 20 and 50 ms, 1 and 8 connections, 1.5 s.
+# (apache2-utils) with keep-alive and 8, 64, 256 and 512 connections for
+# 3 s: requests per second, mean and 99th percentile response time,
+# failed requests.  Held output gives each connection one answer per
+# interval, so a throughput of X needs about X x interval / 2
+# connections in flight (Little's law): 256 and 512 are there for that.
+# Rounds are interleaved (every mode once, then again), 3 of them; the
+# table gives each point's mean over the rounds and its ratio to none
+# with as many connections.  CSV in bench/results/held_lighttpd.csv.
+# --quick: none and 50 ms, 8 and 256 connections, 1 round of 1.5 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 QUICK=0
@@ -39,8 +44,8 @@ export DC_KEEPER_LINGER=5
 mkdir -p "$M/www"
 head -c 10240 /dev/urandom > "$M/www/f10k"
 
-IVS="5 20 50 120"; CONNS="1 8 64"; T=3
-if [ "$QUICK" = 1 ]; then IVS="20 50"; CONNS="1 8"; T=1.5; fi
+MODES="none 5 20 50 120"; CONNS="8 64 256 512"; T=3; ROUNDS=3
+if [ "$QUICK" = 1 ]; then MODES="none 50"; CONNS="8 256"; T=1.5; ROUNDS=1; fi
 PORT=$((20000 + RANDOM % 12000))
 
 start() { # MODE INTERVAL
@@ -53,6 +58,8 @@ server.bind = "127.0.0.1"
 server.errorlog = "$M/error.log"
 server.max-worker = 0
 server.max-keep-alive-requests = 1000000
+server.max-connections = 2048
+server.max-fds = 4096
 EOC
 	case $1 in
 	none) "$LT" -D -f "$M/l.conf" & ;;
@@ -69,14 +76,10 @@ stop() {
 }
 
 CSV=$R/held_lighttpd.csv
-echo "mode,interval_ms,conns,req_per_s,mean_ms,p99_ms,failed" > "$CSV"
-printf "%-9s %5s %5s | %9s %9s %9s %6s\n" mode iv conns "req/s" \
-	"mean ms" "p99 ms" failed
-for mode in none buffered; do
-	ivs=-
-	[ $mode = buffered ] && ivs=$IVS
-	for iv in $ivs; do
-		start $mode "$iv"
+echo "round,mode,conns,req_per_s,mean_ms,p99_ms,failed" > "$CSV"
+for round in $(seq "$ROUNDS"); do
+	for mode in $MODES; do
+		if [ "$mode" = none ]; then start none; else start buffered "$mode"; fi
 		for c in $CONNS; do
 			out=$(ab -q -k -c "$c" -t "$T" -n 1000000 \
 				"http://127.0.0.1:$PORT/f10k" 2>&1 || true)
@@ -84,11 +87,26 @@ for mode in none buffered; do
 			mean=$(echo "$out" | awk '/Time per request.*\(mean\)$/ {print $4}')
 			p99=$(echo "$out" | awk '$1 == "99%" {print $2}')
 			fail=$(echo "$out" | awk '/Failed requests/ {print $3}')
-			echo "$mode,$iv,$c,$rps,$mean,$p99,$fail" >> "$CSV"
-			printf "%-9s %5s %5s | %9s %9s %9s %6s\n" $mode "$iv" \
-				"$c" "$rps" "$mean" "$p99" "$fail"
+			echo "$round,$mode,$c,${rps:-0},${mean:-0},${p99:-0},${fail:-x}" >> "$CSV"
+			echo "round $round $mode c=$c: $rps req/s mean $mean ms p99 $p99 ms failed $fail"
 		done
 		stop
 	done
 done
 echo "CSV: $CSV"
+awk -F, -v modes="$MODES" -v conns="$CONNS" 'NR > 1 { k = $2 "," $3; n[k]++;
+		r[k] += $4; m[k] += $5; p[k] += $6; f[k] += $7 }
+	END {
+		nm = split(modes, M, " "); nc = split(conns, C, " ")
+		printf "%-8s %5s | %9s %6s %9s %9s %6s\n", "mode", "conns",
+			"req/s", "ratio", "mean ms", "p99 ms", "failed"
+		for (j = 1; j <= nc; j++)
+			for (i = 1; i <= nm; i++) {
+				k = M[i] "," C[j]; b = "none," C[j]
+				if (!n[k]) continue
+				printf "%-8s %5s | %9.0f %6.3f %9.2f %9.1f %6d\n",
+					M[i] == "none" ? "none" : M[i] " ms", C[j],
+					r[k] / n[k], n[b] ? r[k] / n[k] / (r[b] / n[b]) : 0,
+					m[k] / n[k], p[k] / n[k], f[k]
+			}
+	}' "$CSV"

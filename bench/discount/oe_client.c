@@ -38,7 +38,7 @@
 
 #include "oe_proto.h"
 
-#define MAXC 64
+#define MAXC 2048
 #define MAXW 1024
 #define MAXS 4000000
 
@@ -222,11 +222,14 @@ main(int argc, char **argv)
 		nlat ? lat[nlat / 2] * 1e6 : 0,
 		nlat ? lat[nlat * 99 / 100] * 1e6 : 0, gap * 1e3,
 		(unsigned long long)errors);
-	uint64_t unanswered = 0;
-	for (int i = 0; i < nc; i++)
+	uint64_t unanswered = 0, answered = 0;
+	for (int i = 0; i < nc; i++) {
 		unanswered += c[i].dead ? 0 : c[i].sent - c[i].got;
+		answered += c[i].got;
+	}
 	if (check)
-		printf(" unanswered=%llu check=%s",
+		printf(" answered=%llu unanswered=%llu check=%s",
+			(unsigned long long)answered,
 			(unsigned long long)unanswered,
 			checking != 2 ? "unanswered" :
 			check_result == 0 ? "ok" : "failed");

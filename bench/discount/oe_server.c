@@ -35,7 +35,7 @@
 #include "oe_proto.h"
 #include "tpcbench.h"
 
-#define MAXC 256
+#define MAXC 2048
 #define BUF 65536
 
 struct cl {
@@ -235,7 +235,7 @@ main(int argc, char **argv)
 		.sin_port = htons((uint16_t)atoi(argv[1])),
 		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-	    listen(lfd, 128) != 0) {
+	    listen(lfd, 1024) != 0) {
 		perror("oe-server: listen");
 		return 1;
 	}

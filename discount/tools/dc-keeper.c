@@ -17,6 +17,12 @@
  * that follows it has committed.  docs/ARCHITECTURE.md, "TCP through the
  * keeper", has the whole design; keeper_proto.h the messages.
  *
+ * The loop waits on one epoll set: the control sockets, the listeners,
+ * and each connection's two sockets for what they wait for now (arm).
+ * A connection with events is pumped; after a control message that may
+ * concern them all (a commit, a resume) and every 100 ms every
+ * connection is (a sweep), after an attach only that one.
+ *
  * Per connection, positions in its two streams:
  *
  *   input   in_base <= fwd <= in_end: [in_base, in_end) kept, fwd
@@ -56,6 +62,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -63,7 +73,8 @@
 
 #include "keeper_proto.h"
 
-#define MAX_CONN 256
+#define MAX_CONN 2048  /* connections held at once (a power of two: a
+                        * connection's id names its slot) */
 #define MAX_LIS 16
 #define IN_CAP (4u << 20)   /* input kept beyond rpos before reading stops */
 #define OUT_CAP (16u << 20) /* output received before reading stops */
@@ -92,6 +103,8 @@ struct conn {
 	uint64_t out_base, W;
 	struct dc_kp_hello hello;
 	size_t hello_left;
+	int treg, ureg;      /* the descriptors in the epoll set, or -1 */
+	uint32_t tmask, umask; /* ... with these events */
 };
 
 struct lis {
@@ -106,7 +119,21 @@ static struct conn conns[MAX_CONN];
 static struct lis liss[MAX_LIS];
 static uint64_t next_id;
 static uint64_t hash;
-static int ctl = -1, ctl_lis = -1;
+static int ctl = -1, ctl_lis = -1, ep = -1;
+
+/* epoll tags: what kind of descriptor (high half), which (low half) */
+enum { T_CTL_LIS = 1, T_CTL, T_LIS, T_TCP, T_U };
+#define TAG(k, i) ((uint64_t)(k) << 32 | (uint32_t)(i))
+
+static void
+ep_add(int fd, uint64_t tag)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.u64 = tag };
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) != 0) {
+		fprintf(stderr, "dc-keeper: epoll_ctl: %s\n", strerror(errno));
+		exit(1);
+	}
+}
 static bool bye, verbose;
 
 static double
@@ -164,13 +191,13 @@ lname(struct sockaddr_un *a, const char *pre, uint64_t id, bool with_id)
 	return dc_kp_addr(a, pre, hash, with_id ? &id : NULL);
 }
 
+/* Ids are (++next_id) * MAX_CONN + slot: unique for the keeper's life,
+ * and a commit's thousand entries each find their connection at once. */
 static struct conn *
 conn_of(uint64_t id)
 {
-	for (int i = 0; i < MAX_CONN; i++)
-		if (conns[i].used && conns[i].id == id)
-			return &conns[i];
-	return NULL;
+	struct conn *c = &conns[id % MAX_CONN];
+	return c->used && c->id == id ? c : NULL;
 }
 
 static struct lis *
@@ -213,14 +240,18 @@ drain(struct conn *c)
 			continue;
 		break;
 	}
-	close(c->u);
+	close(c->u); /* out of the epoll set with it */
 	c->u = -1;
+	c->ureg = -1;
 	c->u_eof = false;
 	c->u_shut = false;
 }
 
 /* Offer c to the program's listener (K4): a new Unix connection whose
  * first bytes are the hello; 0 or -1 (the listener is not there yet). */
+static void arm(struct conn *c);
+static void pump(struct conn *c, short tev, short uev);
+
 static int
 offer(struct conn *c)
 {
@@ -239,6 +270,7 @@ offer(struct conn *c)
 	c->hello_left = sizeof(c->hello);
 	c->fwd = c->in_base;
 	say("connection %llu offered", (unsigned long long)c->id);
+	arm(c);
 	return 0;
 }
 
@@ -345,6 +377,8 @@ do_listen(const struct dc_kp_msg *m)
 		reply(-errno, NULL, 0, -1);
 		return;
 	}
+	if (!l->listening)
+		ep_add(l->tcp, TAG(T_LIS, l - liss));
 	l->listening = true;
 	reply(0, NULL, 0, -1);
 	offer_pending();
@@ -421,6 +455,8 @@ do_attach(const struct dc_kp_msg *m)
 	c->hello_left = 0;
 	reply(0, NULL, 0, sv[1]);
 	close(sv[1]);
+	pump(c, 0, 0);
+	arm(c);
 	say("connection %llu attached at in %llu out %llu",
 		(unsigned long long)c->id, (unsigned long long)rpos,
 		(unsigned long long)wpos);
@@ -484,7 +520,9 @@ do_bye(void)
 		}
 }
 
-static void
+/* One control message; true when it may concern every connection (a
+ * commit, a resume), false when one or none (an attach, a bind). */
+static bool
 ctl_read(void)
 {
 	static char b[sizeof(struct dc_kp_msg) +
@@ -492,11 +530,11 @@ ctl_read(void)
 	ssize_t r = recv(ctl, b, sizeof(b), 0);
 	if (r <= 0) {
 		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			return;
+			return false;
 		say("the program is gone");
 		close(ctl);
 		ctl = -1;
-		return;
+		return true;
 	}
 	const struct dc_kp_msg *m = (const void *)b;
 	if ((size_t)r < sizeof(*m) || m->magic != DC_KP_MAGIC ||
@@ -504,20 +542,69 @@ ctl_read(void)
 	    (size_t)r != sizeof(*m) + m->n * sizeof(struct dc_kp_ent)) {
 		fprintf(stderr, "dc-keeper: a malformed message (%zd bytes)\n",
 			r);
-		return;
+		return false;
 	}
 	const struct dc_kp_ent *e = (const void *)(m + 1);
 	switch (m->op) {
 	case DC_KP_HELLO: do_hello(m); break;
-	case DC_KP_BIND: do_bind(m); break;
 	case DC_KP_LISTEN: do_listen(m); break;
 	case DC_KP_COMMIT: do_commit(m, e); break;
-	case DC_KP_ATTACH: do_attach(m); break;
+	case DC_KP_ATTACH: do_attach(m); return false;
+	case DC_KP_BIND: do_bind(m); return false;
 	case DC_KP_RESUMED: do_resumed(); break;
 	case DC_KP_BYE: do_bye(); break;
 	default:
 		fprintf(stderr, "dc-keeper: unknown message %u\n", m->op);
 	}
+	return true;
+}
+
+/* One descriptor of a connection in the epoll set with the events it
+ * waits for now (none: out of the set, as the kernel would still report
+ * a hang-up to an empty mask). */
+static void
+watch(int fd, int *reg, uint32_t *mask, uint32_t want, uint64_t tag)
+{
+	if (fd < 0 || (*reg == fd && *mask == want))
+		return;
+	if (want == 0) {
+		if (*reg == fd)
+			epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+		*reg = -1;
+		*mask = 0;
+		return;
+	}
+	struct epoll_event e = { .events = want, .data.u64 = tag };
+	if (epoll_ctl(ep, *reg == fd ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
+		    &e) != 0) {
+		fprintf(stderr, "dc-keeper: epoll_ctl: %s\n", strerror(errno));
+		exit(1);
+	}
+	*reg = fd;
+	*mask = want;
+}
+
+/* What c waits for: input from the client while the kept input is
+ * short, room to send the client output below W; output from the program
+ * while the kept output is short, room to forward it input. */
+static void
+arm(struct conn *c)
+{
+	uint32_t t = 0, u = 0;
+	if (!c->used)
+		return;
+	if (!c->tcp_eof && (c->in.len < IN_CAP || c->tcp_shut))
+		t |= EPOLLIN;
+	uint64_t oe = c->out_base + c->out.len;
+	if (c->out_base < (c->W < oe ? c->W : oe))
+		t |= EPOLLOUT;
+	if (!c->u_eof && c->out.len < OUT_CAP)
+		u |= EPOLLIN;
+	if (c->attached && (c->hello_left || c->fwd < c->in_base + c->in.len))
+		u |= EPOLLOUT;
+	unsigned i = (unsigned)(c - conns);
+	watch(c->tcp, &c->treg, &c->tmask, t, TAG(T_TCP, i));
+	watch(c->u, &c->ureg, &c->umask, u, TAG(T_U, i));
 }
 
 static void
@@ -538,12 +625,17 @@ accept_all(struct lis *l)
 			close(fd);
 			return;
 		}
+		/* the keeper sends what a commit released at once: no
+		 * segment waits for an acknowledgement (Nagle) */
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		memset(c, 0, sizeof(*c));
 		c->used = true;
-		c->id = ++next_id;
+		c->id = ++next_id * MAX_CONN + (uint64_t)(c - conns);
 		c->lid = l->lid;
 		c->tcp = fd;
 		c->u = -1;
+		c->treg = c->ureg = -1;
 		c->pending = true;
 		c->hello.magic = DC_KP_MAGIC;
 		c->hello.id = c->id;
@@ -554,6 +646,7 @@ accept_all(struct lis *l)
 		c->hello.local_len = ll;
 		say("connection %llu accepted", (unsigned long long)c->id);
 		offer(c);
+		arm(c);
 	}
 }
 
@@ -671,6 +764,12 @@ main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	/* two descriptors a connection: the soft limit as far as it goes */
+	struct rlimit nf;
+	if (getrlimit(RLIMIT_NOFILE, &nf) == 0 && nf.rlim_cur < nf.rlim_max) {
+		nf.rlim_cur = nf.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &nf);
+	}
 	hash = dc_kp_hash(dir);
 	const char *lg = getenv("DC_KEEPER_LINGER");
 	double linger = lg && *lg ? atof(lg) : 120.0;
@@ -688,73 +787,64 @@ main(int argc, char **argv)
 		(void)!write(ready, "1", 1);
 		close(ready);
 	}
-	double alone = now();
-	static struct pollfd p[2 + MAX_LIS + 2 * MAX_CONN];
-	static int who[2 + MAX_LIS + 2 * MAX_CONN];
+	double alone = now(), swept = 0;
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0) {
+		fprintf(stderr, "dc-keeper: epoll_create1: %s\n",
+			strerror(errno));
+		return 1;
+	}
+	ep_add(ctl_lis, TAG(T_CTL_LIS, 0));
+	static struct epoll_event ev[512];
 	for (;;) {
-		int n = 0;
-		p[n] = (struct pollfd){ ctl_lis, POLLIN, 0 };
-		who[n++] = -1;
-		if (ctl >= 0) {
-			p[n] = (struct pollfd){ ctl, POLLIN, 0 };
-			who[n++] = -2;
-		}
-		for (int i = 0; i < MAX_LIS; i++)
-			if (liss[i].used && liss[i].listening) {
-				p[n] = (struct pollfd){ liss[i].tcp, POLLIN, 0 };
-				who[n++] = -3 - i;
-			}
-		for (int i = 0; i < MAX_CONN; i++) {
-			struct conn *k = &conns[i];
-			if (!k->used)
-				continue;
-			short ev = 0;
-			if (!k->tcp_eof && (k->in.len < IN_CAP || k->tcp_shut))
-				ev |= POLLIN;
-			uint64_t oe = k->out_base + k->out.len;
-			if (k->out_base < (k->W < oe ? k->W : oe))
-				ev |= POLLOUT;
-			p[n] = (struct pollfd){ k->tcp, ev, 0 };
-			who[n++] = 2 * i;
-			if (k->u >= 0) {
-				ev = 0;
-				if (!k->u_eof && k->out.len < OUT_CAP)
-					ev |= POLLIN;
-				if (k->attached && (k->hello_left ||
-				    k->fwd < k->in_base + k->in.len))
-					ev |= POLLOUT;
-				p[n] = (struct pollfd){ k->u, ev, 0 };
-				who[n++] = 2 * i + 1;
-			}
-		}
-		int r = poll(p, (nfds_t)n, 100);
+		int r = epoll_wait(ep, ev, 512, 100);
 		if (r < 0 && errno != EINTR)
 			return 1;
-		for (int j = 0; j < n; j++) {
-			if (who[j] == -1 && (p[j].revents & POLLIN)) {
+		/* every connection is looked at after a control message
+		 * (a commit raises W, an attach or a resume changes many)
+		 * and at least every 100 ms (closes that wait for time) */
+		bool sweep = r <= 0 || now() - swept > 0.1;
+		/* control and listeners first: a commit read in this round
+		 * counts for the bytes moved in it */
+		for (int j = 0; j < r; j++) {
+			uint32_t kind = (uint32_t)(ev[j].data.u64 >> 32);
+			uint32_t i = (uint32_t)ev[j].data.u64;
+			if (kind == T_CTL_LIS) {
 				int fd = accept4(ctl_lis, NULL, NULL,
 					SOCK_CLOEXEC);
 				if (fd >= 0) {
 					if (ctl >= 0)
 						close(ctl);
 					ctl = fd;
+					ep_add(ctl, TAG(T_CTL, 0));
 				}
-			} else if (who[j] == -2 && p[j].revents) {
-				if (ctl >= 0)
-					ctl_read();
-			} else if (who[j] <= -3 && p[j].revents) {
-				struct lis *l = &liss[-3 - who[j]];
-				if (l->used)
-					accept_all(l);
+			} else if (kind == T_CTL) {
+				if (ctl >= 0 && ctl_read())
+					sweep = true;
+			} else if (kind == T_LIS && i < MAX_LIS &&
+				   liss[i].used) {
+				accept_all(&liss[i]);
 			}
 		}
-		for (int j = 0; j < n; j++)
-			if (who[j] >= 0 && conns[who[j] / 2].used) {
-				struct conn *k = &conns[who[j] / 2];
-				bool isu = who[j] & 1;
-				pump(k, isu ? 0 : p[j].revents,
-					isu ? p[j].revents : 0);
-			}
+		for (int j = 0; j < r; j++) {
+			uint32_t kind = (uint32_t)(ev[j].data.u64 >> 32);
+			uint32_t i = (uint32_t)ev[j].data.u64;
+			if ((kind != T_TCP && kind != T_U) || i >= MAX_CONN ||
+			    !conns[i].used)
+				continue;
+			short e = (short)ev[j].events;
+			pump(&conns[i], kind == T_TCP ? e : 0,
+				kind == T_U ? e : 0);
+			arm(&conns[i]);
+		}
+		if (sweep) {
+			swept = now();
+			for (int i = 0; i < MAX_CONN; i++)
+				if (conns[i].used) {
+					pump(&conns[i], 0, 0);
+					arm(&conns[i]);
+				}
+		}
 		offer_pending();
 		bool any = false;
 		for (int i = 0; i < MAX_CONN; i++)
