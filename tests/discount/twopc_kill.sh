@@ -281,6 +281,8 @@ ended)
 		[ "$(cat "$T/rc.p$r" 2>/dev/null)" = 0 ] ||
 			fail "rank $r did not end (status '$(cat "$T/rc.p$r" 2>/dev/null)')"
 	done
+	grep -q "^ended=3" "$T/coord.stats" || fail "ranks 1-3 ended, but" \
+		"the coordinator counts $(grep "^ended=" "$T/coord.stats")"
 	kill -9 "$(cat "$T/pid.p0")" || fail "rank 0 was not running"
 	: >"$T/gate0"
 	;;
