@@ -403,11 +403,13 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 	struct vista_rdesc *d;
 	struct vista_rec *r;
 	uint64_t w2, w3;
+	bool sealed = l->v->sealed;
 	char *data;
 
 	for (uint32_t i = 0; i < n; i++) {
 		size_t sl = s[i].hi - s[i].lo;
-		size_t k = (sl + VISTA__MAX_DESC_LEN - 1) / VISTA__MAX_DESC_LEN;
+		size_t k = VISTA__LIKELY(sl <= VISTA__MAX_DESC_LEN) ? 1 :
+			(sl + VISTA__MAX_DESC_LEN - 1) / VISTA__MAX_DESC_LEN;
 		ndesc += k;
 		len += k * sizeof(*d) + pad8(sl); /* chunks are 8-byte multiples */
 		bytes += sl;
@@ -431,15 +433,20 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			size_t cl = s[i].hi - a;
 			if (cl > VISTA__MAX_DESC_LEN)
 				cl = VISTA__MAX_DESC_LEN;
-			*d = (struct vista_rdesc){
+			/* Built in a register, stored whole (an assignment
+			 * through d reads the bit-fields back to merge them). */
+			struct vista_rdesc x = {
 				.off = a - (uintptr_t)s[i].seg->base,
 				.len = cl, .seg = s[i].seg->idx };
+			memcpy(d, &x, sizeof(x));
 			if (cl >= 256 && data + cl <= l->clean) {
 				copy_image_diff(l, &f, data, (const void *)a, cl);
 			} else {
 				copy_image(data, (const void *)a, cl);
-				plan_add(l, &f, (uintptr_t)data,
-					(uintptr_t)data + pad8(cl));
+				/* The byte domain writes nothing back. */
+				if (!sealed)
+					plan_add(l, &f, (uintptr_t)data,
+						(uintptr_t)data + pad8(cl));
 			}
 			data += pad8(cl);
 			a += cl;

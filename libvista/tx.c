@@ -342,6 +342,8 @@ vista_set_range(vista *v, void *addr, size_t len)
 	VISTA__STAT_ADD(l, set_ranges, 1);
 	if (VISTA__UNLIKELY(len == 0))
 		return 0;
+	/* Start loading the before-image (vista_set_ranges). */
+	__builtin_prefetch(addr, 1, 3);
 	seg = vista__seg_find(l, (uintptr_t)addr, len);
 	if (VISTA__UNLIKELY(seg == NULL))
 		return bad_range(v, addr, len, "vista_set_range");
@@ -387,6 +389,8 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 	struct vista__span stack_r[16], *r = stack_r;
 	struct vista__span stack_s[32], *sp = stack_s;
 	size_t nr = 0, ns = 0, cap_s = 32;
+	struct vista_segment *last = NULL;
+	bool fresh, open = false;
 	int rc = 0;
 
 	if (l == NULL || l->state != VISTA__TX_ACTIVE)
@@ -395,6 +399,12 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 		return 0;
 	if (ranges == NULL)
 		return vista__err(-EINVAL, "vista_set_ranges: NULL ranges");
+	/* Start loading every before-image now: the misses overlap the
+	 * checks, sorting and coalescing below instead of stalling the
+	 * copies.  A prefetch never faults, so an invalid range costs
+	 * nothing here and is refused below. */
+	for (size_t i = 0, np = n < 16 ? n : 16; i < np; i++)
+		__builtin_prefetch(ranges[i].addr, 1, 3);
 	if (n > 16 && (r = malloc(n * sizeof(*r))) == NULL)
 		return vista__err(-ENOMEM, "out of memory");
 	/* Every range must be valid before anything is logged. */
@@ -403,7 +413,7 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 		struct vista_segment *seg;
 		if (ranges[i].len == 0)
 			continue;
-		seg = vista__seg_lookup(l, a, ranges[i].len, true);
+		seg = vista__seg_find(l, a, ranges[i].len);
 		if (seg == NULL) {
 			rc = bad_range(v, ranges[i].addr, ranges[i].len,
 				"vista_set_ranges");
@@ -416,6 +426,11 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 			rc = vista__err(-ENOMEM, "out of memory");
 			goto out;
 		}
+	/* The transaction's first batch: every byte is new, nothing to
+	 * coalesce with (T4), and the merged batch is the range set as it
+	 * stands -- unless two of its spans touch across segments (R1 wants
+	 * a gap between the set's intervals). */
+	fresh = l->ranges.n == 0;
 	/* Merge the batch with itself... */
 	if (nr > 1) {
 		size_t k = 0;
@@ -425,13 +440,20 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 				if (r[i].hi > r[k].hi)
 					r[k].hi = r[i].hi;
 			} else {
+				if (r[i].lo <= r[k].hi)
+					fresh = false;
 				r[++k] = r[i];
 			}
 		}
 		nr = k + 1;
 	}
+	fresh = fresh && nr <= l->ranges.cap;
+	if (fresh) {
+		sp = r;
+		ns = nr;
+	}
 	/* ...and with what the transaction declared before (T4). */
-	for (size_t i = 0; i < nr; i++) {
+	for (size_t i = 0; !fresh && i < nr; i++) {
 		struct vista_gap g[VISTA__MAXGAPS];
 		uint32_t ng = vista__ranges_gaps(&l->ranges, r[i].lo, r[i].hi,
 			g, VISTA__MAXGAPS);
@@ -473,20 +495,31 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 	}
 	VISTA__STAT_ADD(l, set_ranges, 1);
 	for (size_t i = 0; i < nr && rc == 0; i++) {
-		(void)vista__ranges_add(&l->ranges, r[i].lo, r[i].hi, r[i].seg);
-		if (!vista__bit_test(l->touched, r[i].seg->idx))
-			vista__bit_set(l->touched, r[i].seg->idx);
-		/* relaxed: as in vista_set_range(). */
-		if (__atomic_load_n(&r[i].seg->prot, __ATOMIC_RELAXED) &&
-		    !(l->flags & VISTA_TX_AUTO))
+		if (fresh) /* sorted, disjoint, apart: R1 as they come */
+			l->ranges.v[l->ranges.n++] = (struct vista_ival){
+				r[i].lo, r[i].hi, r[i].seg };
+		else
+			(void)vista__ranges_add(&l->ranges, r[i].lo, r[i].hi,
+				r[i].seg);
+		/* The spans of one segment are next to each other (sorted):
+		 * its touched bit and protection are read once. */
+		if (r[i].seg != last) {
+			last = r[i].seg;
+			if (!vista__bit_test(l->touched, last->idx))
+				vista__bit_set(l->touched, last->idx);
+			/* relaxed: as in vista_set_range(). */
+			open = __atomic_load_n(&last->prot, __ATOMIC_RELAXED) &&
+				!(l->flags & VISTA_TX_AUTO);
+		}
+		if (VISTA__UNLIKELY(open))
 			rc = vista__open_pages(l, r[i].seg, r[i].lo, r[i].hi,
 				false);
 	}
 out:
+	if (sp != stack_s && sp != r)
+		free(sp);
 	if (r != stack_r)
 		free(r);
-	if (sp != stack_s)
-		free(sp);
 	return rc;
 }
 
