@@ -559,8 +559,9 @@ int dc__twopc_copy_dir(const char *from, const char *to);
 
 /* tree.c (dc-run --tree) */
 int dc__tree_setup(void);
-long dc__tree_fork(long nr, const long *a);
+long dc__tree_fork(long nr, const long *a, void *uc);
 void dc__tree_exit(long status);
+int dc__tree_before_change(void);
 void dc__tree_waited(long nr, const long *a, long r);
 void dc__tree_resumed(void);
 void dc__tree_recovering(void);

@@ -47,6 +47,11 @@ dc__fu_log(int type, int64_t a, const char *p1, const char *p2,
 	size_t l1 = strlen(p1) + 1, l2 = p2 ? strlen(p2) + 1 : 0;
 	if (l1 > DC__PATH || l2 > DC__PATH)
 		return dc__err(-ENAMETOOLONG, "path too long to log");
+	/* a member of a tree: named by a committed round first (tree.c
+	 * invariant 6) */
+	int trc = dc__tree_before_change();
+	if (trc < 0)
+		return trc;
 	memcpy(names, p1, l1);
 	if (l2)
 		memcpy(names + l1, p2, l2);

@@ -901,7 +901,7 @@ dc__dispatch(long nr, long *a, void *ucv)
 	case SYS_vfork:
 		if (dc__vol.tree) /* a process of its own (tree.c) */
 			return dc__tree_fork(nr == SYS_vfork ? SYS_fork : nr,
-				a);
+				a, uc);
 		if (nr == SYS_fork || nr == SYS_vfork)
 			return refuse("fork", "libdc checkpoints one process",
 				-EPERM);

@@ -30,6 +30,25 @@
  *   E4. the member's own settings and DC_TREE_FDS (the descriptors that
  *       are the tree's) into the environment;
  *   E5. the execve; the new image starts fresh under libdc, with its pid.
+ * The steps of a clone with CLONE_VFORK (posix_spawn, system, popen: glibc
+ * spawns with clone(CLONE_VM | CLONE_VFORK) on a stack of its own):
+ *   V0. clone3 without CLONE_THREAD is answered ENOSYS, as a kernel before
+ *       5.3 answers: glibc then calls clone;
+ *   V1. a fork of the tree (T1-T4): the child is a member with memory and
+ *       a checkpoint of its own, not the parent's memory; fork_sp, the
+ *       parent's stack pointer at the call, goes with the checkpoint;
+ *   V2. the child resumes on the stack the call names (as the kernel
+ *       starts it) and keeps the parent's stack pointer (vfork_sp);
+ *   V3. the parent waits in the call, taking part in rounds, its
+ *       program's signals held, until the child has exec'd (its image 1's
+ *       directory exists, E2) or exited;
+ *   V4. a child that exits without exec'ing first writes TREE/p<pid>/vfork
+ *       (tree_layout.h): its copy of the parent's stack from fork_sp up,
+ *       which is where a vfork child's results go (posix_spawn's error
+ *       number), durable before its EXIT;
+ *   V5. the parent copies those bytes over its own stack, which has not
+ *       changed since V1 (it waited in libdc, on libdc's stack), and
+ *       returns the child's pid: glibc reads the exec's error there.
  * A tree recovered: each member resumes at its part of the committed
  * round and makes its children of the record again (clone3 with set_tid:
  * the same pids), each exec'ed with DC_TREE_FORKED=2, or, for a child
@@ -51,6 +70,13 @@
  *     before the exec call: recovery execs again.
  *  5. Every member made again runs the program of the image the record
  *     names, never its parent's (exec_member).
+ *  6. A process changes no file before a committed round names it (its
+ *     image, or it as a child): its first file change waits for a round
+ *     (dc__tree_before_change).  Otherwise a crash before that round
+ *     brings the tree back to where the image (or the child) did not
+ *     exist yet; nothing undoes what it wrote -- its undo log is in a
+ *     directory no recovery reads -- and the exec (or fork) done again
+ *     writes it a second time (`sh -c 'echo 3 >> f'`: "3" twice).
  */
 #include <elf.h>
 #include <errno.h>
@@ -74,8 +100,18 @@
 #define TREE_WAIT_MS 30000
 
 /* Tracked (checkpointed with the process): the pid of the process whose
- * checkpoint the fork call's round took (T1). */
+ * checkpoint the fork call's round took (T1); the program's stack pointer
+ * at a clone with CLONE_VFORK (V1), 0 for a fork; in a vfork child that
+ * has not exec'd, its parent's stack pointer at the call (V2). */
 static long fork_taker;
+static uint64_t fork_sp;
+static uint64_t vfork_sp;
+
+/* Invariant 6: whether a committed round names this process as it runs
+ * now; if not, the last committed round it knew at its start.  Zero in a
+ * new image (a fresh start); set by dc__tree_resumed otherwise. */
+static bool tree_named;
+static uint64_t tree_base;
 
 int
 dc__tree_setup(void)
@@ -330,10 +366,15 @@ image_copy(const char *from, const char *to)
 
 /* What a child answers once its copy resumed it inside the fork call. */
 static long
-child_return(long nr, const long *a)
+child_return(long nr, const long *a, ucontext_t *uc)
 {
 	long me = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
 	dc__st.vpid = me; /* kstate.c invariant 6: its own id from now */
+	/* V2: a vfork child (a fork's child of a vfork child is none) */
+	vfork_sp = fork_sp;
+	fork_sp = 0;
+	if (nr == SYS_clone && a[1])
+		uc->uc_mcontext.gregs[REG_RSP] = a[1]; /* the child's stack */
 
 	if (nr == SYS_clone) {
 		/* glibc's fork: the child's tid in its thread block */
@@ -347,20 +388,152 @@ child_return(long nr, const long *a)
 	return 0;
 }
 
-long
-dc__tree_fork(long nr, const long *a)
+/* V4, in a vfork child that exits: TREE/p<pid>/vfork, durable. */
+static void
+vfork_put(void)
 {
-	const unsigned long bad = CLONE_VM | CLONE_THREAD | CLONE_SIGHAND |
-		CLONE_FILES | CLONE_FS | CLONE_VFORK | CLONE_PARENT |
+	uint64_t sp = vfork_sp, top = sp;
+	vfork_sp = 0;
+	/* the top of the stack mapping that holds sp */
+	char *maps = dc__vol.io + (512 << 10);
+	ssize_t n = slurp("/proc/self/maps", maps, (512 << 10) - 1);
+	if (n == -E2BIG)
+		n = (512 << 10) - 1;
+	for (ssize_t i = 0; n > 0 && i < n;) {
+		char *end;
+		maps[n] = 0;
+		uint64_t lo = strtoull(maps + i, &end, 16);
+		uint64_t hi = *end == '-' ? strtoull(end + 1, &end, 16) : 0;
+		if (sp >= lo && sp < hi)
+			top = hi;
+		char *nl = strchr(maps + i, '\n');
+		if (nl == NULL)
+			break;
+		i = nl - maps + 1;
+	}
+	if (top - sp > DC_TREE_VFORK_MAX)
+		top = sp + DC_TREE_VFORK_MAX;
+	struct dc_tree_vfork h = { .magic = DC_TREE_VFORK_MAGIC,
+		.version = DC_TREE_VERSION, .sp = sp, .len = top - sp };
+	char *buf = dc__vol.io;
+	/* the program's pages readable whatever their tracking state */
+	dc__track_release(sp, top, false);
+	memcpy(buf + sizeof(h), (const void *)(uintptr_t)sp, h.len);
+	h.checksum = rio_checksum(buf + sizeof(h), h.len,
+		rio_checksum(&h, 24, DC_TREE_SEED));
+	memcpy(buf, &h, sizeof(h));
+	char p[PATH_MAX], tmp[PATH_MAX + 8];
+	snprintf(p, sizeof(p), "%s/vfork", dc__vol.dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", p);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	size_t off = 0, want = sizeof(h) + h.len;
+	while (fd >= 0 && off < want) {
+		ssize_t w = write(fd, buf + off, want - off);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	/* the bytes: durable before the name (a torn file is none) */
+	int rc = fd >= 0 && off == want ? dc__sync_fd(fd) : -EIO;
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0 && rename(tmp, p) == 0 &&
+	    (fd = open(dc__vol.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		/* the name: durable before the EXIT that a round commits
+		 * (recovered exited, the child is not asked again) */
+		rc = dc__sync_fd(fd);
+		close(fd);
+	} else
+		rc = -EIO;
+	if (rc)
+		dc__say("tree: vfork child: %s: %s", p, strerror(errno));
+}
+
+/* V5: the bytes of TREE/p<pid>/vfork over this process's stack.  Whether
+ * the file was there. */
+static bool
+vfork_take(const char *path, uint64_t sp)
+{
+	struct dc_tree_vfork h;
+	char *buf = dc__vol.io;
+	ssize_t n = slurp(path, buf, sizeof(h) + DC_TREE_VFORK_MAX);
+	if (n < (ssize_t)sizeof(h))
+		return false;
+	memcpy(&h, buf, sizeof(h));
+	if (h.magic != DC_TREE_VFORK_MAGIC || h.sp != sp ||
+	    h.len > DC_TREE_VFORK_MAX || (size_t)n != sizeof(h) + h.len ||
+	    h.checksum != rio_checksum(buf + sizeof(h), h.len,
+			       rio_checksum(&h, 24, DC_TREE_SEED)))
+		return false;
+	/* written as a system call writes memory: the next checkpoint
+	 * has it (and UNDO logs what it replaces) */
+	dc__track_release(sp, sp + h.len, true);
+	memcpy((void *)(uintptr_t)sp, buf + sizeof(h), h.len);
+	return true;
+}
+
+/* V3: wait, as a parent in vfork, until child pid has exec'd or exited;
+ * rounds are taken part in meanwhile (a recovered parent resumes here,
+ * its child made again with the same pid). */
+static void
+vfork_wait(long pid, uint64_t sp)
+{
+	char e1[PATH_MAX], vf[PATH_MAX];
+	dir_of(e1, sizeof(e1), pid, 1);
+	snprintf(vf, sizeof(vf), "%s/p%ld/vfork", dc__vol.tree_dir, pid);
+	static ucontext_t quiet; /* the program's signals wait, as they
+				  * do for a parent in vfork */
+	memset(&quiet.uc_sigmask, 0xff, sizeof(quiet.uc_sigmask));
+	struct timespec ts = { 0, 1000000 };
+	long na[6] = { (long)&ts, 0, 0, 0, 0, 0 };
+	for (;;) {
+		if (dc__sys6(SYS_access, (long)e1, F_OK, 0, 0, 0, 0) == 0 ||
+		    vfork_take(vf, sp))
+			return;
+		siginfo_t si;
+		si.si_pid = 0;
+		if (dc__sys6(SYS_waitid, P_PID, pid, (long)&si, WEXITED |
+			    WNOHANG | WNOWAIT, 0, 0) == 0 && si.si_pid == pid) {
+			/* ended: by V4's file (written before the exit) */
+			if (vfork_take(vf, sp) || si.si_code == CLD_EXITED)
+				return;
+			/* killed before: a failure of the tree, which
+			 * recovers; the program must not go on as if the
+			 * spawn had worked (its error never came back) */
+			dc__say("tree: a vfork child was killed by a signal: "
+				"the tree recovers");
+			dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0,
+				0), SIGKILL, 0, 0, 0, 0);
+		}
+		dc__blocking(SYS_nanosleep, na, &quiet);
+	}
+}
+
+long
+dc__tree_fork(long nr, const long *a, void *ucv)
+{
+	ucontext_t *uc = ucv;
+	const unsigned long bad = CLONE_THREAD | CLONE_SIGHAND |
+		CLONE_FILES | CLONE_FS | CLONE_PARENT |
 		CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUSER | CLONE_NEWNET |
 		CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD |
 		CLONE_PARENT_SETTID | CLONE_SETTLS | CLONE_PTRACE;
-	if (nr == SYS_clone3 || (nr == SYS_clone && (a[0] & bad))) {
+	if (nr == SYS_clone3) {
+		uint64_t fl = 0;
+		if (a[0] && a[1] >= 8)
+			memcpy(&fl, (const void *)a[0], 8);
+		if (!(fl & CLONE_THREAD))
+			return -ENOSYS; /* V0: glibc calls clone */
+	}
+	/* shared memory only with CLONE_VFORK: the parent waits (V3) */
+	if (nr == SYS_clone3 || (nr == SYS_clone && ((a[0] & bad) ||
+		    (a[0] & (CLONE_VM | CLONE_VFORK)) == CLONE_VM))) {
 		dc__refuse_call(nr == SYS_clone3 ? "clone3" :
 			"clone with shared memory, descriptors or namespaces "
-			"(a thread, vfork by clone, posix_spawn)",
+			"(a thread)",
 			"a process of a tree has memory and descriptors of "
-			"its own; fork is supported", -ENOSYS);
+			"its own; fork, vfork and posix_spawn are supported",
+			-ENOSYS);
 		return -ENOSYS;
 	}
 	if (nr == SYS_clone && (a[0] & 0xff) != SIGCHLD) {
@@ -369,11 +542,15 @@ dc__tree_fork(long nr, const long *a)
 			-EINVAL);
 		return -EINVAL;
 	}
-	/* T1 */
+	/* T1 (V1) */
 	fork_taker = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	fork_sp = nr == SYS_clone && (a[0] & CLONE_VFORK) ?
+		(uint64_t)uc->uc_mcontext.gregs[REG_RSP] : 0;
 	int rc = dc__commit();
 	if (rc == 1 && fork_taker != dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0))
-		return child_return(nr, a); /* T4: the copy resumed */
+		return child_return(nr, a, uc); /* T4: the copy resumed */
+	uint64_t psp = fork_sp;
+	fork_sp = 0;
 	if (rc < 0)
 		return -EAGAIN; /* the process is stopped by twopc.c first */
 	/* T2 (also when the tree came back to T1: the fork again) */
@@ -431,11 +608,26 @@ dc__tree_fork(long nr, const long *a)
 		dc__say("tree: fork: %s", rio_errormsg());
 		dc__sys6(SYS_kill, me, SIGKILL, 0, 0, 0, 0);
 	}
+	if (psp) {
+		/* V3: image 1 of this pid is the child's from now (a
+		 * directory left by an earlier process of this pid is of no
+		 * round: T1 committed after it was waited for) */
+		char e1[PATH_MAX];
+		dir_of(e1, sizeof(e1), pid, 1);
+		rm_member_dir(e1);
+	}
 	if (write(gate[1], "g", 1) != 1)
 		dc__say("tree: fork: the child is gone");
 	close(gate[1]);
 	if (dc__vol.tp_verbose)
-		dc__say("tree: %ld forked %ld", me, pid);
+		dc__say("tree: %ld %s %ld", me, psp ? "vforked" : "forked",
+			pid);
+#ifdef DC_BROKEN_TREE_VFORK
+	/* broken: the parent goes on at once, as after a fork */
+	psp = 0;
+#endif
+	if (psp)
+		vfork_wait(pid, psp);
 	return pid;
 }
 
@@ -696,6 +888,8 @@ dc__tree_adopt(void)
 void
 dc__tree_exit(long status)
 {
+	if (vfork_sp) /* V4 */
+		vfork_put();
 	/* invariant 3 */
 	if (tell(DC_2PC_EXIT, (int32_t)status, 0,
 		    (uint64_t)dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0)) < 0)
@@ -774,12 +968,41 @@ rec_read(struct dc_tree_rec *out)
 	return 0;
 }
 
+/* Invariant 6, before any file change (fundo.c): a round first, once. */
+int
+dc__tree_before_change(void)
+{
+#ifdef DC_BROKEN_TREE_UNNAMED
+	/* broken: a process changes files before any round names it */
+	return 0;
+#endif
+	if (!dc__vol.tree || tree_named)
+		return 0;
+	if (dc__vol.tp_st.committed > tree_base) {
+		tree_named = true; /* a round served meanwhile named it */
+		return 0;
+	}
+	int rc = dc__commit();
+	if (rc < 0)
+		return rc;
+	tree_named = true;
+	return 0;
+}
+
 void
 dc__tree_resumed(void)
 {
 	if (!dc__vol.tree)
 		return;
 	long me = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	/* invariant 6: a fork's child, resumed from its parent's checkpoint,
+	 * is named by no round yet; a process made again, by the one it is
+	 * made from */
+	if (dc__vol.tree_forked == 1 && !dc__vol.tree_respawned) {
+		tree_named = false;
+		tree_base = dc__vol.tp_st.committed;
+	} else
+		tree_named = true;
 	if (dc__vol.tree_forked == 1 || dc__vol.tree_respawned)
 		return; /* a fresh fork: no children yet */
 	dc__vol.tree_respawned = true;

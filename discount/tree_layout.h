@@ -143,6 +143,37 @@ struct dc_tree_image {
 };
 RIO_STATIC_ASSERT(sizeof(struct dc_tree_image) == 32, "tree image header");
 
+/*
+ * What a vfork child wrote to its parent's stack (TREE/p<pid>/vfork,
+ * written once by the child before it exits without exec'ing, durable
+ * before it says EXIT; tree.c V4): the bytes of the parent's stack from
+ * its stack pointer at the clone (sp) up, at most DC_TREE_VFORK_MAX.
+ * The parent, waiting in the clone call, copies them over its own stack
+ * there (V5): posix_spawn's error reaches it as under vfork.
+ *
+ *   +-------+---------+----------+----+-----+----------+
+ *   | magic | version | reserved | sp | len | checksum |
+ *   | 0     | 4       | 6        | 8  | 16  | 24       |
+ *   +-------+---------+----------+----+-----+----------+
+ *   then len bytes.
+ * The directory holds it while any recoverable round names the child;
+ * a torn file fails its checksum and is taken for none (the child
+ * cannot have said EXIT).
+ */
+#define DC_TREE_VFORK_MAGIC 0x56525444u /* "DTRV" */
+#define DC_TREE_VFORK_MAX (512u << 10)
+
+struct dc_tree_vfork {
+	uint32_t magic;    /* 0: DC_TREE_VFORK_MAGIC */
+	uint16_t version;  /* 4: DC_TREE_VERSION */
+	uint16_t reserved; /* 6: zero */
+	uint64_t sp;       /* 8: the parent's stack pointer at the clone */
+	uint64_t len;      /* 16: bytes after the header */
+	uint64_t checksum; /* 24: rio_checksum of the bytes, seeded with
+	                    * rio_checksum of bytes 0..23 */
+};
+RIO_STATIC_ASSERT(sizeof(struct dc_tree_vfork) == 32, "tree vfork header");
+
 /* Whether environment entry e is one of the member's own variables, which
  * an image leaves out and the exec adds (libdc's tree.c, dc-tree.c). */
 static inline bool

@@ -11,8 +11,9 @@
  *                        writes make rounds of the tree (each one libdc's
  *                        signal in the child): errno must stay 0
  *   dc-tree-bad static P an execve of P (a static program): refused
- *   dc-tree-bad spawn    posix_spawn (clone3 / clone with CLONE_VM and
- *                        CLONE_VFORK): refused, the call fails
+ *   dc-tree-bad sharevm  clone(CLONE_VM) without CLONE_VFORK (a process
+ *                        sharing its parent's memory, which goes on):
+ *                        refused, the call fails
  *
  * Prints one line saying what happened; exit 0 when the refusal came as
  * expected (an error code, the program going on), 1 otherwise.
@@ -20,7 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -31,6 +32,13 @@ static void *
 run(void *arg)
 {
 	return arg;
+}
+
+static int
+run_int(void *arg)
+{
+	(void)arg;
+	return 0;
 }
 
 int
@@ -111,22 +119,22 @@ main(int argc, char **argv)
 		waitpid(c, &st, 0);
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 	}
-	if (!strcmp(mode, "spawn")) {
-		pid_t c;
-		char *av[] = { "true", NULL };
-		extern char **environ;
-		int rc = posix_spawn(&c, "/bin/true", NULL, NULL, av, environ);
-		printf("posix_spawn: %s\n", rc ? strerror(rc) : "spawned");
-		if (rc == 0)
+	if (!strcmp(mode, "sharevm")) {
+		static char stack[64 << 10] __attribute__((aligned(16)));
+		int c = clone(run_int, stack + sizeof(stack),
+			CLONE_VM | SIGCHLD, NULL);
+		printf("clone CLONE_VM: %s\n", c < 0 ? strerror(errno) :
+			"made");
+		if (c > 0)
 			waitpid(c, NULL, 0);
-		return rc ? 0 : 1;
+		return c < 0 ? 0 : 1;
 	}
 	if (!strcmp(mode, "static") && argc > 2) {
 		execv(argv[2], argv + 2);
 		printf("execve %s: %s\n", argv[2], strerror(errno));
 		return errno == EPERM ? 0 : 1;
 	}
-	fprintf(stderr, "usage: %s thread|many|odirect|errno|static P\n",
+	fprintf(stderr, "usage: %s thread|many|odirect|errno|sharevm|static P\n",
 		argv[0]);
 	return 2;
 }

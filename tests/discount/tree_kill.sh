@@ -17,6 +17,9 @@
 # of a process drawn at random, as soon as LINE is in the output (the
 # first kill of a broken build's test, at the moment that shows it).
 #
+# TREE_AT_FILE=F: at:LINE waits for LINE in the file F the program writes
+# in its working directory instead of in its output.
+#
 # Each run has a working directory of its own; TREE_FILES names files
 # the program writes there (tree_pipeline.sh's out), which must be
 # identical to the failure-free run's.
@@ -100,7 +103,8 @@ for ((k = 0; k < KILLS; k++)); do
 	[ -n "$launcher" ] || break
 	if [ -n "$AT" ]; then
 		for ((w = 0; w < 2000; w++)); do
-			grep -qxF -- "$AT" "$T/obs" 2>/dev/null && break
+			grep -qxF -- "$AT" "$T/${TREE_AT_FILE:+obs.d/}${TREE_AT_FILE:-obs}" \
+				2>/dev/null && break
 			sleep 0.005
 		done
 	else
