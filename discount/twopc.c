@@ -755,11 +755,15 @@ dc__twopc_exit(int status)
 			if (m.type == DC_2PC_ANSWER && m.code == DC_2PC_EXIT)
 				return;
 			/* a round opened before the coordinator saw the
-			 * EXIT: take part; a rollback: end, to be
+			 * EXIT: take part (resumed there by recovery, 1,
+			 * the wait starts over); a rollback: end, to be
 			 * restarted at the exit's round */
 			uint64_t r = 0;
-			if (serve_one(&m, &r) < 0)
+			int src = serve_one(&m, &r);
+			if (src < 0)
 				return;
+			if (r != 0)
+				end = now_ms() + DC_2PC_WAIT_MS;
 		}
 	}
 	dc__say("2pc: no answer to participant %u's exit in %d ms: a later "

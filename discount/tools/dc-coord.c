@@ -252,9 +252,9 @@ decide(void)
 		defer_from = now_ms();
 	persist();
 	say("round %lu committed", (unsigned long)co.last);
+	/* to the ended too: one whose EXIT overtook its vote waits for it */
 	for (unsigned j = 0; j < co.nparts; j++)
-		if (!co.p[j].ended)
-			send_to(j, DC_2PC_DECISION, co.last, 1, 0, 0);
+		send_to(j, DC_2PC_DECISION, co.last, 1, 0, 0);
 	stats();
 }
 
@@ -528,7 +528,7 @@ main(int argc, char **argv)
 			prepare_all(false);
 		else if (co.open == OPEN_DECIDED)
 			for (unsigned j = 0; j < co.nparts; j++)
-				if (!co.p[j].acked && !co.p[j].ended)
+				if (!co.p[j].acked)
 					send_to(j, DC_2PC_DECISION, co.last, 1,
 						0, 0);
 		if (rolling)

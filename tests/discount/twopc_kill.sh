@@ -277,12 +277,13 @@ ended)
 	t=0
 	until [ -e "$T/rc.p1" ] && [ -e "$T/rc.p2" ] && [ -e "$T/rc.p3" ] ||
 		[ $t -ge $((LIMIT * 10)) ]; do sleep 0.1; t=$((t + 1)); done
+	counts="the coordinator counts $(grep "^ended=" "$T/coord.stats")"
 	for r in 1 2 3; do
-		[ "$(cat "$T/rc.p$r" 2>/dev/null)" = 0 ] ||
-			fail "rank $r did not end (status '$(cat "$T/rc.p$r" 2>/dev/null)')"
+		[ "$(cat "$T/rc.p$r" 2>/dev/null)" = 0 ] || fail "rank $r did" \
+			"not end (status '$(cat "$T/rc.p$r" 2>/dev/null)'); $counts"
 	done
-	grep -q "^ended=3" "$T/coord.stats" || fail "ranks 1-3 ended, but" \
-		"the coordinator counts $(grep "^ended=" "$T/coord.stats")"
+	grep -q "^ended=3" "$T/coord.stats" ||
+		fail "ranks 1-3 ended, but $counts"
 	kill -9 "$(cat "$T/pid.p0")" || fail "rank 0 was not running"
 	: >"$T/gate0"
 	;;
