@@ -215,6 +215,10 @@ struct dc__thr_vol {
 	volatile unsigned char sel[DC__MAX_THREADS]; /* its dispatch selector
 	                                              * (slot 0: selector) */
 	volatile bool stopped[DC__MAX_THREADS]; /* a round stopped it */
+	/* $DC_THREAD_TIMES: the rounds' times, said every 100 checkpoints */
+	bool say;
+	unsigned nt;
+	uint64_t t0, stop_ns, ckpt_ns;
 	uint64_t mask[DC__MAX_THREADS];  /* a new thread's first mask */
 	long regs[DC__MAX_THREADS][23];  /* ... and registers (gregs) */
 	char stack[16384] __attribute__((aligned(16))); /* recovery: the

@@ -76,9 +76,11 @@
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -295,6 +297,14 @@ install_stop(void)
 	dc__sys6(SYS_rt_sigaction, DC__STOP_SIG, (long)&ka, 0, 8, 0, 0);
 }
 
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+	dc__sys6(SYS_clock_gettime, CLOCK_MONOTONIC, (long)&ts, 0, 0, 0, 0);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void
 wait_parked(unsigned n)
 {
@@ -320,6 +330,7 @@ dc__thr_stop(void)
 		return 1;
 	}
 	long pid = dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0);
+	V.t0 = V.say ? now_ns() : 0;
 	T.gen = dc__vol.committed + 1;
 	V.parked = 0;
 	unsigned n = 0;
@@ -334,6 +345,8 @@ dc__thr_stop(void)
                                   * the threads still run */
 	wait_parked(n);
 #endif
+	if (V.say)
+		V.stop_ns += now_ns() - V.t0;
 	return 0;
 }
 
@@ -348,6 +361,18 @@ dc__thr_go(void)
 	V.parked = 0;
 	atomic_fetch_add((_Atomic uint32_t *)&V.release, 1);
 	futex(&V.release, FUTEX_WAKE, INT32_MAX);
+	if (V.say && V.t0) {
+		V.ckpt_ns += now_ns() - V.t0;
+		if (++V.nt == 100) {
+			dc__say("threads: %u besides the main one; 100 "
+				"checkpoints: stopping them %lu us, the whole "
+				"checkpoint %lu us (means)", T.n,
+				(unsigned long)(V.stop_ns / 100000),
+				(unsigned long)(V.ckpt_ns / 100000));
+			V.nt = 0;
+			V.stop_ns = V.ckpt_ns = 0;
+		}
+	}
 }
 
 bool
@@ -449,6 +474,7 @@ dc__thr_clone(long nr, const long *a, void *ucv)
 		 * writes), the lock in use, held by this thread */
 		dc__track_warm_all();
 		install_stop();
+		V.say = getenv("DC_THREAD_TIMES") != NULL;
 		V.tid[0] = (int)dc__sys6(SYS_gettid, 0, 0, 0, 0, 0, 0);
 		V.lock = 1;
 		V.owner = dc__thr_me + 1;
@@ -558,6 +584,7 @@ dc__thr_recreate(void)
 	if (!T.on)
 		return 0;
 	install_stop();
+	V.say = getenv("DC_THREAD_TIMES") != NULL;
 	V.tid[0] = (int)dc__sys6(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	V.lock = 1;
 	V.owner = 1;
