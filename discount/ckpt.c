@@ -1087,6 +1087,12 @@ dc__commit(void)
 	 * commit is a round of the computation (twopc.c invariant 4) */
 	if (dc__vol.twopc && !dc__vol.tp_local && dc__vol.committed != 0)
 		return dc__twopc_round();
+	/* every other thread stopped at a safe point, its registers saved
+	 * (thread.c steps 1-3); 1: another thread's request, the main
+	 * thread committed meanwhile */
+	int st = dc__thr_stop();
+	if (st)
+		return st > 0 ? 0 : st;
 	if (dc__st.pre_checkpoint) {
 		unsigned char sel = dc__vol.selector;
 		dc__vol.in_commit = 1;
@@ -1114,6 +1120,7 @@ dc__commit(void)
 	}
 	if (dc__save_ctx(&dc__st.ctx) != 0) {
 		dc__tree_resumed(); /* a tree's member: its children (tree.c) */
+		dc__thr_go(); /* the threads recovery made again (thread.c) */
 		return 1; /* resumed by recovery */
 	}
 	dc__vol.in_commit = 1;
@@ -1121,6 +1128,7 @@ dc__commit(void)
 	int rc = dc__call_on_stack(body_stack(), commit_body);
 	pkru_close(pkru);
 	dc__vol.in_commit = 0;
+	dc__thr_go(); /* thread.c step 5 */
 	if (rc) {
 		dc__vol.fatal = true;
 		dc__say("checkpoint %lu failed: %s (%s); the last checkpoint "

@@ -63,6 +63,8 @@
                                     * (init.c raises RLIMIT_NOFILE's soft
                                     * limit past it when it is lower) */
 #define DC__TIMER_SIG (SIGRTMAX)
+#define DC__STOP_SIG (SIGRTMAX - 1) /* a checkpoint stops a thread (thread.c) */
+#define DC__MAX_THREADS 16 /* the main thread and 15 more (thread.c) */
 
 /* ---- registers (ctx.S) ---- */
 struct dc__ctx {
@@ -204,6 +206,31 @@ struct dc__st {
 	char pend[DC__MAX_PEND][DC__PATH]; /* delete after the next commit */
 };
 
+/* The threads' state of this incarnation (thread.c). */
+struct dc__thr_vol {
+	volatile int lock;      /* libdc's lock: 0 free, 1 held, 2 waiters */
+	int owner;              /* slot + 1 of its holder, or 0 */
+	volatile uint32_t parked; /* threads stopped in this round */
+	volatile uint32_t release; /* one more at the end of every round */
+	volatile uint32_t ready; /* a new thread's set-up is done */
+	int child;              /* the slot of the thread being made */
+	int tid[DC__MAX_THREADS]; /* each slot's thread id, this incarnation */
+	volatile unsigned char sel[DC__MAX_THREADS]; /* its dispatch selector
+	                                              * (slot 0: selector) */
+	volatile bool stopped[DC__MAX_THREADS]; /* a round stopped it */
+	/* $DC_THREAD_TIMES: the rounds' times, said every 100 checkpoints */
+	bool say;
+	unsigned nt;
+	uint64_t t0, stop_ns, ckpt_ns;
+	uint64_t mask[DC__MAX_THREADS];  /* a new thread's first mask */
+	long regs[DC__MAX_THREADS][23];  /* ... and registers (gregs) */
+	char stack[16384] __attribute__((aligned(16))); /* recovery: the
+	                         * first stack of each thread made again */
+	/* where a stopped thread waits for the release: never tracked, so
+	 * it writes no tracked byte while the checkpoint copies */
+	char wait_stack[DC__MAX_THREADS][8192] __attribute__((aligned(16)));
+};
+
 /* Never tracked, never restored. */
 struct dc__vols {
 	volatile unsigned char selector; /* SYSCALL_DISPATCH_FILTER_* */
@@ -243,6 +270,7 @@ struct dc__vols {
 	                         * environment holds an older one) */
 	struct dc__held held;   /* the buffered protocol's output (held.c) */
 	struct dc__kp kp;       /* its TCP connections' keeper (keeper.c) */
+	struct dc__thr_vol thr; /* the threads (thread.c) */
 	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;
@@ -354,6 +382,15 @@ union dc__vol_pages {
 };
 extern union dc__vol_pages dc__volp;
 #define dc__vol (dc__volp.v)
+
+/* thread.c: this thread's slot (0: the main thread), in its own TLS */
+extern __thread int dc__thr_me __attribute__((tls_model("initial-exec")));
+/* this thread's syscall-dispatch selector (sud.c invariant 1) */
+static inline volatile unsigned char *
+dc__sel(void)
+{
+	return dc__thr_me ? &dc__vol.thr.sel[dc__thr_me] : &dc__vol.selector;
+}
 
 /* err.c */
 /* Set the stack's thread-local message (rio_seterr); returns rc. */
@@ -556,6 +593,25 @@ void dc__twopc_send(int type, uint64_t round, int32_t status, int32_t code,
 int dc__twopc_recv(struct dc_2pc_msg *m, int ms);
 /* DIR's files (the committed part) into a new directory, durable */
 int dc__twopc_copy_dir(const char *from, const char *to);
+
+/* thread.c: threads made by clone3, stopped at every checkpoint, made
+ * again at recovery */
+bool dc__thr_on(void);
+bool dc__thr_is_thread(long nr, const long *a);
+long dc__thr_clone(long nr, const long *a, void *uc);
+long dc__thr_exit(const long *a);
+void dc__thr_lock(void);
+bool dc__thr_unlock(void);
+int dc__thr_stop(void);
+void dc__thr_go(void);
+bool dc__thr_was_stopped(void);
+void dc__thr_clear_stopped(void);
+long dc__thr_gettid(void);
+long dc__thr_real_tid(long tid);
+int dc__thr_recreate(void);
+/* A checkpoint's write of the process's memory to a file: raw system
+ * calls, all of it or -errno (thread.c invariant 6). */
+int dc__pwrite_mem(int fd, const void *buf, size_t n, off_t off);
 
 /* tree.c (dc-run --tree) */
 int dc__tree_setup(void);

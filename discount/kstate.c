@@ -33,7 +33,7 @@
  *     (pend_room).
  *  6. The process keeps the id it had in its first run: getpid and gettid
  *     answer it, and kill, tkill and tgkill aimed at it reach this
- *     incarnation.  A recovered run sees no new id, so what a program
+ *     incarnation (each thread its own id: thread.c invariant 3).  A recovered run sees no new id, so what a program
  *     derives from it re-executes as it ran (SQLite resets its random
  *     generator when its process id changes, taking it for a fork: under
  *     the -LOG protocols the re-execution would then read /dev/urandom
@@ -537,6 +537,15 @@ real_pid(long pid)
 	return pid;
 }
 
+/* A thread id the program knows, to this incarnation's (thread.c
+ * invariant 3). */
+static long
+real_tid(long tid)
+{
+	long r = dc__thr_real_tid(tid);
+	return r >= 0 ? r : real_pid(tid);
+}
+
 /*
  * Invariant 7, the repaint a recovery asks for.  Some full-screen programs
  * (nvi) answer a SIGWINCH by asking the window size (TIOCGWINSZ)
@@ -758,14 +767,16 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 		*handled = false;
 		return 0;
 	case SYS_getpid:
-	case SYS_gettid:
 		/* invariant 6 */
 		return dc__st.vpid;
+	case SYS_gettid: /* a thread's: thread.c invariant 3 */
+		return dc__thr_gettid();
 	case SYS_kill:
-	case SYS_tkill:
 		return dc__sys6(nr, real_pid(a[0]), a[1], a[2], 0, 0, 0);
+	case SYS_tkill:
+		return dc__sys6(nr, real_tid(a[0]), a[1], a[2], 0, 0, 0);
 	case SYS_tgkill:
-		return dc__sys6(nr, real_pid(a[0]), real_pid(a[1]), a[2], 0, 0,
+		return dc__sys6(nr, real_pid(a[0]), real_tid(a[1]), a[2], 0, 0,
 			0);
 	case SYS_listen:
 	case SYS_accept:

@@ -412,6 +412,11 @@ restore_and_resume(void)
 		rc = dc__track_arm(true); /* WP: every region protected */
 	if (rc == 0)
 		dc__track_interval(); /* UNDO: the moved stack's dead part */
+	/* the threads, parked until dc__commit's release; before the timer:
+	 * a tick taken here would write its frame over the top of the
+	 * alternate stack, where the checkpoint's frames are */
+	if (rc == 0)
+		rc = dc__thr_recreate();
 	if (rc == 0)
 		rc = dc__timer_start();
 	if (rc) {

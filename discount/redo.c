@@ -47,6 +47,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "dc_int.h"
@@ -133,13 +134,15 @@ dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out)
 			uint64_t want = 0;
 			for (int k = 0; k < ni; k++)
 				want += iov[k].iov_len;
-			ssize_t got = pwritev(dc__vol.redo_fd, iov, ni,
-				(off_t)off);
-			if (got != (ssize_t)want) {
+			/* raw: no cancellation wrapper writes the TLS block
+			 * under the copy (thread.c invariant 6) */
+			long got = dc__sys6(SYS_pwritev, dc__vol.redo_fd,
+				(long)iov, ni, (long)off, 0, 0);
+			if (got != (long)want) {
 				/* rare short write: finish vector by vector */
 				uint64_t o = off;
 				for (int k = 0; k < ni; k++) {
-					int rc = rio__pwrite_all(dc__vol.redo_fd,
+					int rc = dc__pwrite_mem(dc__vol.redo_fd,
 						iov[k].iov_base,
 						iov[k].iov_len, (off_t)o);
 					if (rc)

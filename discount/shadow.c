@@ -123,7 +123,7 @@ each_piece(uint64_t a, uint64_t len, bool create, piece_fn fn,
 static long
 write_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
 {
-	int rc = rio__pwrite_all(dc__vol.shadow_fd, c->p + (a - c->a0), k,
+	int rc = dc__pwrite_mem(dc__vol.shadow_fd, c->p + (a - c->a0), k,
 		(off_t)off);
 	return rc ? dc__err(rc, "shadow: write at %ld: %s", (long)off,
 		strerror(-rc)) : 0;

@@ -38,6 +38,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -86,6 +87,7 @@ prot_mask(uint64_t m)
 {
 	m &= ~(1ull << (SIGSYS - 1));
 	m &= ~(1ull << (SIGSEGV - 1));
+	m &= ~(1ull << (DC__STOP_SIG - 1)); /* thread.c invariant 2 */
 	if (dc__vol.twopc) /* the coordinator's signal (twopc.c) */
 		m &= ~(1ull << (DC__TIMER_SIG - 1));
 	return m;
@@ -104,59 +106,82 @@ tick_restarts(bool on)
 	dc__sys6(SYS_rt_sigaction, DC__TIMER_SIG, (long)&ka, 0, 8, 0, 0);
 }
 
+/* The call under mask m, libdc's lock dropped meanwhile (thread.c): a
+ * thread stopped by a checkpoint's round in the call makes it again. */
+static long
+call_masked(long nr, const long *a, const uint64_t *m)
+{
+	uint64_t old, psp = dc__vol.prog_sp;
+	bool lk = dc__thr_unlock();
+	long r;
+	do {
+		dc__thr_clear_stopped();
+		dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)m, (long)&old,
+			8, 0, 0);
+		r = pass(nr, a);
+		dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0,
+			0);
+	} while (r == -EINTR && dc__thr_was_stopped());
+	if (lk)
+		dc__thr_lock();
+	dc__vol.prog_sp = psp;
+	return r;
+}
+
 /* A call that may block: run it under the program's signal mask, so a
  * signal interrupts it (or restarts it) as it would without libdc.  With
  * output held (the buffered protocol), the interval's tick interrupts it
  * instead of being left to the next one: the checkpoint is taken, which
  * releases the output, and the call is made again (held.c invariant 7;
- * a sleep or a timeout then starts over once). */
+ * a sleep or a timeout then starts over once).  With threads, the main
+ * thread's calls always are (thread.c invariant 5: it takes every
+ * checkpoint, and may wait in pthread_join while the others hold
+ * output); the others' never. */
 static long
 blocking(long nr, const long *a, ucontext_t *uc)
 {
-	uint64_t m, old;
+	uint64_t m;
 	memcpy(&m, &uc->uc_sigmask, 8);
 	m = prot_mask(m);
-	bool held = dc__held_waiting() && !dc__vol.twopc;
+	bool held = !dc__vol.twopc && dc__thr_me == 0 &&
+		(dc__held_waiting() || dc__thr_on());
 	if (held && dc__vol.held.tick_missed) {
 		/* the tick came in libdc since the last checkpoint: its
 		 * checkpoint now, before the wait (a run resumed here, 1,
 		 * makes the call) */
 		if (dc__commit() < 0)
 			return -EIO;
-		held = dc__held_waiting();
+		held = dc__held_waiting() || dc__thr_on();
 	}
 	if (held) {
 		dc__vol.held.tick_missed = false;
 		tick_restarts(false);
 	}
-	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, (long)&old, 8, 0,
-		0);
-	long r = pass(nr, a);
-	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	long r = call_masked(nr, a, &m);
 	if (held) {
-		tick_restarts(true);
+		/* threads: the tick interrupts the call made again too (a
+		 * thread's output may fill meanwhile) */
+		bool thr = dc__thr_on();
+		if (!thr)
+			tick_restarts(true);
 		while (r == -EINTR && dc__vol.held.tick_missed) {
 			dc__vol.held.tick_missed = false;
 			/* before the call, which has not happened: a run
 			 * resumed here (1) makes it */
 			if (dc__commit() < 0)
 				return -EIO;
-			dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m,
-				(long)&old, 8, 0, 0);
-			r = pass(nr, a);
-			dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0,
-				8, 0, 0);
+			if (thr) /* a run resumed here has SA_RESTART */
+				tick_restarts(false);
+			r = call_masked(nr, a, &m);
 		}
+		if (thr)
+			tick_restarts(true);
 	}
 	/* the coordinator's signal interrupted the call: the round first,
 	 * then the call again (twopc.c) */
 	while (r == -EINTR && dc__vol.tp_poked) {
 		dc__twopc_serve();
-		dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, (long)&old,
-			8, 0, 0);
-		r = pass(nr, a);
-		dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0,
-			0);
+		r = call_masked(nr, a, &m);
 	}
 	return r;
 }
@@ -494,9 +519,11 @@ enter(void *ucv)
 static void
 sig_wrapper(int sig, siginfo_t *si, void *uc)
 {
-	unsigned char prev = dc__vol.selector;
-	uint64_t psp = enter(uc);
-	dc__vol.selector = ALLOW;
+	volatile unsigned char *sel = dc__sel(); /* this thread's */
+	unsigned char prev = *sel;
+	/* the stack pointer is the committing thread's: the main one's */
+	uint64_t psp = dc__thr_me == 0 ? enter(uc) : 0;
+	*sel = ALLOW;
 	/* a commit runs with every signal blocked (ckpt.c) */
 	uint64_t all = DC__SIGS_BLOCKED, old;
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8, 0,
@@ -504,7 +531,8 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 	dc__nd_event(); /* the state committed includes this signal's frame */
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
 	/* before the program's handler, which may longjmp out */
-	dc__vol.prog_sp = psp;
+	if (dc__thr_me == 0)
+		dc__vol.prog_sp = psp;
 	struct dc__sigrec *r = &dc__st.sig[sig];
 	uintptr_t h = r->handler;
 	unsigned long fl = r->flags;
@@ -513,11 +541,11 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 		r->flags &= ~(unsigned long)SA_SIGINFO;
 		dc__install_handler(sig);
 	}
-	dc__vol.selector = BLOCK;
+	*sel = BLOCK;
 	if (h == (uintptr_t)SIG_IGN) {
 		/* ignored meanwhile */
 	} else if (h == (uintptr_t)SIG_DFL) {
-		dc__vol.selector = ALLOW;
+		*sel = ALLOW;
 		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), sig,
 			0, 0, 0, 0);
 	} else if (fl & SA_SIGINFO) {
@@ -525,7 +553,7 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 	} else {
 		((void (*)(int))h)(sig);
 	}
-	dc__vol.selector = prev;
+	*sel = prev;
 }
 
 /* SIGSEGV: a write into a cold region (or, WP, a protected page) is made
@@ -789,6 +817,11 @@ dc__dispatch(long nr, long *a, void *ucv)
 		r = pass(nr, a);
 		dc__nd_event();
 		return r;
+	case SYS_futex: /* a thread's wait: libdc's lock dropped (thread.c) */
+		if (dc__thr_on() && ((a[1] & 0x7f) == FUTEX_WAIT ||
+				     (a[1] & 0x7f) == FUTEX_WAIT_BITSET))
+			return blocking(nr, a, uc);
+		return pass(nr, a);
 	case SYS_nanosleep:
 	case SYS_clock_nanosleep:
 	case SYS_pause:
@@ -899,6 +932,8 @@ dc__dispatch(long nr, long *a, void *ucv)
 	case SYS_clone3:
 	case SYS_fork:
 	case SYS_vfork:
+		if (dc__thr_is_thread(nr, a)) /* thread.c */
+			return dc__thr_clone(nr, a, uc);
 		if (dc__vol.tree) /* a process of its own (tree.c) */
 			return dc__tree_fork(nr == SYS_vfork ? SYS_fork : nr,
 				a, uc);
@@ -935,11 +970,14 @@ dc__dispatch(long nr, long *a, void *ucv)
 		return pass(nr, a);
 	case SYS_arch_prctl:
 		r = pass(nr, a);
-		if (r == 0 && a[0] == 0x1002 /* ARCH_SET_FS */)
+		if (r == 0 && a[0] == 0x1002 /* ARCH_SET_FS */ &&
+		    dc__thr_me == 0)
 			dc__st.ctx.fsbase = (uint64_t)a[1];
 		return r;
 	case SYS_exit_group:
 	case SYS_exit:
+		if (nr == SYS_exit && dc__thr_on()) /* one thread (thread.c) */
+			dc__thr_exit(a);
 		if (dc__vol.tree && dc__vol.active) {
 			/* its directory stays until a round commits the
 			 * exit (tree.c invariant 3) */
@@ -963,8 +1001,10 @@ sigsys_handler(int sig, siginfo_t *si, void *ucv)
 {
 	(void)sig;
 	ucontext_t *uc = ucv;
-	unsigned char prev = dc__vol.selector;
-	dc__vol.selector = ALLOW;
+	volatile unsigned char *sel = dc__sel(); /* this thread's */
+	unsigned char prev = *sel;
+	*sel = ALLOW;
+	dc__thr_lock(); /* libdc's state is one for all threads */
 	/* the program's errno is the program's: libdc's own calls (reading
 	 * /proc, a round's files) must not leave theirs in it */
 	int saved_errno = errno;
@@ -977,7 +1017,8 @@ sigsys_handler(int sig, siginfo_t *si, void *ucv)
 	g[REG_RAX] = r;
 	errno = saved_errno;
 	dc__vol.prog_sp = psp;
-	dc__vol.selector = prev;
+	dc__thr_unlock();
+	*sel = prev;
 }
 
 static void
@@ -1011,11 +1052,13 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 		dc__vol.held.tick_missed = true;
 		return;
 	}
-	uint64_t psp = enter(uc);
 	dc__vol.selector = ALLOW;
+	dc__thr_lock(); /* the main thread's (thread.c invariant 5) */
+	uint64_t psp = enter(uc);
 	int saved_errno = errno;
 	dc__commit();
 	errno = saved_errno;
+	dc__thr_unlock();
 	dc__vol.prog_sp = psp;
 	dc__vol.selector = prev;
 }
@@ -1077,8 +1120,11 @@ dc__timer_start(void)
 {
 	if (dc__st.interval_ms == 0)
 		return 0;
-	struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL,
+	/* aimed at this thread, the main one: the one that commits
+	 * (thread.c invariant 5) */
+	struct sigevent ev = { .sigev_notify = SIGEV_THREAD_ID,
 		.sigev_signo = DC__TIMER_SIG };
+	ev._sigev_un._tid = (int)dc__sys6(SYS_gettid, 0, 0, 0, 0, 0, 0);
 	if (timer_create(CLOCK_MONOTONIC, &ev, &dc__vol.timer) != 0)
 		return dc__err(-errno, "timer_create: %s", strerror(errno));
 	struct itimerspec its;

@@ -443,7 +443,7 @@ void
 dc__track_note(unsigned i, bool written)
 {
 	const struct dc__region *r = &dc__st.reg[i];
-	if (written || dc__vol.pinned[i]) {
+	if (written || dc__vol.pinned[i] || dc__thr_on()) { /* thread.c */
 		dc__vol.idle[i] = 0;
 		return;
 	}
