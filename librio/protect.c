@@ -51,7 +51,8 @@
  *       pk_untracked: from then on no key is ever returned.
  *   Rights a thread inherited at its creation are not tracked: a thread
  *   created while its creator held write rights (inside a window, or on
- *   an unprotected pool) keeps them, as in any program that uses keys.
+ *   an unprotected pool) keeps them, for that pool and for a later pool
+ *   that gets the same key.
  *
  * Faults are reported by the SIGSEGV handler in signals.c, which first
  * gives a thread the pool's baseline (above), then offers the fault to
