@@ -46,7 +46,9 @@
  *       thread other than the closing one has rw[k]; otherwise it is held
  *       back (pk_held) until those threads are gone, so a pool that later
  *       gets the same key number is never writable through a grant made
- *       for the old pool.  The closing thread denies itself the key.
+ *       for the old pool.  The closing thread denies itself the key, and
+ *       a thread that opens or closes a pool first denies itself every
+ *       held key (pk_drop_held).
  *   P3. A thread that gains write rights without a slot (all taken) sets
  *       pk_untracked: from then on no key is ever returned.
  *   Rights a thread inherited at its creation are not tracked: a thread
@@ -179,6 +181,22 @@ pk_atfork_child(void)
 			__ATOMIC_RELAXED);
 }
 
+/* This thread gives up the rights it may still have for keys held back
+ * (P2): their pools are closed, so that nothing it could do with them is
+ * legal, and a held key is freed sooner.  Under pk_lock. */
+static void
+pk_drop_held(void)
+{
+	for (int k = 0; k < RIO__MAX_PKEYS; k++) {
+		if ((pk_held & (1u << k)) && pk_me != NULL &&
+		    __atomic_load_n(&pk_me->rw[k], __ATOMIC_RELAXED)) {
+			pkey_windows[k] = 0;
+			pkey_set(k, PKEY_DISABLE_ACCESS);
+			pk_mark(k, false);
+		}
+	}
+}
+
 static void
 pk_setup(void)
 {
@@ -215,6 +233,7 @@ rio__protect_init(rio_pool *p)
 		return 0; /* no handler: mprotect mode works in every thread */
 	pthread_once(&pk_once, pk_setup);
 	pthread_mutex_lock(&pk_lock);
+	pk_drop_held();
 	for (int k = 0; k < RIO__MAX_PKEYS; k++) {
 		if ((pk_held & (1u << k)) && !pk_granted(k, NULL)) {
 			pk_held &= ~(1u << k);
@@ -246,6 +265,7 @@ rio__protect_fini(rio_pool *p)
 		int k = p->pkey;
 
 		pthread_mutex_lock(&pk_lock);
+		pk_drop_held();
 		pkey_windows[k] = 0;
 		pkey_set(k, PKEY_DISABLE_ACCESS);
 		pk_mark(k, false);

@@ -567,4 +567,39 @@ TEST_CASE("keys held back for a thread are returned once it is gone",
 	INFO(r.err);
 	REQUIRE(r.exited);
 	REQUIRE(r.code == 0);
+
+	// The same with a thread that lives on: it gives the rights up when
+	// it opens a pool itself.
+	std::string other = d / "q";
+	{
+		rio_pool *q = nullptr;
+		REQUIRE_OK(rio_pool_create(other.c_str(), POOL, 0, &q));
+		REQUIRE_OK(rio_pool_close(q));
+	}
+	r = test::run_child([&] {
+		Worker w;
+		for (int i = 0; i < 24; i++) {
+			rio_pool *p = nullptr;
+			if (rio_pool_open(path.c_str(), RIO_PROTECT, &p))
+				_exit(10);
+			struct rio_stats st;
+			rio_stats(p, &st);
+			if (st.mprotect_calls != 0)
+				_exit(20 + i);
+			char *b = (char *)rio_pool_base(p);
+			w.run([&] { rio_write_begin(p, b, 4096); });
+			if (rio_pool_close(p))
+				_exit(11);
+			w.run([&] {
+				rio_pool *q = nullptr;
+				if (rio_pool_open(other.c_str(), 0, &q) ||
+				    rio_pool_close(q))
+					_exit(12);
+			});
+		}
+		_exit(0);
+	});
+	INFO(r.err);
+	REQUIRE(r.exited);
+	REQUIRE(r.code == 0);
 }
