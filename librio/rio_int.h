@@ -214,6 +214,10 @@ void rio__chain_previous(int sig, siginfo_t *si, void *uc);
 /* protect.c */
 int rio__protect_init(rio_pool *p);
 void rio__protect_fini(rio_pool *p);
+/* Signal context: give this thread pool p's baseline rights for key `key`
+ * in the frame's PKRU (*pkru); false if it has them already or the key is
+ * not p's (protect.c). */
+bool rio__pkey_grant(rio_pool *p, int key, uint32_t *pkru, bool write);
 bool rio__fault_hooks_run(void *addr);
 
 /* image.c */

@@ -4,7 +4,12 @@
  *
  * librio installs one handler (SA_SIGINFO | SA_ONSTACK) for SIGSEGV,
  * SIGBUS, SIGABRT, SIGILL and SIGFPE, the first time a pool needs it
- * (an image to keep, protection, or a fault hook).  On SIGSEGV it
+ * (an image to keep, protection, a pool tagged with a protection key, or
+ * a fault hook).  On SIGSEGV it
+ *   0. on a protection-key fault in an open pool by a thread whose rights
+ *      for the pool's key are stricter than the pool's baseline (a thread
+ *      that existed before the pool was opened), gives that thread the
+ *      baseline and retries the access (protect.c, "Every thread");
  *   1. offers the fault to the registered fault hooks (libvista automatic
  *      ranges, discount): a hook that resolves it ends the handler and the
  *      store is retried;
@@ -103,6 +108,41 @@ frame_pkru(void *ucp)
 #endif
 }
 
+
+/* Was the faulting access a store?  The page-fault error code's bit 1;
+ * a read when it cannot be told (the grant is then read-only, and a store
+ * faults once more). */
+static bool
+fault_was_write(void *ucp)
+{
+#if defined(__x86_64__)
+	ucontext_t *uc = ucp;
+
+	return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#else
+	(void)ucp;
+	return false;
+#endif
+}
+
+/* A protection-key fault in an open pool by a thread whose rights for its
+ * key are stricter than the pool's baseline (one that existed before the
+ * pool was opened starts with none): give it the baseline in the frame
+ * (protect.c, "Every thread") and say whether the access may be retried. */
+static bool
+pkey_baseline(siginfo_t *si, uint32_t *pkru, void *uc)
+{
+	rio_pool *p;
+	bool granted = false;
+
+	rio__registry_enter();
+	p = rio__registry_find(si->si_addr);
+	if (p != NULL)
+		granted = rio__pkey_grant(p, (int)si->si_pkey, pkru,
+			fault_was_write(uc));
+	rio__registry_exit();
+	return granted;
+}
 
 static int
 sig_index(int sig)
@@ -291,6 +331,11 @@ handler(int sig, siginfo_t *si, void *uc)
 		struct sbuf s = { .n = 0 };
 		rio_pool *p;
 
+		if (pkru != NULL && si->si_code == SEGV_PKUERR &&
+		    pkey_baseline(si, pkru, uc)) {
+			errno = saved_errno;
+			return; /* this thread now has the baseline: retry */
+		}
 		if (rio__fault_hooks_run(si->si_addr)) {
 			if (pkru != NULL)
 				*pkru = rio_rdpkru(); /* windows the hook opened */

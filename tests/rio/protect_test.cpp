@@ -2,7 +2,11 @@
 // protect_test.cpp -- write windows, and wild stores caught in a child
 #include "../common/test_util.hpp"
 
+#include <sys/mman.h>
+
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 using test::TempDir;
@@ -292,4 +296,310 @@ TEST_CASE("removing a fault hook waits for a handler still running it",
 	REQUIRE(b[5000] == 'h');
 	REQUIRE_OK(end_rc);
 	REQUIRE_OK(rio_pool_close(hook_pool));
+}
+
+// ---- every thread, whenever it was created ----
+//
+// PKRU is per thread: a thread that existed before a pool was opened starts
+// with the pool's key denied.  Each case runs in pkeys mode (when the CPU
+// has protection keys) and in mprotect mode.
+
+// A thread that runs, one after the other, the jobs it is given.  It starts
+// with every key but 0 denied, as a thread of a fresh process does (the
+// test binary's main thread may hold rights left by earlier cases).
+class Worker {
+public:
+	Worker() : t_([this] { loop(); }) {}
+	~Worker()
+	{
+		{
+			std::lock_guard<std::mutex> l(m_);
+			quit_ = true;
+		}
+		cv_.notify_all();
+		t_.join();
+	}
+	void run(std::function<void()> fn)
+	{
+		std::unique_lock<std::mutex> l(m_);
+		job_ = std::move(fn);
+		cv_.notify_all();
+		cv_.wait(l, [&] { return !job_; });
+	}
+
+private:
+	void loop()
+	{
+		if (rio_pkeys_available())
+			for (int k = 1; k < 16; k++)
+				pkey_set(k, PKEY_DISABLE_ACCESS);
+		std::unique_lock<std::mutex> l(m_);
+		for (;;) {
+			cv_.wait(l, [&] { return job_ || quit_; });
+			if (!job_)
+				return;
+			auto job = job_;
+			l.unlock();
+			job();
+			l.lock();
+			job_ = nullptr;
+			cv_.notify_all();
+		}
+	}
+	std::mutex m_;
+	std::condition_variable cv_;
+	std::function<void()> job_;
+	bool quit_ = false;
+	std::thread t_; // last: starts once the rest exists
+};
+
+// The modes to run a case in; pkeys is reported as skipped without PKU.
+static std::vector<bool> modes_no_pkeys()
+{
+	if (rio_pkeys_available())
+		return { false, true };
+	WARN("pkeys mode skipped: the CPU has no protection keys; "
+	     "mprotect mode only");
+	return { true };
+}
+
+struct Mode {
+	explicit Mode(bool no_pkeys)
+	{
+		if (no_pkeys)
+			setenv("RIO_NO_PKEYS", "1", 1);
+	}
+	~Mode() { unsetenv("RIO_NO_PKEYS"); }
+};
+
+TEST_CASE("a thread created before the open reads the pool and writes in "
+	  "its own windows", "[protect][threads]")
+{
+	for (bool no_pkeys : modes_no_pkeys())
+		for (bool create : { false, true }) {
+		Mode mode(no_pkeys);
+		INFO((no_pkeys ? "mprotect mode" : "pkeys mode")
+			<< (create ? ", created" : ", opened"));
+		TempDir d;
+		std::string path = create ? d / "new" : make_pool(d);
+		auto r = test::run_child([&] {
+			Worker w; // exists before the pool
+			rio_pool *p = nullptr;
+			int rc = create ? rio_pool_create(path.c_str(), POOL,
+						  RIO_PROTECT, &p)
+					: rio_pool_open(path.c_str(),
+						  RIO_PROTECT, &p);
+			if (rc)
+				_exit(10);
+			char *b = (char *)rio_pool_base(p);
+			int code = 0;
+			w.run([&] {
+				std::string want = create ? "" : PATTERN;
+				if (std::string(b) != want)
+					code = 12;
+				fprintf(stderr, "read done\n");
+				if (rio_write_begin(p, b + 8192, 16))
+					code = 13;
+				strcpy(b + 8192, "worker");
+				if (rio_write_end(p, b + 8192, 16))
+					code = 14;
+				fprintf(stderr, "window done\n");
+			});
+			// and with protection off, without a window
+			if (rio_unprotect(p))
+				_exit(15);
+			w.run([&] { b[12288] = 'u'; });
+			if (rio_pool_close(p))
+				_exit(16);
+			_exit(code);
+		});
+		INFO(r.err);
+		REQUIRE(r.err.find("read done") != std::string::npos);
+		REQUIRE(r.err.find("window done") != std::string::npos);
+		REQUIRE(r.exited);
+		REQUIRE(r.code == 0);
+		rio_pool *p = nullptr;
+		REQUIRE_OK(rio_pool_open(path.c_str(), 0, &p));
+		char *b = (char *)rio_pool_base(p);
+		REQUIRE(std::string(b + 8192) == "worker");
+		REQUIRE(b[12288] == 'u');
+		REQUIRE_OK(rio_pool_close(p));
+	}
+}
+
+TEST_CASE("a store without a window by a thread created before the open "
+	  "is a wild store", "[protect][threads]")
+{
+	for (bool no_pkeys : modes_no_pkeys()) {
+		Mode mode(no_pkeys);
+		INFO((no_pkeys ? "mprotect mode" : "pkeys mode"));
+		TempDir d;
+		std::string path = make_pool(d);
+		auto r = test::run_child([&] {
+			Worker w;
+			rio_pool *p = nullptr;
+			if (rio_pool_open(path.c_str(), RIO_PROTECT, &p))
+				_exit(10);
+			volatile char *b = (char *)rio_pool_base(p);
+			w.run([&] {
+				if (b[65536] != PATTERN[0])
+					_exit(12);
+				fprintf(stderr, "read done\n");
+				b[65536] = 'X'; // wild
+			});
+			_exit(11); // not reached
+		});
+		INFO(r.err);
+		REQUIRE(r.err.find("read done") != std::string::npos);
+		REQUIRE(r.signal == SIGSEGV);
+		REQUIRE(r.err.find("wild store to 0x") != std::string::npos);
+		REQUIRE(r.err.find("offset 0x11000") != std::string::npos);
+		expect_intact(path);
+	}
+}
+
+TEST_CASE("a window in one thread lets no other thread write (pkeys)",
+	"[protect][threads]")
+{
+	if (!rio_pkeys_available()) {
+		WARN("skipped: the CPU has no protection keys (in mprotect "
+		     "mode a window is process-wide)");
+		return;
+	}
+	TempDir d;
+	std::string path = make_pool(d);
+	auto r = test::run_child([&] {
+		Worker w;
+		rio_pool *p = nullptr;
+		if (rio_pool_open(path.c_str(), RIO_PROTECT, &p))
+			_exit(10);
+		char *b = (char *)rio_pool_base(p);
+		if (rio_write_begin(p, b, 4096))
+			_exit(11);
+		b[0] = PATTERN[0]; // the opener's own window
+		w.run([&] { *(volatile char *)b = 'X'; });
+		_exit(12);
+	});
+	INFO(r.err);
+	REQUIRE(r.signal == SIGSEGV);
+	REQUIRE(r.err.find("wild store to 0x") != std::string::npos);
+	expect_intact(path);
+}
+
+TEST_CASE("a thread's window on a closed pool does not open the next pool",
+	"[protect][threads]")
+{
+	for (bool no_pkeys : modes_no_pkeys())
+		for (bool left_open : { true, false }) {
+		Mode mode(no_pkeys);
+		// left_open: the window is still open when the pool closes;
+		// otherwise it ended while the pool was unprotected.
+		INFO((no_pkeys ? "mprotect mode" : "pkeys mode")
+			<< (left_open ? ", window left open"
+				      : ", window ended unprotected"));
+		TempDir d;
+		std::string first = make_pool(d);
+		std::string second = d / "second";
+		auto r = test::run_child([&] {
+			Worker w;
+			rio_pool *p = nullptr;
+			if (rio_pool_open(first.c_str(),
+				    left_open ? RIO_PROTECT : 0, &p))
+				_exit(10);
+			char *b = (char *)rio_pool_base(p);
+			w.run([&] {
+				if (rio_write_begin(p, b, 4096))
+					_exit(11);
+				b[100] = 'w';
+				if (!left_open && rio_write_end(p, b, 4096))
+					_exit(12);
+			});
+			if (rio_pool_close(p))
+				_exit(13);
+			if (rio_pool_create(second.c_str(), POOL, RIO_PROTECT,
+				    &p))
+				_exit(14);
+			volatile char *c = (char *)rio_pool_base(p);
+			w.run([&] {
+				if (c[0] != 0)
+					_exit(15);
+				fprintf(stderr, "read done\n");
+				c[0] = 'X'; // wild
+			});
+			_exit(16);
+		});
+		INFO(r.err);
+		REQUIRE(r.err.find("read done") != std::string::npos);
+		REQUIRE(r.signal == SIGSEGV);
+		REQUIRE(r.err.find("wild store to 0x") != std::string::npos);
+		REQUIRE(r.err.find(second) != std::string::npos);
+	}
+}
+
+TEST_CASE("keys held back for a thread are returned once it is gone",
+	"[protect][threads]")
+{
+	if (!rio_pkeys_available()) {
+		WARN("skipped: the CPU has no protection keys");
+		return;
+	}
+	TempDir d;
+	std::string path = make_pool(d);
+	auto r = test::run_child([&] {
+		// More pools than the CPU has keys, one after the other, each
+		// left with a window open by a thread that then ends.
+		for (int i = 0; i < 24; i++) {
+			rio_pool *p = nullptr;
+			if (rio_pool_open(path.c_str(), RIO_PROTECT, &p))
+				_exit(10);
+			struct rio_stats st;
+			rio_stats(p, &st);
+			if (st.mprotect_calls != 0) // fell back: keys leaked
+				_exit(20 + (i < 70 ? i : 70));
+			char *b = (char *)rio_pool_base(p);
+			std::thread t([&] { rio_write_begin(p, b, 4096); });
+			t.join();
+			if (rio_pool_close(p))
+				_exit(11);
+		}
+		_exit(0);
+	});
+	INFO(r.err);
+	REQUIRE(r.exited);
+	REQUIRE(r.code == 0);
+
+	// The same with a thread that lives on: it gives the rights up when
+	// it opens a pool itself.
+	std::string other = d / "q";
+	{
+		rio_pool *q = nullptr;
+		REQUIRE_OK(rio_pool_create(other.c_str(), POOL, 0, &q));
+		REQUIRE_OK(rio_pool_close(q));
+	}
+	r = test::run_child([&] {
+		Worker w;
+		for (int i = 0; i < 24; i++) {
+			rio_pool *p = nullptr;
+			if (rio_pool_open(path.c_str(), RIO_PROTECT, &p))
+				_exit(10);
+			struct rio_stats st;
+			rio_stats(p, &st);
+			if (st.mprotect_calls != 0)
+				_exit(20 + i);
+			char *b = (char *)rio_pool_base(p);
+			w.run([&] { rio_write_begin(p, b, 4096); });
+			if (rio_pool_close(p))
+				_exit(11);
+			w.run([&] {
+				rio_pool *q = nullptr;
+				if (rio_pool_open(other.c_str(), 0, &q) ||
+				    rio_pool_close(q))
+					_exit(12);
+			});
+		}
+		_exit(0);
+	});
+	INFO(r.err);
+	REQUIRE(r.exited);
+	REQUIRE(r.code == 0);
 }
