@@ -103,6 +103,8 @@ dc__crashpoint_init(void)
 	dc__vol.mu_cap = e ? strtoull(e, NULL, 10) : 0;
 	e = getenv("DC_TEST_SEGV_TICK");
 	dc__vol.segv_tick = e && e[0] == '1';
+	e = getenv("DC_TEST_SIG_TICK");
+	dc__vol.sig_tick = e && e[0] == '1';
 }
 
 void

@@ -354,6 +354,7 @@ struct dc__vols {
 	                             * (recover.c dc__rstep) */
 	uint64_t mu_cap;        /* DC_TEST_MUNDO_MAX (seg.c) */
 	bool segv_tick;         /* DC_TEST_SEGV_TICK (sud.c segv_handler) */
+	bool sig_tick;          /* DC_TEST_SIG_TICK (sud.c sig_wrapper) */
 	char tp_fail[256];      /* DC_TEST_2PC_FAIL: a 2PC prepare fails
 	                         * while this file exists (twopc.c) */
 #endif

@@ -108,6 +108,9 @@ tick_restarts(bool on)
 
 /* The call under mask m, libdc's lock dropped meanwhile (thread.c): a
  * thread stopped by a checkpoint's round in the call makes it again. */
+/* The program's handlers run in this thread so far (sig_wrapper). */
+static __thread unsigned prog_sigs;
+
 static long
 call_masked(long nr, const long *a, const uint64_t *m)
 {
@@ -140,6 +143,10 @@ call_masked(long nr, const long *a, const uint64_t *m)
 static long
 blocking(long nr, const long *a, ucontext_t *uc)
 {
+	/* a program's handler that runs while the call waits ends it: its
+	 * EINTR is the program's, never made again (a server's SIGTERM
+	 * handler sets a flag its loop checks after epoll_wait) */
+	unsigned sigs = prog_sigs;
 	uint64_t m;
 	memcpy(&m, &uc->uc_sigmask, 8);
 	m = prot_mask(m);
@@ -164,7 +171,8 @@ blocking(long nr, const long *a, ucontext_t *uc)
 		bool thr = dc__thr_on();
 		if (!thr)
 			tick_restarts(true);
-		while (r == -EINTR && dc__vol.held.tick_missed) {
+		while (r == -EINTR && dc__vol.held.tick_missed &&
+		       prog_sigs == sigs) {
 			dc__vol.held.tick_missed = false;
 			/* before the call, which has not happened: a run
 			 * resumed here (1) makes it */
@@ -179,7 +187,7 @@ blocking(long nr, const long *a, ucontext_t *uc)
 	}
 	/* the coordinator's signal interrupted the call: the round first,
 	 * then the call again (twopc.c) */
-	while (r == -EINTR && dc__vol.tp_poked) {
+	while (r == -EINTR && dc__vol.tp_poked && prog_sigs == sigs) {
 		dc__twopc_serve();
 		r = call_masked(nr, a, &m);
 	}
@@ -548,11 +556,19 @@ sig_wrapper(int sig, siginfo_t *si, void *uc)
 		*sel = ALLOW;
 		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), sig,
 			0, 0, 0, 0);
-	} else if (fl & SA_SIGINFO) {
-		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	} else {
-		((void (*)(int))h)(sig);
+		prog_sigs++;
+		if (fl & SA_SIGINFO)
+			((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
+		else
+			((void (*)(int))h)(sig);
 	}
+#ifdef DC_TEST_CRASHPOINTS
+	/* test builds: a tick missed between the handler and the end of the
+	 * call it interrupted, as one can be */
+	if (dc__vol.sig_tick)
+		dc__vol.held.tick_missed = true;
+#endif
 	*sel = prev;
 }
 
