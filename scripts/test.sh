@@ -15,6 +15,8 @@ cd "$(dirname "$0")/.."
 
 passed=0 failed=0 skipped=0
 failures=() # "DIR NAME" of each test that failed, for the summary
+saved=$(mktemp -d)
+trap 'rm -rf "$saved"' EXIT
 
 # Run meson test and add its counts to the totals.
 run_suite() {
@@ -30,10 +32,13 @@ run_suite() {
 	unexp=$(awk '/^Unexpected Pass:/ {print $3}' "$log")
 	skip=$(awk '/^Skipped:/ {print $2}' "$log")
 	timeout=$(awk '/^Timeout:/ {print $2}' "$log")
+	# meson prints a failed test twice (as it ends, and in its summary)
 	local name
 	while IFS= read -r name; do
 		failures+=("$dir $name")
-	done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ +(.+ \/ )?([^ ]+) +(FAIL|TIMEOUT|UNEXPECTEDPASS) .*/\2/p' "$log")
+	done < <(sed -nE 's/^ *[0-9]+\/[0-9]+ +(.+ \/ )?([^ ]+) +(FAIL|TIMEOUT|UNEXPECTEDPASS) .*/\2/p' "$log" | sort -u)
+	# this run's outputs, for the summary (a later meson test replaces it)
+	cp "$dir/meson-logs/testlog.json" "$saved/$dir.json" 2>/dev/null
 	rm -f "$log"
 	if [ -z "$ok" ]; then
 		failed=$((failed + 1)) # meson test itself failed
@@ -63,7 +68,7 @@ fi
 for f in "${failures[@]}"; do
 	dir=${f%% *} name=${f#* }
 	echo "== failed: $name ($dir) =="
-	python3 - "$dir/meson-logs/testlog.json" "$name" <<'PY'
+	python3 - "$saved/$dir.json" "$name" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     t = json.loads(line)
