@@ -324,6 +324,34 @@ proc_state(int pid, unsigned long long *start)
 	return st;
 }
 
+/* pid has died or is dying: gone, a zombie, or past the start of its
+ * exit (PF_EXITING, the 9th field of /proc/PID/stat: set before the
+ * kernel closes the process's descriptors) */
+static bool
+dying(int pid)
+{
+	char p[64], b[1024];
+	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	ssize_t n = read(fd, b, sizeof(b) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	b[n] = '\0';
+	const char *q = strrchr(b, ')');
+	if (q == NULL || q[1] != ' ' || q[2] == 'Z' || q[2] == 'X')
+		return true;
+	const char *f = q + 2; /* field 3, the state; field 9 six later */
+	for (int i = 0; f && i < 6; i++) {
+		f = strchr(f, ' ');
+		if (f)
+			f++;
+	}
+	return f == NULL || (strtoul(f, NULL, 10) & 0x4 /* PF_EXITING */);
+}
+
 /* m's process (not another with its pid) exists; zombie: not waited */
 static bool
 exists(const struct mem *m, bool zombie_only)
@@ -403,7 +431,13 @@ own(uint64_t ino)
 
 /* T-C2, before the record: every pipe a member holds is drained, its
  * bytes written back, and the bytes saved in TREE/pipes-R.  Every member
- * is stopped in its round (it voted), so nothing reads or writes them. */
+ * is stopped in its round (it voted), so nothing reads or writes them.
+ * A member killed after its vote lists no descriptors once the kernel
+ * closed them, which it does before the process is a zombie: its pipes
+ * would be missing from the round its checkpoint is in, and every
+ * recovery to that round would fail.  So each member must be alive and
+ * not exiting (dying) once its descriptors are read; else the round
+ * fails, as when it died before. */
 static void
 save_pipes(uint64_t round)
 {
@@ -488,7 +522,8 @@ save_pipes(uint64_t round)
 			continue;
 		unsigned long long s = 0;
 		char st = proc_state(mem[i].pid, &s);
-		if (st == 0 || st == 'Z' || (mem[i].start && s != mem[i].start)) {
+		if (st == 0 || dying(mem[i].pid) ||
+		    (mem[i].start && s != mem[i].start)) {
 			say("member %d: state %c, start %llu (joined %llu)",
 				mem[i].pid, st ? st : '-', s, mem[i].start);
 			fail_tree("a member died in the round", mem[i].pid);
