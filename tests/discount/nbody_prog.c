@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dc.h>
@@ -222,6 +223,14 @@ take(unsigned s, const unsigned char *buf, ssize_t n)
 	return 0;
 }
 
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 /* Exchange step s's positions with every other rank. */
 static void
 exchange(unsigned s)
@@ -244,22 +253,28 @@ exchange(unsigned s)
 		if (r != rank_)
 			send_to(r, keep[i], keep_len[i]);
 	struct hdr *mine = (struct hdr *)(void *)keep[i];
+	uint64_t sent = now_ms();
 	for (;;) {
 		int missing = 0;
 		for (int r = 0; r < nproc; r++)
 			missing += r != rank_ && !got[r];
 		if (!missing)
 			break;
-		struct pollfd p = { .fd = sock, .events = POLLIN };
-		if (poll(&p, 1, 20) <= 0) {
-			/* mine again, asking for theirs */
+		/* every 20 ms, mine again, asking for theirs -- timed, not
+		 * left to a quiet poll: the others' asking keeps it busy */
+		uint64_t t = now_ms();
+		if (t - sent >= 20) {
 			mine->kind = ASK;
 			for (int r = 0; r < nproc; r++)
 				if (r != rank_ && !got[r])
 					send_to(r, keep[i], keep_len[i]);
 			mine->kind = SENT;
-			continue;
+			sent = t;
 		}
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		if (poll(&p, 1, (int)(sent + 20 - t > 20 ? 20 :
+			    sent + 20 - t)) <= 0)
+			continue;
 		ssize_t n;
 		while ((n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
 			take(s, buf, n);
