@@ -581,6 +581,18 @@ int dc__log_undo_pop(int fd, uint64_t gen, uint64_t inc, uint64_t max,
 
 #define DC__PROT_LOG(p) ((p) == DC_CAND_LOG || (p) == DC_CBNDVS_LOG)
 
+/* The kernel's struct sigaction (rt_sigaction), for libdc's own
+ * handlers (sud.c, thread.c). */
+struct ksigaction {
+	uintptr_t handler;
+	unsigned long flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+#ifndef SA_RESTORER
+#define SA_RESTORER 0x04000000
+#endif
+
 /* twopc.c */
 bool dc__twopc_parse(const char *name, enum dc_protocol *out);
 int dc__twopc_setup(int protocol);

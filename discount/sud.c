@@ -58,15 +58,6 @@
 #define ALLOW SYSCALL_DISPATCH_FILTER_ALLOW
 #define BLOCK SYSCALL_DISPATCH_FILTER_BLOCK
 
-struct ksigaction {
-	uintptr_t handler;
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-#ifndef SA_RESTORER
-#define SA_RESTORER 0x04000000
-#endif
 
 /* The program's call, made by libdc.  EFAULT may be a cold region the
  * kernel could not write (track.c invariant 2): then once more, with every

@@ -115,15 +115,6 @@ static struct {
  * kernel writes signal frames there (dc__track_note). */
 static char alt[DC__MAX_THREADS][ALT_SIZE] __attribute__((aligned(4096)));
 
-struct ksigaction {
-	uintptr_t handler;
-	unsigned long flags;
-	void (*restorer)(void);
-	uint64_t mask;
-};
-#ifndef SA_RESTORER
-#define SA_RESTORER 0x04000000
-#endif
 
 /* ---- raw pieces: clone3 whose child runs fn on the new stack, and the
  * end of a thread (invariant 4) ---- */
