@@ -295,9 +295,10 @@ rm_member(int pid)
 }
 
 /* The state letter of process pid, 0 when there is none; *start its
- * start time. */
+ * start time; *flags (when not NULL) its kernel flags, the 9th field:
+ * PF_EXITING (0x4) is set before the kernel closes its descriptors. */
 static char
-proc_state(int pid, unsigned long long *start)
+proc_state(int pid, unsigned long long *start, unsigned long *flags)
 {
 	char p[64], b[1024];
 	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
@@ -313,43 +314,18 @@ proc_state(int pid, unsigned long long *start)
 	if (q == NULL || q[1] != ' ')
 		return 0;
 	char st = q[2];
-	/* fields 3 .. 22: the start time is the 20th after the state */
+	/* fields 3 .. 22: the flags are the 6th after the state, the start
+	 * time the 19th */
 	const char *f = q + 2;
 	for (int i = 0; f && i < 19; i++) {
 		f = strchr(f, ' ');
 		if (f)
 			f++;
+		if (i == 5 && flags)
+			*flags = f ? strtoul(f, NULL, 10) : 0;
 	}
 	*start = f ? strtoull(f, NULL, 10) : 0;
 	return st;
-}
-
-/* pid has died or is dying: gone, a zombie, or past the start of its
- * exit (PF_EXITING, the 9th field of /proc/PID/stat: set before the
- * kernel closes the process's descriptors) */
-static bool
-dying(int pid)
-{
-	char p[64], b[1024];
-	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	ssize_t n = read(fd, b, sizeof(b) - 1);
-	close(fd);
-	if (n <= 0)
-		return true;
-	b[n] = '\0';
-	const char *q = strrchr(b, ')');
-	if (q == NULL || q[1] != ' ' || q[2] == 'Z' || q[2] == 'X')
-		return true;
-	const char *f = q + 2; /* field 3, the state; field 9 six later */
-	for (int i = 0; f && i < 6; i++) {
-		f = strchr(f, ' ');
-		if (f)
-			f++;
-	}
-	return f == NULL || (strtoul(f, NULL, 10) & 0x4 /* PF_EXITING */);
 }
 
 /* m's process (not another with its pid) exists; zombie: not waited */
@@ -357,7 +333,7 @@ static bool
 exists(const struct mem *m, bool zombie_only)
 {
 	unsigned long long s = 0;
-	char st = proc_state(m->pid, &s);
+	char st = proc_state(m->pid, &s, NULL);
 	if (st == 0 || (m->start && s != m->start))
 		return false;
 	return zombie_only ? st == 'Z' : true;
@@ -390,7 +366,8 @@ prepare(bool all)
 static uint64_t own_pipe[DC_TREE_MAX_PIPES]; /* outside the tree */
 static int nown;
 
-static char proc_state(int pid, unsigned long long *start);
+static char proc_state(int pid, unsigned long long *start,
+	unsigned long *flags);
 
 static bool
 pipe_ino(const char *path, uint64_t *ino)
@@ -436,7 +413,7 @@ own(uint64_t ino)
  * closed them, which it does before the process is a zombie: its pipes
  * would be missing from the round its checkpoint is in, and every
  * recovery to that round would fail.  So each member must be alive and
- * not exiting (dying) once its descriptors are read; else the round
+ * not exiting (PF_EXITING) once its descriptors are read; else the round
  * fails, as when it died before. */
 static void
 save_pipes(uint64_t round)
@@ -521,8 +498,9 @@ save_pipes(uint64_t round)
 		if (mem[i].state != M_JOINED)
 			continue;
 		unsigned long long s = 0;
-		char st = proc_state(mem[i].pid, &s);
-		if (st == 0 || dying(mem[i].pid) ||
+		unsigned long fl = 0;
+		char st = proc_state(mem[i].pid, &s, &fl);
+		if (st == 0 || st == 'Z' || st == 'X' || (fl & 0x4) ||
 		    (mem[i].start && s != mem[i].start)) {
 			say("member %d: state %c, start %llu (joined %llu)",
 				mem[i].pid, st ? st : '-', s, mem[i].start);
@@ -726,7 +704,7 @@ on_msg(const struct dc_2pc_msg *msg, const struct sockaddr_in *from)
 		m->addr = *from;
 		if (m->pidfd < 0) {
 			m->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-			proc_state(pid, &m->start);
+			proc_state(pid, &m->start, NULL);
 		}
 		say("member %d joined", pid);
 		reply(from, DC_2PC_WELCOME, (uint32_t)pid, rec.committed, 0);
@@ -757,7 +735,7 @@ on_msg(const struct dc_2pc_msg *msg, const struct sockaddr_in *from)
 			}
 			/* a child that dies before it joins is seen too */
 			c->pidfd = (int)syscall(SYS_pidfd_open, child, 0);
-			proc_state(child, &c->start);
+			proc_state(child, &c->start, NULL);
 			say("member %d forked %d", pid, child);
 		}
 		reply_to(from, DC_2PC_ANSWER, (uint32_t)pid, (uint64_t)child,
