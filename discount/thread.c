@@ -382,17 +382,25 @@ dc__thr_clear_stopped(void)
 
 /* A new thread, on its own stack: its dispatch, its alternate stack,
  * the program's mask, then the program's registers. */
+/* A new thread of slot s: its alternate signal stack and its own
+ * dispatch selector, switched on (libdc's code, ALLOW, meanwhile). */
 static void
-child_start(void)
+own_dispatch(int s)
 {
-	int s = V.child;
-	dc__thr_me = s;
 	stack_t ss = { .ss_sp = alt[s], .ss_size = ALT_SIZE };
 	dc__sys6(SYS_sigaltstack, (long)&ss, 0, 0, 0, 0, 0);
 	V.sel[s] = ALLOW;
 	dc__sys6(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON,
 		(long)dc__sud_begin, (long)(dc__sud_end - dc__sud_begin),
 		(long)&V.sel[s], 0);
+}
+
+static void
+child_start(void)
+{
+	int s = V.child;
+	dc__thr_me = s;
+	own_dispatch(s);
 	V.sel[s] = BLOCK;
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&V.mask[s], 0, 8, 0,
 		0);
@@ -555,12 +563,7 @@ static void
 child_resume(void)
 {
 	int s = V.child;
-	stack_t ss = { .ss_sp = alt[s], .ss_size = ALT_SIZE };
-	dc__sys6(SYS_sigaltstack, (long)&ss, 0, 0, 0, 0, 0);
-	V.sel[s] = ALLOW;
-	dc__sys6(SYS_prctl, PR_SET_SYSCALL_USER_DISPATCH, PR_SYS_DISPATCH_ON,
-		(long)dc__sud_begin, (long)(dc__sud_end - dc__sud_begin),
-		(long)&V.sel[s], 0);
+	own_dispatch(s);
 	uint64_t m = DC__SIGS_BLOCKED;
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&m, 0, 8, 0, 0);
 	dc__resume_ctx(&T.t[s].ctx); /* into stop_handler (step 3) */
