@@ -8,9 +8,10 @@
  * These designs do not log ranges of ordinary memory: every persistent
  * word is a 32-byte *pword* {main, back, seq, count[2]}, two to a cache
  * line, and a program stores through pw_store().  So they cannot run the
- * workloads' set_ranges-then-store transactions; they bring their own
- * debit-credit (tb_backend.layout), with the same transaction mix and
- * invariants over a word-per-slot layout:
+ * workloads' set_ranges-then-store transactions in place; they bring their
+ * own debit-credit (tb_backend.layout), with the same transaction mix and
+ * invariants over a word-per-slot layout, and run order-entry word by
+ * word over a volatile image (its section below, O1-O4):
  *
  *   pool user area: line 0 header {magic, design, slots}, line 1 the
  *   committed sequence (Trinity's p_seq, alone in its line), then
