@@ -662,6 +662,11 @@ poe_init(const struct tb_opts *o, size_t size, uint64_t seed, void **out)
 	p->img = calloc(p->words, sizeof(*p->img));
 	if (p->img == NULL ||
 	    tb_order_entry.init(o, p->words * sizeof(uint64_t), seed, &p->wl)) {
+		if (p->img != NULL)
+			tb_err("order-entry (pwords): a %zu-byte database holds "
+				"%llu words, a %llu-byte order-entry database",
+				size, (unsigned long long)p->words,
+				(unsigned long long)p->words * 8);
 		free(p->img);
 		free(p);
 		return -1;
