@@ -70,7 +70,10 @@
 
 #define PW_MAGIC 0x64726f7770ull /* "pword" */
 #define PW_HDR 128u               /* header line + p_seq line */
-#define PW_MAX_LOG 512            /* words per transaction */
+#ifndef TB_PW_MAX_LOG            /* a test build sets a smaller one */
+#define TB_PW_MAX_LOG 512
+#endif
+#define PW_MAX_LOG TB_PW_MAX_LOG  /* words per transaction */
 #define PW_LINES 1024             /* Quadra's written-lines set (> 2 x log) */
 
 enum pw_design { PW_TRINITY = 1, PW_QUADRA = 2 };
