@@ -58,7 +58,7 @@ usage(FILE *f)
 "        rvm-rio[:DOMAIN], vista:v0|v1|v2|v3[:DOMAIN] (Vista's Versions\n"
 "        0-2, Amza et al. section 4; v3 is vista), trinity[:DOMAIN],\n"
 "        quadra[:DOMAIN] (per-word designs with their own layout;\n"
-"        debit-credit only); or \"all\" (%s)\n"
+"        debit-credit and order-entry); or \"all\" (%s)\n"
 "  --domain byte|cacheline|page  domain of vista/pmemobj/rvm-rio without one\n"
 "                       (cacheline)\n"
 "  --db-size SIZE       database per stream (50M; K, M, G suffixes)\n"
@@ -199,8 +199,8 @@ child(const struct tb_opts *o, const char *rowfile)
 		return 2;
 	}
 	if (b->layout != NULL && (w = b->layout(w->name)) == NULL) {
-		tb_err("%s has no layout of %s (only debit-credit)", b->name,
-			o->workload);
+		tb_err("%s has no layout of %s (only debit-credit and "
+			"order-entry)", b->name, o->workload);
 		return 2;
 	}
 	struct tb_row proto = { 0 };
