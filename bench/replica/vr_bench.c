@@ -4,6 +4,7 @@
  * failover time, against standalone libvista in the same run
  *
  *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] [-p] [-s]
+ *            [-w]
  *
  * Debit-credit (accounts, tellers, branches, a history ring) on one
  * segment.  In order, each for SECONDS (default 1):
@@ -27,12 +28,15 @@
  * interleaved rounds, standalone, the floor (standalone with a hook that
  * only copies each declared range's coordinates and after-bytes into a
  * DRAM ring: the least a 1-safe primary on libvista's hook must do),
- * the hook alone, and 1-safe with a backup.
+ * the hook alone, the hook alone with whole ranges (vr_opts.whole_ranges:
+ * no diff, no checksum on the committing thread), and 1-safe with a
+ * backup, diffed and with whole ranges.  -w: the active configurations
+ * send whole ranges (vr_opts.whole_ranges).
  *
  * Placement: the paper's primary and backup were two machines; here they
- * share the host's CPUs.  -p pins the primary process (its application
- * thread and its sender) to the first CPU it may use and the backup
- * process to the second, in every configuration (standalone too).  -s
+ * share the host's CPUs.  -p pins the primary's application thread to
+ * the first CPU it may use, and its sender thread and the backup process
+ * to the second, in every configuration (standalone too).  -s
  * starts the backup process in a session of its own (setsid), so that
  * the scheduler's autogroups give it its own share of the CPUs instead of
  * a part of the primary's, as a second machine would.  Neither is the
@@ -81,6 +85,9 @@ static bool hook_only;
  * -- into a DRAM ring: the least any 1-safe primary on libvista's hook
  * does per transaction (no diff, no lock, no record, nothing sent). */
 static bool floor_on;
+/* -w, and the floor's "whole" rows: vr_opts.whole_ranges (each range sent
+ * whole, the record sealed by the sender thread). */
+static bool whole;
 #define FLOOR_RING (4u << 20)
 static char *floor_ring;
 static size_t floor_head;
@@ -202,6 +209,7 @@ open_node(struct node *nd, const char *name, char *addr, enum vr_mode mode,
 	ro.state_addr = addr + ((fp + (1u << 21) - 1) &
 		~(size_t)((1u << 21) - 1));
 	ro.mode = mode;
+	ro.whole_ranges = whole;
 	/* pipelined: commits in flight; 1-safe: the library's loss window
 	 * (0: its default). */
 	ro.window = mode == VR_PIPELINED ? 1024 : 0;
@@ -417,7 +425,6 @@ run(const char *name, int mode)
 	double t0, t1, end;
 	int rc;
 
-	/* The sender thread vr_serve starts inherits the CPU. */
 	pin(cpu_app);
 	open_node(&p, name, ADDR_P, mode ? (enum vr_mode)mode : VR_1SAFE,
 		mode != 0);
@@ -431,7 +438,12 @@ run(const char *name, int mode)
 	}
 	if (mode) {
 		snprintf(bname, sizeof(bname), "%s-backup", name);
-		if ((rc = vr_serve(p.n, "127.0.0.1", 0)))
+		/* -p: the sender thread vr_serve starts inherits the
+		 * backup's CPU; the application thread keeps its own. */
+		pin(cpu_rep);
+		rc = vr_serve(p.n, "127.0.0.1", 0);
+		pin(cpu_app);
+		if (rc)
 			die("vr_serve", rc);
 		if (!hook_only) {
 			bpid = spawn_backup(bname, vr_port(p.n));
@@ -612,8 +624,9 @@ main(int argc, char **argv)
 
 	bool pinned = false;
 
-	while ((c = getopt(argc, argv, "t:a:qo:r:ps")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:qo:r:psw")) != -1) {
 		switch (c) {
+		case 'w': whole = true; break;
 		case 'p': pinned = true; break;
 		case 's': own_session = true; break;
 		case 'r':
@@ -628,7 +641,7 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: vr-bench [-t SECONDS] "
 				"[-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] "
-				"[-p] [-s]\n");
+				"[-p] [-s] [-w]\n");
 			return 2;
 		}
 	}
@@ -648,26 +661,29 @@ main(int argc, char **argv)
 		printf("unpinned: the scheduler places every thread\n");
 	if (own_session)
 		printf("the backup process runs in a session of its own\n");
+	if (whole)
+		printf("the primary sends whole ranges (vr_opts.whole_ranges)\n");
 	if (only != NULL) {
 		static const char *names[] = { "standalone", "1safe", "2safe",
 			"pipelined" };
 		if (strcmp(only, "floor") == 0) {
 			/* Interleaved rounds: standalone, the floor, the
 			 * hook alone, 1-safe with a backup. */
-			struct result rr[4][ROUNDS];
+			struct result rr[6][ROUNDS];
 			static const char *fn[] = { "standalone", "floor",
-				"hook", "1-safe" };
+				"hook", "hook-whole", "1-safe", "1-safe-whole" };
 			for (int k = 0; k < rounds; k++)
-				for (int m = 0; m < 4; m++) {
+				for (int m = 0; m < 6; m++) {
 					floor_on = m == 1;
-					hook_only = m == 2;
+					hook_only = m == 2 || m == 3;
+					whole = m == 3 || m == 5;
 					rr[m][k] = run(fn[m], m >= 2 ?
 						VR_1SAFE : 0);
 				}
-			floor_on = hook_only = false;
-			for (int m = 0; m < 4; m++) {
+			floor_on = hook_only = whole = false;
+			for (int m = 0; m < 6; m++) {
 				struct result x = median(rr[m], rounds);
-				printf("%-10s %10.0f tx/s  ratio %.3f  cpu P "
+				printf("%-12s %10.0f tx/s  ratio %.3f  cpu P "
 					"%.3f us/tx  cpu B %.3f us/tx\n",
 					fn[m], x.tps, x.tps /
 					median(rr[0], rounds).tps, x.cpu_p,
