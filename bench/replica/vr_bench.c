@@ -43,6 +43,7 @@
  * default; the output says which was used.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <netinet/in.h>
@@ -385,10 +386,20 @@ cpu_ns(pid_t pid)
 	return sum;
 }
 
+/* CPU time (ns) of the calling thread. */
+static double
+thread_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
 struct result {
 	double tps, med, p99;
 	double data_b, meta_b;
 	double cpu_p, cpu_b; /* us of CPU per transaction: primary, backup */
+	double cpu_a;        /* ... of the primary's application thread */
 };
 
 static pid_t
@@ -414,8 +425,8 @@ spawn_backup(const char *name, unsigned port)
 static struct result
 run(const char *name, int mode)
 {
-	struct result res = { 0, 0, 0, 0, 0, 0, 0 };
-	double c0p, c0b;
+	struct result res = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	double c0p, c0b, c0a;
 	struct node p;
 	char bname[64];
 	pid_t bpid = 0;
@@ -455,6 +466,7 @@ run(const char *name, int mode)
 	for (int i = 0; i < 2000; i++)
 		if ((rc = tx(&p, ++n)))
 			die("transaction", rc);
+	c0a = thread_ns();
 	c0p = cpu_ns(getpid());
 	c0b = bpid ? cpu_ns(bpid) : 0;
 	t0 = now();
@@ -474,6 +486,7 @@ run(const char *name, int mode)
 	}
 	t1 = now();
 	res.tps = (double)(n - 2000) / (t1 - t0);
+	res.cpu_a = (thread_ns() - c0a) / 1e3 / (double)(n - 2000);
 	res.cpu_p = (cpu_ns(getpid()) - c0p) / 1e3 / (double)(n - 2000);
 	res.cpu_b = bpid ? (cpu_ns(bpid) - c0b) / 1e3 / (double)(n - 2000) : 0;
 	if (mode && !hook_only) {
@@ -515,6 +528,18 @@ median(struct result *r, int n)
 	qsort(r, (size_t)n, sizeof(*r), cmp_tps);
 	return r[n / 2];
 }
+
+/* The median of one field of n rounds (field: its offset). */
+static double
+median_of(const struct result *r, int n, size_t field)
+{
+	double v[ROUNDS];
+	for (int i = 0; i < n; i++)
+		v[i] = *(const double *)((const char *)&r[i] + field);
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_d);
+	return v[n / 2];
+}
+#define MEDIAN_OF(r, n, f) median_of((r), (n), offsetof(struct result, f))
 
 /* ---- failover ---- */
 
@@ -681,14 +706,25 @@ main(int argc, char **argv)
 						VR_1SAFE : 0);
 				}
 			floor_on = hook_only = whole = false;
+			/* Each column the median of its own rounds. */
+			double s_tps = MEDIAN_OF(rr[0], rounds, tps);
+			double s_a = MEDIAN_OF(rr[0], rounds, cpu_a);
+			printf("%-12s %10s %7s %7s %7s %7s %7s  (us/tx; median "
+				"of %d rounds)\n", "config", "tx/s", "ratio",
+				"cpu A", "cpu P", "cpu B", "A ratio", rounds);
 			for (int m = 0; m < 6; m++) {
-				struct result x = median(rr[m], rounds);
-				printf("%-12s %10.0f tx/s  ratio %.3f  cpu P "
-					"%.3f us/tx  cpu B %.3f us/tx\n",
-					fn[m], x.tps, x.tps /
-					median(rr[0], rounds).tps, x.cpu_p,
-					x.cpu_b);
+				double a = MEDIAN_OF(rr[m], rounds, cpu_a);
+				double t = MEDIAN_OF(rr[m], rounds, tps);
+				printf("%-12s %10.0f %7.3f %7.3f %7.3f %7.3f "
+					"%7.3f\n", fn[m], t, t / s_tps, a,
+					MEDIAN_OF(rr[m], rounds, cpu_p),
+					MEDIAN_OF(rr[m], rounds, cpu_b),
+					s_a / a);
 			}
+			printf("cpu A: the application thread alone; A ratio: "
+				"standalone's cpu A over this one's, the tx/s "
+				"ratio on two CPUs of its own with the sender "
+				"and the backup on the other\n");
 			goto out;
 		}
 		if (strcmp(only, "hook") == 0) {
