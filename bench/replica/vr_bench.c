@@ -4,7 +4,7 @@
  * failover time, against standalone libvista in the same run
  *
  *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] [-p] [-s]
- *            [-w]
+ *            [-w] [-R RING_BYTES]
  *
  * Debit-credit (accounts, tellers, branches, a history ring) on one
  * segment.  In order, each for SECONDS (default 1):
@@ -31,7 +31,8 @@
  * the hook alone, the hook alone with whole ranges (vr_opts.whole_ranges:
  * no diff, no checksum on the committing thread), and 1-safe with a
  * backup, diffed and with whole ranges.  -w: the active configurations
- * send whole ranges (vr_opts.whole_ranges).
+ * send whole ranges (vr_opts.whole_ranges).  -R: the primary's send ring
+ * in bytes (a power of two; default the library's, 4 MiB).
  *
  * Placement: the paper's primary and backup were two machines; here they
  * share the host's CPUs.  -p pins the primary's application thread to
@@ -89,6 +90,8 @@ static bool floor_on;
 /* -w, and the floor's "whole" rows: vr_opts.whole_ranges (each range sent
  * whole, the record sealed by the sender thread). */
 static bool whole;
+/* -R: the primary's ring, bytes (0: the library's default). */
+static size_t ring_bytes;
 #define FLOOR_RING (4u << 20)
 static char *floor_ring;
 static size_t floor_head;
@@ -211,6 +214,7 @@ open_node(struct node *nd, const char *name, char *addr, enum vr_mode mode,
 		~(size_t)((1u << 21) - 1));
 	ro.mode = mode;
 	ro.whole_ranges = whole;
+	ro.ring_size = ring_bytes;
 	/* pipelined: commits in flight; 1-safe: the library's loss window
 	 * (0: its default). */
 	ro.window = mode == VR_PIPELINED ? 1024 : 0;
@@ -649,8 +653,9 @@ main(int argc, char **argv)
 
 	bool pinned = false;
 
-	while ((c = getopt(argc, argv, "t:a:qo:r:psw")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:qo:r:pswR:")) != -1) {
 		switch (c) {
+		case 'R': ring_bytes = strtoull(optarg, NULL, 0); break;
 		case 'w': whole = true; break;
 		case 'p': pinned = true; break;
 		case 's': own_session = true; break;
@@ -666,7 +671,7 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: vr-bench [-t SECONDS] "
 				"[-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] "
-				"[-p] [-s] [-w]\n");
+				"[-p] [-s] [-w] [-R RING_BYTES]\n");
 			return 2;
 		}
 	}
