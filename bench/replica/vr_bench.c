@@ -692,7 +692,8 @@ main(int argc, char **argv)
 	if (own_session)
 		printf("the backup process runs in a session of its own\n");
 	if (whole)
-		printf("the primary sends whole ranges (vr_opts.whole_ranges)\n");
+		printf("the primary sends whole ranges "
+			"(vr_opts.whole_ranges)\n");
 	if (only != NULL) {
 		static const char *names[] = { "standalone", "1safe", "2safe",
 			"pipelined" };
@@ -701,7 +702,8 @@ main(int argc, char **argv)
 			 * hook alone, 1-safe with a backup. */
 			struct result rr[6][ROUNDS];
 			static const char *fn[] = { "standalone", "floor",
-				"hook", "hook-whole", "1-safe", "1-safe-whole" };
+				"hook", "hook-whole", "1-safe",
+				"1-safe-whole" };
 			for (int k = 0; k < rounds; k++)
 				for (int m = 0; m < 6; m++) {
 					floor_on = m == 1;

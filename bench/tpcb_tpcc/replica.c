@@ -313,7 +313,7 @@ tb_repl_attach(const struct tb_opts *o, int stream,
 			 * library's loss window (0: its default). */
 			.window = r->mode == VR_PIPELINED ? 1024 : 0,
 			.timeout_ms = TB_REPL_TIMEOUT_MS,
-			.whole_ranges = strcmp(o->replica, "1safe-whole") == 0 };
+			.whole_ranges = !strcmp(o->replica, "1safe-whole") };
 		if ((rc = vr_open(v, seg, &ro, &r->n)))
 			goto fail_vr;
 		if ((rc = vr_serve(r->n, o->peer, 0)))

@@ -299,11 +299,6 @@ wake_sender(vr_node *n)
 		(void)!write(n->efd, &one, sizeof(one));
 }
 
-/*
- * Write the queued whole records [sent, head) to fd, at most about `max`
- * bytes (whole records; at least one).  Caller holds wlock.  An error
- * leaves the connection unusable (a record may be cut).
- */
 /* Copy ring bytes [p, p + len) out (they may wrap). */
 static void
 ring_read(const vr_node *n, uint64_t p, void *out, size_t len)
@@ -320,9 +315,9 @@ ring_read(const vr_node *n, uint64_t p, void *out, size_t len)
 
 /*
  * whole_ranges: write the check of each record in [from, to) into the
- * ring (P6).  The records' other bytes are stable (producers write past head
- * only), and wlock keeps other sealers out.  Sealing twice writes the
- * same check.  Caller holds wlock.
+ * ring (P6).  The records' other bytes are stable (producers write past
+ * head only), and wlock keeps other sealers out.  Sealing twice writes
+ * the same check.  Caller holds wlock.
  */
 static int
 seal_ring(vr_node *n, uint64_t from, uint64_t to)
@@ -358,6 +353,11 @@ seal_ring(vr_node *n, uint64_t from, uint64_t to)
 	return 0;
 }
 
+/*
+ * Write the queued whole records [sent, head) to fd, at most about `max`
+ * bytes (whole records; at least one).  Caller holds wlock.  An error
+ * leaves the connection unusable (a record may be cut).
+ */
 static int
 push_locked(vr_node *n, int fd, uint64_t max)
 {
@@ -443,9 +443,9 @@ ring_put(vr_node *n, uint64_t p, const void *src, size_t len)
 
 /*
  * whole_ranges: the REDO record of the gathered pieces (bld), `len`
- * bytes, written at head with no check (the sender seals it, P6): the header,
- * the piece table, the after-bytes, the padding.  One copy of the
- * ranges, no intermediate buffer.  Under n->lock, room made.
+ * bytes, written at head with no check (the sender seals it, P6): the
+ * header, the piece table, the after-bytes, the padding.  One copy of
+ * the ranges, no intermediate buffer.  Under n->lock, room made.
  */
 static void
 put_rec(vr_node *n, uint64_t seq, size_t len)
@@ -548,14 +548,7 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 		else
 			vr__rec_seal(h, VR_REC_REDO, (uint32_t)bld.np, seq,
 				n->st->epoch, len, h + 1);
-		size_t at = n->head & (n->o.ring_size - 1);
-		size_t first = n->o.ring_size - at;
-		if (first >= len) {
-			memcpy(n->ring + at, tls.buf, len);
-		} else {
-			memcpy(n->ring + at, tls.buf, first);
-			memcpy(n->ring, tls.buf + first, len - first);
-		}
+		ring_put(n, n->head, tls.buf, len);
 	}
 	/* P1: head passes the record once it is whole. */
 	n->head += len;
