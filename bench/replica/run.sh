@@ -6,8 +6,10 @@
 #
 # vr-bench (standalone vs active 1-safe, 2-safe, pipelined; 2-safe latency
 # beside the loopback round trip; failover) at 10 MB and 100 MB databases,
-# then tests/replica/crash.sh for KILL_ITERATIONS iterations (default 200:
-# 300 kills) over 1-safe and 2-safe, killing the primary or both.
+# its floor runs (-o floor: standalone, the floor, the hook, 1-safe diffed
+# and with whole ranges; unpinned and -p), then tests/replica/crash.sh for
+# KILL_ITERATIONS iterations (default 200: 300 kills) over 1-safe (diffed
+# and whole ranges) and 2-safe, killing the primary or both.
 # Then the passive backup: vrp-bench (Versions 0-3 standalone, passive
 # 1-safe and 2-safe, bytes per transaction: Tables 4 and 5) on a 50 MB
 # database, and tests/replica/pcrash.sh for KILL_ITERATIONS iterations
@@ -26,10 +28,15 @@ for acc in 1000000 12000000; do
 	echo "== vr-bench -t $S -r 3 -a $acc"
 	"$B/bench/replica/vr-bench" -t "$S" -r 3 -a $acc
 done
+for pin in "" -p; do
+	echo "== vr-bench $pin -o floor -r 5 -t 0.5 (1-safe diffed and whole)"
+	"$B/bench/replica/vr-bench" $pin -o floor -r 5 -t 0.5
+done
 echo "== crash campaign: $K iterations"
 cd "$B"
 "$SRC/tests/replica/crash.sh" libvista/replica/vista-replica \
-	tests/replica/vr_dc "$K" pass 1safe,2safe primary,both | tail -3
+	tests/replica/vr_dc "$K" pass 1safe,2safe,1safe-whole primary,both |
+	tail -3
 cd - > /dev/null
 echo "== vrp-bench -t $S -r 3 (passive, 50 MB)"
 "$B/bench/replica/vrp-bench" -t "$S" -r 3

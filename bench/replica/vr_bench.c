@@ -4,6 +4,7 @@
  * failover time, against standalone libvista in the same run
  *
  *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] [-p] [-s]
+ *            [-w] [-R RING_BYTES]
  *
  * Debit-credit (accounts, tellers, branches, a history ring) on one
  * segment.  In order, each for SECONDS (default 1):
@@ -27,18 +28,23 @@
  * interleaved rounds, standalone, the floor (standalone with a hook that
  * only copies each declared range's coordinates and after-bytes into a
  * DRAM ring: the least a 1-safe primary on libvista's hook must do),
- * the hook alone, and 1-safe with a backup.
+ * the hook alone, the hook alone with whole ranges (vr_opts.whole_ranges:
+ * no diff, no checksum on the committing thread), and 1-safe with a
+ * backup, diffed and with whole ranges.  -w: the active configurations
+ * send whole ranges (vr_opts.whole_ranges).  -R: the primary's send ring
+ * in bytes (a power of two; default the library's, 4 MiB).
  *
  * Placement: the paper's primary and backup were two machines; here they
- * share the host's CPUs.  -p pins the primary process (its application
- * thread and its sender) to the first CPU it may use and the backup
- * process to the second, in every configuration (standalone too).  -s
+ * share the host's CPUs.  -p pins the primary's application thread to
+ * the first CPU it may use, and its sender thread and the backup process
+ * to the second, in every configuration (standalone too).  -s
  * starts the backup process in a session of its own (setsid), so that
  * the scheduler's autogroups give it its own share of the CPUs instead of
  * a part of the primary's, as a second machine would.  Neither is the
  * default; the output says which was used.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <sched.h>
 #include <netinet/in.h>
@@ -81,6 +87,11 @@ static bool hook_only;
  * -- into a DRAM ring: the least any 1-safe primary on libvista's hook
  * does per transaction (no diff, no lock, no record, nothing sent). */
 static bool floor_on;
+/* -w, and the floor's "whole" rows: vr_opts.whole_ranges (each range sent
+ * whole, the record sealed by the sender thread). */
+static bool whole;
+/* -R: the primary's ring, bytes (0: the library's default). */
+static size_t ring_bytes;
 #define FLOOR_RING (4u << 20)
 static char *floor_ring;
 static size_t floor_head;
@@ -202,6 +213,8 @@ open_node(struct node *nd, const char *name, char *addr, enum vr_mode mode,
 	ro.state_addr = addr + ((fp + (1u << 21) - 1) &
 		~(size_t)((1u << 21) - 1));
 	ro.mode = mode;
+	ro.whole_ranges = whole;
+	ro.ring_size = ring_bytes;
 	/* pipelined: commits in flight; 1-safe: the library's loss window
 	 * (0: its default). */
 	ro.window = mode == VR_PIPELINED ? 1024 : 0;
@@ -377,10 +390,20 @@ cpu_ns(pid_t pid)
 	return sum;
 }
 
+/* CPU time (ns) of the calling thread. */
+static double
+thread_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
 struct result {
 	double tps, med, p99;
 	double data_b, meta_b;
 	double cpu_p, cpu_b; /* us of CPU per transaction: primary, backup */
+	double cpu_a;        /* ... of the primary's application thread */
 };
 
 static pid_t
@@ -406,8 +429,8 @@ spawn_backup(const char *name, unsigned port)
 static struct result
 run(const char *name, int mode)
 {
-	struct result res = { 0, 0, 0, 0, 0, 0, 0 };
-	double c0p, c0b;
+	struct result res = { 0, 0, 0, 0, 0, 0, 0, 0 };
+	double c0p, c0b, c0a;
 	struct node p;
 	char bname[64];
 	pid_t bpid = 0;
@@ -417,7 +440,6 @@ run(const char *name, int mode)
 	double t0, t1, end;
 	int rc;
 
-	/* The sender thread vr_serve starts inherits the CPU. */
 	pin(cpu_app);
 	open_node(&p, name, ADDR_P, mode ? (enum vr_mode)mode : VR_1SAFE,
 		mode != 0);
@@ -431,7 +453,12 @@ run(const char *name, int mode)
 	}
 	if (mode) {
 		snprintf(bname, sizeof(bname), "%s-backup", name);
-		if ((rc = vr_serve(p.n, "127.0.0.1", 0)))
+		/* -p: the sender thread vr_serve starts inherits the
+		 * backup's CPU; the application thread keeps its own. */
+		pin(cpu_rep);
+		rc = vr_serve(p.n, "127.0.0.1", 0);
+		pin(cpu_app);
+		if (rc)
 			die("vr_serve", rc);
 		if (!hook_only) {
 			bpid = spawn_backup(bname, vr_port(p.n));
@@ -443,6 +470,7 @@ run(const char *name, int mode)
 	for (int i = 0; i < 2000; i++)
 		if ((rc = tx(&p, ++n)))
 			die("transaction", rc);
+	c0a = thread_ns();
 	c0p = cpu_ns(getpid());
 	c0b = bpid ? cpu_ns(bpid) : 0;
 	t0 = now();
@@ -462,6 +490,7 @@ run(const char *name, int mode)
 	}
 	t1 = now();
 	res.tps = (double)(n - 2000) / (t1 - t0);
+	res.cpu_a = (thread_ns() - c0a) / 1e3 / (double)(n - 2000);
 	res.cpu_p = (cpu_ns(getpid()) - c0p) / 1e3 / (double)(n - 2000);
 	res.cpu_b = bpid ? (cpu_ns(bpid) - c0b) / 1e3 / (double)(n - 2000) : 0;
 	if (mode && !hook_only) {
@@ -503,6 +532,18 @@ median(struct result *r, int n)
 	qsort(r, (size_t)n, sizeof(*r), cmp_tps);
 	return r[n / 2];
 }
+
+/* The median of one field of n rounds (field: its offset). */
+static double
+median_of(const struct result *r, int n, size_t field)
+{
+	double v[ROUNDS];
+	for (int i = 0; i < n; i++)
+		v[i] = *(const double *)((const char *)&r[i] + field);
+	qsort(v, (size_t)n, sizeof(v[0]), cmp_d);
+	return v[n / 2];
+}
+#define MEDIAN_OF(r, n, f) median_of((r), (n), offsetof(struct result, f))
 
 /* ---- failover ---- */
 
@@ -612,8 +653,10 @@ main(int argc, char **argv)
 
 	bool pinned = false;
 
-	while ((c = getopt(argc, argv, "t:a:qo:r:ps")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:qo:r:pswR:")) != -1) {
 		switch (c) {
+		case 'R': ring_bytes = strtoull(optarg, NULL, 0); break;
+		case 'w': whole = true; break;
 		case 'p': pinned = true; break;
 		case 's': own_session = true; break;
 		case 'r':
@@ -628,7 +671,7 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: vr-bench [-t SECONDS] "
 				"[-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] "
-				"[-p] [-s]\n");
+				"[-p] [-s] [-w] [-R RING_BYTES]\n");
 			return 2;
 		}
 	}
@@ -648,31 +691,47 @@ main(int argc, char **argv)
 		printf("unpinned: the scheduler places every thread\n");
 	if (own_session)
 		printf("the backup process runs in a session of its own\n");
+	if (whole)
+		printf("the primary sends whole ranges "
+			"(vr_opts.whole_ranges)\n");
 	if (only != NULL) {
 		static const char *names[] = { "standalone", "1safe", "2safe",
 			"pipelined" };
 		if (strcmp(only, "floor") == 0) {
 			/* Interleaved rounds: standalone, the floor, the
 			 * hook alone, 1-safe with a backup. */
-			struct result rr[4][ROUNDS];
+			struct result rr[6][ROUNDS];
 			static const char *fn[] = { "standalone", "floor",
-				"hook", "1-safe" };
+				"hook", "hook-whole", "1-safe",
+				"1-safe-whole" };
 			for (int k = 0; k < rounds; k++)
-				for (int m = 0; m < 4; m++) {
+				for (int m = 0; m < 6; m++) {
 					floor_on = m == 1;
-					hook_only = m == 2;
+					hook_only = m == 2 || m == 3;
+					whole = m == 3 || m == 5;
 					rr[m][k] = run(fn[m], m >= 2 ?
 						VR_1SAFE : 0);
 				}
-			floor_on = hook_only = false;
-			for (int m = 0; m < 4; m++) {
-				struct result x = median(rr[m], rounds);
-				printf("%-10s %10.0f tx/s  ratio %.3f  cpu P "
-					"%.3f us/tx  cpu B %.3f us/tx\n",
-					fn[m], x.tps, x.tps /
-					median(rr[0], rounds).tps, x.cpu_p,
-					x.cpu_b);
+			floor_on = hook_only = whole = false;
+			/* Each column the median of its own rounds. */
+			double s_tps = MEDIAN_OF(rr[0], rounds, tps);
+			double s_a = MEDIAN_OF(rr[0], rounds, cpu_a);
+			printf("%-12s %10s %7s %7s %7s %7s %7s  (us/tx; median "
+				"of %d rounds)\n", "config", "tx/s", "ratio",
+				"cpu A", "cpu P", "cpu B", "A ratio", rounds);
+			for (int m = 0; m < 6; m++) {
+				double a = MEDIAN_OF(rr[m], rounds, cpu_a);
+				double t = MEDIAN_OF(rr[m], rounds, tps);
+				printf("%-12s %10.0f %7.3f %7.3f %7.3f %7.3f "
+					"%7.3f\n", fn[m], t, t / s_tps, a,
+					MEDIAN_OF(rr[m], rounds, cpu_p),
+					MEDIAN_OF(rr[m], rounds, cpu_b),
+					s_a / a);
 			}
+			printf("cpu A: the application thread alone; A ratio: "
+				"standalone's cpu A over this one's, the tx/s "
+				"ratio on two CPUs of its own with the sender "
+				"and the backup on the other\n");
 			goto out;
 		}
 		if (strcmp(only, "hook") == 0) {

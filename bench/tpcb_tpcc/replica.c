@@ -5,7 +5,8 @@
  *
  * Design:
  *  1. Modes: active 1safe, 2safe, pipelined (vr_open on the stream's vista
- *     instance: a redo record of the changed bytes per commit) and passive
+ *     instance: a redo record of the changed bytes per commit; 1safe-whole:
+ *     of every declared byte, vr_opts.whole_ranges) and passive
  *     passive-1safe, passive-2safe (vr_passive on the instance's segment
  *     and log pools: every write-back travels).  The primary's commit
  *     (tb_repl_commit) is timed into a latency histogram.
@@ -49,7 +50,7 @@
 #include "vista_replica.h"
 
 const char tb_repl_modes[] =
-	"1safe,2safe,pipelined,passive-1safe,passive-2safe";
+	"1safe,1safe-whole,2safe,pipelined,passive-1safe,passive-2safe";
 
 /* A throughput run on a loaded machine must not pass for a dead peer. */
 #define TB_REPL_TIMEOUT_MS 5000
@@ -87,6 +88,8 @@ tb_repl_parse(const char *mode, enum tb_repl_kind *kind, int *vr_mode)
 		int mode;
 	} m[] = {
 		{ "1safe", TB_REPL_ACTIVE, VR_1SAFE },
+		/* each declared range sent whole (vr_opts.whole_ranges) */
+		{ "1safe-whole", TB_REPL_ACTIVE, VR_1SAFE },
 		{ "2safe", TB_REPL_ACTIVE, VR_2SAFE },
 		{ "pipelined", TB_REPL_ACTIVE, VR_PIPELINED },
 		{ "passive-1safe", TB_REPL_PASSIVE, VR_1SAFE },
@@ -309,7 +312,8 @@ tb_repl_attach(const struct tb_opts *o, int stream,
 			/* pipelined: commits in flight; 1-safe: the
 			 * library's loss window (0: its default). */
 			.window = r->mode == VR_PIPELINED ? 1024 : 0,
-			.timeout_ms = TB_REPL_TIMEOUT_MS };
+			.timeout_ms = TB_REPL_TIMEOUT_MS,
+			.whole_ranges = !strcmp(o->replica, "1safe-whole") };
 		if ((rc = vr_open(v, seg, &ro, &r->n)))
 			goto fail_vr;
 		if ((rc = vr_serve(r->n, o->peer, 0)))

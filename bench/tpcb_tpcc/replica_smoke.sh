@@ -20,7 +20,7 @@ B=${2:?usage: replica_smoke.sh TPCBENCH BROKEN}
 OUT=$(mktemp /tmp/tb-replica-smoke.XXXXXX)
 trap 'rm -f "$OUT" "$OUT.csv"' EXIT
 fail=0
-MODES=1safe,2safe,pipelined,passive-1safe,passive-2safe
+MODES=1safe,1safe-whole,2safe,pipelined,passive-1safe,passive-2safe
 COMMON=(--db-size 2M --seconds 0.1 --runs 1 --quiet)
 
 ok() { # what, command...

@@ -7,7 +7,10 @@
  *      the hook diffs every declared range of the data segment against
  *      its before-image, builds a REDO record of the changed bytes, takes
  *      the next seq and appends the record to the ring (blocking while the
- *      backup is a whole ring behind: head + len - tail > ring_size);
+ *      backup is a whole ring behind: head + len - tail > ring_size).
+ *      With o.whole_ranges the hook only copies each range whole into
+ *      the ring, its record unsealed (no diff, no before-image read, no
+ *      checksum): the sender seals it (P6);
  *   2. Vista commits locally;
  *   3. 1-safe returns if seq <= granted (else it waits for a GRANT while
  *      a backup is connected, P5); 2-safe waits until acked >= seq;
@@ -15,8 +18,10 @@
  * The sender thread writes [sent, head) to the socket, reads ACKs (which
  * move tail and acked), sends a BEAT every heartbeat_ms, and declares the
  * backup lost after timeout_ms of silence.  1-safe and pipelined records
- * wait up to VR_BATCH_MS for it; a 2-safe commit writes its own record
- * (wlock) and reads its own ack (rlock) when it can take the lock.
+ * wait up to VR_BATCH_MS for it (1-safe: one send per VR_BATCH_MS however
+ * fast they come, unless an eighth of the ring waits); a 2-safe commit
+ * writes its own record (wlock) and reads its own ack (rlock) when it can
+ * take the lock.
  * Lock order: wlock before rlock (only drop_fd takes both); n->lock is
  * taken inside either, never the other way round.
  *
@@ -44,6 +49,12 @@
  *       most its limit - applied of the transactions whose commit
  *       returned.  The sender offers seq + window whenever less than
  *       half a window is left.
+ *   P6. o.whole_ranges: a record enters the ring with check 0 and is
+ *       sealed (its check computed over its stable bytes) by whoever
+ *       pushes it, under wlock, before any byte of it is written to the
+ *       socket; `sealed` >= sent marks how far that has gone.  A backup
+ *       refuses an unsealed record (wire.c W1), so a record is never
+ *       applied unverified.
  */
 #include <errno.h>
 #include <poll.h>
@@ -179,7 +190,8 @@ add_piece(uint64_t off, const char *src, size_t len)
 /* The REDO record of the transaction: into tls.buf, its length. */
 static int
 build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
-	size_t *out_len, uint64_t *data_bytes, bool *touched)
+	bool diff, bool gather, size_t *out_len, uint64_t *data_bytes,
+	bool *touched)
 {
 	struct vista_txrange r;
 	struct vr_piece *pc;
@@ -200,8 +212,10 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 		 * write-back also evicts (clwb on AMD Zen) makes each a miss.
 		 * Ask for this range's lines and the next few at once, so
 		 * that the misses overlap instead of following each other. */
-		for (size_t pf = 0; pf < r.len + VR_PREFETCH; pf += 64)
-			__builtin_prefetch((const char *)r.before + pf, 0, 3);
+		if (diff)
+			for (size_t pf = 0; pf < r.len + VR_PREFETCH; pf += 64)
+				__builtin_prefetch((const char *)r.before + pf,
+					0, 3);
 		if (r.seg != n->seg)
 			continue;
 		*touched = true;
@@ -218,7 +232,7 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 				return rc;
 			continue;
 		}
-		if (whole) {
+		if (!diff) {
 			rc = add_piece(off0, r.addr, r.len);
 			*data_bytes += r.len;
 			if (rc)
@@ -251,6 +265,11 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 		return 0;
 	total = sizeof(struct vr_rec_hdr) + bld.np * sizeof(*pc) +
 		((bld.dlen + 7) & ~(size_t)7);
+	if (gather) {
+		/* The caller writes the record into the ring (put_rec). */
+		*out_len = total;
+		return 0;
+	}
 	rc = reserve(total);
 	if (rc)
 		return rc;
@@ -280,6 +299,60 @@ wake_sender(vr_node *n)
 		(void)!write(n->efd, &one, sizeof(one));
 }
 
+/* Copy ring bytes [p, p + len) out (they may wrap). */
+static void
+ring_read(const vr_node *n, uint64_t p, void *out, size_t len)
+{
+	size_t at = p & (n->o.ring_size - 1), first = n->o.ring_size - at;
+
+	if (first >= len) {
+		memcpy(out, n->ring + at, len);
+	} else {
+		memcpy(out, n->ring + at, first);
+		memcpy((char *)out + first, n->ring, len - first);
+	}
+}
+
+/*
+ * whole_ranges: write the check of each record in [from, to) into the
+ * ring (P6).  The records' other bytes are stable (producers write past
+ * head only), and wlock keeps other sealers out.  Sealing twice writes
+ * the same check.  Caller holds wlock.
+ */
+static int
+seal_ring(vr_node *n, uint64_t from, uint64_t to)
+{
+	size_t mask = n->o.ring_size - 1;
+
+	for (uint64_t p = from; p < to;) {
+		struct vr_rec_hdr rh, *hp;
+		size_t at = p & mask;
+		uint64_t c;
+		ring_read(n, p, &rh, sizeof(rh));
+		if (at + rh.len <= n->o.ring_size) {
+			hp = (struct vr_rec_hdr *)(n->ring + at);
+			c = vr__rec_check(hp, hp + 1);
+		} else {
+			/* A record across the ring's end: checked from a
+			 * linear copy. */
+			if (reserve(rh.len))
+				return vr__err(-ENOMEM, "out of memory");
+			ring_read(n, p, tls.buf, rh.len);
+			hp = (struct vr_rec_hdr *)tls.buf;
+			c = vr__rec_check(hp, hp + 1);
+		}
+		/* The check is 8-aligned in an 8-aligned record: one piece
+		 * of the ring. */
+		memcpy(n->ring + ((p + offsetof(struct vr_rec_hdr, check)) &
+			mask), &c, sizeof(c));
+		p += rh.len;
+	}
+	pthread_mutex_lock(&n->lock);
+	n->sealed = to;
+	pthread_mutex_unlock(&n->lock);
+	return 0;
+}
+
 /*
  * Write the queued whole records [sent, head) to fd, at most about `max`
  * bytes (whole records; at least one).  Caller holds wlock.  An error
@@ -288,13 +361,18 @@ wake_sender(vr_node *n)
 static int
 push_locked(vr_node *n, int fd, uint64_t max)
 {
-	uint64_t s, h;
+	uint64_t s, h, z;
 	int rc = 0;
 
 	pthread_mutex_lock(&n->lock);
 	s = n->sent;
 	h = n->head;
+	z = n->sealed;
 	pthread_mutex_unlock(&n->lock);
+	/* (sealed behind sent: the ring was emptied since; the records
+	 * from sent on are unsealed) */
+	if (z < s || z > h)
+		z = s;
 	if (h - s > max) {
 		/* A bounded burst, so that acks are read between. */
 		uint64_t p = s;
@@ -310,6 +388,11 @@ push_locked(vr_node *n, int fd, uint64_t max)
 		}
 		h = p;
 	}
+#ifndef VR_BROKEN_SEAL_LATE
+	/* P6: sealed before any byte of them is written. */
+	if (n->o.whole_ranges && z < h && (rc = seal_ring(n, z, h)) != 0)
+		return rc;
+#endif
 	if (s < h) {
 		size_t at = s & (n->o.ring_size - 1);
 		size_t len = h - s, first = n->o.ring_size - at;
@@ -328,6 +411,11 @@ push_locked(vr_node *n, int fd, uint64_t max)
 			atomic_fetch_add(&n->bytes_sent, len);
 		}
 	}
+#ifdef VR_BROKEN_SEAL_LATE
+	/* wrong: the records went out unsealed (P6) */
+	if (n->o.whole_ranges && z < h && (rc = seal_ring(n, z, h)) != 0)
+		return rc;
+#endif
 	return rc;
 }
 
@@ -339,6 +427,51 @@ bump(VR_ATOMIC(uint64_t) *c, uint64_t d)
 		+ d, memory_order_relaxed);
 }
 
+/* Copy `len` bytes to ring position p (they may wrap). */
+static inline void
+ring_put(vr_node *n, uint64_t p, const void *src, size_t len)
+{
+	size_t at = p & (n->o.ring_size - 1), first = n->o.ring_size - at;
+
+	if (first >= len) {
+		memcpy(n->ring + at, src, len);
+	} else {
+		memcpy(n->ring + at, src, first);
+		memcpy(n->ring, (const char *)src + first, len - first);
+	}
+}
+
+/*
+ * whole_ranges: the REDO record of the gathered pieces (bld), `len`
+ * bytes, written at head with no check (the sender seals it, P6): the
+ * header, the piece table, the after-bytes, the padding.  One copy of
+ * the ranges, no intermediate buffer.  Under n->lock, room made.
+ */
+static void
+put_rec(vr_node *n, uint64_t seq, size_t len)
+{
+	size_t mask = n->o.ring_size - 1;
+	struct vr_rec_hdr rh;
+	uint64_t p = n->head;
+	static const char zero[8];
+
+	vr__rec_fill(&rh, VR_REC_REDO, (uint32_t)bld.np, seq, n->st->epoch,
+		len);
+	ring_put(n, p, &rh, sizeof(rh));
+	p += sizeof(rh);
+	/* Pieces are 8 bytes at 8-aligned positions: none wraps. */
+	for (size_t i = 0; i < bld.np; i++, p += sizeof(struct vr_piece)) {
+		struct vr_piece pc = vr_piece_make(bld.p[i].off,
+			bld.p[i].len);
+		memcpy(n->ring + (p & mask), &pc, sizeof(pc));
+	}
+	for (size_t i = 0; i < bld.np; i++) {
+		ring_put(n, p, bld.p[i].src, bld.p[i].len);
+		p += bld.p[i].len;
+	}
+	ring_put(n, p, zero, (size_t)(n->head + len - p));
+}
+
 int
 vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 {
@@ -346,7 +479,7 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	struct vr_rec_hdr *h;
 	uint64_t gen, dbytes, seq, pending;
 	size_t len;
-	bool whole, touched;
+	bool whole, touched, gather;
 	int role, rc;
 
 	tls.seq = 0;
@@ -354,7 +487,9 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 		return 0;
 	gen = atomic_load(&n->copy_gen);
 	whole = tls.n != n || tls.gen != gen;
-	rc = build(n, event, tx, whole, &len, &dbytes, &touched);
+	gather = n->o.whole_ranges && event == VISTA_HOOK_COMMIT;
+	rc = build(n, event, tx, whole, !whole && !n->o.whole_ranges,
+		gather, &len, &dbytes, &touched);
 	if (rc)
 		return event == VISTA_HOOK_COMMIT ? rc : 0;
 	if (!touched)
@@ -403,17 +538,17 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 		pthread_mutex_unlock(&n->lock);
 		return 0;
 	}
-	vr__rec_seal(h, VR_REC_REDO, (uint32_t)bld.np, seq, n->st->epoch,
-		len, h + 1);
-	{
-		size_t at = n->head & (n->o.ring_size - 1);
-		size_t first = n->o.ring_size - at;
-		if (first >= len) {
-			memcpy(n->ring + at, tls.buf, len);
-		} else {
-			memcpy(n->ring + at, tls.buf, first);
-			memcpy(n->ring, tls.buf + first, len - first);
-		}
+	if (gather) {
+		/* whole_ranges: straight into the ring, unsealed (P6). */
+		put_rec(n, seq, len);
+	} else {
+		if (n->o.whole_ranges)
+			vr__rec_fill(h, VR_REC_REDO, (uint32_t)bld.np, seq,
+				n->st->epoch, len);
+		else
+			vr__rec_seal(h, VR_REC_REDO, (uint32_t)bld.np, seq,
+				n->st->epoch, len, h + 1);
+		ring_put(n, n->head, tls.buf, len);
 	}
 	/* P1: head passes the record once it is whole. */
 	n->head += len;
@@ -714,8 +849,8 @@ sender(void *arg)
 {
 	vr_node *n = arg;
 	int fd = -1;
-	uint64_t last_out = 0;
-	bool busy = false;
+	uint64_t last_out = 0, last_push = 0;
+	bool busy = false, more = false;
 
 	while (!atomic_load(&n->stop)) {
 		struct pollfd pf[2];
@@ -767,10 +902,20 @@ sender(void *arg)
 		pthread_mutex_unlock(&n->lock);
 		rc = atomic_load(&n->wbroken) ? vr__err(VR_EPEERLOST,
 			"a commit's send failed") : 0;
-		if (rc == 0 && s < h) {
+		now = vr__now_us();
+		/* 1-safe: one send per VR_BATCH_MS however fast records
+		 * come, unless a burst was cut short or an eighth of the
+		 * ring waits (the producers wake us then). */
+		if (rc == 0 && s < h && (n->o.mode != VR_1SAFE || more ||
+			    now - last_push >= VR_BATCH_MS * 1000u ||
+			    h - s >= n->o.ring_size / 8)) {
 			pthread_mutex_lock(&n->wlock);
 			rc = push_locked(n, fd, 256u << 10);
 			pthread_mutex_unlock(&n->wlock);
+			last_push = now;
+			pthread_mutex_lock(&n->lock);
+			more = n->sent < h;
+			pthread_mutex_unlock(&n->lock);
 		}
 		if (rc == 0 && n->o.mode == VR_1SAFE)
 			rc = offer(n, fd);
@@ -798,7 +943,8 @@ sender(void *arg)
 		s = n->sent;
 		h = n->head;
 		pthread_mutex_unlock(&n->lock);
-		if (rc == 0 && poll(pf, 2, s < h ? 0 :
+		if (rc == 0 && poll(pf, 2, s < h && (more ||
+				n->o.mode != VR_1SAFE) ? 0 :
 			    n->o.mode != VR_2SAFE ? VR_BATCH_MS :
 			    (int)n->o.heartbeat_ms) > 0) {
 			if (pf[1].revents & POLLIN) {
@@ -879,7 +1025,7 @@ vr_serve(vr_node *n, const char *host, unsigned port)
 	}
 	n->lfd = fd;
 	n->stream = vr__random64();
-	n->head = n->sent = n->tail = 0;
+	n->head = n->sent = n->tail = n->sealed = 0;
 	atomic_store(&n->granted, n->seq);
 	atomic_store(&n->offered, n->seq);
 	atomic_store(&n->alone, 1);

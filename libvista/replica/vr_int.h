@@ -91,6 +91,9 @@ struct vr_node {
 	char *ring;
 	uint64_t head, sent, tail;
 	uint64_t seq;             /* last seq queued */
+	/* o.whole_ranges: the records before it are sealed (their check
+	 * written, primary.c P6); written under wlock and n->lock. */
+	uint64_t sealed;
 	uint64_t base_seq;        /* seq of the record ending at tail */
 	VR_ATOMIC(uint64_t) acked;   /* last seq acknowledged */
 	/* 1-safe (replica_layout.h GRANT): a commit of a seq past granted
@@ -128,6 +131,11 @@ struct vr_node {
 /* wire.c */
 void vr__rec_seal(struct vr_rec_hdr *h, uint16_t type, uint32_t count,
 	uint64_t seq, uint64_t epoch, size_t len, const void *payload);
+/* The header without its check (the sender seals it later), and the
+ * check of a filled header and its payload. */
+void vr__rec_fill(struct vr_rec_hdr *h, uint16_t type, uint32_t count,
+	uint64_t seq, uint64_t epoch, size_t len);
+uint64_t vr__rec_check(const struct vr_rec_hdr *h, const void *payload);
 int vr__hdr_check(const struct vr_rec_hdr *h);
 int vr__rec_verify(const struct vr_rec_hdr *h, const void *payload,
 	uint64_t seg_size);

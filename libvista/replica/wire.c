@@ -32,8 +32,8 @@ rec_check(const struct vr_rec_hdr *h, const void *payload, size_t plen)
 }
 
 void
-vr__rec_seal(struct vr_rec_hdr *h, uint16_t type, uint32_t count,
-	uint64_t seq, uint64_t epoch, size_t len, const void *payload)
+vr__rec_fill(struct vr_rec_hdr *h, uint16_t type, uint32_t count,
+	uint64_t seq, uint64_t epoch, size_t len)
 {
 	h->magic = VR_WIRE_MAGIC;
 	h->type = type;
@@ -42,6 +42,20 @@ vr__rec_seal(struct vr_rec_hdr *h, uint16_t type, uint32_t count,
 	h->count = count;
 	h->seq = seq;
 	h->epoch = epoch;
+	h->check = 0;
+}
+
+uint64_t
+vr__rec_check(const struct vr_rec_hdr *h, const void *payload)
+{
+	return rec_check(h, payload, h->len - sizeof(*h));
+}
+
+void
+vr__rec_seal(struct vr_rec_hdr *h, uint16_t type, uint32_t count,
+	uint64_t seq, uint64_t epoch, size_t len, const void *payload)
+{
+	vr__rec_fill(h, type, count, seq, epoch, len);
 	h->check = rec_check(h, payload, len - sizeof(*h));
 }
 

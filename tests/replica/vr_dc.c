@@ -64,6 +64,9 @@ die(const char *what, int rc)
 	exit(3);
 }
 
+/* Mode "1safe-whole": 1-safe with vr_opts.whole_ranges (mode_of). */
+static bool whole;
+
 static void
 open_node(const char *dir, enum vr_mode mode)
 {
@@ -85,6 +88,7 @@ open_node(const char *dir, enum vr_mode mode)
 	ro.state_addr = ADDR + ((fp + (1u << 21) - 1) &
 		~(size_t)((1u << 21) - 1));
 	ro.mode = mode;
+	ro.whole_ranges = whole;
 	ro.timeout_ms = 1000; /* a loaded machine is no dead peer */
 	if ((rc = vr_open(v, seg, &ro, &node)))
 		die("vr_open", rc);
@@ -128,7 +132,8 @@ open_passive(const char *dir, enum vr_mode mode)
 static enum vr_mode
 mode_of(const char *s)
 {
-	if (strcmp(s, "1safe") == 0)
+	whole = strcmp(s, "1safe-whole") == 0;
+	if (strcmp(s, "1safe") == 0 || whole)
 		return VR_1SAFE;
 	if (strcmp(s, "pipelined") == 0)
 		return VR_PIPELINED;

@@ -7,7 +7,8 @@
 # backup holds durably (the primary returns no 1-safe commit past the
 # limit the backup has granted).  Prints why not, and fails, otherwise.
 within_window() {
-	[ "$1" = 1safe ] && [ "$WINDOW_KIND" = active ] || return 0
+	case $1 in 1safe | 1safe-whole) ;; *) return 0 ;; esac
+	[ "$WINDOW_KIND" = active ] || return 0
 	local miss
 	miss=$(sed -n 's/.*missing \([0-9]*\).*/\1/p' <<< "$2")
 	if [ -z "$3" ]; then

@@ -105,6 +105,12 @@ struct vr_opts {
 	/* Called by the backup during a full copy (may be NULL). */
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
+	/* Primary: send each declared range whole.  The committing thread
+	 * copies the ranges' bytes into the ring and nothing else (no diff
+	 * against the before-images, no checksum); the sender thread seals
+	 * each record before it writes it.  More bytes travel, less CPU on
+	 * the committing thread.  false: only the changed bytes travel. */
+	bool whole_ranges;
 };
 
 /*
@@ -240,6 +246,12 @@ struct vr_passive_opts {
 	void *classify_arg;
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
+	/* Primary: send each declared range whole.  The committing thread
+	 * copies the ranges' bytes into the ring and nothing else (no diff
+	 * against the before-images, no checksum); the sender thread seals
+	 * each record before it writes it.  More bytes travel, less CPU on
+	 * the committing thread.  false: only the changed bytes travel. */
+	bool whole_ranges;
 };
 
 /* Open the node (its state file, created FRESH if missing).  Returns 0,
