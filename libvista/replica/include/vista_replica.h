@@ -218,10 +218,15 @@ VR_EXPORT int vr_diff(const void *before, const void *cur, size_t len,
  * vista_map).  The byte domain is refused (VR_EDOMAIN): a program there
  * need not flush, so the tap would not see its writes.
  *
- * A (re)connecting backup always takes a full copy of the pools, taken
- * while the primary's flushes wait.  Modes: VR_1SAFE (vr_passive_commit
- * returns at once: the writes are queued) and VR_2SAFE (it returns once
- * the backup has made the last fence durable).
+ * A backup takes a full copy of the pools the first time, while the
+ * primary's flushes wait; from then on the primary keeps a log tail of
+ * its write-backs in its ring, and a backup that comes back rejoins by
+ * that tail if it still holds every record after the backup's durable
+ * position, else by a full copy.  Modes: VR_1SAFE (vr_passive_commit
+ * returns at once within the limit the backup granted durably: a
+ * promotion loses at most vr_passive_status's `window` commits) and
+ * VR_2SAFE (it returns once the backup has made the commit's fence
+ * durable).
  * ------------------------------------------------------------------------ */
 
 typedef struct vr_passive vr_passive;
