@@ -15,7 +15,11 @@
 #            primary's log tail, or a full copy if the tail is gone);
 #            then SIGKILL the primary; the backup promotes itself;
 #   both     SIGKILL the backup, then the primary; promote the backup by
-#            command (vista-replica passive-promote).
+#            command (vista-replica passive-promote);
+#   rejoin   SIGKILL the backup; a new backup process rejoins; SIGKILL it
+#            again 0-30 ms after its rejoin line (inside the tail's
+#            catch-up), then the primary; promote by command (a full copy
+#            cut short is refused, VR_EINCOMPLETE: nothing to check).
 # Then vr_dc pcheck on the backup's copies (libvista's recovery runs when
 # it opens them): the TPC-B invariants; for 2safe every acknowledged
 # transaction present; for 1safe at most the loss window the tool reported
@@ -86,6 +90,32 @@ for ((i = 0; i < N; i++)); do
 	fi
 	sleep "0.$(printf '%03d' $((20 + RANDOM % 280)))"
 	case $scen in
+	rejoin)
+		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
+		sleep "0.$(printf '%03d' $((20 + RANDOM % 100)))"
+		: > "$B.out2"
+		follow "$B" "$port" "$B.out2"
+		if ! wait_for "$B.out2" '100%\|log tail' 1500; then
+			echo "iteration $i ($mode, $scen): FAILED: the backup did not rejoin: $(tail -2 "$B.out2")"
+			fails=$((fails + 1))
+			kill -9 $pp $bp 2>/dev/null; wait $pp $bp 2>/dev/null
+			[ "$EXPECT" = caught ] && break
+			continue
+		fi
+		rejoins=$((rejoins + 1))
+		grep -q 'log tail' "$B.out2" && tails=$((tails + 1))
+		sleep "0.0$(printf '%02d' $((RANDOM % 30)))"
+		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
+		kill -9 $pp; wait $pp 2>/dev/null
+		kills=$((kills + 3))
+		cat "$B.out2" >> "$B.out"
+		"$TOOL" $PROMOTE --dir "$B" $SZ >> "$B.out" 2>&1
+		if grep -q VR_EINCOMPLETE "$B.out"; then
+			echo "iteration $i ($mode, $scen): ok: the full copy was cut short, promotion refused"
+			rm -rf "$P" "$B" "$P.ack"
+			continue
+		fi
+		;;
 	both)
 		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
 		sleep 0.02
