@@ -495,7 +495,8 @@ namespace {
 // A fake primary: HELLO, a full copy of one pool of `size` bytes, then
 // `tail` raw bytes, then it closes.  (No REQUIRE off the main thread: a
 // failure here shows as the backup's result.)
-void fake_primary(int lfd, uint64_t size, std::vector<char> tail)
+void fake_primary(int lfd, uint64_t size, std::vector<char> tail,
+	uint32_t flags = 0)
 {
 	int fd = accept(lfd, nullptr, nullptr);
 	if (fd < 0)
@@ -514,10 +515,11 @@ void fake_primary(int lfd, uint64_t size, std::vector<char> tail)
 	ph->role = VR_ROLE_PRIMARY;
 	ph->npools = 1;
 	ph->size[0] = size;
+	ph->flags = flags;
 	*h = { VR_WIRE_MAGIC, VRP_REC_HELLO, VRP_WIRE_MAJOR,
 		(uint32_t)(40 + sizeof(*ph)), 0, 0, 1, 0 };
 	reseal(h);
-	if (vr__write_all(fd, h, h->len))
+	if (vr__write_all(fd, h, h->len) || flags)
 		goto out;
 	// The copy: a valid rio pool file made elsewhere.
 	if (rio_pool_create((d.path + "/src").c_str(), size, RIO_NO_SIGNALS,
@@ -553,7 +555,7 @@ out:
 	close(fd);
 }
 
-int follow_fake(std::vector<char> tail, uint64_t *line0)
+int follow_fake(std::vector<char> tail, uint64_t *line0, uint32_t flags = 0)
 {
 	test::TempDir db;
 	PNode b;
@@ -561,14 +563,15 @@ int follow_fake(std::vector<char> tail, uint64_t *line0)
 	int lfd = vr__listen("127.0.0.1", 0, &port);
 	REQUIRE(lfd >= 0);
 	std::thread t(fake_primary, lfd, (uint64_t)(PSIZE + RIO_POOL_HDR_SIZE),
-		tail);
+		tail, flags);
 	b.open(db.path, VR_1SAFE, 500);
 	std::string path = db.path + "/pool";
 	const char *pp[1] = { path.c_str() };
 	int rc = vr_passive_follow(b.n, "127.0.0.1", port, pp, 1);
 	t.join();
 	close(lfd);
-	*line0 = *(uint64_t *)(copy_of(path).data() + 4096 - 4096);
+	*line0 = access(path.c_str(), F_OK) == 0 ?
+		*(uint64_t *)(copy_of(path).data() + 4096 - 4096) : 0;
 	return rc;
 }
 
@@ -604,6 +607,19 @@ TEST_CASE("passive: a record cut midway or corrupt is never stored",
 	bad[bad.size() - 1] ^= 0x40;
 	REQUIRE(follow_fake(bad, &v) == VR_ECORRUPT);
 	CHECK(v == 0);
+	// A record that skips one (seq 2 after the copy's 0): refused,
+	// nothing stored.
+	std::vector<char> skip = fence_bytes(80);
+	((struct vr_rec_hdr *)skip.data())->seq = 2;
+	reseal((struct vr_rec_hdr *)skip.data());
+	REQUIRE(follow_fake(skip, &v) == VR_ECORRUPT);
+	CHECK(v == 0);
+	CHECK(std::string(vr_errormsg()).find("skips") != std::string::npos);
+	// A log tail offered to a backup that named no position: refused
+	// before anything is stored.
+	REQUIRE(follow_fake({}, &v, VRP_HELLO_TAIL) == VR_ECORRUPT);
+	CHECK(std::string(vr_errormsg()).find("log tail") !=
+		std::string::npos);
 }
 
 // ---- the backup's persist order, seen by a librio tracer ----
