@@ -940,6 +940,26 @@ TEST_CASE("a passive backup rejoins by the log tail, or by a full copy once "
 			wait_down(p);
 		};
 		session(300);
+		// A torn write of the position's newer slot: the older slot
+		// (an earlier fence) is in force, and the tail from there
+		// stores the rest again.
+		{
+			std::string pp = db.path + "/pstate.pos";
+			struct vrp_pos sl[2];
+			int fd = ::open(pp.c_str(), O_RDWR);
+			REQUIRE(fd >= 0);
+			REQUIRE(pread(fd, sl, sizeof(sl), RIO_POOL_HDR_SIZE) ==
+				(ssize_t)sizeof(sl));
+			int nw = sl[1].gen > sl[0].gen;
+			REQUIRE(sl[nw].seq > sl[!nw].seq);
+			sl[nw].seq ^= 1; // no longer matches its check
+			REQUIRE(pwrite(fd, &sl[nw], sizeof(sl[nw]),
+				RIO_POOL_HDR_SIZE + nw * 64) == 64);
+			::close(fd);
+			b.open(db.path, mode);
+			CHECK(pstat(b).pos == sl[!nw].seq);
+			b.close();
+		}
 		// The primary runs on; the backup comes back by the tail.
 		run(300, 0, false);
 		session(100);
