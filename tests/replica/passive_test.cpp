@@ -850,16 +850,18 @@ TEST_CASE("the primary offers the log tail only when it holds every record "
 	return;
 #endif
 	REQUIRE(wrong == 0);
+	// Does a backup at (stream, pos, epoch) get a tail?
+	auto tail = [&](uint64_t stream, uint64_t pos, uint64_t epoch,
+		uint32_t flags) {
+		struct vrp_hello x = hello_at(stream, pos, 0);
+		x.flags = flags;
+		return vrp__tail_at(p.n, epoch, &x, &at);
+	};
 	// Another stream, another epoch, a position ahead, or none: a copy.
-	h = hello_at(st.stream ^ 2, st.seq, 0);
-	CHECK_FALSE(vrp__tail_at(p.n, st.epoch, &h, &at));
-	h = hello_at(st.stream, st.seq, 0);
-	CHECK_FALSE(vrp__tail_at(p.n, st.epoch + 1, &h, &at));
-	h = hello_at(st.stream, st.seq + 1, 0);
-	CHECK_FALSE(vrp__tail_at(p.n, st.epoch, &h, &at));
-	h = hello_at(st.stream, st.seq, 0);
-	h.flags = 0;
-	CHECK_FALSE(vrp__tail_at(p.n, st.epoch, &h, &at));
+	CHECK_FALSE(tail(st.stream ^ 2, st.seq, st.epoch, VRP_HELLO_POS));
+	CHECK_FALSE(tail(st.stream, st.seq, st.epoch + 1, VRP_HELLO_POS));
+	CHECK_FALSE(tail(st.stream, st.seq + 1, st.epoch, VRP_HELLO_POS));
+	CHECK_FALSE(tail(st.stream, st.seq, st.epoch, 0));
 	// The 4 MiB ring wraps: the oldest records are dropped, a position
 	// before the oldest kept gets a full copy, the oldest itself a tail.
 	for (unsigned i = 0; i < 40; i++)
@@ -867,10 +869,9 @@ TEST_CASE("the primary offers the log tail only when it holds every record "
 	st = pstat(p);
 	REQUIRE(st.kept_from > 0);
 	CHECK(st.dropped == 0);
-	h = hello_at(st.stream, st.kept_from - 1, 0);
-	CHECK_FALSE(vrp__tail_at(p.n, st.epoch, &h, &at));
-	h = hello_at(st.stream, st.kept_from, 0);
-	REQUIRE(vrp__tail_at(p.n, st.epoch, &h, &at));
+	CHECK_FALSE(tail(st.stream, st.kept_from - 1, st.epoch,
+		VRP_HELLO_POS));
+	REQUIRE(tail(st.stream, st.kept_from, st.epoch, VRP_HELLO_POS));
 	REQUIRE(vrp__ring_at(p.n, at) != nullptr);
 	CHECK(vrp__ring_at(p.n, at)->seq == st.kept_from + 1);
 }

@@ -66,6 +66,29 @@ follow() { # DIR PORT OUT
 	bp=$!
 }
 
+# SIGKILL the backup, start a new backup process on its files and wait for
+# its rejoin line.  1: it did not rejoin (the iteration failed).
+rejoin_backup() {
+	kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
+	kills=$((kills + 1))
+	sleep "0.$(printf '%03d' $((20 + RANDOM % 100)))"
+	: > "$B.out2"
+	follow "$B" "$port" "$B.out2"
+	if [ "$KIND" = active ]; then
+		wait_for "$B.out2" '100%' 50
+		return 0
+	fi
+	if ! wait_for "$B.out2" '100%\|log tail' 1500; then
+		echo "iteration $i ($mode, $scen): FAILED: the backup did not rejoin: $(tail -2 "$B.out2")"
+		fails=$((fails + 1))
+		kill -9 $pp $bp 2>/dev/null; wait $pp $bp 2>/dev/null
+		return 1
+	fi
+	rejoins=$((rejoins + 1))
+	grep -q 'log tail' "$B.out2" && tails=$((tails + 1))
+	return 0
+}
+
 for ((i = 0; i < N; i++)); do
 	mode=${MODES[$((i % ${#MODES[@]}))]}
 	scen=${SCEN[$(((i / ${#MODES[@]}) % ${#SCEN[@]}))]}
@@ -91,23 +114,14 @@ for ((i = 0; i < N; i++)); do
 	sleep "0.$(printf '%03d' $((20 + RANDOM % 280)))"
 	case $scen in
 	rejoin)
-		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
-		sleep "0.$(printf '%03d' $((20 + RANDOM % 100)))"
-		: > "$B.out2"
-		follow "$B" "$port" "$B.out2"
-		if ! wait_for "$B.out2" '100%\|log tail' 1500; then
-			echo "iteration $i ($mode, $scen): FAILED: the backup did not rejoin: $(tail -2 "$B.out2")"
-			fails=$((fails + 1))
-			kill -9 $pp $bp 2>/dev/null; wait $pp $bp 2>/dev/null
+		if ! rejoin_backup; then
 			[ "$EXPECT" = caught ] && break
 			continue
 		fi
-		rejoins=$((rejoins + 1))
-		grep -q 'log tail' "$B.out2" && tails=$((tails + 1))
 		sleep "0.0$(printf '%02d' $((RANDOM % 30)))"
 		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
 		kill -9 $pp; wait $pp 2>/dev/null
-		kills=$((kills + 3))
+		kills=$((kills + 2))
 		cat "$B.out2" >> "$B.out"
 		"$TOOL" $PROMOTE --dir "$B" $SZ >> "$B.out" 2>&1
 		if grep -q VR_EINCOMPLETE "$B.out"; then
@@ -124,22 +138,10 @@ for ((i = 0; i < N; i++)); do
 		"$TOOL" $PROMOTE --dir "$B" $SZ >> "$B.out" 2>&1
 		;;
 	backup)
-		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
-		kills=$((kills + 1))
-		sleep "0.$(printf '%03d' $((20 + RANDOM % 100)))"
-		: > "$B.out2"
-		follow "$B" "$port" "$B.out2"
-		if [ "$KIND" = active ]; then
-			wait_for "$B.out2" '100%' 50
-		elif ! wait_for "$B.out2" '100%\|log tail' 1500; then
-			echo "iteration $i ($mode, $scen): FAILED: the backup did not rejoin: $(tail -2 "$B.out2")"
-			fails=$((fails + 1))
-			kill -9 $pp $bp 2>/dev/null; wait $pp $bp 2>/dev/null
+		if ! rejoin_backup; then
 			[ "$EXPECT" = caught ] && break
 			continue
 		fi
-		rejoins=$((rejoins + 1))
-		grep -q 'log tail' "$B.out2" && tails=$((tails + 1))
 		sleep "0.$(printf '%03d' $((20 + RANDOM % 200)))"
 		kill -9 $pp; wait $pp 2>/dev/null
 		kills=$((kills + 1))
