@@ -12,8 +12,10 @@
 # and whole ranges) and 2-safe, killing the primary or both.
 # Then the passive backup: vrp-bench (Versions 0-3 standalone, passive
 # 1-safe and 2-safe, bytes per transaction: Tables 4 and 5) on a 50 MB
-# database, and tests/replica/pcrash.sh for KILL_ITERATIONS iterations
-# (about 1.67 kills each) killing the primary, the backup alone, or both.
+# database, the rejoin by the log tail against a full copy (vrp-bench -j),
+# and tests/replica/pcrash.sh for KILL_ITERATIONS iterations (2 kills
+# each) killing the primary, the backup alone, both, or the backup twice
+# (the second time inside its catch-up) and then the primary.
 # Last, tables.sh: tpcbench --replica on both workloads (Tables 6-8,
 # Figures 2-3) into bench/results/replica.
 set -eu
@@ -40,10 +42,13 @@ cd "$B"
 cd - > /dev/null
 echo "== vrp-bench -t $S -r 3 (passive, 50 MB)"
 "$B/bench/replica/vrp-bench" -t "$S" -r 3
+echo "== vrp-bench -j 20000 -r 3 (passive rejoin: log tail, full copy)"
+"$B/bench/replica/vrp-bench" -j 20000 -r 3
 echo "== passive crash campaign: $K iterations"
 cd "$B"
 "$SRC/tests/replica/pcrash.sh" libvista/replica/vista-replica \
-	tests/replica/vr_dc "$K" pass 1safe,2safe primary,backup,both | tail -3
+	tests/replica/vr_dc "$K" pass 1safe,2safe primary,backup,both,rejoin |
+	tail -3
 cd - > /dev/null
 echo "== tpcbench --replica: Tables 6-8, Figures 2-3 (tables.sh)"
 "$SRC/bench/replica/tables.sh" "$B" "$SRC/bench/results/replica" "$S"

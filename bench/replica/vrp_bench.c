@@ -6,6 +6,7 @@
  *
  *   vrp-bench [-t SECONDS] [-a ACCOUNTS] [-r ROUNDS] [-v VERSIONS]
  *             [-m MODES] [-q]
+ *   vrp-bench -j TRANSACTIONS [-a ACCOUNTS] [-r ROUNDS] [-q]
  *
  * Debit-credit (accounts, tellers, branches, a history ring; one
  * transaction declares and updates 5 ranges, 56 bytes) on Version 3
@@ -27,6 +28,14 @@
  * persistence domain is $RIO_DOMAIN (cacheline if unset; the byte domain
  * is refused by the passive backup).  -q: a smoke run (0.1 s, 1 round,
  * 100,000 accounts).
+ *
+ * -j: the rejoin of a passive backup (Version 3, 2-safe).  Per round: a
+ * backup takes its copy, is SIGKILLed, the primary commits TRANSACTIONS
+ * without it, a new backup process rejoins on the same files (by the log
+ * tail); again, with the backup's position file removed (a full copy).
+ * Each is timed from the port handed to the backup until the primary has
+ * it live, and until it has acknowledged the last fence (caught up); the
+ * primary is idle meanwhile.  Median of ROUNDS.
  */
 #include <errno.h>
 #include <signal.h>
@@ -331,6 +340,160 @@ run(int ver, int mode, struct result *res)
 		die("rm", -EIO);
 }
 
+/* One debit-credit transaction on Version 3; a passive commit's
+ * VR_ENOBACKUP is counted, not fatal. */
+static void
+v3_tx(vista *v, struct db *d, vr_passive *n, uint64_t *s, uint64_t *txid)
+{
+	uint32_t a = (uint32_t)(rnd(s) % naccount);
+	uint16_t t = (uint16_t)(rnd(s) % NTELLER);
+	uint16_t b = t % NBRANCH;
+	int64_t delta = (int64_t)(rnd(s) % 1999) - 999;
+	uint64_t h = d->nhist % NHIST;
+	struct vista_range r[5] = { { &d->account[a], 8 },
+		{ &d->teller[t], 8 }, { &d->branch[b], 8 },
+		{ &d->hist[h], 24 }, { &d->nhist, 8 } };
+	int rc;
+
+	if ((rc = vista_begin_transaction(v, 0)) ||
+	    (rc = vista_set_ranges(v, 5, r)))
+		die("transaction", rc);
+	d->account[a] += delta;
+	d->teller[t] += delta;
+	d->branch[b] += delta;
+	d->hist[h] = (struct hist){ ++*txid, delta, a, t, b };
+	d->nhist++;
+	if ((rc = vista_end_transaction(v)))
+		die("commit", rc);
+	rc = vr_passive_commit(n);
+	if (rc && rc != VR_ENOBACKUP)
+		die("vr_passive_commit", rc);
+}
+
+struct rejoin_time {
+	double live, caught; /* s from the port handed over */
+	uint64_t behind;     /* fence records the backup lacked */
+};
+
+static int
+cmp_rt(const void *a, const void *b)
+{
+	double x = ((const struct rejoin_time *)a)->caught;
+	double y = ((const struct rejoin_time *)b)->caught;
+	return x < y ? -1 : x > y;
+}
+
+/* Hand the port to a waiting backup; time it live and caught up. */
+static void
+time_rejoin(vr_passive *n, int pfd, unsigned port, struct rejoin_time *rt)
+{
+	struct vr_passive_status st;
+	double t0 = now();
+	int rc;
+
+	vr_passive_status(n, &st);
+	rt->behind = st.fenced - st.acked;
+	if (write(pfd, &port, sizeof(port)) != sizeof(port))
+		die("write port", -errno);
+	close(pfd);
+	if ((rc = vr_passive_wait_backup(n, 60000)))
+		die("vr_passive_wait_backup", rc);
+	rt->live = now() - t0;
+	for (;;) {
+		vr_passive_status(n, &st);
+		if (st.acked >= st.fenced)
+			break;
+		usleep(100);
+	}
+	rt->caught = now() - t0;
+}
+
+static void
+rejoin(uint64_t away, struct rejoin_time *tail, struct rejoin_time *full)
+{
+	char p0[512], p1[512], sp[512], bpos[600];
+	struct vista_opts vo = { p1, 64u << 20, 0, 0 };
+	struct vr_passive_opts o;
+	struct vr_passive_status st;
+	vista *v = NULL;
+	vista_segment *seg = NULL;
+	vr_passive *n = NULL;
+	struct db *d;
+	int pfd[3], rc;
+	pid_t bpid[3];
+	uint64_t s = 88172645463325252ull, txid = 0;
+	unsigned port;
+
+	/* Three backup processes, forked before any thread: the first
+	 * takes the copy, the second rejoins by the tail, the third by a
+	 * full copy. */
+	for (int i = 0; i < 3; i++)
+		bpid[i] = start_backup(3, &pfd[i]);
+	snprintf(p0, sizeof(p0), "%s/p.pool0", tmpdir);
+	snprintf(p1, sizeof(p1), "%s/p.pool1", tmpdir);
+	snprintf(sp, sizeof(sp), "%s/p.state", tmpdir);
+	snprintf(bpos, sizeof(bpos), "%s/b.state.pos", tmpdir);
+	if ((rc = vista_init(&vo, &v)))
+		die("vista_init", rc);
+	if ((rc = vista_map(v, p0, ADDR, db_size(), VISTA_CREATE, &seg)))
+		die("vista_map", rc);
+	d = vista_segment_base(seg);
+	memset(d, 0, db_size());
+	/* The zeroed database durable before the backup copies it. */
+	rio_persist(vista_segment_pool(seg), d, db_size());
+	memset(&o, 0, sizeof(o));
+	o.state_path = sp;
+	o.mode = VR_2SAFE;
+	o.timeout_ms = 5000;
+	o.ring_size = 64u << 20;
+	if ((rc = vr_passive_open(&o, &n)) ||
+	    (rc = vr_passive_add_pool(n, vista_segment_pool(seg))) ||
+	    (rc = vr_passive_add_pool(n, vista_log_pool(v))) ||
+	    (rc = vr_passive_serve(n, "127.0.0.1", 0)))
+		die("vr_passive", rc);
+	port = vr_passive_port(n);
+	for (int i = 0; i < 3; i++) {
+		struct rejoin_time rt;
+		time_rejoin(n, pfd[i], port, &rt);
+		if (i == 1)
+			*tail = rt;
+		else if (i == 2)
+			*full = rt;
+		if (i == 2)
+			break;
+		for (uint64_t k = 0; k < 1000; k++)
+			v3_tx(v, d, n, &s, &txid);
+		kill(bpid[i], SIGKILL);
+		waitpid(bpid[i], NULL, 0);
+		for (int w = 0; w < 5000; w++) {
+			vr_passive_status(n, &st);
+			if (!st.connected)
+				break;
+			usleep(1000);
+		}
+		for (uint64_t k = 0; k < away; k++)
+			v3_tx(v, d, n, &s, &txid);
+		if (i == 1 && unlink(bpos))
+			die("unlink the backup's position file", -errno);
+	}
+	vr_passive_status(n, &st);
+	if (st.tails != 1 || st.copies != 2) {
+		fprintf(stderr, "vrp-bench: %lu rejoin(s) by the tail, %lu "
+			"full copies: expected 1 and 2 (a ring too small for "
+			"-j?)\n", (unsigned long)st.tails,
+			(unsigned long)st.copies);
+		exit(1);
+	}
+	vr_passive_close(n);
+	vista_fini(v);
+	kill(bpid[2], SIGKILL);
+	waitpid(bpid[2], NULL, 0);
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -f %s/p.* %s/b.*", tmpdir, tmpdir);
+	if (system(cmd) != 0)
+		die("rm", -EIO);
+}
+
 static int
 cmp_tps(const void *a, const void *b)
 {
@@ -346,10 +509,12 @@ main(int argc, char **argv)
 	bool vers[4] = { true, true, true, true };
 	bool modes[3] = { true, true, true };
 	struct result r[4][3][MAXR];
+	uint64_t away = 0;
 	int c;
 
-	while ((c = getopt(argc, argv, "t:a:r:v:m:q")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:r:v:m:qj:")) != -1) {
 		switch (c) {
+		case 'j': away = strtoull(optarg, NULL, 0); break;
 		case 't': secs = atof(optarg); break;
 		case 'a': naccount = strtoull(optarg, NULL, 0); break;
 		case 'r': rounds = atoi(optarg); break;
@@ -383,6 +548,27 @@ main(int argc, char **argv)
 	snprintf(tmpdir, sizeof(tmpdir), "/dev/shm/vrp-bench-XXXXXX");
 	if (mkdtemp(tmpdir) == NULL)
 		die("mkdtemp", -errno);
+	if (away) {
+		struct rejoin_time t[MAXR], f[MAXR];
+		for (int k = 0; k < rounds; k++)
+			rejoin(away, &t[k], &f[k]);
+		qsort(t, (size_t)rounds, sizeof(t[0]), cmp_rt);
+		qsort(f, (size_t)rounds, sizeof(f[0]), cmp_rt);
+		printf("# passive rejoin, V3 2-safe, %.1f MB database, %s "
+			"domain, %llu transactions away, median of %d\n",
+			(double)db_size() / 1e6, getenv("RIO_DOMAIN"),
+			(unsigned long long)away, rounds);
+		printf("%-10s %10s %12s %14s\n", "rejoin", "live ms",
+			"caught-up ms", "fences behind");
+		printf("%-10s %10.2f %12.2f %14llu\n", "log tail",
+			t[rounds / 2].live * 1e3, t[rounds / 2].caught * 1e3,
+			(unsigned long long)t[rounds / 2].behind);
+		printf("%-10s %10.2f %12.2f %14llu\n", "full copy",
+			f[rounds / 2].live * 1e3, f[rounds / 2].caught * 1e3,
+			(unsigned long long)f[rounds / 2].behind);
+		rmdir(tmpdir);
+		return 0;
+	}
 	printf("# passive backup, debit-credit, %zu accounts (%.1f MB), %s "
 		"domain, %d round(s) of %.1f s, median\n", naccount,
 		(double)db_size() / 1e6, getenv("RIO_DOMAIN"), rounds, secs);

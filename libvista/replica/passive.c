@@ -27,13 +27,35 @@
  *       passed them; the open record is never split across the ring's end
  *       (the producer wraps only between records).
  *   P5. A full copy is taken with the producers' lock held: no flush or
- *       fence of the program runs during it, and the ring is emptied
- *       first, so the stream after COPY_END holds exactly the write-backs
- *       after the copy.
+ *       fence of the program runs during it, and the open record is
+ *       sealed first, so the stream after COPY_END holds exactly the
+ *       write-backs after the copy.
+ *   P6. The log tail.  Once a backup has taken its copy, the primary
+ *       records every write-back, connected or not, and keeps the sealed
+ *       records [keep, head) of its stream in the ring: records keep_seq
+ *       + 1 .. seq.  It drops the oldest only for room, and only once
+ *       sent (or with no backup connected).  The backup makes its
+ *       position (stream, epoch, last FENCE stored) durable after that
+ *       fence's drain and before it stores a byte of the next record
+ *       (pos_write), so its copies hold that fence and at most lines of
+ *       the records up to the next fence.  A rejoining backup names its
+ *       position; if the ring holds every record after it (tail_at), the
+ *       stream goes on from there with no copy, else a full copy.  The
+ *       backup stores only the record after the last one it stored
+ *       (seq + 1): a tail from a wrong place is refused, not stored.
+ *   P7. 1-safe: vr_passive_commit returns 0 only for a commit whose
+ *       fence record is <= granted, the largest limit the backup has
+ *       made durable in its position file and granted back (GRANT).  A
+ *       full copy sets granted to the copy's seq; a tail keeps it only
+ *       for a backup whose durable limit is >= granted.  So a promoted
+ *       backup misses at most limit - seq (its position) of the fence
+ *       records, and each commit ends with its own fence record: at most
+ *       that many commits that returned 0.  The sender offers seq +
+ *       window whenever less than half a window is left.
  *
  * Node states (state file, durable; the function behind each transition):
  *   FRESH --vr_passive_serve--> PRIMARY --a backup of a newer epoch--> STALE
- *   FRESH/BACKUP/STALE --vr_passive_follow (full copy)--> BACKUP
+ *   FRESH/BACKUP/STALE --vr_passive_follow (full copy or tail)--> BACKUP
  *   BACKUP --vr_passive_promote (epoch + 1)--> PRIMARY
  */
 #include <errno.h>
@@ -83,8 +105,14 @@ struct vr_passive {
 	uint64_t lastp;          /* position of its last piece descriptor */
 	bool unfenced;           /* a WRITE record sealed since the last FENCE */
 	bool live;               /* a backup has its copy: record writes */
+	bool keeping;            /* a backup took a copy: keep a tail (P6) */
+	uint64_t keep, keep_seq; /* oldest record kept; seq of the one before */
+	uint64_t stream;         /* this stream's id (new at each serve) */
 	uint64_t seq, fseq;      /* last record, last FENCE sealed */
+	uint64_t ctarget;        /* 1-safe: the last commit's fence record */
 	VR_ATOMIC(uint64_t) acked;
+	VR_ATOMIC(uint64_t) granted; /* P7 */
+	VR_ATOMIC(uint64_t) offered;
 	VR_ATOMIC(int) stop;
 	VR_ATOMIC(int) sleeping;
 	VR_ATOMIC(int) stale;
@@ -102,13 +130,16 @@ struct vr_passive {
 	VR_ATOMIC(int) following;
 	VR_ATOMIC(int) fstop;
 	uint64_t applied;
+	rio_pool *posp;          /* the position file (P6) */
+	char pos_path[4096];     /* state_path + ".pos" (copied at open) */
+	struct vrp_pos pos;      /* its current slot (gen 0: none) */
 	bool drain_due;          /* VRP_BROKEN_FENCE_LATE only */
 	VR_ATOMIC(uint64_t) announced;
 
 	/* Statistics (producer's under lock; the others atomic). */
 	uint64_t records, fences, piece_bytes, meta_bytes, class_bytes[4];
 	uint64_t dropped;
-	VR_ATOMIC(uint64_t) bytes_sent, copies;
+	VR_ATOMIC(uint64_t) bytes_sent, copies, tails;
 };
 
 /* ---- records ---- */
@@ -186,6 +217,7 @@ vrp__rec_verify(const struct vr_rec_hdr *h, unsigned npools,
 			VR_ECORRUPT, "passive HELLO of %zu bytes", plen);
 	case VRP_REC_ACK:
 	case VRP_REC_COPY_END:
+	case VRP_REC_GRANT:
 		return plen == sizeof(struct vrp_ack) ? 0 : vr__err(
 			VR_ECORRUPT, "passive ACK of %zu bytes", plen);
 	case VRP_REC_REFUSE:
@@ -343,6 +375,83 @@ state_load(vr_passive *n)
 	return 0;
 }
 
+/* ---- the backup's position file (P6) ---- */
+
+static void
+pos_seal(struct vrp_pos *p)
+{
+	p->check = rio_checksum(p, offsetof(struct vrp_pos, check),
+		VR_WIRE_SEED);
+}
+
+/* The current slot, read without mapping the file (a missing or
+ * unreadable file, or no valid slot: no position, gen 0). */
+static void
+pos_load(vr_passive *n)
+{
+	struct vrp_pos s[2];
+	int fd, best = -1;
+
+	memset(&n->pos, 0, sizeof(n->pos));
+	fd = open(n->pos_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (pread(fd, s, sizeof(s), RIO_POOL_HDR_SIZE) == (ssize_t)sizeof(s))
+		for (int i = 0; i < 2; i++) {
+			struct vrp_pos c = s[i];
+			pos_seal(&c);
+			if (s[i].magic != VRP_POS_MAGIC || c.check != s[i].check)
+				continue;
+			if (best < 0 || s[i].gen > s[best].gen)
+				best = i;
+		}
+	if (best >= 0)
+		n->pos = s[best];
+	close(fd);
+}
+
+/* Open the position file for writing, made if missing. */
+static int
+pos_open(vr_passive *n)
+{
+	const char *path = n->pos_path;
+	int rc;
+
+	if (n->posp)
+		return 0;
+	rc = rio_pool_open(path, RIO_NO_SIGNALS | n->o.rio_flags, &n->posp);
+	if (rc == -ENOENT)
+		rc = rio_pool_create(path, RIO_POOL_MIN_SIZE,
+			RIO_NO_SIGNALS | n->o.rio_flags, &n->posp);
+	if (rc)
+		return vr__err(rc, "%s: position file: %s", path,
+			rio_errormsg());
+	return 0;
+}
+
+/* Make a new position durable in the older slot. */
+static void
+pos_write(vr_passive *n, uint64_t stream, uint64_t epoch, uint64_t seq,
+	uint64_t limit)
+{
+	struct vrp_pos *slot = rio_pool_base(n->posp), p;
+
+	memset(&p, 0, sizeof(p));
+	p.magic = VRP_POS_MAGIC;
+	p.gen = n->pos.gen + 1;
+	p.stream = stream;
+	p.epoch = epoch;
+	p.seq = seq;
+	p.limit = limit;
+	pos_seal(&p);
+	slot[p.gen % 2] = p;
+	/* The slot is durable before the caller goes on: before a byte of
+	 * the next record is stored (P6), before a limit is granted back
+	 * (P7), before a full copy is marked complete (P3). */
+	rio_persist(n->posp, &slot[p.gen % 2], sizeof(p));
+	n->pos = p;
+}
+
 /* ---- the node ---- */
 
 int
@@ -377,12 +486,21 @@ vr_passive_open(const struct vr_passive_opts *o, vr_passive **out)
 	pthread_mutex_init(&n->wlock, NULL);
 	pthread_cond_init(&n->room, NULL);
 	pthread_cond_init(&n->ackcv, NULL);
+	if (!n->o.window)
+		n->o.window = 16384;
+	if ((size_t)snprintf(n->pos_path, sizeof(n->pos_path), "%s.pos",
+		o->state_path) >= sizeof(n->pos_path)) {
+		free(n);
+		return vr__err(-ENAMETOOLONG, "%s: path too long",
+			o->state_path);
+	}
 	if ((rc = state_load(n))) {
 		if (n->state_fd >= 0)
 			close(n->state_fd);
 		free(n);
 		return rc;
 	}
+	pos_load(n);
 	*out = n;
 	return 0;
 }
@@ -403,6 +521,8 @@ vr_passive_close(vr_passive *n)
 	if (n->efd >= 0)
 		close(n->efd);
 	close(n->state_fd);
+	if (n->posp)
+		(void)rio_pool_close(n->posp);
 	free(n->ring);
 	pthread_mutex_destroy(&n->lock);
 	pthread_mutex_destroy(&n->wlock);
@@ -435,6 +555,20 @@ vr_passive_status(const vr_passive *n, struct vr_passive_status *s)
 	s->bytes_sent = atomic_load(&m->bytes_sent);
 	s->copies = atomic_load(&m->copies);
 	s->announced = atomic_load(&m->announced);
+	s->tails = atomic_load(&m->tails);
+	s->stream = n->st.role == VR_PRIMARY ? n->stream : n->pos.stream;
+	s->kept_from = n->keep_seq;
+	s->granted = atomic_load(&m->granted);
+	/* P7: the position file's limit and fence, both durable. */
+	s->limit = n->pos.gen ? n->pos.limit : 0;
+	s->pos = n->pos.gen ? n->pos.seq : 0;
+#ifdef VRP_BROKEN_WINDOW_ANNOUNCED
+	/* Broken on purpose: the window from the heartbeats' last
+	 * announcement, which misses the records sealed after it. */
+	s->window = s->announced > s->pos ? s->announced - s->pos : 0;
+#else
+	s->window = s->limit > s->pos ? s->limit - s->pos : 0;
+#endif
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
@@ -472,6 +606,8 @@ seal(vr_passive *n, uint16_t type)
 	n->head = n->rec = n->rec + len;
 	n->end = n->rec + HDR;
 	n->rcount = 0;
+	if (!n->live)
+		n->sent = n->head; /* kept for a tail, sent to no one (P6) */
 	/* 1-safe: the sender ships what gathered every VRP_BATCH_MS; wake
 	 * it early only when an eighth of the ring waits (a 2-safe commit
 	 * wakes it itself). */
@@ -479,14 +615,44 @@ seal(vr_passive *n, uint16_t type)
 		wake_sender(n);
 }
 
+/* Drop the oldest record kept (P6).  Caller: keep < head. */
+static void
+drop_oldest(vr_passive *n)
+{
+	const struct vr_rec_hdr *h = (const void *)(n->ring +
+		(n->keep & n->mask));
+
+	if (h->magic == 0) {
+		/* The producer wrapped here. */
+		n->keep += n->mask + 1 - (n->keep & n->mask);
+		return;
+	}
+	n->keep_seq = h->seq;
+	n->keep += h->len;
+}
+
+/* Room in the ring up to position `upto`: drop the oldest records sent
+ * (all of them with no backup).  False: the oldest is not sent yet. */
+static bool
+free_to(vr_passive *n, uint64_t upto)
+{
+	while (upto - n->keep > n->mask + 1) {
+		if (n->keep >= n->sent)
+			return false;
+		drop_oldest(n);
+	}
+	return true;
+}
+
 /* Room for `need` more bytes in the open record, contiguous in the ring.
- * Returns false if the backup went away meanwhile (drop the write). */
+ * Returns false if nothing is recorded (no backup took a copy yet: drop
+ * the write). */
 static bool
 make_room(vr_passive *n, uint64_t need)
 {
 	for (;;) {
 		uint64_t at = n->rec & n->mask;
-		if (!n->live)
+		if (!n->live && !n->keeping)
 			return false;
 		if (n->rcount && (n->end - n->rec + need > VRP_MAX_REC ||
 		    at + (n->end - n->rec) + need > n->mask + 1)) {
@@ -496,18 +662,20 @@ make_room(vr_passive *n, uint64_t need)
 		if (at + HDR + need > n->mask + 1) {
 			/* P4: wrap between records; a zero magic tells the
 			 * sender to go on at the ring's start. */
-			if (n->end + (n->mask + 1 - at) - n->sent >
-			    n->mask + 1) {
+			if (!free_to(n, n->end + (n->mask + 1 - at))) {
+				wake_sender(n);
 				pthread_cond_wait(&n->room, &n->lock);
 				continue;
 			}
 			*(uint32_t *)(void *)(n->ring + at) = 0;
 			n->head = n->rec = n->rec + (n->mask + 1 - at);
 			n->end = n->rec + HDR;
+			if (!n->live)
+				n->sent = n->head;
 			wake_sender(n);
 			continue;
 		}
-		if (n->end + need - n->sent > n->mask + 1) {
+		if (!free_to(n, n->end + need)) {
 			wake_sender(n);
 			pthread_cond_wait(&n->room, &n->lock);
 			continue;
@@ -544,7 +712,7 @@ tap_flush(void *arg, const rio_pool *p, const void *addr, size_t len)
 	if (hi > vp->size)
 		hi = vp->size;
 	pthread_mutex_lock(&n->lock);
-	if (!n->live) {
+	if (!n->live && !n->keeping) {
 		n->dropped += hi - lo;
 		pthread_mutex_unlock(&n->lock);
 		return;
@@ -613,7 +781,7 @@ tap_drain(void *arg, const rio_pool *p)
 	pthread_mutex_lock(&n->lock);
 	/* A fence orders every pool's earlier write-backs (one sfence per
 	 * thread; the model treats it as the whole program's). */
-	if (n->live && (n->rcount || n->unfenced) &&
+	if ((n->live || n->keeping) && (n->rcount || n->unfenced) &&
 	    (n->rcount || make_room(n, 0)))
 		seal(n, VRP_REC_FENCE);
 	pthread_mutex_unlock(&n->lock);
@@ -687,12 +855,10 @@ drop_backup(vr_passive *n)
 	pthread_mutex_lock(&n->lock);
 	n->live = false;
 	atomic_store(&n->ready, 0);
-	/* Nothing sealed or open is sent any more: the next backup takes a
-	 * full copy (P5). */
-	n->sent = n->head = n->rec;
-	n->end = n->rec + HDR;
-	n->rcount = 0;
-	n->unfenced = false;
+	/* Nothing is sent any more; what is sealed stays in the tail (P6),
+	 * or, before any backup took a copy, the next one takes a full copy
+	 * of it (P5). */
+	n->sent = n->head;
 	pthread_cond_broadcast(&n->room);
 	pthread_cond_broadcast(&n->ackcv);
 	pthread_mutex_unlock(&n->lock);
@@ -703,7 +869,69 @@ drop_backup(vr_passive *n)
 	pthread_mutex_unlock(&n->wlock);
 }
 
-/* The HELLO exchange, then the full copy (P5).  0: the backup is live. */
+/*
+ * Where the stream goes on for a backup whose HELLO (header epoch `epoch`)
+ * names its position: true and *at (the ring position of the record after
+ * it) if the ring keeps every record after it, false for a full copy
+ * (P6).  Caller holds lock.
+ */
+bool
+vrp__tail_at(vr_passive *n, uint64_t epoch, const struct vrp_hello *bh,
+	uint64_t *at)
+{
+	uint64_t p = n->keep, s = n->keep_seq;
+
+	if (!(bh->flags & VRP_HELLO_POS) || !n->keeping ||
+	    bh->stream != n->stream || epoch != n->st.epoch ||
+	    bh->pos < n->keep_seq || bh->pos > n->seq)
+		return false;
+	/* P7: only a backup that holds every limit granted durably. */
+	if (n->o.mode == VR_1SAFE && bh->limit < atomic_load(&n->granted))
+		return false;
+	while (s < bh->pos && p < n->head) {
+		const struct vr_rec_hdr *h = (const void *)(n->ring +
+			(p & n->mask));
+		if (h->magic == 0) {
+			p += n->mask + 1 - (p & n->mask);
+			continue;
+		}
+		s = h->seq;
+		p += h->len;
+	}
+	if (s != bh->pos)
+		return false;
+#ifdef VRP_BROKEN_TAIL_SKIP
+	/* Broken on purpose: the tail starts one record late. */
+	if (p < n->head) {
+		const struct vr_rec_hdr *h = (const void *)(n->ring +
+			(p & n->mask));
+		if (h->magic == 0)
+			p += n->mask + 1 - (p & n->mask);
+		if (p < n->head)
+			p += ((const struct vr_rec_hdr *)(const void *)
+				(n->ring + (p & n->mask)))->len;
+	}
+#endif
+	*at = p;
+	return true;
+}
+
+/* The record at ring position `at` (past a wrap mark), NULL at head. */
+const struct vr_rec_hdr *
+vrp__ring_at(const vr_passive *n, uint64_t at)
+{
+	const struct vr_rec_hdr *h;
+
+	if (at >= n->head)
+		return NULL;
+	h = (const void *)(n->ring + (at & n->mask));
+	if (h->magic == 0)
+		h = (const void *)n->ring;
+	return h;
+}
+
+/* The HELLO exchange, then the log tail (P6) or the full copy (P5).
+ * 0: the backup is live. */
 static int
 welcome(vr_passive *n, int fd)
 {
@@ -751,23 +979,46 @@ welcome(vr_passive *n, int fd)
 	memcpy(ph.set_uuid, n->st.set_uuid, 16);
 	ph.role = VR_ROLE_PRIMARY;
 	ph.npools = (uint16_t)n->npools;
+	ph.stream = n->stream;
 	for (unsigned i = 0; i < n->npools; i++) {
 		ph.size[i] = n->pools[i].size;
 		total += ph.size[i];
 	}
-	if ((rc = send_small(fd, VRP_REC_HELLO, 0, n->st.epoch, &ph,
-		sizeof(ph))))
-		return rc;
 	cb = malloc(HDR + sizeof(struct vrp_piece) + VR_COPY_CHUNK);
 	if (cb == NULL)
 		return vr__err(-ENOMEM, "out of memory");
-	/* P5: the program's flushes and fences wait from here to the end of
-	 * the copy; what was queued before it is superseded by it. */
+	/* P5, P6: the program's flushes and fences wait from here until the
+	 * backup is live. */
 	pthread_mutex_lock(&n->lock);
-	n->sent = n->head = n->rec;
-	n->end = n->rec + HDR;
-	n->rcount = 0;
-	n->unfenced = false;
+	{
+		uint64_t at;
+		if (vrp__tail_at(n, h->epoch, &bh, &at)) {
+			/* P6: the records after the backup's position go out
+			 * (again) from the ring; no copy. */
+			ph.flags = VRP_HELLO_TAIL;
+			ph.pos = bh.pos;
+			rc = send_small(fd, VRP_REC_HELLO, 0, n->st.epoch, &ph,
+				sizeof(ph));
+			if (rc == 0) {
+				n->sent = at;
+				n->live = n->keeping = true;
+				atomic_store(&n->offered,
+					atomic_load(&n->granted));
+				atomic_fetch_add(&n->tails, 1);
+			}
+			pthread_mutex_unlock(&n->lock);
+			free(cb);
+			return rc;
+		}
+	}
+	/* P5: the open record is sealed (it stays in the tail, with its
+	 * bytes in the copy); everything up to seq is superseded by the
+	 * copy for this backup. */
+	if (n->rcount)
+		seal(n, VRP_REC_WRITE);
+	n->sent = n->head;
+	ph.pos = n->seq;
+	rc = send_small(fd, VRP_REC_HELLO, 0, n->st.epoch, &ph, sizeof(ph));
 	for (unsigned i = 0; i < n->npools && rc == 0; i++) {
 		for (uint64_t off = 0; off < n->pools[i].size && rc == 0;
 		     off += VR_COPY_CHUNK) {
@@ -793,7 +1044,10 @@ welcome(vr_passive *n, int fd)
 			sizeof(a));
 	}
 	if (rc == 0) {
-		n->live = true;
+		n->live = n->keeping = true;
+		/* P7: the copy holds every record up to seq. */
+		atomic_store(&n->granted, n->seq);
+		atomic_store(&n->offered, n->seq);
 		atomic_fetch_add(&n->copies, 1);
 	}
 	pthread_mutex_unlock(&n->lock);
@@ -879,6 +1133,17 @@ again:
 				pthread_cond_broadcast(&n->ackcv);
 				pthread_mutex_unlock(&n->lock);
 			}
+		} else if (h->type == VRP_REC_GRANT) {
+			/* P7: the backup made this limit durable. */
+			struct vrp_ack a;
+			memcpy(&a, h + 1, sizeof(a));
+			pthread_mutex_lock(&n->lock);
+			if (a.seq <= atomic_load(&n->offered) &&
+			    a.seq > atomic_load(&n->granted)) {
+				atomic_store(&n->granted, a.seq);
+				pthread_cond_broadcast(&n->ackcv);
+			}
+			pthread_mutex_unlock(&n->lock);
 		}
 		memmove(buf, buf + h->len, *have - h->len);
 		*have -= h->len;
@@ -886,6 +1151,32 @@ again:
 	if (full)
 		goto again;
 	return 0;
+}
+
+/* 1-safe: offer seq + window once less than half a window is left (P7).
+ * Sender thread, a backup live. */
+static int
+offer(vr_passive *n)
+{
+	struct vrp_ack a;
+	uint64_t q;
+	int rc;
+
+	if (n->o.mode != VR_1SAFE)
+		return 0;
+	pthread_mutex_lock(&n->lock);
+	q = n->seq;
+	pthread_mutex_unlock(&n->lock);
+	if (atomic_load(&n->offered) >= q + n->o.window / 2)
+		return 0;
+	a.seq = q + n->o.window;
+	pthread_mutex_lock(&n->wlock);
+	rc = send_small(n->cfd, VRP_REC_GRANT, a.seq, n->st.epoch, &a,
+		sizeof(a));
+	pthread_mutex_unlock(&n->wlock);
+	if (rc == 0)
+		atomic_store(&n->offered, a.seq);
+	return rc;
 }
 
 static void *
@@ -953,6 +1244,8 @@ sender_main(void *arg)
 		}
 		if (rc == 0)
 			rc = read_acks(n, abuf, &have, &last_in);
+		if (rc == 0)
+			rc = offer(n);
 		now = vr__now_us();
 		if (rc == 0 && now - last_out > n->o.heartbeat_ms * 1000ull) {
 			pthread_mutex_lock(&n->wlock);
@@ -1013,8 +1306,13 @@ vr_passive_serve(vr_passive *n, const char *host, unsigned port)
 		return vr__err(-ENOMEM, "passive ring of %zu bytes",
 			n->o.ring_size);
 	n->mask = n->o.ring_size - 1;
-	n->sent = n->head = n->rec = 0;
+	n->sent = n->head = n->rec = n->keep = 0;
+	n->keep_seq = n->seq;
 	n->end = HDR;
+	n->keeping = false;
+	n->stream = vr__random64() | 1; /* P6: a tail only within it */
+	atomic_store(&n->granted, n->seq);
+	atomic_store(&n->offered, n->seq);
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (n->efd < 0)
 		return vr__err(-errno, "eventfd: %s", strerror(errno));
@@ -1057,6 +1355,66 @@ vr_passive_wait_backup(vr_passive *n, unsigned timeout_ms)
 	}
 }
 
+static void
+deadline_10ms(struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_nsec += 10 * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* P7: 0 only for a commit whose fence record is within the limit the
+ * backup granted; past it, wait for a grant while a backup is live. */
+static int
+commit_1safe(vr_passive *n)
+{
+	uint64_t target, t0 = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&n->lock);
+	if (!n->live && !n->keeping) {
+		pthread_mutex_unlock(&n->lock);
+		return vr__err(VR_ENOBACKUP, "no backup took a copy yet: "
+			"committed locally, not replicated");
+	}
+	/* The commit's own fence record: write-backs after the last fence
+	 * are sealed into one; a commit with none gets an empty one, so
+	 * that no two commits share a fence record (P7 counts records). */
+	if ((n->rcount || n->unfenced || n->fseq == n->ctarget) &&
+	    (n->rcount || make_room(n, 0)))
+		seal(n, VRP_REC_FENCE);
+	target = n->ctarget = n->fseq;
+	while (atomic_load(&n->granted) < target) {
+		struct timespec ts;
+		if (!n->live) {
+			rc = vr__err(VR_ENOBACKUP, "fence record %lu past the "
+				"1-safe limit %lu the backup granted, and no "
+				"backup: committed locally, not replicated",
+				(unsigned long)target,
+				(unsigned long)atomic_load(&n->granted));
+			break;
+		}
+		if (t0 == 0)
+			t0 = vr__now_us();
+		else if (vr__now_us() - t0 > n->o.timeout_ms * 1000ull) {
+			rc = vr__err(VR_ENOBACKUP, "fence record %lu past the "
+				"1-safe limit %lu: no grant within %u ms",
+				(unsigned long)target,
+				(unsigned long)atomic_load(&n->granted),
+				n->o.timeout_ms);
+			break;
+		}
+		wake_sender(n);
+		deadline_10ms(&ts);
+		pthread_cond_timedwait(&n->ackcv, &n->lock, &ts);
+	}
+	pthread_mutex_unlock(&n->lock);
+	return rc;
+}
+
 int
 vr_passive_commit(vr_passive *n)
 {
@@ -1067,7 +1425,7 @@ vr_passive_commit(vr_passive *n)
 		return vr__err(VR_ESTALE, "a backup of a newer epoch exists: "
 			"this primary may not commit");
 	if (n->o.mode == VR_1SAFE)
-		return 0;
+		return commit_1safe(n);
 	pthread_mutex_lock(&n->lock);
 	if (!n->live) {
 		/* The tap dropped this transaction's write-backs: no fence
@@ -1177,8 +1535,13 @@ vrp__apply(vr_passive *n, const struct vr_rec_hdr *h)
 		for (unsigned i = 0; i < n->npools; i++)
 			rio_drain(n->pools[i].pool);
 #endif
-	if (h->type == VRP_REC_FENCE)
+	if (h->type == VRP_REC_FENCE) {
 		n->applied = h->seq;
+		/* P6: after the drain above, before the next record. */
+		if (n->posp)
+			pos_write(n, n->pos.stream, n->pos.epoch, h->seq,
+				n->pos.limit);
+	}
 	return 0;
 }
 
@@ -1192,7 +1555,35 @@ rec_waiting(const struct vr_reader *r)
 		h->major == VRP_WIRE_MAJOR && r->hi - r->lo >= h->len;
 }
 
+/* Open the copies as pools (sizes: the primary's file sizes). */
+static int
+open_copies(vr_passive *n, const char *const *paths, unsigned npaths,
+	const uint64_t *sizes)
+{
+	for (unsigned i = 0; i < npaths; i++) {
+		rio_pool *pool;
+		int rc = rio_pool_open(paths[i], RIO_NO_SIGNALS |
+			n->o.rio_flags, &pool);
+		if (rc)
+			return rc;
+		n->pools[i].pool = pool;
+		n->pools[i].map = (char *)rio_pool_base(pool) -
+			RIO_POOL_HDR_SIZE;
+		n->pools[i].size = rio_pool_size(pool) + RIO_POOL_HDR_SIZE;
+		n->npools = i + 1;
+		if (sizes && n->pools[i].size != sizes[i])
+			return vr__err(VR_ESIZE, "%s: %lu bytes, the primary's "
+				"has %lu", paths[i],
+				(unsigned long)n->pools[i].size,
+				(unsigned long)sizes[i]);
+	}
+	return 0;
+}
+
 /* The copy files, written with pwrite during a full copy. */
+static int open_copies(vr_passive *n, const char *const *paths,
+	unsigned npaths, const uint64_t *sizes);
+
 static int
 copy_in(vr_passive *n, const char *const *paths,
 	const struct vrp_hello *ph, uint64_t epoch, struct vr_reader *rd)
@@ -1277,23 +1668,10 @@ copy_in(vr_passive *n, const char *const *paths,
 	}
 	if (rc)
 		return rc;
-	for (unsigned i = 0; i < ph->npools; i++) {
-		rio_pool *pool;
-		rc = rio_pool_open(paths[i], RIO_NO_SIGNALS | n->o.rio_flags,
-			&pool);
-		if (rc)
-			return rc;
-		n->pools[i].pool = pool;
-		n->pools[i].map = (char *)rio_pool_base(pool) -
-			RIO_POOL_HDR_SIZE;
-		n->pools[i].size = rio_pool_size(pool) + RIO_POOL_HDR_SIZE;
-		n->npools = i + 1;
-		if (n->pools[i].size != sizes[i])
-			return vr__err(VR_ESIZE, "%s: %lu bytes after the "
-				"copy, the primary's has %lu", paths[i],
-				(unsigned long)n->pools[i].size,
-				(unsigned long)sizes[i]);
-	}
+	if ((rc = open_copies(n, paths, ph->npools, sizes)))
+		return rc;
+	/* P6: the copy's position, durable before the copy counts. */
+	pos_write(n, ph->stream, epoch, n->applied, n->applied);
 	s = n->st;
 	s.copying = 0;
 	if ((rc = state_write(n, &s)))
@@ -1311,7 +1689,7 @@ vr_passive_follow(vr_passive *n, const char *host, unsigned port,
 	struct vr_rec_hdr *h = (void *)buf;
 	struct vrp_hello bh, ph;
 	uint64_t sizes[VRP_MAX_POOLS];
-	uint64_t pepoch, last_ack = 0;
+	uint64_t pepoch, last_ack = 0, rseq;
 	int fd, rc;
 
 	if (npaths == 0 || npaths > VRP_MAX_POOLS)
@@ -1321,6 +1699,8 @@ vr_passive_follow(vr_passive *n, const char *host, unsigned port,
 		return vr__err(-EBUSY, "vr_passive_follow: this node serves "
 			"(or was given pools to serve)");
 	atomic_store(&n->fstop, 0);
+	if ((rc = pos_open(n)))
+		return rc;
 	fd = vr__connect(host, port, n->o.timeout_ms * 10);
 	if (fd < 0)
 		return fd;
@@ -1329,6 +1709,19 @@ vr_passive_follow(vr_passive *n, const char *host, unsigned port,
 	memcpy(bh.set_uuid, n->st.set_uuid, 16);
 	bh.role = VR_ROLE_BACKUP;
 	bh.npools = (uint16_t)npaths;
+	/* P6: name the position only for whole copies of this epoch that
+	 * open (a tail goes on from them). */
+	if (n->st.role == VR_BACKUP && !n->st.copying && n->pos.gen &&
+	    n->pos.epoch == n->st.epoch) {
+		if (open_copies(n, paths, npaths, NULL) == 0) {
+			bh.flags = VRP_HELLO_POS;
+			bh.stream = n->pos.stream;
+			bh.pos = n->pos.seq;
+			bh.limit = n->pos.limit;
+		} else {
+			close_copies(n);
+		}
+	}
 	if ((rc = send_small(fd, VRP_REC_HELLO, 0, n->st.epoch, &bh,
 		sizeof(bh))))
 		goto out;
@@ -1375,12 +1768,40 @@ vr_passive_follow(vr_passive *n, const char *host, unsigned port,
 			goto out;
 		}
 	}
-	close_copies(n);
-	rd.fd = fd;
-	if ((rc = copy_in(n, paths, &ph, pepoch, &rd)))
-		goto out;
 	for (unsigned i = 0; i < ph.npools; i++)
 		sizes[i] = ph.size[i];
+	rd.fd = fd;
+	if (ph.flags & VRP_HELLO_TAIL) {
+		/* P6: the stream goes on after this backup's position. */
+		if (!(bh.flags & VRP_HELLO_POS) || ph.pos != bh.pos ||
+		    ph.stream != bh.stream || pepoch != n->pos.epoch) {
+			rc = vr__err(VR_ECORRUPT, "the primary offers a log "
+				"tail after record %lu of stream %016lx, this "
+				"backup holds record %lu of stream %016lx",
+				(unsigned long)ph.pos,
+				(unsigned long)ph.stream,
+				(unsigned long)bh.pos,
+				(unsigned long)bh.stream);
+			goto out;
+		}
+		for (unsigned i = 0; i < ph.npools; i++)
+			if (n->pools[i].size != sizes[i]) {
+				rc = vr__err(VR_ESIZE, "%s: %lu bytes, the "
+					"primary's has %lu", paths[i],
+					(unsigned long)n->pools[i].size,
+					(unsigned long)sizes[i]);
+				goto out;
+			}
+		n->applied = ph.pos;
+		atomic_fetch_add(&n->tails, 1);
+		if (n->o.tail)
+			n->o.tail(n->o.progress_arg, ph.pos);
+	} else {
+		close_copies(n);
+		if ((rc = copy_in(n, paths, &ph, pepoch, &rd)))
+			goto out;
+	}
+	rseq = n->applied;
 	{
 		struct vrp_ack a = { n->applied };
 		if ((rc = send_small(fd, VRP_REC_ACK, 0, n->st.epoch, &a,
@@ -1414,7 +1835,17 @@ vr_passive_follow(vr_passive *n, const char *host, unsigned port,
 				(unsigned long)pepoch);
 			break;
 		}
+		if ((r->type == VRP_REC_WRITE || r->type == VRP_REC_FENCE) &&
+		    r->seq != rseq + 1) {
+			/* P6: never a gap, nor a record stored twice out of
+			 * order. */
+			rc = vr__err(VR_ECORRUPT, "passive record %lu after "
+				"record %lu: the stream skips or repeats",
+				(unsigned long)r->seq, (unsigned long)rseq);
+			break;
+		}
 		if (r->type == VRP_REC_WRITE || r->type == VRP_REC_FENCE) {
+			rseq = r->seq;
 #ifdef VRP_BROKEN_ACK_EARLY
 			if (r->type == VRP_REC_FENCE) {
 				struct vrp_ack a = { r->seq };
@@ -1428,6 +1859,17 @@ vr_passive_follow(vr_passive *n, const char *host, unsigned port,
 		} else if (r->type == VRP_REC_BEAT) {
 			if (r->seq > atomic_load(&n->announced))
 				atomic_store(&n->announced, r->seq);
+		} else if (r->type == VRP_REC_GRANT) {
+			/* P7: durable before it is granted back. */
+			struct vrp_ack a;
+			memcpy(&a, r + 1, sizeof(a));
+			if (a.seq > n->pos.limit)
+				pos_write(n, n->pos.stream, n->pos.epoch,
+					n->pos.seq, a.seq);
+			if ((rc = send_small(fd, VRP_REC_GRANT, a.seq,
+				n->st.epoch, &a, sizeof(a))))
+				break;
+			continue;
 		} else {
 			rc = vr__err(VR_ECORRUPT, "passive: record type %u in "
 				"the stream", r->type);

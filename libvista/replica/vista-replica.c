@@ -24,7 +24,12 @@
  * backup: vr_passive_follow) in D/seg and D/log (--files: other names, in
  * the primary's vr_passive_add_pool order), its node state in D/pstate;
  * passive-promote makes it the primary (then open the copies with libvista,
- * whose recovery runs at vista_init and vista_map).
+ * whose recovery runs at vista_init and vista_map).  A passive backup that
+ * comes back rejoins by the primary's log tail when it still has it
+ * ("log tail after fence record N") or by a full copy (the progress line).
+ * After a passive promotion it prints the 1-safe loss window: the 1-safe
+ * limit this node granted, durably, minus the last fence record its copies
+ * hold (vista_replica.h vr_passive_status).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -148,6 +153,25 @@ print_promoted(const struct vr_status *st)
 		(unsigned long long)st->window);
 }
 
+static void
+tail_line(void *arg, uint64_t seq)
+{
+	(void)arg;
+	fprintf(stderr, "log tail after fence record %llu (no copy)\n",
+		(unsigned long long)seq);
+}
+
+static void
+print_ppromoted(const struct vr_passive_status *st)
+{
+	printf("promoted: epoch %llu, applied fence record %llu, granted "
+		"limit %llu, primary announced %llu: 1-safe loss window %llu "
+		"transaction(s)\n", (unsigned long long)st->epoch,
+		(unsigned long long)st->pos, (unsigned long long)st->limit,
+		(unsigned long long)st->announced,
+		(unsigned long long)st->window);
+}
+
 static int
 passive(const char *cmd, const struct node_args *a, const char *peer,
 	const char *files)
@@ -174,6 +198,7 @@ passive(const char *cmd, const struct node_args *a, const char *peer,
 	po.timeout_ms = a->timeout_ms;
 	po.heartbeat_ms = a->heartbeat_ms;
 	po.progress = progress;
+	po.tail = tail_line;
 	if ((rc = vr_passive_open(&po, &n)))
 		return fail("vr_passive_open", rc);
 	if (strcmp(cmd, "passive-follow") == 0) {
@@ -196,22 +221,18 @@ passive(const char *cmd, const struct node_args *a, const char *peer,
 			rc = vr_passive_promote(n);
 			(void)vr_passive_status(n, &st);
 			if (rc == 0)
-				printf("promoted: epoch %llu, applied fence "
-					"record %llu, primary announced %llu: "
-					"1-safe loss window %llu record(s)\n",
-					(unsigned long long)st.epoch,
-					(unsigned long long)st.seq,
-					(unsigned long long)st.announced,
-					(unsigned long long)(st.announced >
-						st.seq ? st.announced -
-						st.seq : 0));
+				print_ppromoted(&st);
 		}
 		if (rc)
 			ret = fail("passive-follow", rc);
 	} else if (strcmp(cmd, "passive-promote") == 0) {
 		rc = vr_passive_promote(n);
-		if (rc)
+		if (rc) {
 			ret = fail("vr_passive_promote", rc);
+		} else {
+			(void)vr_passive_status(n, &st);
+			print_ppromoted(&st);
+		}
 	} else {
 		usage();
 	}

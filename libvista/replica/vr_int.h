@@ -187,5 +187,9 @@ int vrp__hdr_check(const struct vr_rec_hdr *h);
 int vrp__rec_verify(const struct vr_rec_hdr *h, unsigned npools,
 	const uint64_t *sizes);
 int vrp__apply(vr_passive *n, const struct vr_rec_hdr *h);
+struct vrp_hello;
+bool vrp__tail_at(vr_passive *n, uint64_t epoch, const struct vrp_hello *bh,
+	uint64_t *at);
+const struct vr_rec_hdr *vrp__ring_at(const vr_passive *n, uint64_t at);
 
 #endif /* VR_INT_H */

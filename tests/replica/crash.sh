@@ -25,7 +25,6 @@ trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
 fails=0 kills=0 skipped=0
 
 . "$(dirname "$0")/window.sh"
-WINDOW_KIND=active
 for ((i = 0; i < N; i++)); do
 	mode=${MODES[$((i % ${#MODES[@]}))]}
 	scen=${SCEN[$(((i / ${#MODES[@]}) % ${#SCEN[@]}))]}

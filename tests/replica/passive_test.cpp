@@ -429,8 +429,9 @@ TEST_CASE("passive 2-safe: no backup, no acknowledged commit", "[ploop]")
 	put(p, 1, 1);
 	VR_REQUIRE_OK(vr_passive_commit(p.n));
 	// The backup goes away; once the primary knows, its write-backs are
-	// not sent, and a commit must not count as replicated (the last
-	// fence it could wait for is an old, acknowledged one).
+	// kept for a log tail but not sent, and a commit must not count as
+	// replicated (the last fence it could wait for is an old,
+	// acknowledged one).
 	vr_passive_stop(b.n);
 	VR_REQUIRE_OK(f.join());
 	struct vr_passive_status st;
@@ -444,7 +445,8 @@ TEST_CASE("passive 2-safe: no backup, no acknowledged commit", "[ploop]")
 	put(p, 2, 2);
 	VR_REQUIRE_RC(vr_passive_commit(p.n), VR_ENOBACKUP);
 	vr_passive_status(p.n, &st);
-	CHECK(st.dropped > 0);
+	CHECK(st.dropped == 0);
+	CHECK(st.seq > st.acked);
 }
 
 TEST_CASE("passive: a backup of another set or pool count is refused",
@@ -493,7 +495,8 @@ namespace {
 // A fake primary: HELLO, a full copy of one pool of `size` bytes, then
 // `tail` raw bytes, then it closes.  (No REQUIRE off the main thread: a
 // failure here shows as the backup's result.)
-void fake_primary(int lfd, uint64_t size, std::vector<char> tail)
+void fake_primary(int lfd, uint64_t size, std::vector<char> tail,
+	uint32_t flags = 0)
 {
 	int fd = accept(lfd, nullptr, nullptr);
 	if (fd < 0)
@@ -512,10 +515,11 @@ void fake_primary(int lfd, uint64_t size, std::vector<char> tail)
 	ph->role = VR_ROLE_PRIMARY;
 	ph->npools = 1;
 	ph->size[0] = size;
+	ph->flags = flags;
 	*h = { VR_WIRE_MAGIC, VRP_REC_HELLO, VRP_WIRE_MAJOR,
 		(uint32_t)(40 + sizeof(*ph)), 0, 0, 1, 0 };
 	reseal(h);
-	if (vr__write_all(fd, h, h->len))
+	if (vr__write_all(fd, h, h->len) || flags)
 		goto out;
 	// The copy: a valid rio pool file made elsewhere.
 	if (rio_pool_create((d.path + "/src").c_str(), size, RIO_NO_SIGNALS,
@@ -551,7 +555,7 @@ out:
 	close(fd);
 }
 
-int follow_fake(std::vector<char> tail, uint64_t *line0)
+int follow_fake(std::vector<char> tail, uint64_t *line0, uint32_t flags = 0)
 {
 	test::TempDir db;
 	PNode b;
@@ -559,14 +563,15 @@ int follow_fake(std::vector<char> tail, uint64_t *line0)
 	int lfd = vr__listen("127.0.0.1", 0, &port);
 	REQUIRE(lfd >= 0);
 	std::thread t(fake_primary, lfd, (uint64_t)(PSIZE + RIO_POOL_HDR_SIZE),
-		tail);
+		tail, flags);
 	b.open(db.path, VR_1SAFE, 500);
 	std::string path = db.path + "/pool";
 	const char *pp[1] = { path.c_str() };
 	int rc = vr_passive_follow(b.n, "127.0.0.1", port, pp, 1);
 	t.join();
 	close(lfd);
-	*line0 = *(uint64_t *)(copy_of(path).data() + 4096 - 4096);
+	*line0 = access(path.c_str(), F_OK) == 0 ?
+		*(uint64_t *)(copy_of(path).data() + 4096 - 4096) : 0;
 	return rc;
 }
 
@@ -602,6 +607,19 @@ TEST_CASE("passive: a record cut midway or corrupt is never stored",
 	bad[bad.size() - 1] ^= 0x40;
 	REQUIRE(follow_fake(bad, &v) == VR_ECORRUPT);
 	CHECK(v == 0);
+	// A record that skips one (seq 2 after the copy's 0): refused,
+	// nothing stored.
+	std::vector<char> skip = fence_bytes(80);
+	((struct vr_rec_hdr *)skip.data())->seq = 2;
+	reseal((struct vr_rec_hdr *)skip.data());
+	REQUIRE(follow_fake(skip, &v) == VR_ECORRUPT);
+	CHECK(v == 0);
+	CHECK(std::string(vr_errormsg()).find("skips") != std::string::npos);
+	// A log tail offered to a backup that named no position: refused
+	// before anything is stored.
+	REQUIRE(follow_fake({}, &v, VRP_HELLO_TAIL) == VR_ECORRUPT);
+	CHECK(std::string(vr_errormsg()).find("log tail") !=
+		std::string::npos);
 }
 
 // ---- the backup's persist order, seen by a librio tracer ----
@@ -732,4 +750,279 @@ TEST_CASE("the backup acknowledges a fence only once it is durable",
 #else
 	REQUIRE(tr_early == 0);
 #endif
+}
+
+// ---- rejoin by the log tail (P6) and the 1-safe bound (P7) ----
+
+namespace {
+
+// A "transaction" on the primary: a line (and `big` more bytes) written
+// back, one fence, the commit.
+int ptx(PNode &p, unsigned i, size_t big = 0)
+{
+	put(p, 100 + i % 50, i + 1);
+	if (big) {
+		memset(p.base() + 300000, (int)i, big);
+		rio_flush(p.pool, p.base() + 300000, big);
+	}
+	rio_drain(p.pool);
+	return vr_passive_commit(p.n);
+}
+
+struct vr_passive_status pstat(PNode &p)
+{
+	struct vr_passive_status st;
+	vr_passive_status(p.n, &st);
+	return st;
+}
+
+void wait_acked(PNode &p)
+{
+	for (int w = 0; w < 1000 && pstat(p).acked < pstat(p).fenced; w++)
+		usleep(10000);
+	REQUIRE(pstat(p).acked >= pstat(p).fenced);
+}
+
+void wait_down(PNode &p)
+{
+	for (int w = 0; w < 500 && pstat(p).connected; w++)
+		usleep(10000);
+	REQUIRE(!pstat(p).connected);
+}
+
+struct vrp_hello hello_at(uint64_t stream, uint64_t pos, uint64_t limit)
+{
+	struct vrp_hello h;
+	memset(&h, 0, sizeof(h));
+	h.role = VR_ROLE_BACKUP;
+	h.npools = 1;
+	h.flags = VRP_HELLO_POS;
+	h.stream = stream;
+	h.pos = pos;
+	h.limit = limit;
+	return h;
+}
+
+} // namespace
+
+TEST_CASE("the primary offers the log tail only when it holds every record "
+	"after the backup's position", "[ptail]")
+{
+	test::TempDir da, db;
+	PNode p, b;
+	Follower f;
+	uint64_t at = 0;
+	p.open(da.path, VR_2SAFE);
+	p.add();
+	VR_REQUIRE_OK(vr_passive_serve(p.n, "127.0.0.1", 0));
+	struct vr_passive_status st = pstat(p);
+	struct vrp_hello h = hello_at(st.stream, st.seq, 0);
+	// No backup took a copy yet: nothing is kept, a full copy.
+	CHECK_FALSE(vrp__tail_at(p.n, st.epoch, &h, &at));
+	b.open(db.path, VR_2SAFE);
+	f.start(b, vr_passive_port(p.n));
+	VR_REQUIRE_OK(vr_passive_wait_backup(p.n, 10000));
+	for (unsigned i = 0; i < 100; i++)
+		VR_REQUIRE_OK(ptx(p, i));
+	vr_passive_stop(b.n);
+	VR_REQUIRE_OK(f.join());
+	wait_down(p);
+	// Kept, not sent, while no backup is connected.
+	for (unsigned i = 0; i < 100; i++)
+		VR_REQUIRE_RC(ptx(p, i), VR_ENOBACKUP);
+	st = pstat(p);
+	REQUIRE(st.kept_from == 0);
+	REQUIRE(st.seq >= 200);
+	// From every position kept, the stream goes on at the next record.
+	unsigned wrong = 0;
+	for (uint64_t pos = st.kept_from; pos <= st.seq; pos++) {
+		h = hello_at(st.stream, pos, 0);
+		REQUIRE(vrp__tail_at(p.n, st.epoch, &h, &at));
+		const struct vr_rec_hdr *r = vrp__ring_at(p.n, at);
+		if (pos == st.seq ? r != nullptr : r == nullptr ||
+		    r->seq != pos + 1)
+			wrong++;
+	}
+#ifdef VRP_BROKEN_TAIL_SKIP
+	WARN("broken build caught: " << wrong << " tail(s) not starting at "
+		"the record after the backup's position");
+	REQUIRE(wrong > 0);
+	return;
+#endif
+	REQUIRE(wrong == 0);
+	// Does a backup at (stream, pos, epoch) get a tail?
+	auto tail = [&](uint64_t stream, uint64_t pos, uint64_t epoch,
+		uint32_t flags) {
+		struct vrp_hello x = hello_at(stream, pos, 0);
+		x.flags = flags;
+		return vrp__tail_at(p.n, epoch, &x, &at);
+	};
+	// Another stream, another epoch, a position ahead, or none: a copy.
+	CHECK_FALSE(tail(st.stream ^ 2, st.seq, st.epoch, VRP_HELLO_POS));
+	CHECK_FALSE(tail(st.stream, st.seq, st.epoch + 1, VRP_HELLO_POS));
+	CHECK_FALSE(tail(st.stream, st.seq + 1, st.epoch, VRP_HELLO_POS));
+	CHECK_FALSE(tail(st.stream, st.seq, st.epoch, 0));
+	// The 4 MiB ring wraps: the oldest records are dropped, a position
+	// before the oldest kept gets a full copy, the oldest itself a tail.
+	for (unsigned i = 0; i < 40; i++)
+		VR_REQUIRE_RC(ptx(p, i, 256u << 10), VR_ENOBACKUP);
+	st = pstat(p);
+	REQUIRE(st.kept_from > 0);
+	CHECK(st.dropped == 0);
+	CHECK_FALSE(tail(st.stream, st.kept_from - 1, st.epoch,
+		VRP_HELLO_POS));
+	REQUIRE(tail(st.stream, st.kept_from, st.epoch, VRP_HELLO_POS));
+	REQUIRE(vrp__ring_at(p.n, at) != nullptr);
+	CHECK(vrp__ring_at(p.n, at)->seq == st.kept_from + 1);
+}
+
+TEST_CASE("1-safe: a backup that granted less than the primary holds gets "
+	"a full copy", "[ptail]")
+{
+	test::TempDir da, db;
+	PNode p, b;
+	Follower f;
+	uint64_t at = 0;
+	p.open(da.path, VR_1SAFE);
+	p.add();
+	VR_REQUIRE_OK(vr_passive_serve(p.n, "127.0.0.1", 0));
+	b.open(db.path, VR_1SAFE);
+	f.start(b, vr_passive_port(p.n));
+	VR_REQUIRE_OK(vr_passive_wait_backup(p.n, 10000));
+	for (unsigned i = 0; i < 50; i++)
+		VR_REQUIRE_OK(ptx(p, i));
+	for (int w = 0; w < 500 && pstat(p).granted <= pstat(p).seq; w++)
+		usleep(10000);
+	vr_passive_stop(b.n);
+	VR_REQUIRE_OK(f.join());
+	wait_down(p);
+	struct vr_passive_status st = pstat(p);
+	REQUIRE(st.granted > st.seq);
+	struct vrp_hello h = hello_at(st.stream, 10, st.granted - 1);
+	CHECK_FALSE(vrp__tail_at(p.n, st.epoch, &h, &at));
+	h.limit = st.granted;
+	CHECK(vrp__tail_at(p.n, st.epoch, &h, &at));
+}
+
+TEST_CASE("a passive backup rejoins by the log tail, or by a full copy once "
+	"the tail is gone", "[prejoin]")
+{
+	for (vr_mode mode : { VR_1SAFE, VR_2SAFE }) {
+		INFO("mode " << (int)mode);
+		test::TempDir da, db;
+		PNode p, b;
+		p.open(da.path, mode);
+		p.add();
+		VR_REQUIRE_OK(vr_passive_serve(p.n, "127.0.0.1", 0));
+		unsigned port = vr_passive_port(p.n);
+		unsigned i = 0;
+		auto run = [&](unsigned k, size_t big, bool live) {
+			for (unsigned e = i + k; i < e; i++) {
+				int rc = ptx(p, i, big);
+				if (live)
+					VR_REQUIRE_OK(rc);
+				else if (rc != 0)
+					VR_REQUIRE_RC(rc, VR_ENOBACKUP);
+			}
+		};
+		auto session = [&](unsigned k) {
+			Follower f;
+			b.open(db.path, mode);
+			f.start(b, port);
+			VR_REQUIRE_OK(vr_passive_wait_backup(p.n, 10000));
+			run(k, 0, true);
+			wait_acked(p);
+			vr_passive_stop(b.n);
+			VR_REQUIRE_OK(f.join());
+			std::vector<char> c = copy_of(f.path);
+			REQUIRE(c.size() == PSIZE);
+			REQUIRE(memcmp(c.data(), p.base(), PSIZE) == 0);
+			b.close(); // a new process next time
+			wait_down(p);
+		};
+		session(300);
+		// A torn write of the position's newer slot: the older slot
+		// (an earlier fence) is in force, and the tail from there
+		// stores the rest again.
+		{
+			std::string pp = db.path + "/pstate.pos";
+			struct vrp_pos sl[2];
+			int fd = ::open(pp.c_str(), O_RDWR);
+			REQUIRE(fd >= 0);
+			REQUIRE(pread(fd, sl, sizeof(sl), RIO_POOL_HDR_SIZE) ==
+				(ssize_t)sizeof(sl));
+			int nw = sl[1].gen > sl[0].gen;
+			REQUIRE(sl[nw].seq > sl[!nw].seq);
+			sl[nw].seq ^= 1; // no longer matches its check
+			REQUIRE(pwrite(fd, &sl[nw], sizeof(sl[nw]),
+				RIO_POOL_HDR_SIZE + nw * 64) == 64);
+			::close(fd);
+			b.open(db.path, mode);
+			CHECK(pstat(b).pos == sl[!nw].seq);
+			b.close();
+		}
+		// The primary runs on; the backup comes back by the tail.
+		run(300, 0, false);
+		session(100);
+		CHECK(pstat(p).copies == 1);
+		CHECK(pstat(p).tails == 1);
+		// Away while the ring wraps: a full copy.
+		run(40, 256u << 10, false);
+		session(100);
+		CHECK(pstat(p).copies == 2);
+		CHECK(pstat(p).tails == 1);
+	}
+}
+
+TEST_CASE("passive 1-safe: the commits lost by a failover are at most the "
+	"window the promoted backup reports", "[pwindow]")
+{
+	test::TempDir da, db;
+	PNode p, b;
+	Follower f;
+	p.open(da.path, VR_1SAFE);
+	{
+		// A small window, so that the primary reaches it.
+		vr_passive_close(p.n);
+		std::string sp = da.path + "/pstate";
+		struct vr_passive_opts o = {};
+		o.state_path = sp.c_str();
+		o.mode = VR_1SAFE;
+		o.ring_size = 4u << 20;
+		o.timeout_ms = 2000;
+		o.window = 64;
+		VR_REQUIRE_OK(vr_passive_open(&o, &p.n));
+	}
+	p.add();
+	VR_REQUIRE_OK(vr_passive_serve(p.n, "127.0.0.1", 0));
+	b.open(db.path, VR_1SAFE);
+	f.start(b, vr_passive_port(p.n));
+	VR_REQUIRE_OK(vr_passive_wait_backup(p.n, 10000));
+	std::vector<uint64_t> ok; // the fence record of each commit that returned 0
+	unsigned refused = 0;
+	for (unsigned i = 0; i < 2000; i++) {
+		int rc = ptx(p, i);
+		if (i == 1000)
+			vr_passive_stop(b.n); // the backup goes, the primary goes on
+		if (rc == 0)
+			ok.push_back(pstat(p).fenced);
+		else {
+			VR_REQUIRE_RC(rc, VR_ENOBACKUP);
+			refused++;
+		}
+	}
+	VR_REQUIRE_OK(f.join());
+	CHECK(refused > 0);
+	b.close();
+	b.open(db.path, VR_1SAFE);
+	VR_REQUIRE_OK(vr_passive_promote(b.n));
+	struct vr_passive_status st = pstat(b);
+	size_t lost = 0;
+	for (uint64_t s : ok)
+		lost += s > st.pos;
+	INFO("position " << st.pos << " limit " << st.limit << " window "
+		<< st.window << " lost " << lost);
+	CHECK(st.limit >= st.pos);
+	REQUIRE(lost <= st.window);
+	CHECK(st.window <= 64 + 64);
 }

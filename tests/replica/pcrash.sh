@@ -11,17 +11,23 @@
 # 20-300 ms:
 #   primary  SIGKILL the primary; the backup promotes itself;
 #   backup   SIGKILL the backup alone; the primary goes on without it; a
-#            new backup process rejoins on the same files (full copy);
+#            new backup process rejoins on the same files (by the
+#            primary's log tail, or a full copy if the tail is gone);
 #            then SIGKILL the primary; the backup promotes itself;
 #   both     SIGKILL the backup, then the primary; promote the backup by
-#            command (vista-replica passive-promote).
+#            command (vista-replica passive-promote);
+#   rejoin   SIGKILL the backup; a new backup process rejoins; SIGKILL it
+#            again 0-30 ms after its rejoin line (inside the tail's
+#            catch-up), then the primary; promote by command (a full copy
+#            cut short is refused, VR_EINCOMPLETE: nothing to check).
 # Then vr_dc pcheck on the backup's copies (libvista's recovery runs when
 # it opens them): the TPC-B invariants; for 2safe every acknowledged
-# transaction present; for 1safe on the active backup at most the loss
-# window the tool reported after the promotion missing (within_window;
-# the passive backup's window counts records its heartbeats announced,
-# no bound).  MODES and SCENARIOS are comma lists, taken in turn.  EXPECT=pass: every iteration must pass; EXPECT=caught: a broken
-# build, some iteration must fail the check.  KIND=active runs the same
+# transaction present; for 1safe at most the loss window the tool reported
+# after the promotion missing (within_window).  A backup that fails to
+# rejoin or to promote fails its iteration.  A passive campaign with the
+# `backup` scenario must rejoin by the log tail at least once.  MODES and
+# SCENARIOS are comma lists, taken in turn.  EXPECT=pass: every iteration
+# must pass; EXPECT=caught: a broken build, some iteration must fail.  KIND=active runs the same
 # scenarios on the active backup (vr_dc primary/check, vista-replica
 # follow/promote; a rejoining backup may resume from the ring's tail, so
 # it is given up to 0.5 s, not a progress line); crash.sh has the active
@@ -43,7 +49,7 @@ trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
 fails=0 kills=0 skipped=0
 
 . "$(dirname "$0")/window.sh"
-WINDOW_KIND=$KIND
+tails=0 rejoins=0
 
 # wait_for FILE PATTERN TRIES: 0 once PATTERN is in FILE.
 wait_for() {
@@ -58,6 +64,29 @@ follow() { # DIR PORT OUT
 	"$TOOL" $FOLLOW --dir "$1" $SZ --peer 127.0.0.1:$2 \
 		--auto-promote --timeout 1000 >> "$3" 2>&1 &
 	bp=$!
+}
+
+# SIGKILL the backup, start a new backup process on its files and wait for
+# its rejoin line.  1: it did not rejoin (the iteration failed).
+rejoin_backup() {
+	kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
+	kills=$((kills + 1))
+	sleep "0.$(printf '%03d' $((20 + RANDOM % 100)))"
+	: > "$B.out2"
+	follow "$B" "$port" "$B.out2"
+	if [ "$KIND" = active ]; then
+		wait_for "$B.out2" '100%' 50
+		return 0
+	fi
+	if ! wait_for "$B.out2" '100%\|log tail' 1500; then
+		echo "iteration $i ($mode, $scen): FAILED: the backup did not rejoin: $(tail -2 "$B.out2")"
+		fails=$((fails + 1))
+		kill -9 $pp $bp 2>/dev/null; wait $pp $bp 2>/dev/null
+		return 1
+	fi
+	rejoins=$((rejoins + 1))
+	grep -q 'log tail' "$B.out2" && tails=$((tails + 1))
+	return 0
 }
 
 for ((i = 0; i < N; i++)); do
@@ -84,6 +113,23 @@ for ((i = 0; i < N; i++)); do
 	fi
 	sleep "0.$(printf '%03d' $((20 + RANDOM % 280)))"
 	case $scen in
+	rejoin)
+		if ! rejoin_backup; then
+			[ "$EXPECT" = caught ] && break
+			continue
+		fi
+		sleep "0.0$(printf '%02d' $((RANDOM % 30)))"
+		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
+		kill -9 $pp; wait $pp 2>/dev/null
+		kills=$((kills + 2))
+		cat "$B.out2" >> "$B.out"
+		"$TOOL" $PROMOTE --dir "$B" $SZ >> "$B.out" 2>&1
+		if grep -q VR_EINCOMPLETE "$B.out"; then
+			echo "iteration $i ($mode, $scen): ok: the full copy was cut short, promotion refused"
+			rm -rf "$P" "$B" "$P.ack"
+			continue
+		fi
+		;;
 	both)
 		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
 		sleep 0.02
@@ -92,16 +138,9 @@ for ((i = 0; i < N; i++)); do
 		"$TOOL" $PROMOTE --dir "$B" $SZ >> "$B.out" 2>&1
 		;;
 	backup)
-		kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
-		kills=$((kills + 1))
-		sleep "0.$(printf '%03d' $((20 + RANDOM % 100)))"
-		: > "$B.out2"
-		follow "$B" "$port" "$B.out2"
-		if [ "$KIND" = active ]; then
-			wait_for "$B.out2" '100%' 50
-		elif ! wait_for "$B.out2" '100%' 1500; then
-			echo "iteration $i: the backup did not rejoin"
-			cat "$B.out2"; exit 1
+		if ! rejoin_backup; then
+			[ "$EXPECT" = caught ] && break
+			continue
 		fi
 		sleep "0.$(printf '%03d' $((20 + RANDOM % 200)))"
 		kill -9 $pp; wait $pp 2>/dev/null
@@ -109,8 +148,10 @@ for ((i = 0; i < N; i++)); do
 		wait $bp
 		cat "$B.out2" >> "$B.out"
 		grep -q promoted "$B.out" || {
-			echo "iteration $i: the backup did not promote"
-			cat "$B.out"; exit 1; }
+			echo "iteration $i ($mode, $scen): FAILED: the backup did not promote: $(tail -2 "$B.out")"
+			fails=$((fails + 1))
+			[ "$EXPECT" = caught ] && break
+			continue; }
 		;;
 	*)
 		kill -9 $pp; wait $pp 2>/dev/null
@@ -133,12 +174,15 @@ for ((i = 0; i < N; i++)); do
 	fi
 	rm -rf "$P" "$B" "$P.ack"
 done
-echo "$kills kills, $fails failed, $skipped skipped"
+echo "$kills kills, $fails failed, $skipped skipped, $tails of $rejoins rejoins by the log tail"
 if [ $skipped -gt $((N / 10)) ]; then
 	echo "too many iterations could not set up"; exit 1
 fi
 if [ "$EXPECT" = caught ]; then
 	[ $fails -gt 0 ] && { echo "broken build caught"; exit 0; }
 	echo "broken build NOT caught"; exit 1
+fi
+if [ "$KIND" = passive ] && [ $rejoins -gt 0 ] && [ $tails -eq 0 ]; then
+	echo "no rejoin by the log tail"; exit 1
 fi
 [ $fails -eq 0 ]

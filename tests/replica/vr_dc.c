@@ -123,6 +123,9 @@ open_passive(const char *dir, enum vr_mode mode)
 	po.state_path = tp;
 	po.mode = mode;
 	po.timeout_ms = 1000; /* a loaded machine is no dead peer */
+	/* A log tail of about a second of debit-credit: a backup killed and
+	 * restarted (pcrash.sh) mostly rejoins by it. */
+	po.ring_size = 64u << 20;
 	if ((rc = vr_passive_open(&po, &pnode)) ||
 	    (rc = vr_passive_add_pool(pnode, vista_segment_pool(seg))) ||
 	    (rc = vr_passive_add_pool(pnode, vista_log_pool(v))))

@@ -224,10 +224,15 @@ VR_EXPORT int vr_diff(const void *before, const void *cur, size_t len,
  * vista_map).  The byte domain is refused (VR_EDOMAIN): a program there
  * need not flush, so the tap would not see its writes.
  *
- * A (re)connecting backup always takes a full copy of the pools, taken
- * while the primary's flushes wait.  Modes: VR_1SAFE (vr_passive_commit
- * returns at once: the writes are queued) and VR_2SAFE (it returns once
- * the backup has made the last fence durable).
+ * A backup takes a full copy of the pools the first time, while the
+ * primary's flushes wait; from then on the primary keeps a log tail of
+ * its write-backs in its ring, and a backup that comes back rejoins by
+ * that tail if it still holds every record after the backup's durable
+ * position, else by a full copy.  Modes: VR_1SAFE (vr_passive_commit
+ * returns at once within the limit the backup granted durably: a
+ * promotion loses at most vr_passive_status's `window` commits) and
+ * VR_2SAFE (it returns once the backup has made the commit's fence
+ * durable).
  * ------------------------------------------------------------------------ */
 
 typedef struct vr_passive vr_passive;
@@ -246,12 +251,13 @@ struct vr_passive_opts {
 	void *classify_arg;
 	void (*progress)(void *arg, uint64_t done, uint64_t total);
 	void *progress_arg;
-	/* Primary: send each declared range whole.  The committing thread
-	 * copies the ranges' bytes into the ring and nothing else (no diff
-	 * against the before-images, no checksum); the sender thread seals
-	 * each record before it writes it.  More bytes travel, less CPU on
-	 * the committing thread.  false: only the changed bytes travel. */
-	bool whole_ranges;
+	/* Primary, 1-safe: fence records past the last one sealed that the
+	 * backup is asked to cover (the loss bound); 0 = 16384. */
+	unsigned window;
+	/* Backup, may be NULL: called (with progress_arg) when it rejoins
+	 * by the log tail instead of a full copy: its copies hold the
+	 * stream up to fence record `seq`, the rest follows. */
+	void (*tail)(void *arg, uint64_t seq);
 };
 
 /* Open the node (its state file, created FRESH if missing).  Returns 0,
@@ -277,10 +283,14 @@ VR_EXPORT unsigned vr_passive_port(const vr_passive *n);
 VR_EXPORT int vr_passive_wait_backup(vr_passive *n, unsigned timeout_ms);
 /*
  * Call after each commit of the program (whatever its transaction system):
- * 1-safe returns 0 at once; 2-safe waits until the backup acknowledges the
- * last fence.  Returns 0; VR_ENOBACKUP (no backup, or none acknowledged
- * within timeout_ms: committed locally, not replicated); VR_ESTALE (a
- * backup of a newer epoch exists: stop writing).
+ * the write-backs since the last fence are sealed into the commit's fence
+ * record.  1-safe returns 0 at once while that record is within the limit
+ * the backup granted (durably, `window` records ahead); past it, it waits
+ * for a grant while a backup is connected.  2-safe waits until the backup
+ * acknowledges the record.  Returns 0; VR_ENOBACKUP (no backup, none
+ * acknowledged or granted within timeout_ms, or, 1-safe, past the limit
+ * with no backup connected: committed locally, not replicated);
+ * VR_ESTALE (a backup of a newer epoch exists: stop writing).
  */
 VR_EXPORT int vr_passive_commit(vr_passive *n);
 
@@ -291,7 +301,11 @@ VR_EXPORT int vr_passive_commit(vr_passive *n);
  * VR_EOTHERSET, VR_EVERSION, VR_ESIZE (another pool count), VR_ESTALE,
  * VR_ETRUNC, VR_ECORRUPT (what was stored stays, a crash image of the
  * primary's pools), -EBUSY (the node serves or was given pools), -errno.
- * The copies are closed when it returns.
+ * The copies are closed when it returns.  A backup whose whole copies
+ * stand at a fence record of the primary's current stream (its position,
+ * kept durably in state_path + ".pos") rejoins by the log tail if the
+ * primary's ring still holds every record after it (opts.tail is
+ * called), else by a full copy (opts.progress).
  */
 VR_EXPORT int vr_passive_follow(vr_passive *n, const char *host,
 	unsigned port, const char *const *paths, unsigned npaths);
@@ -315,6 +329,15 @@ struct vr_passive_status {
 	uint64_t dropped;      /* bytes written back while no backup */
 	uint64_t copies;
 	uint64_t announced; /* backup: highest record seq the beats named */
+	uint64_t tails;     /* rejoins by the log tail (both sides) */
+	uint64_t stream;    /* primary: its stream; backup: its position's */
+	uint64_t kept_from; /* primary: its tail holds the records after it */
+	uint64_t granted;   /* primary, 1-safe: the limit granted */
+	/* Backup (or promoted): its position file's last fence record and
+	 * 1-safe limit, both durable, and the loss bound: at most `window`
+	 * commits whose 1-safe vr_passive_commit returned 0 on the old
+	 * primary are missing from the copies. */
+	uint64_t pos, limit, window;
 };
 VR_EXPORT int vr_passive_status(const vr_passive *n,
 	struct vr_passive_status *st);
