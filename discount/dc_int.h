@@ -213,6 +213,7 @@ struct dc__thr_vol {
 	volatile uint32_t parked; /* threads stopped in this round */
 	volatile uint32_t release; /* one more at the end of every round */
 	volatile uint32_t ready; /* a new thread's set-up is done */
+	volatile uint32_t named; /* its id is settled: it may enter */
 	int child;              /* the slot of the thread being made */
 	int tid[DC__MAX_THREADS]; /* each slot's thread id, this incarnation */
 	volatile unsigned char sel[DC__MAX_THREADS]; /* its dispatch selector
