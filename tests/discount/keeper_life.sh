@@ -14,7 +14,13 @@
 #      is answered again; a quit request ends the server (exit 0) and the
 #      keeper is gone within 3 s;
 #   4. the server SIGKILLed again, then dc-run --discard: the keeper is
-#      gone within 3 s.
+#      gone within 3 s;
+#   5. a keeper SIGKILLed under the running server (keeper.c invariant
+#      4): the client's connection ends, the server ends by itself as at
+#      a crash (SIGKILL) within 5 s, saying why; the same command
+#      recovers it with a new keeper, and the client, on a new
+#      connection, finds its committed request in effect (the next one
+#      is answered with count 2).
 #
 #   keeper_life.sh DC_RUN DC_TCP_ECHO PYTHON3
 #
@@ -67,8 +73,8 @@ gone_within "$D/c1" 3 || fail "the keeper outlived a run without connections"
 gone_within "$D/c2" 3 || fail "the keeper outlived dc-run's failed exec"
 
 # 3: a client over the recovery; its requests on stdin (one word each:
-# ask, quit, new: a new connection), its answers on stdout, through
-# fifos
+# ask, quit, new: a new connection, again: a new connection, the same
+# sequence), its answers on stdout, through fifos
 PORT=$((20000 + $$ % 12000))
 run() { "$DCRUN" --dir "$D/c3" --protocol buffered --interval 20 -- \
 	"$ECHO" $PORT epoll 2>>"$D/err" & S=$!; }
@@ -79,8 +85,8 @@ from te_client import dial, req, TE_QUIT
 port = int(sys.argv[1])
 a, seq = dial(port), 0
 for line in sys.stdin:
-    if line.strip() == 'new':
-        a, seq = dial(port), 0
+    if line.strip() in ('new', 'again'):
+        a, seq = dial(port), seq if line.strip() == 'again' else 0
     elif line.strip() == 'ask':
         print(req(a, 1, seq), flush=True)
         seq += 1
@@ -123,8 +129,34 @@ sleep 0.3
 [ "$(keepers "$D/c3")" = "$K" ] || fail "the keeper ended at the kill"
 "$DCRUN" --dir "$D/c3" --discard -- "$ECHO" || fail "dc-run --discard"
 gone_within "$D/c3" 3 || fail "the keeper outlived dc-run --discard"
+
+# 5
+run
+printf 'new\nask\n' >&3
+read -r -t 20 r <&4 && [ "$r" = 1 ] || fail "a fresh run's answer: '${r:-}'"
+# the answer got out after the commit that holds it: in effect
+K=$(keepers "$D/c3")
+kill -9 $K
+t=0
+while kill -0 $S 2>/dev/null && [ $t -lt 50 ]; do sleep 0.1; t=$((t + 1)); done
+kill -0 $S 2>/dev/null && fail "the server did not end when its keeper died"
+wait $S
+st=$?
+S=
+[ $st = 137 ] || fail "the server ended with status $st, not as at a crash"
+grep -q "dc-keeper is gone" "$D/err" || fail "the keeper's loss was not said"
+run
+printf 'again\nask\n' >&3
+read -r -t 20 r <&4 && [ "$r" = 2 ] ||
+	fail "after the recovery, the next request's count: '${r:-}'"
+echo quit >&3
+read -r -t 20 r <&4 || fail "no answer to the quit request"
+wait $S || fail "the server did not exit 0 at quit"
+S=
+gone_within "$D/c3" 3 || fail "the new keeper outlived the server's exit"
+
 exec 3>&-
 [ "${KEEPER_EXPECT:-}" = fail ] &&
 	{ echo "keeper-life: the broken keeper was not caught" >&2; exit 1; }
-echo "keeper-life: ok: the keeper ended with each run, and lived through" \
-	"a crash until the recovery"
+echo "keeper-life: ok: the keeper ended with each run, lived through a" \
+	"crash until the recovery; its own crash ended the run, recovered"
