@@ -246,6 +246,8 @@ struct dc__vols {
 	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;
 	int mundo_fd;
 	int events_fd;          /* DC_EVENTS (events.c), or -1 */
+	volatile unsigned ticks_in; /* the interval's ticks that came inside
+	                         * libdc (sud.c timer_handler, invariant 7) */
 	/* the two-phase-commit protocols (twopc.c) */
 	bool twopc;             /* DC_CPV_2PC or DC_CBNDV_2PC */
 	bool tp_local;          /* the commit of a round: local */

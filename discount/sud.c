@@ -105,9 +105,6 @@ tick_restarts(bool on)
 
 /* The program's handlers run in this thread so far (sig_wrapper). */
 static __thread unsigned prog_sigs;
-/* The interval's ticks that came inside libdc (timer_handler): one
- * during a blocking call interrupted it (invariant 7). */
-static volatile unsigned ticks_in;
 
 /* A blocking call made again (invariant 7): its arguments, the relative
  * timeout among them rewritten to what is left of it.  Calls whose
@@ -273,7 +270,7 @@ blocking(long nr, const long *a, ucontext_t *uc)
 	}
 	struct again g;
 	again_init(nr, a, &g);
-	unsigned ticks __attribute__((unused)) = ticks_in;
+	unsigned ticks __attribute__((unused)) = dc__vol.ticks_in;
 	long r = call_masked(nr, &g, &m);
 	if (held) {
 		/* threads: the tick interrupts the call made again too (a
@@ -290,7 +287,7 @@ blocking(long nr, const long *a, ucontext_t *uc)
 				return -EIO;
 			if (thr) /* a run resumed here has SA_RESTART */
 				tick_restarts(false);
-			ticks = ticks_in;
+			ticks = dc__vol.ticks_in;
 			r = call_masked(nr, &g, &m);
 		}
 		if (thr)
@@ -300,9 +297,9 @@ blocking(long nr, const long *a, ucontext_t *uc)
 	 * restarts; what it does not (epoll_wait, poll, nanosleep, ...) is
 	 * made again here (invariant 7) */
 #ifndef DC_BROKEN_TICK_EINTR /* broken build: the tick's EINTR returned */
-	while (r == -EINTR && ticks_in != ticks && prog_sigs == sigs &&
-	       !dc__vol.tp_poked) {
-		ticks = ticks_in;
+	while (r == -EINTR && dc__vol.ticks_in != ticks &&
+	       prog_sigs == sigs && !dc__vol.tp_poked) {
+		ticks = dc__vol.ticks_in;
 		r = call_masked(nr, &g, &m);
 	}
 #endif
@@ -1187,7 +1184,8 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 		/* inside libdc: the next tick will do, or the blocking call
 		 * it interrupted takes the checkpoint (held.c invariant 7) */
 		dc__vol.held.tick_missed = true;
-		ticks_in++;
+		dc__vol.ticks_in++; /* invariant 7; untracked, as a tick
+		                     * may come while memory is copied */
 		return;
 	}
 	dc__vol.selector = ALLOW;

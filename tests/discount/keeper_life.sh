@@ -108,7 +108,8 @@ sleep 1
 	fail "the keeper ended with a connection a recovery needs"
 run
 echo ask >&3
-read -r -t 20 r <&4 && [ "$r" = 2 ] || fail "answer after the recovery: '${r:-}'"
+read -r -t 20 r <&4 && [ "$r" = 2 ] ||
+	fail "answer after the recovery: '${r:-}'"
 [ "$(keepers "$D/c3")" = "$K" ] ||
 	fail "keepers after the recovery: '$(keepers "$D/c3")', not $K"
 echo quit >&3

@@ -7,13 +7,14 @@
  *   dc-tcp-echo PORT epoll|poll|threadsN
  *
  * Non-blocking sockets, one event loop (epoll, or poll), per connection
- * an input and an output buffer.  threadsN (N = 1..8): an acceptor
- * thread with an epoll set of its own hands each connection to one of N
- * worker threads (round robin, onto the worker's epoll set); the state
- * below is shared under a mutex; the main thread waits for them all.  Each request (tcp_echo.h) is answered
+ * an input and an output buffer.  Each request (tcp_echo.h) is answered
  * with the client's count, a fresh random nonce, the chained hash, and
  * the payload back.  A request from client TE_QUIT ends the server
- * (exit 0) once its answer is written.
+ * (exit 0) once its answer is written.  threadsN (N = 1..8): an
+ * acceptor thread with an epoll set of its own hands each connection to
+ * one of N worker threads (round robin, onto the worker's epoll set);
+ * the counts and hashes are shared under a mutex; the main thread waits
+ * for them all.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -330,7 +331,8 @@ int
 main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: dc-tcp-echo PORT epoll|poll|threadsN\n");
+		fprintf(stderr, "usage: dc-tcp-echo PORT "
+			"epoll|poll|threadsN\n");
 		return 2;
 	}
 	use_poll = !strcmp(argv[2], "poll");
