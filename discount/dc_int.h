@@ -213,6 +213,7 @@ struct dc__thr_vol {
 	volatile uint32_t parked; /* threads stopped in this round */
 	volatile uint32_t release; /* one more at the end of every round */
 	volatile uint32_t ready; /* a new thread's set-up is done */
+	volatile uint32_t named; /* its id is settled: it may enter */
 	int child;              /* the slot of the thread being made */
 	int tid[DC__MAX_THREADS]; /* each slot's thread id, this incarnation */
 	volatile unsigned char sel[DC__MAX_THREADS]; /* its dispatch selector
@@ -245,6 +246,8 @@ struct dc__vols {
 	int dirfd, shadow_fd, redo_fd, ndlog_fd, fundo_fd, uffd, pagemap_fd;
 	int mundo_fd;
 	int events_fd;          /* DC_EVENTS (events.c), or -1 */
+	volatile unsigned ticks_in; /* the interval's ticks that came inside
+	                         * libdc (sud.c timer_handler, invariant 7) */
 	/* the two-phase-commit protocols (twopc.c) */
 	bool twopc;             /* DC_CPV_2PC or DC_CBNDV_2PC */
 	bool tp_local;          /* the commit of a round: local */

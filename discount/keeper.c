@@ -43,10 +43,18 @@
  *  3. Output written while the program then waits (a reply, then
  *     epoll_wait) makes the wait end at the interval's tick, which
  *     commits (held.c invariant 7).
+ *  4. A keeper lost under a running program (its control connection
+ *     broken at a commit) ends the run as a crash would, right after
+ *     that commit: the real sockets went with the keeper (the clients
+ *     saw their connections end, the ports serve nobody), and only a
+ *     recovery -- the same command again: a new keeper, the listeners
+ *     bound again -- serves the ports again.  A program left running
+ *     would be deaf for good.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,8 +543,22 @@ send_positions(uint64_t gen)
 		e[n++] = (struct dc_kp_ent){ .type = DC_KPE_CLOSED,
 			.id = closed[i].id, .wpos = closed[i].wpos };
 	struct dc_kp_msg m = { .op = DC_KP_COMMIT, .gen = gen };
-	if (call(&m, e, n, NULL, NULL))
+	int rc = call(&m, e, n, NULL, NULL);
+	if (rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTCONN) {
+		/* invariant 4: gen is committed, the recovery's image */
+		dc__say("dc-keeper is gone (%s): the TCP connections and "
+			"listening sockets it held went with it; the run ends "
+			"as at a crash, run it again to recover (a new keeper "
+			"serves the ports again)", strerror(-rc));
+#ifndef DC_BROKEN_KEEPER_LOST_GOES_ON /* broken build: runs on, deaf */
+		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
+			SIGKILL, 0, 0, 0, 0);
+#endif
+		close(K.fd);
+		K.fd = 0;
+	} else if (rc) {
 		dc__say("%s", rio_errormsg());
+	}
 }
 
 /* After the commit record of gen (held.c, H3). */

@@ -57,6 +57,10 @@ enum dc_kp_op {
 	DC_KP_BYE = 7,     /* libdc: the program ended; all its output is
 	                    * final; no reply */
 	DC_KP_REPLY = 8,
+	DC_KP_RUN = 9,     /* a keeper dc-run started for the same directory,
+	                    * on a connection of its own: a = the pid of a
+	                    * run of the program (dc-run, which becomes the
+	                    * program); reply: err, then the connection ends */
 };
 
 enum dc_kp_ent_type {

@@ -34,6 +34,12 @@
  *     arguments of its own calls): the handler then finds nothing cold,
  *     takes the fault for the program's and sets the default action, and
  *     the next cold-region fault kills the process.
+ *  7. libdc's own signals never end a program's call: a blocking call
+ *     that the interval's tick or a checkpoint's stop (thread.c)
+ *     interrupted, while none of the program's handlers ran, is made
+ *     again (blocking), with what is left of a relative timeout (struct
+ *     again): the program sees one call that waited its time, never an
+ *     EINTR no signal of its own caused.
  */
 #include <elf.h>
 #include <errno.h>
@@ -97,22 +103,127 @@ tick_restarts(bool on)
 	dc__sys6(SYS_rt_sigaction, DC__TIMER_SIG, (long)&ka, 0, 8, 0, 0);
 }
 
-/* The call under mask m, libdc's lock dropped meanwhile (thread.c): a
- * thread stopped by a checkpoint's round in the call makes it again. */
 /* The program's handlers run in this thread so far (sig_wrapper). */
 static __thread unsigned prog_sigs;
 
+/* A blocking call made again (invariant 7): its arguments, the relative
+ * timeout among them rewritten to what is left of it.  Calls whose
+ * timeout the kernel itself updates (select, pselect6, ppoll) and
+ * absolute ones (TIMER_ABSTIME, FUTEX_WAIT_BITSET) are made again as
+ * they are. */
+struct again {
+	long a[6];
+	unsigned made;          /* calls made so far */
+	int ix;                 /* the timeout's argument; -1: none */
+	bool ms;                /* in milliseconds (an int), else a timespec */
+	int clock;
+	long t0;                /* the first call's start on clock (ns) */
+	long end;               /* its deadline (ns); -1: not known yet */
+	struct timespec ts;     /* the timespec of a call made again */
+};
+
 static long
-call_masked(long nr, const long *a, const uint64_t *m)
+clock_ns(int clock)
+{
+	struct timespec t;
+	if (dc__sys6(SYS_clock_gettime, clock, (long)&t, 0, 0, 0, 0) != 0)
+		return 0;
+	return t.tv_sec * 1000000000l + t.tv_nsec;
+}
+
+static void
+again_init(long nr, const long *a, struct again *g)
+{
+	memcpy(g->a, a, sizeof(g->a));
+	g->made = 0;
+	g->ix = -1;
+	g->ms = false;
+	g->clock = CLOCK_MONOTONIC;
+	g->end = -1;
+	switch (nr) {
+	case SYS_epoll_wait:
+	case SYS_epoll_pwait:
+		if ((int)a[3] > 0) {
+			g->ix = 3;
+			g->ms = true;
+		}
+		break;
+	case SYS_poll:
+		if ((int)a[2] > 0) {
+			g->ix = 2;
+			g->ms = true;
+		}
+		break;
+	case SYS_nanosleep:
+		g->ix = a[0] ? 0 : -1;
+		break;
+	case SYS_clock_nanosleep:
+		if (!(a[1] & TIMER_ABSTIME) && a[2]) {
+			g->ix = 2;
+			g->clock = (int)a[0];
+		}
+		break;
+	case SYS_epoll_pwait2:
+	case SYS_rt_sigtimedwait:
+		g->ix = a[nr == SYS_epoll_pwait2 ? 3 : 2] ?
+			(nr == SYS_epoll_pwait2 ? 3 : 2) : -1;
+		break;
+	case SYS_futex:
+		if ((a[1] & 0x7f) == FUTEX_WAIT && a[3])
+			g->ix = 3;
+		break;
+	default:
+		break;
+	}
+	if (g->ix >= 0) {
+		g->t0 = clock_ns(g->clock);
+		if (g->ms)
+			g->end = g->t0 + (long)(int)a[g->ix] * 1000000l;
+	}
+}
+
+/* Before a call made again: what is left of the timeout. */
+static void __attribute__((unused))
+again_left(struct again *g)
+{
+	if (g->ix < 0)
+		return;
+	if (g->end < 0) {
+		/* the first call read the program's timespec without a
+		 * fault (it returned EINTR, not EFAULT) */
+		const struct timespec *u = (const void *)g->a[g->ix];
+		g->end = g->t0 + u->tv_sec * 1000000000l + u->tv_nsec;
+	}
+	long left = g->end - clock_ns(g->clock);
+	if (left < 0)
+		left = 0;
+	if (g->ms) {
+		g->a[g->ix] = (left + 999999) / 1000000;
+		return;
+	}
+	g->ts.tv_sec = left / 1000000000l;
+	g->ts.tv_nsec = left % 1000000000l;
+	g->a[g->ix] = (long)&g->ts;
+}
+
+/* The call under mask m, libdc's lock dropped meanwhile (thread.c): a
+ * thread stopped by a checkpoint's round in the call makes it again. */
+static long
+call_masked(long nr, struct again *g, const uint64_t *m)
 {
 	uint64_t old, psp = dc__vol.prog_sp;
 	bool lk = dc__thr_unlock();
 	long r;
 	do {
+#ifndef DC_BROKEN_AGAIN_FULL /* broken build: made again with the whole
+                              * timeout */
+		if (g->made++ > 0)
+			again_left(g);
+#endif
 		dc__thr_clear_stopped();
 		dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)m, (long)&old,
 			8, 0, 0);
-		r = pass(nr, a);
+		r = pass(nr, g->a);
 		dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0,
 			0);
 	} while (r == -EINTR && dc__thr_was_stopped());
@@ -126,11 +237,13 @@ call_masked(long nr, const long *a, const uint64_t *m)
  * signal interrupts it (or restarts it) as it would without libdc.  With
  * output held (the buffered protocol), the interval's tick interrupts it
  * instead of being left to the next one: the checkpoint is taken, which
- * releases the output, and the call is made again (held.c invariant 7;
- * a sleep or a timeout then starts over once).  With threads, the main
+ * releases the output, and the call is made again (held.c invariant 7)
+ * with what is left of its timeout.  With threads, the main
  * thread's calls always are (thread.c invariant 5: it takes every
  * checkpoint, and may wait in pthread_join while the others hold
- * output); the others' never. */
+ * output); the others' never.  Whatever libdc's signal interrupted the
+ * call, it is made again with what is left of its timeout (invariant
+ * 7). */
 static long
 blocking(long nr, const long *a, ucontext_t *uc)
 {
@@ -155,7 +268,10 @@ blocking(long nr, const long *a, ucontext_t *uc)
 		dc__vol.held.tick_missed = false;
 		tick_restarts(false);
 	}
-	long r = call_masked(nr, a, &m);
+	struct again g;
+	again_init(nr, a, &g);
+	unsigned ticks __attribute__((unused)) = dc__vol.ticks_in;
+	long r = call_masked(nr, &g, &m);
 	if (held) {
 		/* threads: the tick interrupts the call made again too (a
 		 * thread's output may fill meanwhile) */
@@ -171,16 +287,27 @@ blocking(long nr, const long *a, ucontext_t *uc)
 				return -EIO;
 			if (thr) /* a run resumed here has SA_RESTART */
 				tick_restarts(false);
-			r = call_masked(nr, a, &m);
+			ticks = dc__vol.ticks_in;
+			r = call_masked(nr, &g, &m);
 		}
 		if (thr)
 			tick_restarts(true);
 	}
+	/* no output held: the tick's handler restarts what SA_RESTART
+	 * restarts; what it does not (epoll_wait, poll, nanosleep, ...) is
+	 * made again here (invariant 7) */
+#ifndef DC_BROKEN_TICK_EINTR /* broken build: the tick's EINTR returned */
+	while (r == -EINTR && dc__vol.ticks_in != ticks &&
+	       prog_sigs == sigs && !dc__vol.tp_poked) {
+		ticks = dc__vol.ticks_in;
+		r = call_masked(nr, &g, &m);
+	}
+#endif
 	/* the coordinator's signal interrupted the call: the round first,
 	 * then the call again (twopc.c) */
 	while (r == -EINTR && dc__vol.tp_poked && prog_sigs == sigs) {
 		dc__twopc_serve();
-		r = call_masked(nr, a, &m);
+		r = call_masked(nr, &g, &m);
 	}
 	return r;
 }
@@ -1057,6 +1184,8 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 		/* inside libdc: the next tick will do, or the blocking call
 		 * it interrupted takes the checkpoint (held.c invariant 7) */
 		dc__vol.held.tick_missed = true;
+		dc__vol.ticks_in++; /* invariant 7; untracked, as a tick
+		                     * may come while memory is copied */
 		return;
 	}
 	dc__vol.selector = ALLOW;

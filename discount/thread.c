@@ -48,7 +48,14 @@
  *     ends in one of those or in program code.
  *  3. The thread ids the program sees are those of the thread's first
  *     run (vtid): gettid answers it, tkill and tgkill aimed at it reach
- *     the thread's present one (kstate.c invariant 6).
+ *     the thread's present one (kstate.c invariant 6).  No two threads
+ *     of the table, nor a thread and the process, share an id: a thread
+ *     whose kernel id is already one of them (a recovered thread's first
+ *     id, or the process's, which the kernel may give out again after
+ *     a recovery) gets the next free one instead, written where
+ *     CLONE_PARENT_SETTID and CLONE_CHILD_SETTID had the kernel write
+ *     its id (glibc's struct pthread: pthread_kill aims there) before
+ *     the thread enters the program, and returned by the clone.
  *  4. A thread that ends writes no tracked byte once the lock is
  *     dropped: its clear-child-tid word is cleared and woken by libdc
  *     under the lock, and the lock is released by the same few
@@ -401,12 +408,34 @@ child_start(void)
 	int s = V.child;
 	dc__thr_me = s;
 	own_dispatch(s);
+	while (V.named == 0) /* invariant 3: its id where glibc reads it */
+		futex(&V.named, FUTEX_WAIT, 0);
 	V.sel[s] = BLOCK;
 	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&V.mask[s], 0, 8, 0,
 		0);
 	V.ready = 1;
 	futex(&V.ready, FUTEX_WAKE, 1);
 	dc__thr_enter(V.regs[s]);
+}
+
+/* Invariant 3: r, the kernel's id of the thread of slot s, or the next
+ * id no thread of the table nor the process has (PID_MAX_LIMIT wraps
+ * to 300, as the kernel's ids do). */
+static int32_t
+free_vtid(int32_t r, unsigned s)
+{
+	int32_t v = r;
+	for (;;) {
+		bool taken = v == dc__st.vpid;
+		for (unsigned k = 1; k < DC__MAX_THREADS && !taken; k++)
+			taken = k != s && T.t[k].used && T.t[k].vtid == v;
+#ifdef DC_BROKEN_TID_REUSE /* broken build: the kernel's id, always */
+		taken = false;
+#endif
+		if (!taken)
+			return v;
+		v = v + 1 < (1 << 22) ? v + 1 : 300;
+	}
 }
 
 bool
@@ -487,6 +516,7 @@ dc__thr_clone(long nr, const long *a, void *ucv)
 		(1ull << (SIGSEGV - 1)));
 	V.child = (int)s;
 	V.ready = 0;
+	V.named = 0;
 	memset(&T.t[s], 0, sizeof(T.t[s]));
 	T.t[s].used = 1;
 	T.t[s].ctid = (ca.flags & CLONE_CHILD_CLEARTID) ? ca.child_tid : 0;
@@ -498,11 +528,21 @@ dc__thr_clone(long nr, const long *a, void *ucv)
 		return r;
 	}
 	V.tid[s] = (int)r;
-	T.t[s].vtid = (int32_t)r;
+	int32_t v = free_vtid((int32_t)r, s);
+	if (v != r) {
+		/* invariant 3: the kernel wrote r for the program */
+		if (ca.flags & CLONE_PARENT_SETTID)
+			*(volatile int32_t *)(uintptr_t)ca.parent_tid = v;
+		if (ca.flags & CLONE_CHILD_SETTID)
+			*(volatile int32_t *)(uintptr_t)ca.child_tid = v;
+	}
+	T.t[s].vtid = v;
 	T.n++;
+	V.named = 1;
+	futex(&V.named, FUTEX_WAKE, 1);
 	while (V.ready == 0)
 		futex(&V.ready, FUTEX_WAIT, 0);
-	return r;
+	return v;
 }
 
 /* SYS_exit of a thread but the main one (invariant 4); the main one ends

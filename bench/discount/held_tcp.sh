@@ -22,7 +22,9 @@
 # command): the longest time without an answer (kill to service), and
 # the clients' errors (resets, lost or malformed answers).
 # CSV in bench/results/held_tcp.csv, a table on stdout.  --quick: 64 B
-# and 16 KiB, 20 and 50 ms, 1.5 s per point.
+# and 16 KiB, 20 and 50 ms, 1.5 s per point.  $TCP_SERVER_MODE: the
+# server's mode (dc-tcp-echo: epoll, the default; poll; threadsN, an
+# acceptor thread and N workers), in the CSVs' names but for epoll.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 QUICK=0
@@ -43,6 +45,9 @@ cleanup() {
 }
 trap cleanup EXIT
 export DC_KEEPER_LINGER=5
+SM=${TCP_SERVER_MODE:-epoll}
+SUF=
+[ "$SM" = epoll ] || SUF=_$SM
 
 SIZES="64 1024 16384 65536"; IVS="5 20 50 120"; LS=4; TS=3
 if [ "$QUICK" = 1 ]; then SIZES="64 16384"; IVS="20 50"; LS=1.5; TS=1.5; fi
@@ -50,9 +55,9 @@ PORT=$((20000 + RANDOM % 12000))
 
 launch() { # MODE INTERVAL (the same command again: a recovery)
 	case $1 in
-	none) "$SRVP" $PORT epoll 2> /dev/null & ;; # a client that ends resets
+	none) "$SRVP" $PORT "$SM" 2> /dev/null & ;; # a client that ends resets
 	*) "$DCRUN" --dir "$M/ck" --protocol buffered --interval "$2" -- \
-		"$SRVP" $PORT epoll & ;;
+		"$SRVP" $PORT "$SM" & ;;
 	esac
 	SRV=$!
 }
@@ -70,7 +75,7 @@ stop() {
 }
 field() { echo "$1" | grep -o "$2=[0-9.]*" | cut -d= -f2; }
 
-CSV=$R/held_tcp.csv
+CSV=$R/held_tcp$SUF.csv
 echo "mode,interval_ms,size,rtt_mean_us,rtt_p50_us,rtt_p99_us,conns,window,msgs_per_s,mbit_per_s,errors" > "$CSV"
 printf "%-9s %5s %6s | %9s %9s %9s | %9s %9s\n" mode iv size \
 	"mean us" "p50 us" "p99 us" "answers/s" "Mbit/s"
@@ -100,7 +105,7 @@ done
 echo "CSV: $CSV"
 
 # recovery under load: kill to service
-REC=$R/held_tcp_recovery.csv
+REC=$R/held_tcp${SUF}_recovery.csv
 echo "round,max_gap_ms,msgs,errors" > "$REC"
 for round in 1 2 3 4 5; do
 	start buffered 20

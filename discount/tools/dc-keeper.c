@@ -3,11 +3,20 @@
  * dc-keeper.c -- holds the TCP connections of a program run under
  *                dc-run --protocol buffered, across its crashes
  *
- *   dc-keeper --dir D [--ready FD]
+ *   dc-keeper --dir D [--ready FD] [--pid PID] [--verbose]
  *
  * Started by dc-run (once per checkpoint directory: a second one finds
- * the control socket taken and leaves), outside the program: a SIGKILL of
- * the program leaves it, and with it every real TCP socket, untouched.
+ * the control socket taken, names its run's PID to the first, DC_KP_RUN,
+ * and leaves), outside the program: a SIGKILL of the program leaves it,
+ * and with it every real TCP socket, untouched.
+ *
+ * Its life (K6): it watches every run it was named (PID: dc-run, which
+ * becomes the program; a pidfd each) and the program's control
+ * connection.  When neither is left -- the program's last exit, dc-run's
+ * failure before it, a crash -- it ends at once if it holds nothing (no
+ * connection, no listener: a recovery's dc-run starts a keeper again),
+ * else once the checkpoint directory is gone (dc-run --discard), or
+ * $DC_KEEPER_LINGER seconds (default 120; 0: never) with no recovery.
  * The program's libdc asks it to bind and listen (DC_KP_BIND,
  * DC_KP_LISTEN); the keeper accepts the clients and hands each one to the
  * program as a Unix stream connection to the program's own listener, so
@@ -50,6 +59,10 @@
  *      dropped: it was never sent (W = 0).
  *  K5. A connection is closed only when a commit lists it as closed, and
  *      after its output up to the close is sent.
+ *  K6. The keeper never ends while a run it was named lives, while the
+ *      program is connected, or while it holds a connection or a
+ *      listener a recovery may ask for (the checkpoint directory exists,
+ *      the linger not over); it ends as soon as none of these holds.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +80,8 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,7 +137,10 @@ static uint64_t hash;
 static int ctl = -1, ctl_lis = -1, ep = -1;
 
 /* epoll tags: what kind of descriptor (high half), which (low half) */
-enum { T_CTL_LIS = 1, T_CTL, T_LIS, T_TCP, T_U };
+enum { T_CTL_LIS = 1, T_CTL, T_LIS, T_TCP, T_U, T_RUN };
+/* the runs the keeper was named (K6): a pidfd each, -1 once ended */
+#define MAX_RUN 8
+static int runs[MAX_RUN] = { -1, -1, -1, -1, -1, -1, -1, -1 };
 #define TAG(k, i) ((uint64_t)(k) << 32 | (uint32_t)(i))
 
 static void
@@ -740,27 +758,132 @@ pump(struct conn *c, short tev, short uev)
 		conn_free(c);
 }
 
+/* ---- the keeper's life (K6) ---- */
+
+/* Watch the run pid: a pidfd that becomes readable when it ends. */
+static void
+run_watch(long pid)
+{
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	if (fd < 0) {
+		say("run %ld: %s", pid, strerror(errno));
+		return;
+	}
+	for (int i = 0; i < MAX_RUN; i++)
+		if (runs[i] < 0) {
+			runs[i] = fd;
+			ep_add(fd, TAG(T_RUN, i));
+			say("run %ld watched", pid);
+			return;
+		}
+	close(fd); /* MAX_RUN runs at once: the linger covers the rest */
+}
+
+static bool
+runs_live(void)
+{
+	for (int i = 0; i < MAX_RUN; i++)
+		if (runs[i] >= 0)
+			return true;
+	return false;
+}
+
+static bool
+holds(void)
+{
+#ifdef DC_BROKEN_KEEPER_RUN_END /* broken build: ends with its runs */
+	return false;
+#endif
+	for (int i = 0; i < MAX_CONN; i++)
+		if (conns[i].used)
+			return true;
+	for (int i = 0; i < MAX_LIS; i++)
+		if (liss[i].used)
+			return true;
+	return false;
+}
+
+/* A connection to the control listener: a keeper naming its run
+ * (DC_KP_RUN: answered, closed), else the program's libdc, whose
+ * control connection it becomes. */
+static void
+ctl_accept(void)
+{
+	int fd = accept4(ctl_lis, NULL, NULL, SOCK_CLOEXEC);
+	if (fd < 0)
+		return;
+	/* both send at once after connecting */
+	struct timeval tv = { 2, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct dc_kp_msg m;
+	ssize_t r = recv(fd, &m, sizeof(m), MSG_PEEK);
+	tv.tv_sec = 0;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (r == (ssize_t)sizeof(m) && m.magic == DC_KP_MAGIC &&
+	    m.op == DC_KP_RUN) {
+		(void)!recv(fd, &m, sizeof(m), 0);
+		run_watch((long)m.a);
+		struct dc_kp_msg rep = { .magic = DC_KP_MAGIC,
+			.op = DC_KP_REPLY };
+		(void)!send(fd, &rep, sizeof(rep), MSG_NOSIGNAL);
+		close(fd);
+		return;
+	}
+	if (ctl >= 0)
+		close(ctl);
+	ctl = fd;
+	ep_add(ctl, TAG(T_CTL, 0));
+}
+
+/* A second keeper for the directory: name the run pid to the first one;
+ * true when it answered (it watches the run), false when it is gone (it
+ * ended meanwhile: bind again). */
+static bool
+name_run(const struct sockaddr_un *a, socklen_t al, long pid)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	struct timeval tv = { 5, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	struct dc_kp_msg m = { .magic = DC_KP_MAGIC, .op = DC_KP_RUN,
+		.a = (uint64_t)pid }, rep;
+	bool ok = connect(fd, (const struct sockaddr *)a, al) == 0 &&
+		send(fd, &m, sizeof(m), MSG_NOSIGNAL) == (ssize_t)sizeof(m) &&
+		recv(fd, &rep, sizeof(rep), 0) == (ssize_t)sizeof(rep) &&
+		rep.op == DC_KP_REPLY;
+	close(fd);
+	return ok;
+}
+
 int
 main(int argc, char **argv)
 {
 	static const struct option lo[] = { { "dir", 1, 0, 'd' },
 		{ "ready", 1, 0, 'r' }, { "verbose", 0, 0, 'v' },
-		{ 0, 0, 0, 0 } };
+		{ "pid", 1, 0, 'p' }, { 0, 0, 0, 0 } };
 	const char *dir = NULL;
 	int ready = -1, c;
-	while ((c = getopt_long(argc, argv, "d:r:v", lo, NULL)) != -1) {
+	long pid = 0;
+	while ((c = getopt_long(argc, argv, "d:r:vp:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'd': dir = optarg; break;
 		case 'r': ready = atoi(optarg); break;
 		case 'v': verbose = true; break;
+		case 'p': pid = atol(optarg); break;
 		default:
-			fprintf(stderr, "usage: dc-keeper --dir D "
-				"[--ready FD] [--verbose]\n");
-			return 2;
+			dir = NULL;
+			optind = argc + 1;
+			break;
 		}
 	}
-	if (dir == NULL) {
-		fprintf(stderr, "usage: dc-keeper --dir D [--ready FD]\n");
+#ifdef DC_BROKEN_KEEPER_LINGER /* broken build: no run watched, nor
+                                * the directory */
+	pid = 0;
+#endif
+	if (dir == NULL || optind != argc) {
+		fprintf(stderr, "usage: dc-keeper --dir D [--ready FD] "
+			"[--pid PID] [--verbose]\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -775,13 +898,25 @@ main(int argc, char **argv)
 	double linger = lg && *lg ? atof(lg) : 120.0;
 	struct sockaddr_un a;
 	socklen_t al = lname(&a, DC_KP_NAME, 0, false);
-	ctl_lis = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (ctl_lis < 0 || bind(ctl_lis, (struct sockaddr *)&a, al) != 0 ||
-	    listen(ctl_lis, 4) != 0) {
+	for (int t = 0;; t++) {
+		ctl_lis = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (ctl_lis >= 0 &&
+		    bind(ctl_lis, (struct sockaddr *)&a, al) == 0 &&
+		    listen(ctl_lis, 4) == 0)
+			break;
 		int e = errno;
-		if (ready >= 0)
-			(void)!write(ready, e == EADDRINUSE ? "1" : "0", 1);
-		return e == EADDRINUSE ? 0 : 1; /* one keeper per directory */
+		if (ctl_lis >= 0)
+			close(ctl_lis);
+		/* one keeper per directory: the first one watches this run
+		 * too (K6), unless it ended meanwhile */
+		bool named = e == EADDRINUSE && (pid == 0 ||
+			name_run(&a, al, pid));
+		if (named || e != EADDRINUSE || t == 50) {
+			if (ready >= 0)
+				(void)!write(ready, named ? "1" : "0", 1);
+			return named ? 0 : 1;
+		}
+		usleep(20000);
 	}
 	if (ready >= 0) {
 		(void)!write(ready, "1", 1);
@@ -795,6 +930,8 @@ main(int argc, char **argv)
 		return 1;
 	}
 	ep_add(ctl_lis, TAG(T_CTL_LIS, 0));
+	if (pid > 0)
+		run_watch(pid);
 	static struct epoll_event ev[512];
 	for (;;) {
 		int r = epoll_wait(ep, ev, 512, 100);
@@ -810,14 +947,12 @@ main(int argc, char **argv)
 			uint32_t kind = (uint32_t)(ev[j].data.u64 >> 32);
 			uint32_t i = (uint32_t)ev[j].data.u64;
 			if (kind == T_CTL_LIS) {
-				int fd = accept4(ctl_lis, NULL, NULL,
-					SOCK_CLOEXEC);
-				if (fd >= 0) {
-					if (ctl >= 0)
-						close(ctl);
-					ctl = fd;
-					ep_add(ctl, TAG(T_CTL, 0));
-				}
+				ctl_accept();
+			} else if (kind == T_RUN && i < MAX_RUN &&
+				   runs[i] >= 0) {
+				say("a run ended");
+				close(runs[i]); /* out of the set too */
+				runs[i] = -1;
 			} else if (kind == T_CTL) {
 				if (ctl >= 0 && ctl_read())
 					sweep = true;
@@ -846,13 +981,25 @@ main(int argc, char **argv)
 				}
 		}
 		offer_pending();
+		/* K6.  Without a run named (a keeper started by hand), the
+		 * control connection alone, as before */
+		if (ctl >= 0 || runs_live()) {
+			alone = now();
+			continue;
+		}
 		bool any = false;
 		for (int i = 0; i < MAX_CONN; i++)
 			any |= conns[i].used;
-		if (ctl >= 0)
-			alone = now();
-		if ((bye && !any && ctl < 0) ||
-		    (ctl < 0 && now() - alone > linger))
+		struct stat st;
+		bool gone = sweep && stat(dir, &st) != 0 && errno == ENOENT;
+#ifdef DC_BROKEN_KEEPER_LINGER
+		gone = false;
+#endif
+		if ((bye && !any) || (pid > 0 && !holds()) ||
+		    (linger > 0 && now() - alone > linger) || gone) {
+			say("no run left%s", holds() ? ", the linger over or "
+				"the checkpoint gone" : "");
 			return 0;
+		}
 	}
 }

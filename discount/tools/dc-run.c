@@ -122,7 +122,10 @@ usage(bool ok)
  * leaves at once, so a recovery finds the connections where they were.
  * $DC_KEEPER_BIN names it, else the dc-keeper beside dc-run, else $PATH's.
  * It outlives dc-run (setsid, a grandchild): with its stdout and stderr
- * on /dev/null, or appended to $DC_KEEPER_LOG.
+ * on /dev/null, or appended to $DC_KEEPER_LOG.  --pid names this
+ * process, the program once exec'd: the keeper ends when the runs it was
+ * named have ended and nothing it holds may serve a recovery
+ * (dc-keeper.c K6).
  */
 static int
 start_keeper(const char *dir, const char *self_dir)
@@ -139,6 +142,8 @@ start_keeper(const char *dir, const char *self_dir)
 	int rp[2];
 	if (pipe(rp) != 0)
 		return -1;
+	char me[24];
+	snprintf(me, sizeof(me), "%ld", (long)getpid());
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
@@ -160,7 +165,7 @@ start_keeper(const char *dir, const char *self_dir)
 				close(fd);
 		char rfd[16];
 		snprintf(rfd, sizeof(rfd), "%d", rp[1]);
-		execlp(bin, bin, "--dir", dir, "--ready", rfd,
+		execlp(bin, bin, "--dir", dir, "--ready", rfd, "--pid", me,
 			log ? "--verbose" : (char *)NULL, (char *)NULL);
 		_exit(127);
 	}

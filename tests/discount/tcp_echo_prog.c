@@ -4,18 +4,24 @@
  *                    in it), run under dc-run --protocol buffered by
  *                    tcp_kill.c and bench/discount/held_tcp.sh
  *
- *   dc-tcp-echo PORT epoll|poll
+ *   dc-tcp-echo PORT epoll|poll|threadsN
  *
  * Non-blocking sockets, one event loop (epoll, or poll), per connection
  * an input and an output buffer.  Each request (tcp_echo.h) is answered
  * with the client's count, a fresh random nonce, the chained hash, and
  * the payload back.  A request from client TE_QUIT ends the server
- * (exit 0) once its answer is written.
+ * (exit 0) once its answer is written.  threadsN (N = 1..8): an
+ * acceptor thread with an epoll set of its own hands each connection to
+ * one of N worker threads (round robin, onto the worker's epoll set);
+ * the counts and hashes are shared under a mutex; the main thread waits
+ * for them all.
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +37,7 @@
 #define BUF (2 * (TE_MAXLEN + 64))
 
 struct cl {
-	int fd;
+	int fd, ep;             /* ep: the epoll set it is on */
 	size_t inl, outl, outo;
 	char in[BUF], out[BUF];
 };
@@ -41,7 +47,11 @@ static struct {
 	uint64_t count, hash;
 } st[TE_MAXCID];
 static int ep = -1, lfd;
-static bool use_poll, quitting;
+static bool use_poll;
+static atomic_bool quitting;
+/* threadsN: cl[] and st[] are shared by the threads */
+static pthread_mutex_t cl_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t st_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void
 want(struct cl *c, bool out)
@@ -50,15 +60,17 @@ want(struct cl *c, bool out)
 		return;
 	struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0),
 		.data.ptr = c };
-	epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+	epoll_ctl(c->ep, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
 static void
 drop(struct cl *c)
 {
+	pthread_mutex_lock(&cl_mu);
 	for (int i = 0; i < MAXC; i++)
 		if (cl[i] == c)
 			cl[i] = NULL;
+	pthread_mutex_unlock(&cl_mu);
 	close(c->fd);
 	free(c);
 }
@@ -101,6 +113,7 @@ serve(struct cl *c)
 			.seq = q.seq, .len = q.len };
 		if (getrandom(&p.nonce, sizeof(p.nonce), 0) != 8)
 			return -1;
+		pthread_mutex_lock(&st_mu);
 		if (q.cid == TE_QUIT) {
 			quitting = true;
 		} else {
@@ -112,6 +125,7 @@ serve(struct cl *c)
 			p.count = st[q.cid].count;
 			p.hash = st[q.cid].hash;
 		}
+		pthread_mutex_unlock(&st_mu);
 		memcpy(c->out + c->outl, &p, sizeof(p));
 		memcpy(c->out + c->outl + sizeof(p), c->in + sizeof(q), q.len);
 		c->outl += sizeof(p) + q.len;
@@ -154,6 +168,59 @@ readable(struct cl *c)
 	flush_out(c);
 }
 
+/* a new connection on epoll set e (-1: poll) */
+static void
+add_client(int fd, int e)
+{
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	struct cl *c = calloc(1, sizeof(*c));
+	pthread_mutex_lock(&cl_mu);
+	int i = 0;
+	while (i < MAXC && cl[i])
+		i++;
+	if (c == NULL || i == MAXC) {
+		pthread_mutex_unlock(&cl_mu);
+		close(fd);
+		free(c);
+		return;
+	}
+	c->fd = fd;
+	c->ep = e;
+	cl[i] = c;
+	pthread_mutex_unlock(&cl_mu);
+	if (e >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+		epoll_ctl(e, EPOLL_CTL_ADD, fd, &ev);
+	}
+}
+
+static bool
+live(const void *who)
+{
+	pthread_mutex_lock(&cl_mu);
+	bool l = false;
+	for (int i = 0; i < MAXC && !l; i++)
+		l = cl[i] == who;
+	pthread_mutex_unlock(&cl_mu);
+	return l;
+}
+
+/* quitting, and no client of epoll set e (-1: any) has output left */
+static bool
+done(int e)
+{
+	if (!quitting)
+		return false;
+	bool pending = false;
+	pthread_mutex_lock(&cl_mu);
+	for (int i = 0; i < MAXC; i++)
+		if (cl[i] && (e < 0 || cl[i]->ep == e) && cl[i]->outl)
+			pending = true;
+	pthread_mutex_unlock(&cl_mu);
+	return !pending;
+}
+
 static void
 accept_all(void)
 {
@@ -161,24 +228,7 @@ accept_all(void)
 		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK);
 		if (fd < 0)
 			return;
-		int one = 1;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		struct cl *c = calloc(1, sizeof(*c));
-		int i = 0;
-		while (i < MAXC && cl[i])
-			i++;
-		if (c == NULL || i == MAXC) {
-			close(fd);
-			free(c);
-			continue;
-		}
-		c->fd = fd;
-		cl[i] = c;
-		if (!use_poll) {
-			struct epoll_event ev = { .events = EPOLLIN,
-				.data.ptr = c };
-			epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-		}
+		add_client(fd, use_poll ? -1 : ep);
 	}
 }
 
@@ -203,14 +253,96 @@ event(void *who, uint32_t ev)
 	}
 }
 
+/* ---- threadsN ---- */
+
+#define MAXW 8
+static int wep[MAXW], nw;
+
+/* a worker: the connections on its own epoll set */
+static void *
+worker(void *arg)
+{
+	int e = wep[(intptr_t)arg];
+	while (!done(e)) {
+		struct epoll_event ev[16];
+		int r = epoll_wait(e, ev, 16, 200);
+		if (r < 0 && errno != EINTR) {
+			perror("tcp-echo: worker: epoll_wait");
+			exit(1);
+		}
+		for (int j = 0; j < r; j++)
+			if (live(ev[j].data.ptr))
+				event(ev[j].data.ptr, ev[j].events);
+	}
+	return NULL;
+}
+
+/* the acceptor: each new connection to the next worker's set */
+static void *
+acceptor(void *arg)
+{
+	(void)arg;
+	int a = epoll_create1(EPOLL_CLOEXEC), next = 0;
+	struct epoll_event lev = { .events = EPOLLIN, .data.ptr = NULL };
+	if (a < 0 || epoll_ctl(a, EPOLL_CTL_ADD, lfd, &lev) != 0) {
+		perror("tcp-echo: acceptor: epoll");
+		exit(1);
+	}
+	while (!quitting) {
+		struct epoll_event ev;
+		int r = epoll_wait(a, &ev, 1, 200);
+		if (r < 0 && errno != EINTR) {
+			perror("tcp-echo: acceptor: epoll_wait");
+			exit(1);
+		}
+		for (int fd; r > 0 &&
+		     (fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK)) >= 0;) {
+			add_client(fd, wep[next]);
+			next = (next + 1) % nw;
+		}
+	}
+	return NULL;
+}
+
+static int
+run_threads(void)
+{
+	pthread_t t[MAXW + 1];
+	for (int w = 0; w < nw; w++)
+		if ((wep[w] = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+			perror("tcp-echo: epoll");
+			return 1;
+		}
+	for (int w = 0; w <= nw; w++) {
+		int e = pthread_create(&t[w], NULL, w < nw ? worker : acceptor,
+			(void *)(intptr_t)w);
+		if (e != 0) {
+			fprintf(stderr, "tcp-echo: pthread_create: %s\n",
+				strerror(e));
+			return 1;
+		}
+	}
+	for (int w = 0; w <= nw; w++)
+		pthread_join(t[w], NULL);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: dc-tcp-echo PORT epoll|poll\n");
+		fprintf(stderr, "usage: dc-tcp-echo PORT "
+			"epoll|poll|threadsN\n");
 		return 2;
 	}
 	use_poll = !strcmp(argv[2], "poll");
+	if (!strncmp(argv[2], "threads", 7)) {
+		nw = atoi(argv[2] + 7);
+		if (nw < 1 || nw > MAXW) {
+			fprintf(stderr, "tcp-echo: threadsN: N 1..%d\n", MAXW);
+			return 2;
+		}
+	}
 	lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	int one = 1;
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -222,6 +354,8 @@ main(int argc, char **argv)
 		perror("tcp-echo: listen");
 		return 1;
 	}
+	if (nw > 0)
+		return run_threads();
 	if (!use_poll) {
 		ep = epoll_create1(EPOLL_CLOEXEC);
 		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
@@ -231,14 +365,8 @@ main(int argc, char **argv)
 		}
 	}
 	for (;;) {
-		if (quitting) {
-			bool pending = false;
-			for (int i = 0; i < MAXC; i++)
-				if (cl[i] && cl[i]->outl)
-					pending = true;
-			if (!pending)
-				return 0;
-		}
+		if (done(-1))
+			return 0;
 		if (use_poll) {
 			struct pollfd p[MAXC + 1];
 			struct cl *w[MAXC + 1];
@@ -261,10 +389,7 @@ main(int argc, char **argv)
 				if (!p[j].revents)
 					continue;
 				/* a client dropped earlier in this round */
-				bool live = w[j] == NULL;
-				for (int i = 0; i < MAXC && !live; i++)
-					live = cl[i] == w[j];
-				if (live)
+				if (w[j] == NULL || live(w[j]))
 					event(w[j], (uint32_t)p[j].revents);
 			}
 		} else {
@@ -274,13 +399,10 @@ main(int argc, char **argv)
 				perror("tcp-echo: epoll_wait");
 				return 1;
 			}
-			for (int j = 0; j < r; j++) {
-				bool live = ev[j].data.ptr == NULL;
-				for (int i = 0; i < MAXC && !live; i++)
-					live = cl[i] == ev[j].data.ptr;
-				if (live)
+			for (int j = 0; j < r; j++)
+				if (ev[j].data.ptr == NULL ||
+				    live(ev[j].data.ptr))
 					event(ev[j].data.ptr, ev[j].events);
-			}
 		}
 	}
 }

@@ -16,25 +16,12 @@ export DC_KEEPER_LINGER=10
 run() { "$1" --dir "$D/ck" --protocol buffered --interval 20 -- "$2" \
 	$PORT epoll 2>> "$D/err" & S=$!; }
 run "$1" "$2"
-python3 - "$PORT" "$D" <<'EOP' &
-import os, socket, struct, sys, time
+PYTHONPATH=$(dirname "$0") python3 - "$PORT" "$D" <<'EOP' &
+import os, sys, time
+from te_client import dial as dial_port, req
 port, d = int(sys.argv[1]), sys.argv[2]
-def req(s, cid, seq):
-    s.sendall(struct.pack('<IIQII', 0x51524554, cid, seq, 0, 0))
-    b = b''
-    while len(b) < 48:
-        x = s.recv(48 - len(b))
-        if not x:
-            return 'EOF'
-        b += x
-    return struct.unpack('<IIQQQQII', b)[3]
 def dial():
-    for _ in range(200):
-        try:
-            return socket.create_connection(('127.0.0.1', port), timeout=10)
-        except OSError:
-            time.sleep(0.05)
-    sys.exit('cannot connect')
+    return dial_port(port)
 a = dial()
 r1 = req(a, 1, 0)
 open(d + '/go', 'w').close()

@@ -3,7 +3,8 @@
  * tcp_kill.c -- clients of the TCP echo server under dc-run --protocol
  *               buffered, the server SIGKILLed at random and recovered
  *
- *   dc-tcp-kill DC_RUN SERVER epoll|poll|http KILLS SECONDS CLIENTS MIN MAX
+ *   dc-tcp-kill DC_RUN SERVER epoll|poll|threadsN|http KILLS SECONDS CLIENTS
+ *               MIN MAX
  *
  * Starts `DC_RUN --protocol buffered --interval 20 -- SERVER PORT MODE`
  * (a free loopback port), connects CLIENTS clients, and has each send
@@ -319,7 +320,7 @@ main(int argc, char **argv)
 {
 	if (argc != 9) {
 		fprintf(stderr, "usage: dc-tcp-kill DC_RUN SERVER "
-			"epoll|poll|http "
+			"epoll|poll|threadsN|http "
 			"KILLS SECONDS CLIENTS MIN MAX\n");
 		return 2;
 	}
