@@ -38,6 +38,12 @@
  * answers: a ring of lost datagrams, as a rollback can leave, that only
  * asking mends.
  *
+ * $NBODY_DEAF=MS (a test of the end, finish()): rank 2 loses every
+ * message of the last step from rank 3 that comes before it is at that
+ * step or in its first MS ms there, answers too, as a rank whose socket
+ * a rollback made again after rank 3 sent; rank 3 itself has every
+ * message at once, and must not end before rank 2 has its.
+ *
  * $NBODY_EXIT_GATE=FILE (the kill tests): a rank that is done ends only
  * once FILE exists (at most 2 min), so that a test can hold a rank alive
  * after the computation (to kill it there) or let its last rollback end
@@ -61,7 +67,7 @@
 #define MAXB 8192
 #define MAXP 8
 #define NB_MAGIC 0x4e424f44u
-#define FIN_STEP 0xffffffffu
+#define END_STEP 0xffffffffu /* the end's messages (finish()) */
 
 struct body {
 	double x[3], v[3], m;
@@ -71,10 +77,11 @@ struct wire {
 };
 struct hdr {
 	uint32_t magic, rank, step, n;
-	uint32_t kind;  /* SENT, ASK (the sender lacks mine of `step`), ANSWER */
-	uint32_t pad;
+	uint32_t kind;  /* SENT, ASK (the sender lacks mine of `step`), ANSWER;
+			 * at END_STEP: QUERY, DONE, FIN */
+	uint32_t pad;   /* at END_STEP: the nonce of rank 0's query */
 };
-enum { SENT, ASK, ANSWER };
+enum { SENT, ASK, ANSWER, QUERY, DONE, FIN };
 
 static struct body b[MAXB];
 static struct node {
@@ -96,6 +103,10 @@ static unsigned char got[MAXP];       /* step s message from rank r */
 static unsigned char got_next[MAXP];  /* step s + 1, early */
 static struct body next_buf[MAXB];
 static long lose_step = -1;           /* $NBODY_LOSE */
+static long deaf_ms = -1;             /* $NBODY_DEAF */
+static uint64_t deaf_until;           /* rank 2 hears rank 3 from then
+				       * (0: not yet at the last step) */
+static unsigned last_step;            /* STEPS */
 
 static void
 fail(const char *what, unsigned a, unsigned c)
@@ -186,7 +197,16 @@ answer(int r, unsigned step)
 	h->kind = SENT;
 }
 
-/* One datagram in, at step s.  Returns 1 when it was FIN. */
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* One datagram in, at step s.  Returns its kind when it was one of the
+ * end's (QUERY, DONE, FIN: finish()), else 0. */
 static int
 take(unsigned s, const unsigned char *buf, ssize_t n)
 {
@@ -194,14 +214,18 @@ take(unsigned s, const unsigned char *buf, ssize_t n)
 	if (n < (ssize_t)sizeof(*h) || h->magic != NB_MAGIC ||
 	    h->rank >= (unsigned)nproc || (int)h->rank == rank_)
 		return 0;
-	if (h->step == FIN_STEP)
-		return 1;
+	if (h->step == END_STEP)
+		return h->kind == QUERY || h->kind == DONE || h->kind == FIN ?
+			(int)h->kind : 0;
 	if (n != (ssize_t)(sizeof(*h) + h->n * sizeof(struct wire)) ||
 	    h->n != (unsigned)per)
 		return 0;
 	const struct wire *w = (const void *)(h + 1);
 	if (h->step == lose_step && (int)h->rank == (rank_ + 1) % nproc &&
 	    h->kind != ANSWER)
+		return 0;
+	if (deaf_ms >= 0 && rank_ == 2 && h->rank == 3 &&
+	    h->step == last_step && (!deaf_until || now_ms() < deaf_until))
 		return 0;
 	if (h->step == s) {
 		if (!got[h->rank])
@@ -221,14 +245,6 @@ take(unsigned s, const unsigned char *buf, ssize_t n)
 	}
 	/* older: a retransmission that was queued, stale */
 	return 0;
-}
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* Exchange step s's positions with every other rank. */
@@ -402,6 +418,92 @@ step_once(void)
 			b[i].x[k] += dt * b[i].v[k];
 }
 
+/*
+ * The end.  A rank that ended answers no ASK, so no rank may end while
+ * another still lacks one of its messages: rank 0 asks every 20 ms
+ * (QUERY) until each other rank has answered DONE -- it has every
+ * message of the last step -- and only then sends FIN; a rank ends on
+ * FIN.  All the while each answers ASKs (take()).  Under the 2PC
+ * protocols a rank's end is committed by a round that holds every
+ * other's state of that moment, which is past its DONE, so no rollback
+ * after an end brings back a rank that lacks an ended one's message.
+ * (Before: rank 0 sent FIN once its own exchange was over, rank 3 ended
+ * on it, and ranks 1-2, whose copy of rank 3's last message was lost in
+ * a rollback, asked it for ever.)  The query's nonce is the clock when
+ * rank 0 began to ask: a DONE or FIN of an earlier life, still in
+ * flight from a rank that had not yet rolled back, never counts.
+ */
+static void
+finish(unsigned steps)
+{
+	static unsigned char buf[65536];
+	struct hdr m = { NB_MAGIC, (uint32_t)rank_, END_STEP, 0, 0, 0 };
+	if (rank_ != 0) {
+		uint32_t answered = 0; /* the last query answered DONE */
+		for (;;) {
+			struct pollfd p = { .fd = sock, .events = POLLIN };
+			if (poll(&p, 1, 20) <= 0)
+				continue;
+			ssize_t n;
+			while ((n = recv(sock, buf, sizeof(buf),
+				    MSG_DONTWAIT)) > 0) {
+				const struct hdr *h = (const void *)buf;
+				int k = take(steps, buf, n);
+				if (k == QUERY) {
+					m.kind = DONE;
+					m.pad = answered = h->pad;
+					send_to(0, &m, sizeof(m));
+				} else if (k == FIN && answered != 0 &&
+					   h->pad == answered) {
+					m.kind = FIN;
+					m.pad = answered;
+					send_to(0, &m, sizeof(m));
+					return;
+				}
+			}
+		}
+	}
+	uint32_t nonce = (uint32_t)now_ms() | 1;
+	unsigned char done[MAXP] = { 0 }, acked[MAXP] = { 0 };
+	int left = nproc - 1;
+	uint64_t last = 0;
+	/* ask until every rank is done (no bound: a rank that never gets
+	 * there leaves the computation unfinished, as exchange() would),
+	 * then FIN until each acknowledged it, 250 times at most */
+	for (int fins = 0; fins < 250;) {
+		uint64_t t = now_ms();
+		if (t - last >= 20) {
+			m.kind = left ? QUERY : FIN;
+			m.pad = nonce;
+			int sent = 0;
+			for (int r = 1; r < nproc; r++)
+				if (left ? !done[r] : !acked[r]) {
+					send_to(r, &m, sizeof(m));
+					sent++;
+				}
+			if (!sent)
+				return;
+			fins += !left;
+			last = t;
+		}
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		if (poll(&p, 1, 20) <= 0)
+			continue;
+		ssize_t n;
+		while ((n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+			const struct hdr *h = (const void *)buf;
+			int k = take(steps, buf, n);
+			if (k == DONE && h->pad == nonce && !done[h->rank]) {
+				done[h->rank] = 1;
+				if (--left == 0)
+					last = 0; /* FIN at once */
+			} else if (k == FIN && h->pad == nonce) {
+				acked[h->rank] = 1;
+			}
+		}
+	}
+}
+
 /* $NBODY_EXIT_GATE: wait for the test's leave to end. */
 static void
 exit_gate(void)
@@ -450,6 +552,9 @@ main(int argc, char **argv)
 		return 2;
 	if (getenv("NBODY_LOSE"))
 		lose_step = atol(getenv("NBODY_LOSE"));
+	if (getenv("NBODY_DEAF"))
+		deaf_ms = atol(getenv("NBODY_DEAF"));
+	last_step = steps;
 	const char *proto = getenv("NBODY_PROTOCOL");
 	if (proto && *proto && strcmp(proto, "none") != 0) {
 		struct dc_opts o = { 0 };
@@ -492,54 +597,11 @@ main(int argc, char **argv)
 			report(s);
 		step_once();
 	}
+	deaf_until = now_ms() + (uint64_t)(deaf_ms > 0 ? deaf_ms : 0);
 	exchange(steps);
-	if (rank_ == 0) {
+	if (rank_ == 0)
 		report(steps);
-		/* FIN, acknowledged by a FIN back from each rank */
-		struct hdr f = { NB_MAGIC, 0, FIN_STEP, 0 };
-		unsigned char acked[MAXP] = { 0 };
-		unsigned char buf[65536];
-		for (int tries = 0; tries < 250; tries++) {
-			int left = 0;
-			for (int r = 1; r < nproc; r++)
-				if (!acked[r]) {
-					send_to(r, &f, sizeof(f));
-					left++;
-				}
-			if (!left)
-				break;
-			struct pollfd p = { .fd = sock, .events = POLLIN };
-			if (poll(&p, 1, 20) <= 0)
-				continue;
-			ssize_t n;
-			while ((n = recv(sock, buf, sizeof(buf),
-				    MSG_DONTWAIT)) > 0) {
-				const struct hdr *h = (const void *)buf;
-				if (n >= (ssize_t)sizeof(*h) &&
-				    h->magic == NB_MAGIC &&
-				    h->step == FIN_STEP && h->rank < MAXP)
-					acked[h->rank] = 1;
-				else
-					take(steps, buf, n);
-			}
-		}
-		exit_gate();
-		return 0;
-	}
-	/* wait for rank 0's FIN, answering who still asks */
-	unsigned char buf[65536];
-	for (;;) {
-		struct pollfd p = { .fd = sock, .events = POLLIN };
-		if (poll(&p, 1, 20) <= 0)
-			continue;
-		ssize_t n;
-		while ((n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
-			if (take(steps, buf, n) == 1) {
-				struct hdr f = { NB_MAGIC, (uint32_t)rank_,
-					FIN_STEP, 0 };
-				send_to(0, &f, sizeof(f));
-				exit_gate();
-				return 0;
-			}
-	}
+	finish(steps);
+	exit_gate();
+	return 0;
 }
