@@ -365,14 +365,21 @@ copy_image(char *dst, const char *src, size_t n)
 	}
 }
 
+/* A descriptor word (log_layout.h: off bits 0-39, len 40-55, seg 56-63),
+ * built with shifts: a bit-field assignment reads the word back. */
+static inline uint64_t
+rdesc_word(uint64_t off, uint64_t len, unsigned seg)
+{
+	return off | (len << 40) | ((uint64_t)seg << 56);
+}
+
 int
 vista__log_one(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
 	size_t n)
 {
 	size_t len = sizeof(struct vista_rec) + sizeof(struct vista_rdesc) +
 		pad8(n);
-	uint64_t w2, w3;
-	struct vista_rdesc d;
+	uint64_t w2, w3, d;
 	struct vista_rec *r;
 
 	if (VISTA__UNLIKELY(n > VISTA__MAX_DESC_LEN)) {
@@ -384,13 +391,46 @@ vista__log_one(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
 	w2 = w2_of(len, VISTA_REC_RANGES, 1);
 	w3 = w3_of(l);
 	r = rec_start(l, w2, w3);
-	d = (struct vista_rdesc){ .off = lo - (uintptr_t)seg->base,
-		.len = n, .seg = seg->idx };
+	d = rdesc_word(lo - (uintptr_t)seg->base, n, seg->idx);
 	memcpy(r + 1, &d, sizeof(d));
 	copy_image((char *)(r + 1) + sizeof(struct vista_rdesc),
 		(const char *)lo, n);
 	close_rec(l, r, w2);
 	VISTA__STAT_ADD(l, bytes_logged, n);
+	return 0;
+}
+
+int
+vista__log_batch(struct vista_lane *l, struct vista_segment *seg,
+	const struct vista_gap *g, uint32_t n)
+{
+	size_t len = sizeof(struct vista_rec) + n * sizeof(struct vista_rdesc);
+	size_t bytes = 0;
+	uintptr_t base = (uintptr_t)seg->base;
+	uint64_t w2, w3, *d;
+	struct vista_rec *r;
+	char *data;
+
+	for (uint32_t i = 0; i < n; i++) {
+		bytes += g[i].hi - g[i].lo;
+		len += pad8(g[i].hi - g[i].lo);
+	}
+	if (VISTA__UNLIKELY(vista__log_room(l, len) == NULL))
+		return log_full(l, len);
+	w2 = w2_of(len, VISTA_REC_RANGES, (uint16_t)n);
+	w3 = w3_of(l);
+	r = rec_start(l, w2, w3);
+	d = (uint64_t *)(void *)(r + 1);
+	data = (char *)(d + n);
+	for (uint32_t i = 0; i < n; i++) {
+		size_t sl = g[i].hi - g[i].lo;
+		d[i] = rdesc_word(g[i].lo - base, sl, seg->idx);
+		copy_image(data, (const void *)g[i].lo, sl);
+		data += pad8(sl);
+	}
+	/* A few lines: all written back after the tag (seal_rec). */
+	close_rec(l, r, w2);
+	VISTA__STAT_ADD(l, bytes_logged, bytes);
 	return 0;
 }
 
@@ -433,11 +473,8 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			size_t cl = s[i].hi - a;
 			if (cl > VISTA__MAX_DESC_LEN)
 				cl = VISTA__MAX_DESC_LEN;
-			/* Built in a register, stored whole (an assignment
-			 * through d reads the bit-fields back to merge them). */
-			struct vista_rdesc x = {
-				.off = a - (uintptr_t)s[i].seg->base,
-				.len = cl, .seg = s[i].seg->idx };
+			uint64_t x = rdesc_word(a - (uintptr_t)s[i].seg->base,
+				cl, s[i].seg->idx);
 			memcpy(d, &x, sizeof(x));
 			if (cl >= 256 && data + cl <= l->clean) {
 				copy_image_diff(l, &f, data, (const void *)a, cl);

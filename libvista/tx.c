@@ -382,6 +382,79 @@ spans_sort(struct vista__span *s, size_t n)
 	}
 }
 
+/*
+ * The common batch, in one pass and without the general path's arrays: a
+ * transaction's first (nothing to coalesce with, T4), not held, of at
+ * most 16 ranges, each under 256 bytes and inside the segment of the
+ * lane's lookup cache.  Returns 1, having done nothing, for any other
+ * batch (an invalid range included: the general path refuses it).
+ */
+static int
+first_batch(struct vista_lane *l, size_t n, const struct vista_range *ranges)
+{
+	struct vista_gap g[16];
+	struct vista_segment *seg = NULL;
+	uintptr_t clo = 0, chi = 0;
+	uint32_t ng = 0, k = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		uintptr_t a = (uintptr_t)ranges[i].addr;
+		size_t len = ranges[i].len;
+		if (len == 0)
+			continue;
+		if (seg == NULL) {
+			/* The first range's segment, through the lane's
+			 * lookup cache, which now holds its bounds. */
+			seg = vista__seg_find(l, a, len);
+			if (seg == NULL || seg != l->cseg)
+				return 1;
+			clo = l->clo;
+			chi = l->chi;
+		}
+		if (len >= 256 || a < clo || a >= chi || len > chi - a)
+			return 1;
+		/* Insertion by address: a few dozen compares here. */
+		uint32_t j = ng++;
+		for (; j > 0 && g[j - 1].lo > a; j--)
+			g[j] = g[j - 1];
+		g[j] = (struct vista_gap){ a, a + len };
+	}
+	if (ng == 0)
+		return 1;
+	/* Merge what overlaps or touches: the range set's intervals are
+	 * apart (R1), and each byte is logged once (T4). */
+	for (uint32_t i = 1; i < ng; i++) {
+		if (g[i].lo <= g[k].hi) {
+			if (g[i].hi > g[k].hi)
+				g[k].hi = g[i].hi;
+		} else {
+			g[++k] = g[i];
+		}
+	}
+	ng = k + 1;
+	rc = vista__log_batch(l, seg, g, ng);
+	if (VISTA__UNLIKELY(rc))
+		return rc;
+#ifndef VISTA_BROKEN_NO_LOG_PERSIST
+	/* T1, for every range of the batch with one fence. */
+	vista__drain(l);
+#endif
+	VISTA__STAT_ADD(l, set_ranges, 1);
+	/* The set is empty and holds 16 inline: sorted, disjoint, apart. */
+	for (uint32_t i = 0; i < ng; i++)
+		l->ranges.v[i] = (struct vista_ival){ g[i].lo, g[i].hi, seg };
+	l->ranges.n = ng;
+	if (!vista__bit_test(l->touched, seg->idx))
+		vista__bit_set(l->touched, seg->idx);
+	/* relaxed: as in vista_set_range(). */
+	if (VISTA__UNLIKELY(__atomic_load_n(&seg->prot, __ATOMIC_RELAXED)) &&
+	    !(l->flags & VISTA_TX_AUTO))
+		for (uint32_t i = 0; i < ng && rc == 0; i++)
+			rc = vista__open_pages(l, seg, g[i].lo, g[i].hi, false);
+	return rc;
+}
+
 int
 vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 {
@@ -405,6 +478,12 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 	 * nothing here and is refused below. */
 	for (size_t i = 0, np = n < 16 ? n : 16; i < np; i++)
 		__builtin_prefetch(ranges[i].addr, 1, 3);
+	if (VISTA__LIKELY(l->ranges.n == 0 && n <= 16 && !l->held)) {
+		rc = first_batch(l, n, ranges);
+		if (VISTA__LIKELY(rc != 1))
+			return rc;
+		rc = 0;
+	}
 	if (n > 16 && (r = malloc(n * sizeof(*r))) == NULL)
 		return vista__err(-ENOMEM, "out of memory");
 	/* Every range must be valid before anything is logged. */

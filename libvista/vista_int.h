@@ -657,6 +657,11 @@ struct vista__span {
 };
 int vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 	uint32_t n);
+/* vista__log_ranges() for the common batch: n sorted, disjoint spans of
+ * seg, each at most VISTA_RDESC_MAX_LEN bytes, copied whole (no line
+ * compared with what the lane holds, L5). */
+int vista__log_batch(struct vista_lane *l, struct vista_segment *seg,
+	const struct vista_gap *g, uint32_t n);
 /* The common case: one range of one segment. */
 int vista__log_one(struct vista_lane *l, struct vista_segment *seg,
 	uintptr_t lo, size_t n);
