@@ -348,6 +348,11 @@ struct dc__vols {
 	                         * (recover.c rtime), said with
 	                         * $DC_RECOVERY_TIMES */
 	bool rt_say;
+	/* $DC_CKPT_TIMES: the commit's phases (ckpt.c ct_mark), CPU and
+	 * clock time in ns summed over the checkpoints since the last say */
+	bool ct_say;
+	uint64_t ct_cpu[5], ct_wall[5], ct_last_cpu, ct_last_wall;
+	uint64_t ct_n, ct_bytes, ct_flushes;
 	const struct dc__region *rebuilding; /* recovery: the region of
 	                                      * old being rebuilt (for its
 	                                      * error message) */
