@@ -275,6 +275,9 @@ struct dc__vols {
 	struct dc__kp kp;       /* its TCP connections' keeper (keeper.c) */
 	struct dc__thr_vol thr; /* the threads (thread.c) */
 	uint64_t shadow_dev, shadow_ino; /* as /proc/self/maps shows them */
+	bool image_mapped;      /* recovery mapped anonymous memory from the
+	                         * shadow privately; some may still be
+	                         * (shadow.c invariant 3) */
 	bool dir_is_mem;        /* tmpfs: a write survives a process crash */
 	rio_pool *ctl;
 	char *ctlb;             /* user area of the ctl pool */
@@ -348,6 +351,11 @@ struct dc__vols {
 	                         * (recover.c rtime), said with
 	                         * $DC_RECOVERY_TIMES */
 	bool rt_say;
+	/* $DC_CKPT_TIMES: the commit's phases (ckpt.c ct_mark), CPU and
+	 * clock time in ns summed over the checkpoints since the last say */
+	bool ct_say;
+	uint64_t ct_cpu[5], ct_wall[5], ct_last_cpu, ct_last_wall;
+	uint64_t ct_n, ct_bytes, ct_flushes;
 	const struct dc__region *rebuilding; /* recovery: the region of
 	                                      * old being rebuilt (for its
 	                                      * error message) */
@@ -460,6 +468,8 @@ long dc__shadow_copy_in(uint64_t a, uint64_t b);
 long dc__shadow_copy_over(uint64_t a, uint64_t b);
 int64_t dc__shadow_off(uint64_t a);
 long dc__shadow_map(uint64_t a, uint64_t b, int prot);
+long dc__shadow_map_private(uint64_t a, uint64_t b, int prot);
+bool dc__shadow_is_private(const struct dc__region *r);
 long dc__shadow_extents(uint64_t a, uint64_t b,
 	long (*fn)(void *arg, uint64_t a, uint64_t b), void *arg);
 
@@ -469,6 +479,8 @@ bool dc__seg_is(const struct dc__region *r);
 int dc__seg_convert(struct dc__region *r, bool log_old, uint64_t map_lo);
 bool dc__seg_any(uint64_t a, uint64_t b);
 int dc__seg_privatize(uint64_t a, uint64_t b, bool zero);
+int dc__seg_privatize_image(void);
+void dc__map_changed(uint64_t a, uint64_t len);
 int dc__mu_map(void);
 int dc__mu_log_mem(uint64_t a, uint64_t b);
 int dc__mu_log_shadow(uint64_t a, uint64_t b);

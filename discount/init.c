@@ -222,6 +222,7 @@ dc_init(const struct dc_opts *opts)
 	memset(dc__vol.fd_touched, 1, sizeof(dc__vol.fd_touched));
 	dc__vol.redo_max = DC_REDO_MAX;
 	dc__crashpoint_init();
+	dc__vol.ct_say = getenv("DC_CKPT_TIMES") != NULL;
 	const char *sp = getenv("DC_STATS");
 	snprintf(dc__vol.stats_path, sizeof(dc__vol.stats_path), "%s",
 		sp ? sp : "");

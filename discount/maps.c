@@ -277,8 +277,14 @@ dc__maps_classify(struct dc__region *r, unsigned n)
 	int pm = dc__vol.pagemap_fd, own = -1;
 	for (unsigned i = 0; i < n; i++) {
 		struct dc__region *x = &r[i];
-		bool file = x->ino != 0;
 		x->kind &= DC__R_SHARED;
+		if (dc__shadow_is_private(x)) {
+			/* anonymous memory recovery mapped from the image
+			 * (shadow.c invariant 3): anonymous it stays */
+			x->dev = x->ino = x->off = 0;
+			x->path[0] = '\0';
+		}
+		bool file = x->ino != 0;
 		if (!strcmp(x->path, "[vdso]") || !strcmp(x->path, "[vvar]") ||
 		    !strcmp(x->path, "[vvar_vclock]") ||
 		    !strcmp(x->path, "[vsyscall]")) {

@@ -17,9 +17,12 @@
  *   3. undo the interval's file changes, bump the incarnation;
  *   4. on the recovery stack (inside dc__vol), rebuild the address space
  *      with raw system calls only: brk, unmap what the checkpoint did not
- *      have, map what is missing, MADV_DONTNEED every tracked region and
- *      copy the shadow's data extents into it (tracking "undo": map the
- *      segment shared over each moved region instead);
+ *      have, map what is missing; map the image privately over every
+ *      readable anonymous region but the heap and the stack (shadow.c
+ *      invariant 3: restart costs no copy, each page is read at its first
+ *      touch); MADV_DONTNEED the other tracked regions and copy the
+ *      shadow's data extents into them (tracking "undo": map the segment
+ *      shared over each moved region instead);
  *   5. dc__st is now the checkpoint's: re-establish the kernel state,
  *      write-protect all tracked memory (it equals the shadow), and jump to
  *      the saved registers.
@@ -302,6 +305,23 @@ map_region(const struct dc__region *c, int prot)
 		die("mmap", r);
 }
 
+/*
+ * Is c anonymous memory that recovery maps from the image privately
+ * instead of copying it in (shadow.c invariant 3)?  Not the heap (the
+ * program break extends the heap's own mapping), not the stack (a
+ * growing mapping), not unreadable memory (a copy that replaces it must
+ * read it: seg.c), nothing under tracking "undo" (the segment is mapped
+ * shared there).
+ */
+static bool
+image_mappable(const struct dc__region *c)
+{
+	return (c->kind & DC__R_ANON) && (c->prot & PROT_READ) &&
+		!(c->kind & (DC__R_HEAP | DC__R_STACK | DC__R_SEG |
+			     DC__R_COW | DC__R_SHARED)) &&
+		!dc__track_undo();
+}
+
 static void
 rebuild_memory(void)
 {
@@ -335,6 +355,16 @@ rebuild_memory(void)
 			if ((r = dc__shadow_map(c->start, c->end,
 				     (int)c->prot)) < 0)
 				die("map the segment", r);
+			continue;
+		}
+		if (image_mappable(c)) {
+			/* the image itself, copy on write: mapped, not read
+			 * in (shadow.c invariant 3) */
+			if ((r = dc__shadow_map_private(c->start, c->end,
+				     (int)c->prot)) < 0)
+				die("map the image", r);
+			dc__vol.image_mapped = true;
+			dc__rstep();
 			continue;
 		}
 		if (c->kind & DC__R_SEG) {
@@ -385,7 +415,13 @@ restore_and_resume(void)
 		     (uint64_t)(uintptr_t)&dc__st + DC__HOT)) < 0 ||
 	    (r = dc__shadow_copy_in(a0, a1)) < 0)
 		die("read shadow", r);
-	/* dc__st is the checkpoint's from here on (step 5) */
+	/* dc__st is the checkpoint's from here on (step 5).  Its list of
+	 * mapping changes is the one its own fold took in (the commit
+	 * clears it after the copy): already in the image, and punched
+	 * again it would clear pages still mapped from the image (shadow.c
+	 * invariant 3) */
+	dc__st.nchg = 0;
+	dc__st.chg_overflow = false;
 	if (dc__vol.ctl_fd1 != dc__st.ctl_fd0) {
 		SYS(SYS_dup2, dc__vol.ctl_fd1, dc__st.ctl_fd0, 0, 0, 0, 0);
 		SYS(SYS_close, dc__vol.ctl_fd1, 0, 0, 0, 0, 0);

@@ -356,8 +356,13 @@ dc__seg_convert(struct dc__region *r, bool log_old, uint64_t map_lo)
  * each moved piece is replaced by private memory with its protection --
  * a copy of its bytes, or zeros.  The segment keeps the bytes (the
  * committed image may need them); the next checkpoint moves the range in
- * again.  Call after dc__track_release(a, b, false): the protections are
- * the program's, so /proc/self/maps shows them.
+ * again.  The same for anonymous memory recovery mapped privately from
+ * the image (shadow.c invariant 3; madvise would give back the image's
+ * bytes, mremap would carry file offsets a later punch clears, a fork's
+ * child would see the image change): the copy is of the memory's own
+ * bytes, and the next checkpoint copies its pages as it does any new
+ * private memory.  Call after dc__track_release(a, b, false): the
+ * protections are the program's, so /proc/self/maps shows them.
  */
 int
 dc__seg_privatize(uint64_t a, uint64_t b, bool zero)
@@ -367,13 +372,25 @@ dc__seg_privatize(uint64_t a, uint64_t b, bool zero)
 	int rc = dc__maps_read(v, DC__MAX_REGIONS, &nv);
 	if (rc)
 		return rc;
+	bool left = false; /* image mapped outside [a, b) */
 	for (unsigned i = 0; i < nv; i++) {
 		uint64_t lo = v[i].start > a ? v[i].start : a;
 		uint64_t hi = v[i].end < b ? v[i].end : b;
-		if (lo >= hi || !dc__seg_is(&v[i]))
+		bool image = dc__shadow_is_private(&v[i]);
+		if (image && (v[i].start < a || v[i].end > b))
+			left = true;
+		if (lo >= hi)
+			continue;
+		if (!image && !dc__seg_is(&v[i]))
 			continue;
 		long prot = (long)v[i].prot;
 		long r;
+#ifdef DC_BROKEN_IMAGE_SHARED
+		/* broken build for the tests: memory mapped from the image
+		 * stays so, whatever the call does to it */
+		if (image)
+			continue;
+#endif
 		if (zero) {
 			r = SYS(SYS_mmap, lo, hi - lo, prot, MAP_PRIVATE |
 				MAP_ANONYMOUS | MAP_FIXED, -1, 0);
@@ -383,7 +400,19 @@ dc__seg_privatize(uint64_t a, uint64_t b, bool zero)
 			/* the copy, with the piece's protection, then moved
 			 * over it in one call */
 			long t = r;
-			if ((rc = dc__shadow_read((void *)t, hi - lo, lo)) == 0)
+			if (image) {
+				/* the memory's bytes, readable for the copy
+				 * (it is replaced right after) */
+				if (!(prot & PROT_READ))
+					SYS(SYS_mprotect, lo, hi - lo, prot |
+						PROT_READ, 0, 0, 0);
+				memcpy((void *)t, (const void *)(uintptr_t)lo,
+					hi - lo);
+				rc = 0;
+			} else {
+				rc = dc__shadow_read((void *)t, hi - lo, lo);
+			}
+			if (rc == 0)
 				r = SYS(SYS_mprotect, t, hi - lo, prot, 0, 0, 0);
 			else
 				r = -EIO;
@@ -399,6 +428,33 @@ dc__seg_privatize(uint64_t a, uint64_t b, bool zero)
 				(unsigned long)lo, (unsigned long)hi,
 				strerror((int)-r));
 		dc__track_cut(lo, hi);
+		if (image) /* new private memory: the next fold copies it */
+			dc__map_changed(lo, hi - lo);
 	}
+	if (!left)
+		dc__vol.image_mapped = false;
 	return 0;
+}
+
+/*
+ * Before a fork (dc-run --tree): every piece of anonymous memory recovery
+ * mapped from the image becomes a private copy, so the child shares no
+ * page with the shadow, which the parent's next flushes rewrite (shadow.c
+ * invariant 3).  The pieces get the program's protection first (cold or
+ * protected ones are read-only in the maps).
+ */
+int
+dc__seg_privatize_image(void)
+{
+	if (!dc__vol.image_mapped)
+		return 0;
+	struct dc__region *v = dc__vol.fresh;
+	unsigned nv;
+	int rc = dc__maps_read(v, DC__MAX_REGIONS, &nv);
+	if (rc)
+		return rc;
+	for (unsigned i = 0; i < nv; i++)
+		if (dc__shadow_is_private(&v[i]))
+			dc__track_release(v[i].start, v[i].end, false);
+	return dc__seg_privatize(0, 1ull << 47, false);
 }

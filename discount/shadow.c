@@ -23,11 +23,27 @@
  *     slot has nothing stored.
  *  2. Reads and the extent copy of recovery use raw system calls only
  *     (recover.c invariant 3).
+ *  3. Recovery maps anonymous memory from the image privately (copy on
+ *     write) instead of copying it in.  A page of such a mapping the
+ *     process has not written since shows the shadow's bytes there, so the
+ *     shadow must change there only to what the page holds anyway: a
+ *     checkpoint writes the process's own bytes at their own addresses,
+ *     and it punches only ranges the process no longer has mapped from
+ *     the image -- the change list restored with the checkpoint is
+ *     cleared, being in the image already (recover.c), and a call that
+ *     would make the image's file show through otherwise turns the range
+ *     into private memory first (seg.c dc__seg_privatize):
+ *     madvise(MADV_DONTNEED, MADV_FREE, MADV_REMOVE) would give back the
+ *     shadow's bytes instead of zeros, mremap would carry the file
+ *     offsets of the old addresses (punched at the next checkpoint), and
+ *     a fork's child (dc-run --tree) would see the parent's later
+ *     checkpoints.  maps.c classifies such a mapping as anonymous.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -317,6 +333,53 @@ dc__shadow_map(uint64_t a, uint64_t b, int prot)
 {
 	struct piece c = { (char *)(uintptr_t)(long)prot, a };
 	return each_piece(a, b - a, true, map_piece, &c);
+}
+
+/* A piece of the committed image, mapped privately at its addresses: the
+ * shadow's pages where its window has a slot (a hole reads zero), zeros
+ * where it has none.  The file is grown to the piece's end first: a
+ * private file page past the end of its file is SIGBUS, and growing only
+ * adds a hole, which the image reads as zero already. */
+static long
+map_private_piece(struct piece *c, uint64_t a, uint64_t k, int64_t off)
+{
+	long prot = (long)(uintptr_t)c->p;
+	long r;
+	if (off < 0)
+		return (r = SYS(SYS_mmap, a, k, prot, MAP_PRIVATE |
+			    MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1,
+			    0)) < 0 ? r : 0;
+	struct stat st;
+	if ((r = SYS(SYS_fstat, dc__vol.shadow_fd, &st, 0, 0, 0, 0)) < 0)
+		return r;
+	if ((uint64_t)st.st_size < (uint64_t)off + k &&
+	    (r = SYS(SYS_ftruncate, dc__vol.shadow_fd, (uint64_t)off + k, 0,
+		     0, 0, 0)) < 0)
+		return r;
+	r = SYS(SYS_mmap, a, k, prot, MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE,
+		dc__vol.shadow_fd, off);
+	return r < 0 ? r : 0;
+}
+
+/*
+ * Recovery (invariant 3): [a, b) of anonymous memory becomes the committed
+ * image itself, mapped privately (copy on write) instead of copied in.
+ * Raw calls only (invariant 2).  Returns 0 or -errno.
+ */
+long
+dc__shadow_map_private(uint64_t a, uint64_t b, int prot)
+{
+	struct piece c = { (char *)(uintptr_t)(long)prot, a };
+	return each_piece(a, b - a, false, map_private_piece, &c);
+}
+
+/* Is r (from /proc/self/maps) a private mapping of the shadow: anonymous
+ * memory recovery mapped from the image (invariant 3)? */
+bool
+dc__shadow_is_private(const struct dc__region *r)
+{
+	return !(r->kind & DC__R_SHARED) && dc__vol.shadow_ino != 0 &&
+		r->ino == dc__vol.shadow_ino && r->dev == dc__vol.shadow_dev;
 }
 
 struct extents {

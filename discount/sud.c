@@ -825,6 +825,13 @@ map_changed(uint64_t a, uint64_t len)
 	dc__st.nchg++;
 }
 
+/* The same, for seg.c's private copies of memory mapped from the image. */
+void
+dc__map_changed(uint64_t a, uint64_t len)
+{
+	map_changed(a, len);
+}
+
 /* A mapping change over cold regions or protected pages: they get their
  * real protection first, so the kernel and /proc/self/maps see the
  * program's (track.c dc__track_release). */
@@ -847,9 +854,11 @@ privatize(long a, long len, bool zero)
 	uint64_t lo = (uint64_t)a;
 	uint64_t hi = ((uint64_t)a + (uint64_t)len + DC__PAGE - 1) &
 		~(DC__PAGE - 1);
-	/* an unaligned start fails in the kernel (EINVAL), changing nothing */
-	if (!dc__track_undo() || len <= 0 || (lo & (DC__PAGE - 1)) ||
-	    !dc__seg_any(lo, hi))
+	/* an unaligned start fails in the kernel (EINVAL), changing nothing;
+	 * anonymous memory mapped from the image (shadow.c invariant 3) is
+	 * replaced the same way */
+	if (len <= 0 || (lo & (DC__PAGE - 1)) ||
+	    !(dc__track_undo() ? dc__seg_any(lo, hi) : dc__vol.image_mapped))
 		return 0;
 	dc__track_release(lo, hi, false);
 	int rc = dc__seg_privatize(lo, hi, zero);
@@ -1068,9 +1077,14 @@ dc__dispatch(long nr, long *a, void *ucv)
 	case SYS_vfork:
 		if (dc__thr_is_thread(nr, a)) /* thread.c */
 			return dc__thr_clone(nr, a, uc);
-		if (dc__vol.tree) /* a process of its own (tree.c) */
+		if (dc__vol.tree) { /* a process of its own (tree.c) */
+			if (dc__seg_privatize_image()) {
+				dc__say("%s", rio_errormsg());
+				return -ENOMEM;
+			}
 			return dc__tree_fork(nr == SYS_vfork ? SYS_fork : nr,
 				a, uc);
+		}
 		if (nr == SYS_fork || nr == SYS_vfork)
 			return refuse("fork", "libdc checkpoints one process",
 				-EPERM);

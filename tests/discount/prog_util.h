@@ -2,7 +2,7 @@
 /*
  * prog_util.h -- start and checks of the linked test programs
  *                (files_prog.c, cold_prog.c, seg_prog.c, hist_prog.c,
- *                part_prog.c, dlopen_prog.c)
+ *                part_prog.c, dlopen_prog.c, image_prog.c)
  *
  * Invariants: returns only with Discount Checking running (or, in a
  * resumed run, never: the program continues at its checkpoint); exits 1
@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include <dc.h>
 
@@ -52,6 +54,18 @@ all(const char *p, size_t n, char v)
 		if (p[i] != v)
 			return false;
 	return true;
+}
+
+/* n bytes of new anonymous memory, every byte v (seg_prog.c,
+ * image_prog.c). */
+static inline char *
+map_filled(size_t n, char v)
+{
+	char *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	need(p != MAP_FAILED, "mmap");
+	memset(p, v, n);
+	return p;
 }
 
 /* Checkpoint k of a program that verifies its memory: check(k) says

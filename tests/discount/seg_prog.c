@@ -43,16 +43,6 @@ static char *A, *B, *C, *D;
 static size_t alen;
 static char g[3 * PG];
 
-static char *
-map(size_t n, char v)
-{
-	char *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
-		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	need(p != MAP_FAILED, "mmap");
-	memset(p, v, n);
-	return p;
-}
-
 /* the state at checkpoint 1 */
 static void
 check1(void)
@@ -87,9 +77,9 @@ main(int argc, char **argv)
 	A = malloc(alen);
 	need(A != NULL, "malloc");
 	memset(A, 'a', alen);
-	B = map(16 * PG, 'b');
-	C = map(16 * PG, 'c');
-	D = map(3 * PG, 'd');
+	B = map_filled(16 * PG, 'b');
+	C = map_filled(16 * PG, 'c');
+	D = map_filled(3 * PG, 'd');
 	memset(g, 'g', sizeof(g));
 	int rc = dc_checkpoint();
 	need(rc >= 0, "checkpoint 1");

@@ -470,6 +470,48 @@ TEST_CASE("a full undo log stops the process, and the checkpoint is "
 	REQUIRE(out == "resumed 1 ok\n");
 }
 
+// dc-test-image (prog) three times on one directory, every commit flushing
+// into the shadow: killed after checkpoint 1, resumed (its memory mapped
+// from the image) and killed after checkpoint 2, resumed.  The last run's
+// output and wait status.
+static std::string image_runs(const std::string &prog, int *st)
+{
+	test::TempDir d;
+	const std::vector<std::string> env = { "DC_TEST_REDO_MAX=1" };
+	for (int run = 1; run <= 2; run++) {
+		std::string out = dctest::run_capture({ prog, d / "ck" }, st,
+			env);
+		INFO("run " << run << ": " << out);
+		if (!WIFSIGNALED(*st) || WTERMSIG(*st) != SIGKILL)
+			return out;
+	}
+	return dctest::run_capture({ prog, d / "ck" }, st, env);
+}
+
+TEST_CASE("memory mapped from the image at recovery keeps its bytes "
+	  "through mremap, madvise, munmap and mprotect", "[image]")
+{
+	const char *tr = GENERATE("uffd", "wp");
+	INFO("tracking " << tr);
+	dctest::Tracking use(tr);
+	int st;
+	std::string out = image_runs(dctest::env_or("DC_TEST_IMAGE",
+		"dc-test-image"), &st);
+	INFO(out);
+	REQUIRE(WIFEXITED(st));
+	REQUIRE(WEXITSTATUS(st) == 0);
+	REQUIRE(out == "resumed 2 ok\n");
+
+	// the broken build leaves the memory mapped from the shadow:
+	// MADV_DONTNEED gives the image's bytes back, and the moved block's
+	// pages follow file offsets the next flush punches
+	std::string broken = dctest::env_or("DC_TEST_IMAGE_BROKEN", "");
+	REQUIRE(!broken.empty());
+	out = image_runs(broken, &st);
+	INFO("broken build: " << out);
+	REQUIRE(!(WIFEXITED(st) && WEXITSTATUS(st) == 0));
+}
+
 // dc-test-dlopen (prog) killed after its checkpoint, then run again: the
 // recovered run's output and wait status.
 static std::string dlopen_run(const std::string &prog, int *st)
