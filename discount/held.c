@@ -6,7 +6,9 @@
  * Under the buffered protocol (dc-run --protocol buffered --interval MS)
  * checkpoints are taken at the interval only.  What the program makes
  * visible in between -- writes to regular files, terminals, pipes and
- * character devices -- is not performed but held, and performed
+ * character devices; not a pipe inside the process, an eventfd or a file
+ * on /proc or /sys (kstate.c invariants 8 and 9) -- is not performed but
+ * held, and performed
  * ("released") once the checkpoint that follows it has committed.  A
  * crash before that commit rolls the program back to the checkpoint
  * before the output: the output disappears with the interval that made
