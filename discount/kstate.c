@@ -68,7 +68,9 @@
  *     .../comm, prctl(PR_SET_NAME)) is recorded and given back to the
  *     thread at recovery (thread.c); other writes to /proc or /sys are
  *     not redone.  Such a file open at a checkpoint is opened again by
- *     its path once the threads are made again (dc__k_proc_restore).
+ *     its path once the threads are made again (dc__k_proc_restore); one
+ *     that cannot be opened again (a thread that ended) stays closed,
+ *     with a message.
  */
 #include <errno.h>
 #include <fcntl.h>
