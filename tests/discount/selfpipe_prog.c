@@ -21,10 +21,6 @@
  *
  * At the end: "done N SUM", SUM the eventfd's total, which must be N.
  *
- * BURST 0: no pipe and no eventfd; the main thread counts 0..N-1 itself
- * (SUM is N) while the producer, named as above, sleeps until the end:
- * the names alone (kstate.c invariant 9).
- *
  * Exit: 0 done, 2 bad arguments, 3 a check failed (said on stderr).
  */
 #include <fcntl.h>
@@ -40,7 +36,6 @@
 static int pfd[2], efd;
 static long n, burst;
 static volatile long prod_tid;
-static volatile int stop;
 
 static void
 fail(const char *what)
@@ -54,11 +49,6 @@ producer(void *arg)
 {
 	(void)arg;
 	prod_tid = syscall(SYS_gettid);
-	if (burst == 0) {
-		while (!stop)
-			usleep(500);
-		return NULL;
-	}
 	uint64_t buf[512], r = 12345;
 	for (long i = 0; i < n;) {
 		r = r * 6364136223846793005ull + 1442695040888963407ull;
@@ -96,11 +86,10 @@ comm(const char *path, char *out)
 int
 main(int argc, char **argv)
 {
-	if (argc < 3 || (burst = atol(argv[1])) < 0 || burst > 512 ||
+	if (argc < 3 || (burst = atol(argv[1])) < 1 || burst > 512 ||
 	    (n = atol(argv[2])) < 1)
 		return 2;
-	if (burst > 0 && (pipe2(pfd, O_CLOEXEC) != 0 ||
-			  (efd = eventfd(0, EFD_NONBLOCK)) < 0))
+	if (pipe2(pfd, O_CLOEXEC) != 0 || (efd = eventfd(0, EFD_NONBLOCK)) < 0)
 		fail("pipe2 or eventfd");
 	pthread_setname_np(pthread_self(), "sp-main");
 	pthread_t th;
@@ -115,9 +104,7 @@ main(int argc, char **argv)
 	while (next < n) {
 		r = r * 6364136223846793005ull + 1442695040888963407ull;
 		size_t want = (size_t)(r >> 33) % sizeof(b) + 1;
-		ssize_t got = burst ? read(pfd[0], b, want) : 8;
-		if (burst == 0) /* counted here */
-			memcpy(b, &(uint64_t){ (uint64_t)next }, 8);
+		ssize_t got = read(pfd[0], b, want);
 		if (got <= 0)
 			fail("read from the pipe");
 		for (ssize_t i = 0; i < got; i++) {
@@ -142,16 +129,13 @@ main(int argc, char **argv)
 			have = 0;
 		}
 		uint64_t e;
-		if (burst && (r >> 20) % 4 == 0 && read(efd, &e, 8) == 8)
+		if ((r >> 20) % 4 == 0 && read(efd, &e, 8) == 8)
 			sum += e;
 		fflush(stdout);
 	}
-	stop = 1;
 	pthread_join(th, NULL);
 	uint64_t e;
-	if (burst == 0)
-		sum = (uint64_t)n;
-	else if (read(efd, &e, 8) == 8)
+	if (read(efd, &e, 8) == 8)
 		sum += e;
 	printf("done %ld %lu\n", n, (unsigned long)sum);
 	return 0;
