@@ -47,6 +47,8 @@
                            * 1,024 connections and its files) */
 #define DC__MAX_OBJ 64
 #define DC__MAX_PEND 32
+#define DC__MAX_SELF 32   /* pipes and eventfds inside the process (kstate.c) */
+#define DC__SELF_BYTES 4096 /* a self-pipe's capacity: what a checkpoint saves */
 #define DC__PATH 512
 #define DC__SCAN_VEC 256   /* ranges per PAGEMAP_SCAN call: the kernel's
                              * bounce buffer stays a small allocation */
@@ -118,7 +120,7 @@ struct dc__obj {
 
 /* ---- kernel state (kstate.c) ---- */
 enum { DC__K_FILE = 1, DC__K_TTY, DC__K_PIPE, DC__K_SOCK, DC__K_CHR,
-	DC__K_DIR, DC__K_OTHER, DC__K_EPOLL };
+	DC__K_DIR, DC__K_OTHER, DC__K_EPOLL, DC__K_EVENTFD };
 struct dc__desc {
 	int refs;
 	int kind;
@@ -146,6 +148,21 @@ struct dc__desc {
 	uint64_t tcp_id;        /* listener (libdc's) or connection (the
 	                         * keeper's) id */
 	uint64_t tcp_rpos, tcp_wpos; /* bytes read, written */
+	/* a pipe both of whose ends were made in the process, or an
+	 * eventfd: slot + 1 in dc__st.self (kstate.c invariant 8), 0 for
+	 * any other descriptor */
+	int16_t self;
+	bool proc;              /* on /proc or /sys (kstate.c invariant 9) */
+};
+/* The bytes a self-pipe held, or an eventfd's counter, at the last
+ * checkpoint (kstate.c invariant 8). */
+struct dc__self {
+	uint32_t used;
+	uint32_t len;           /* bytes[] in the pipe */
+	uint64_t count;         /* an eventfd's counter */
+	int efd_flags;          /* an eventfd's EFD_SEMAPHORE ...; -1 a pipe */
+	int pad;
+	char bytes[DC__SELF_BYTES];
 };
 struct dc__fdent {
 	int16_t desc;           /* index + 1; 0 = closed */
@@ -204,6 +221,7 @@ struct dc__st {
 	struct dc__itimer itimer[3];
 	stack_t prog_altstack;
 	char pend[DC__MAX_PEND][DC__PATH]; /* delete after the next commit */
+	struct dc__self self[DC__MAX_SELF]; /* kstate.c invariant 8 */
 };
 
 /* The threads' state of this incarnation (thread.c). */
@@ -657,5 +675,15 @@ int dc__tree_inherited_reopen(const struct dc__desc *x);
 bool dc__tree_internal(int fd);
 /* kstate.c: describe a descriptor made elsewhere */
 int dc__k_track_new(int fd, const char *path, int flags);
+/* kstate.c invariants 8 and 9: pipes and eventfds inside the process,
+ * /proc and /sys files */
+long dc__k_self_make(long nr, const long *a);
+bool dc__k_internal(int fd);
+bool dc__k_proc(int fd);
+void dc__k_proc_write(int fd, const void *buf, size_t n);
+void dc__k_proc_restore(void);
+/* thread.c: a thread's name (kstate.c invariant 9), by its program id */
+void dc__thr_name(long vtid, const char *name, size_t n);
+void dc__thr_names_restore(void);
 
 #endif /* DC_INT_H */

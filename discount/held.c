@@ -6,7 +6,9 @@
  * Under the buffered protocol (dc-run --protocol buffered --interval MS)
  * checkpoints are taken at the interval only.  What the program makes
  * visible in between -- writes to regular files, terminals, pipes and
- * character devices -- is not performed but held, and performed
+ * character devices; not a pipe inside the process, an eventfd or a file
+ * on /proc or /sys (kstate.c invariants 8 and 9) -- is not performed but
+ * held, and performed
  * ("released") once the checkpoint that follows it has committed.  A
  * crash before that commit rolls the program back to the checkpoint
  * before the output: the output disappears with the interval that made
@@ -616,6 +618,14 @@ static long
 hold(long nr, const long *a, bool *handled)
 {
 	int fd = (int)a[0];
+	/* a pipe inside the process, an eventfd, /proc and /sys: no output
+	 * (kstate.c invariants 8 and 9) */
+	if (dc__k_internal(fd))
+		return 0;
+#ifndef DC_BROKEN_PROC_HELD /* broken build: /proc writes held as a file's */
+	if (dc__k_proc(fd))
+		return 0;
+#endif
 	struct stat st;
 	int k = kind(fd, &st);
 	if (k == 0 || fd < 0 || fd > UINT16_MAX)

@@ -45,18 +45,49 @@
  *     asks for after it is one row short, followed by a second SIGWINCH
  *     (a program that redraws only when the size changed sees two
  *     changes and ends at the real size; the terminal is never resized).
+ *  8. A pipe both of whose ends the process made (the self-pipe of an
+ *     event loop, libevent's and memcached's notification pipes between
+ *     threads), and an eventfd, are state of the process, not a
+ *     conversation with another one: their writes are no visible events
+ *     and are never held (held.c), and each checkpoint -- every thread
+ *     stopped (thread.c step 3) -- saves what they hold: the bytes in
+ *     the pipe (read with FIONREAD's count and written back in the same
+ *     order), the eventfd's counter (its fdinfo, read without changing
+ *     it).  Recovery makes each pipe again, fills it with the saved
+ *     bytes before anyone can read it, and puts both ends back at their
+ *     numbers with their flags; an eventfd is made again with its
+ *     counter.  A self-pipe holds at most DC__SELF_BYTES (its capacity
+ *     is set to one page when it is made, and F_SETPIPE_SZ is refused),
+ *     so the saved bytes always fit.  Only under the buffered and
+ *     periodic protocols (under the -LOG ones a replayed read would find
+ *     the bytes written again by the re-execution).
+ *  9. A file on /proc or /sys is process or kernel state, not output: a
+ *     write to it is done at once (never held, no undo record), and a
+ *     path naming a thread or the process by the id of its first run is
+ *     opened under this incarnation's id.  A thread's name (a write to
+ *     .../comm, prctl(PR_SET_NAME)) is recorded and given back to the
+ *     thread at recovery (thread.c); other writes to /proc or /sys are
+ *     not redone.  Such a file open at a checkpoint is opened again by
+ *     its path once the threads are made again (dc__k_proc_restore); one
+ *     that cannot be opened again (a thread that ended) stays closed,
+ *     with a message.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <linux/kcmp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/ioctl.h>
+#include <sys/eventfd.h>
 #include <sys/time.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -106,6 +137,17 @@ new_desc(void)
 	return -1;
 }
 
+/* Invariant 8: a slot no open description names any more is free. */
+static void
+self_unused(int s)
+{
+	for (int d = 0; d < DC__MAX_DESC; d++)
+		if (dc__st.desc[d].refs > 0 && dc__st.desc[d].self == s + 1)
+			return;
+	dc__st.self[s].used = 0;
+	dc__st.self[s].len = 0;
+}
+
 static void
 drop_fd(int fd)
 {
@@ -114,6 +156,8 @@ drop_fd(int fd)
 		return;
 	dc__st.fd[fd].desc = 0;
 	dc__st.desc[d].refs--;
+	if (dc__st.desc[d].refs == 0 && dc__st.desc[d].self)
+		self_unused(dc__st.desc[d].self - 1);
 	/* its epoll registrations, a TCP connection's close (keeper.c) */
 	dc__kp_dropped(fd, d, dc__st.desc[d].refs == 0);
 }
@@ -176,6 +220,391 @@ int
 dc__k_track_new(int fd, const char *path, int flags)
 {
 	return track_new(fd, path, flags);
+}
+
+/* ---- pipes and eventfds inside the process (invariant 8) ---- */
+
+bool
+dc__k_internal(int fd)
+{
+	int d = dc__desc_of(fd);
+	return d >= 0 && dc__st.desc[d].self != 0;
+}
+
+/* pipe, pipe2, eventfd, eventfd2 outside a tree. */
+long
+dc__k_self_make(long nr, const long *a)
+{
+	bool efd = nr == SYS_eventfd || nr == SYS_eventfd2;
+	int flags = nr == SYS_pipe2 || nr == SYS_eventfd2 ? (int)a[1] : 0;
+	if (dc__st.protocol != DC_PERIODIC && dc__st.protocol != DC_BUFFERED) {
+		dc__refuse_call(efd ? "an eventfd" : "a pipe inside one "
+			"process", "its contents are saved by the periodic and "
+			"buffered protocols only", -EPERM);
+		return -EPERM;
+	}
+	if (!efd && (flags & ~(O_CLOEXEC | O_NONBLOCK))) {
+		dc__refuse_call("pipe2 with O_DIRECT or notification flags",
+			"a pipe inside the process is a byte stream saved at "
+			"each checkpoint", -EINVAL);
+		return -EINVAL;
+	}
+	int s = -1;
+	for (int i = 0; i < DC__MAX_SELF && s < 0; i++)
+		if (!dc__st.self[i].used)
+			s = i;
+	if (s < 0) {
+		dc__refuse_call("a 33rd pipe or eventfd inside the process",
+			"libdc saves the contents of 32", -EMFILE);
+		return -EMFILE;
+	}
+	struct dc__self *p = &dc__st.self[s];
+	if (efd) {
+		long fd = dc__sys6(SYS_eventfd2, a[0], flags, 0, 0, 0, 0);
+		if (fd < 0)
+			return fd;
+		long t = track_new((int)fd, "eventfd", O_RDWR |
+			(flags & (EFD_CLOEXEC | EFD_NONBLOCK)));
+		if (t < 0)
+			return t;
+		struct dc__desc *x = &dc__st.desc[dc__desc_of((int)fd)];
+		x->kind = DC__K_EVENTFD;
+		x->self = (int16_t)(s + 1);
+		p->used = 1;
+		p->efd_flags = flags & EFD_SEMAPHORE;
+		p->count = (uint64_t)(unsigned)a[0];
+		p->len = 0;
+		return fd;
+	}
+	int fds[2];
+	long r = dc__sys6(SYS_pipe2, (long)fds, flags, 0, 0, 0, 0);
+	if (r < 0)
+		return r;
+	/* the capacity a checkpoint can save (invariant 8) */
+	if (dc__sys6(SYS_fcntl, fds[1], F_SETPIPE_SZ, DC__SELF_BYTES, 0, 0,
+		    0) != DC__SELF_BYTES) {
+		dc__sys6(SYS_close, fds[0], 0, 0, 0, 0, 0);
+		dc__sys6(SYS_close, fds[1], 0, 0, 0, 0, 0);
+		return dc__err(-ENOMEM, "a pipe of %d bytes cannot be made",
+			DC__SELF_BYTES);
+	}
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "pipe:[%lu]", fstat(fds[0], &st) == 0 ?
+		(unsigned long)st.st_ino : 0ul);
+	for (int e = 0; e < 2; e++) {
+		long t = track_new(fds[e], path,
+			(e ? O_WRONLY : O_RDONLY) | flags);
+		if (t < 0) {
+			if (e) {
+				dc__sys6(SYS_close, fds[0], 0, 0, 0, 0, 0);
+				drop_fd(fds[0]);
+			} else {
+				dc__sys6(SYS_close, fds[1], 0, 0, 0, 0, 0);
+			}
+			return t;
+		}
+		dc__st.desc[dc__desc_of(fds[e])].self = (int16_t)(s + 1);
+	}
+	p->used = 1;
+	p->efd_flags = -1;
+	p->len = 0;
+	p->count = 0;
+	((int *)a[0])[0] = fds[0];
+	((int *)a[0])[1] = fds[1];
+	return 0;
+}
+
+/* An eventfd's counter, from its fdinfo (reading the descriptor would
+ * change it); 0 when it cannot be read. */
+static uint64_t
+efd_count(int fd)
+{
+	char p[64], b[512];
+	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+	long f = dc__sys6(SYS_openat, AT_FDCWD, (long)p, O_RDONLY | O_CLOEXEC,
+		0, 0, 0);
+	if (f < 0)
+		return 0;
+	long n = dc__sys6(SYS_read, f, (long)b, sizeof(b) - 1, 0, 0, 0);
+	dc__sys6(SYS_close, f, 0, 0, 0, 0, 0);
+	b[n > 0 ? n : 0] = '\0';
+	const char *c = strstr(b, "eventfd-count:");
+	return c ? strtoull(c + 14, NULL, 16) : 0;
+}
+
+/* Read all of a pipe and write it back, in order: every thread is
+ * stopped (a checkpoint's round), so no one else reads or writes it
+ * meanwhile.  Raw calls: glibc's cancellation wrappers write tracked
+ * memory (thread.c invariant 6). */
+static uint32_t
+pipe_take(int rd, int wr, char *buf)
+{
+	int q = 0;
+	if (dc__sys6(SYS_ioctl, rd, FIONREAD, (long)&q, 0, 0, 0) != 0 || q <= 0)
+		return 0;
+	if (q > DC__SELF_BYTES) /* the capacity (invariant 8) */
+		q = DC__SELF_BYTES;
+	uint32_t n = 0;
+	while (n < (uint32_t)q) {
+		long k = dc__sys6(SYS_read, rd, (long)(buf + n), q - (long)n, 0,
+			0, 0);
+		if (k == -EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		n += (uint32_t)k;
+	}
+	int w = wr;
+	if (w < 0) { /* the write end is closed: a new one on the same pipe */
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", rd);
+		w = (int)dc__sys6(SYS_openat, AT_FDCWD, (long)p,
+			O_WRONLY | O_NONBLOCK | O_CLOEXEC, 0, 0, 0);
+	}
+	for (uint32_t o = 0; w >= 0 && o < n;) {
+		long k = dc__sys6(SYS_write, w, (long)(buf + o), n - o, 0, 0, 0);
+		if (k == -EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		o += (uint32_t)k;
+	}
+	if (wr < 0 && w >= 0)
+		dc__sys6(SYS_close, w, 0, 0, 0, 0, 0);
+	return n;
+}
+
+/* At a checkpoint: what every self-pipe and eventfd holds, stored only
+ * when changed (an idle pipe leaves its page clean). */
+static void
+self_save(void)
+{
+	int rd[DC__MAX_SELF], wr[DC__MAX_SELF];
+	bool any = false;
+	for (int s = 0; s < DC__MAX_SELF; s++) {
+		rd[s] = wr[s] = -1;
+		any |= dc__st.self[s].used != 0;
+	}
+	if (!any)
+		return;
+	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		int d = dc__desc_of(fd);
+		if (d < 0 || dc__st.desc[d].self == 0)
+			continue;
+		int s = dc__st.desc[d].self - 1;
+		if (dc__st.desc[d].kind == DC__K_EVENTFD ||
+		    (dc__st.desc[d].flags & O_ACCMODE) == O_RDONLY)
+			rd[s] = fd;
+		else
+			wr[s] = fd;
+	}
+	char *buf = dc__vol.buf; /* untracked */
+	for (int s = 0; s < DC__MAX_SELF; s++) {
+		struct dc__self *p = &dc__st.self[s];
+		if (!p->used)
+			continue;
+		if (p->efd_flags >= 0) {
+			uint64_t c = rd[s] >= 0 ? efd_count(rd[s]) : 0;
+			if (c != p->count)
+				p->count = c;
+			continue;
+		}
+		uint32_t n = rd[s] >= 0 ? pipe_take(rd[s], wr[s], buf) : 0;
+		if (n != p->len || memcmp(p->bytes, buf, n) != 0) {
+			memcpy(p->bytes, buf, n);
+			p->len = n;
+		}
+	}
+}
+
+static int
+nonblock(int fd, int flags)
+{
+	return fcntl(fd, F_SETFL, flags & O_NONBLOCK) == 0 ? 0 :
+		dc__err(-errno, "fcntl: %s", strerror(errno));
+}
+
+/* Recovery: the self-pipe or eventfd of description d, made again with
+ * what it held at the checkpoint; a pipe's other end goes to its own
+ * description (opened[]), or is closed if none has it. */
+static int
+self_reopen(const struct dc__desc *x, int d, int *opened)
+{
+	const struct dc__self *p = &dc__st.self[x->self - 1];
+	if (x->kind == DC__K_EVENTFD) {
+		int fd = eventfd((unsigned)p->count, EFD_CLOEXEC |
+			p->efd_flags | (x->flags & O_NONBLOCK));
+		return fd >= 0 ? fd : dc__err(-errno, "eventfd: %s",
+			strerror(errno));
+	}
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return dc__err(-errno, "pipe2: %s", strerror(errno));
+	if (fcntl(fds[1], F_SETPIPE_SZ, DC__SELF_BYTES) != DC__SELF_BYTES) {
+		close(fds[0]);
+		close(fds[1]);
+		return dc__err(-ENOMEM, "a pipe of %d bytes cannot be made",
+			DC__SELF_BYTES);
+	}
+#ifndef DC_BROKEN_SELF_LOST /* broken build: the pipe comes back empty */
+	/* filled before either end is the program's: it fits (invariant 8) */
+	if (p->len && write(fds[1], p->bytes, p->len) != (ssize_t)p->len) {
+		close(fds[0]);
+		close(fds[1]);
+		return dc__err(-EIO, "refilling a pipe of %u bytes", p->len);
+	}
+#endif
+	bool rd = (x->flags & O_ACCMODE) == O_RDONLY;
+	int mine = rd ? fds[0] : fds[1], other = rd ? fds[1] : fds[0];
+	int peer = -1;
+	for (int e = 0; e < DC__MAX_DESC && peer < 0; e++)
+		if (e != d && dc__st.desc[e].refs > 0 &&
+		    dc__st.desc[e].self == x->self)
+			peer = e;
+	int rc = nonblock(mine, x->flags);
+	if (rc == 0 && peer >= 0 && opened[peer] < 0) {
+		rc = nonblock(other, dc__st.desc[peer].flags);
+		opened[peer] = dc__own_fd(other);
+	} else {
+		close(other);
+	}
+	if (rc) {
+		close(mine);
+		return rc;
+	}
+	return mine;
+}
+
+/* ---- /proc and /sys (invariant 9) ---- */
+
+bool
+dc__k_proc(int fd)
+{
+	int d = dc__desc_of(fd);
+	return d >= 0 && dc__st.desc[d].proc;
+}
+
+static long
+num_at(const char *s, const char **end)
+{
+	if (*s < '0' || *s > '9')
+		return -1;
+	char *e;
+	long v = strtol(s, &e, 10);
+	if (*e != '/' && *e != '\0')
+		return -1;
+	*end = e;
+	return v;
+}
+
+/* The program's /proc path under this incarnation's ids: /proc/VPID/ is
+ * /proc/self/, .../task/VTID/ the thread's present id.  False when the
+ * path is no such path (then opened as it is). */
+static bool
+proc_real(const char *in, char *out, size_t n)
+{
+	if (strncmp(in, "/proc/", 6) != 0)
+		return false;
+	const char *t = in + 6, *e = NULL;
+	long pid = num_at(t, &e);
+	char head[32];
+	if (pid >= 0 && pid == dc__st.vpid) {
+		snprintf(head, sizeof(head), "self");
+	} else if (!strncmp(t, "self/", 5) || !strcmp(t, "self")) {
+		snprintf(head, sizeof(head), "self");
+		e = t + 4;
+	} else {
+		return false;
+	}
+	if (strncmp(e, "/task/", 6) == 0) {
+		const char *e2 = NULL;
+		long tid = num_at(e + 6, &e2);
+		long real = tid == dc__st.vpid ?
+			dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0) :
+			dc__thr_real_tid(tid);
+		if (tid >= 0 && real >= 0) {
+			snprintf(out, n, "/proc/%s/task/%ld%s", head, real, e2);
+			return true;
+		}
+	}
+	snprintf(out, n, "/proc/%s%s", head, e);
+	return true;
+}
+
+/* The thread a .../comm path names, by its program id; -1 if none. */
+static long
+comm_thread(const char *path)
+{
+	size_t l = strlen(path);
+	if (l < 11 || strcmp(path + l - 5, "/comm") != 0 ||
+	    strncmp(path, "/proc/", 6) != 0)
+		return -1;
+	const char *t = path + 6, *e = NULL;
+	if (!strncmp(t, "thread-self/comm", 16))
+		return dc__thr_gettid();
+	if (!strncmp(t, "self/", 5))
+		e = t + 4;
+	else if (num_at(t, &e) != dc__st.vpid)
+		return -1;
+	if (!strcmp(e, "/comm"))
+		return dc__st.vpid;
+	long tid;
+	if (strncmp(e, "/task/", 6) || (tid = num_at(e + 6, &e)) < 0 ||
+	    strcmp(e, "/comm"))
+		return -1;
+	return tid;
+}
+
+/* A write to a /proc or /sys file, about to be done: a thread's name is
+ * recorded (invariant 9). */
+void
+dc__k_proc_write(int fd, const void *buf, size_t n)
+{
+	int d = dc__desc_of(fd);
+	if (d < 0)
+		return;
+	long tid = comm_thread(dc__st.desc[d].path);
+	if (tid >= 0)
+		dc__thr_name(tid, buf, n);
+}
+
+/* Recovery, once the threads are made again: the /proc and /sys files
+ * the checkpoint had open, by their paths. */
+void
+dc__k_proc_restore(void)
+{
+	int opened[DC__MAX_DESC];
+	bool any = false;
+	for (int d = 0; d < DC__MAX_DESC; d++) {
+		opened[d] = -1;
+		any |= dc__st.desc[d].refs > 0 && dc__st.desc[d].proc;
+	}
+	if (!any)
+		return;
+	char p[DC__PATH];
+	for (int fd = 0; fd < DC__MAX_FD; fd++) {
+		int d = dc__desc_of(fd);
+		if (d < 0 || !dc__st.desc[d].proc)
+			continue;
+		const struct dc__desc *x = &dc__st.desc[d];
+		if (opened[d] < 0) {
+			if (!proc_real(x->path, p, sizeof(p)))
+				snprintf(p, sizeof(p), "%s", x->path);
+			opened[d] = open(p, (x->flags & ~O_CREAT) | O_CLOEXEC);
+			if (opened[d] < 0) {
+				dc__say("recovery: %s cannot be opened again "
+					"(%s); descriptor %d stays closed", p,
+					strerror(errno), fd);
+				continue;
+			}
+			opened[d] = dc__own_fd(opened[d]);
+		}
+		dup3(opened[d], fd, dc__st.fd[fd].cloexec ? O_CLOEXEC : 0);
+	}
+	for (int d = 0; d < DC__MAX_DESC; d++)
+		if (opened[d] >= 0)
+			close(opened[d]);
 }
 
 static void
@@ -281,6 +710,7 @@ dc__k_before_commit(void)
 			x->offset = off;
 	}
 	tty_record();
+	self_save();
 }
 
 static bool
@@ -472,10 +902,19 @@ do_open(int dirfd, const char *p, int flags, int mode)
 	if (!existed && (flags & O_CREAT) &&
 	    dc__fu_log(DC_FU_CREATE, 0, path, NULL, NULL, 0) != 0)
 		return -EIO;
-	long fd = dc__sys6(SYS_openat, dirfd, (long)p, flags, mode, 0, 0);
+	/* invariant 9: the ids of the first run, this incarnation's */
+	char real[DC__PATH];
+	bool tr = proc_real(path, real, sizeof(real));
+	long fd = dc__sys6(SYS_openat, tr ? AT_FDCWD : dirfd,
+		(long)(tr ? real : p), flags, mode, 0, 0);
 	if (fd < 0)
 		return fd;
-	return track_new((int)fd, path, flags);
+	fd = track_new((int)fd, path, flags);
+	struct statfs sf;
+	if (fd >= 0 && fstatfs((int)fd, &sf) == 0 &&
+	    (sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC))
+		dc__st.desc[dc__desc_of((int)fd)].proc = true;
+	return fd;
 }
 
 static long
@@ -616,6 +1055,12 @@ dc__k_syscall(long nr, long *a, void *ucv, bool *handled)
 				nr == SYS_dup3 ? (int)a[2] : 0);
 		return r;
 	case SYS_fcntl:
+		if (a[1] == F_SETPIPE_SZ && dc__k_internal((int)a[0])) {
+			dc__refuse_call("F_SETPIPE_SZ on a pipe inside the "
+				"process", "a checkpoint saves one page of it "
+				"(its capacity)", -EPERM);
+			return -EPERM;
+		}
 		r = dc__sys6(nr, a[0], a[1], a[2], 0, 0, 0);
 		if (r < 0)
 			return r;
@@ -937,10 +1382,14 @@ dc__k_restore(int keep_fd)
 		}
 		if (x->inherited && x->kind == DC__K_FILE)
 			lseek(opened[d], x->offset, SEEK_SET);
+		if (x->proc) /* once the threads are back (invariant 9) */
+			continue;
 		if (opened[d] < 0) {
 			dc__rstep();
-			/* a tree's pipe: from init, filled (tree.c) */
-			int nfd = dc__vol.tree && x->kind == DC__K_PIPE ?
+			/* a tree's pipe: from init, filled (tree.c); one inside
+			 * the process: made again, filled (invariant 8) */
+			int nfd = x->self ? self_reopen(x, d, opened) :
+				dc__vol.tree && x->kind == DC__K_PIPE ?
 				dc__tree_pipe_reopen(x, fd) : reopen(x);
 			if (nfd < 0)
 				return nfd;

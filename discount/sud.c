@@ -546,6 +546,13 @@ static long
 output(long nr, long *a, ucontext_t *uc, int fd)
 {
 	int k = fd_kind(fd);
+	/* /proc and /sys: state, not output; done at once, a thread's name
+	 * recorded (kstate.c invariant 9) */
+	if (dc__k_proc(fd)) {
+		if (nr == SYS_write)
+			dc__k_proc_write(fd, (const void *)a[1], (size_t)a[2]);
+		return pass(nr, a);
+	}
 	if (k == DC__K_FILE && dc__vol.active) {
 		int64_t off;
 		uint64_t len;
@@ -580,7 +587,8 @@ output(long nr, long *a, ucontext_t *uc, int fd)
 		return pass(nr, a);
 	}
 	if (!is_nd_kind(k) || (dc__vol.twopc && k == DC__K_SOCK) ||
-	    (dc__vol.tree && dc__tree_internal(fd)))
+	    (dc__vol.tree && dc__tree_internal(fd)) ||
+	    dc__k_internal(fd)) /* a pipe inside the process (kstate.c) */
 		return blocking(nr, a, uc); /* 2pc: a send is not visible */
 	before_visible();
 	long r = blocking(nr, a, uc);
@@ -1100,8 +1108,13 @@ dc__dispatch(long nr, long *a, void *ucv)
 	case SYS_pipe2:
 		if (dc__vol.tree) /* drained at each round (tree.c) */
 			return dc__tree_pipe(nr, a);
-		return refuse("a pipe inside one process", "the bytes in a "
-			"pipe are not checkpointed", -EPERM);
+		/* saved at each checkpoint (kstate.c invariant 8) */
+		return dc__k_self_make(nr, a);
+	case SYS_eventfd:
+	case SYS_eventfd2:
+		if (dc__vol.tree)
+			return pass(nr, a);
+		return dc__k_self_make(nr, a);
 	case SYS_shmget:
 	case SYS_shmat:
 		return refuse("System V shared memory", "memory shared with "
@@ -1115,7 +1128,10 @@ dc__dispatch(long nr, long *a, void *ucv)
 		if (a[0] == PR_SET_SYSCALL_USER_DISPATCH)
 			return refuse("syscall user dispatch", "libdc uses it "
 				"itself", -EPERM);
-		return pass(nr, a);
+		r = pass(nr, a);
+		if (r == 0 && a[0] == PR_SET_NAME) /* kstate.c invariant 9 */
+			dc__thr_name(dc__thr_gettid(), (const char *)a[1], 16);
+		return r;
 	case SYS_arch_prctl:
 		r = pass(nr, a);
 		if (r == 0 && a[0] == 0x1002 /* ARCH_SET_FS */ &&

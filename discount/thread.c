@@ -81,7 +81,9 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +111,8 @@ struct thr {
 	uint64_t ctid;          /* CLONE_CHILD_CLEARTID word, or 0 */
 	uint64_t gen;           /* the checkpoint whose round saved ctx */
 	struct dc__ctx ctx;     /* step 3's registers; ctx.fsbase its TLS */
+	char name[16];          /* its name, if the program gave it one
+	                         * (kstate.c invariant 9) */
 };
 static struct {
 	bool on;                /* a thread was made: the lock is in use */
@@ -615,8 +619,11 @@ child_resume(void)
 int
 dc__thr_recreate(void)
 {
-	if (!T.on)
+	if (!T.on) {
+		dc__thr_names_restore();
+		dc__k_proc_restore();
 		return 0;
+	}
 	install_stop();
 	V.say = getenv("DC_THREAD_TIMES") != NULL;
 	V.tid[0] = (int)dc__sys6(SYS_gettid, 0, 0, 0, 0, 0, 0);
@@ -650,7 +657,60 @@ dc__thr_recreate(void)
 		wait_parked(made);
 	}
 	DC_ASSERT(made == T.n, "thread 1");
+	dc__thr_names_restore();
+	dc__k_proc_restore();
 	return 0;
+}
+
+/* ---- names (kstate.c invariant 9) ---- */
+
+/* A thread's name, as the program sets it (a write to its comm file,
+ * prctl(PR_SET_NAME)): up to 15 bytes, a final newline dropped. */
+void
+dc__thr_name(long vtid, const char *name, size_t n)
+{
+	int s = -1;
+	if (vtid == dc__st.vpid)
+		s = 0;
+	for (unsigned i = 1; s < 0 && i < DC__MAX_THREADS; i++)
+		if (T.t[i].used && T.t[i].vtid == vtid)
+			s = (int)i;
+	if (s < 0)
+		return;
+	size_t k = strnlen(name, n);
+	if (k > 0 && name[k - 1] == '\n')
+		k--;
+	if (k > sizeof(T.t[s].name) - 1)
+		k = sizeof(T.t[s].name) - 1;
+	char b[16] = { 0 };
+	memcpy(b, name, k);
+	if (memcmp(b, T.t[s].name, sizeof(b)) != 0)
+		memcpy(T.t[s].name, b, sizeof(b));
+}
+
+/* Recovery: each thread made again, and the main thread, get the names
+ * they had at the checkpoint. */
+void
+dc__thr_names_restore(void)
+{
+	for (unsigned s = 0; s < DC__MAX_THREADS; s++) {
+		if (!T.t[s].name[0] || (s > 0 && !T.t[s].used))
+			continue;
+		if (s == 0) {
+			dc__sys6(SYS_prctl, PR_SET_NAME, (long)T.t[0].name, 0,
+				0, 0, 0);
+			continue;
+		}
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/self/task/%d/comm", V.tid[s]);
+		long fd = dc__sys6(SYS_openat, AT_FDCWD, (long)p,
+			O_WRONLY | O_CLOEXEC, 0, 0, 0);
+		if (fd < 0)
+			continue;
+		dc__sys6(SYS_write, fd, (long)T.t[s].name,
+			(long)strlen(T.t[s].name), 0, 0, 0);
+		dc__sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+	}
 }
 
 /* ---- invariant 6 ---- */

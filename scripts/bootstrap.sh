@@ -60,6 +60,9 @@ PACKAGES=(
 	# unmodified) and its client (ab) (bench/discount/held_lighttpd.sh)
 	lighttpd
 	apache2-utils
+	# discount: a threaded server under dc-run --protocol buffered
+	# (memcached -t 4, unmodified: dc-held-memcached, held_memcached.sh)
+	memcached
 	# tools/pmemtest (addr2line symbolizes call sites)
 	binutils
 	# bench/tpcb_tpcc

@@ -94,19 +94,5 @@ for round in $(seq "$ROUNDS"); do
 	done
 done
 echo "CSV: $CSV"
-awk -F, -v modes="$MODES" -v conns="$CONNS" 'NR > 1 { k = $2 "," $3; n[k]++;
-		r[k] += $4; m[k] += $5; p[k] += $6; f[k] += $7 }
-	END {
-		nm = split(modes, M, " "); nc = split(conns, C, " ")
-		printf "%-8s %5s | %9s %6s %9s %9s %6s\n", "mode", "conns",
-			"req/s", "ratio", "mean ms", "p99 ms", "failed"
-		for (j = 1; j <= nc; j++)
-			for (i = 1; i <= nm; i++) {
-				k = M[i] "," C[j]; b = "none," C[j]
-				if (!n[k]) continue
-				printf "%-8s %5s | %9.0f %6.3f %9.2f %9.1f %6d\n",
-					M[i] == "none" ? "none" : M[i] " ms", C[j],
-					r[k] / n[k], n[b] ? r[k] / n[k] / (r[b] / n[b]) : 0,
-					m[k] / n[k], p[k] / n[k], f[k]
-			}
-	}' "$CSV"
+awk -F, -v modes="$MODES" -v conns="$CONNS" -v bad=failed \
+	-f bench/discount/held_table.awk "$CSV"

@@ -3,8 +3,8 @@
  * tcp_kill.c -- clients of the TCP echo server under dc-run --protocol
  *               buffered, the server SIGKILLed at random and recovered
  *
- *   dc-tcp-kill DC_RUN SERVER epoll|poll|threadsN|http KILLS SECONDS CLIENTS
- *               MIN MAX
+ *   dc-tcp-kill DC_RUN SERVER epoll|poll|threadsN|http|memcache KILLS SECONDS
+ *               CLIENTS MIN MAX
  *
  * Starts `DC_RUN --protocol buffered --interval 20 -- SERVER PORT MODE`
  * (a free loopback port), connects CLIENTS clients, and has each send
@@ -23,6 +23,12 @@
  * client asks for one at random over its keep-alive connection and
  * compares the response (200, the length, every byte) with the file; at
  * the end the server gets a SIGTERM instead of the quit request.
+ * memcache: SERVER is memcached, run with -t 4 (four worker threads, and
+ * its other five) on the port; each client sets its own keys, one a
+ * request, values of MIN..MAX bytes made from the key, and every fourth
+ * request gets one of its keys already acknowledged and compares the
+ * value; after the kills every acknowledged key is read back (gets of
+ * 50 keys) and compared, then SIGTERM.
  * Exit status 0 and a summary line; 1 and what went wrong.
  * Environment passed to dc-run as it is ($DC_KEEPER_BIN: a broken keeper).
  */
@@ -60,11 +66,14 @@ struct client {
 
 static struct client cl[MAXCL];
 static char dir[] = "/dev/shm/dc-tcp-kill-XXXXXX";
-static char *srv_argv[16];
+static char *srv_argv[24];
 static pid_t srv;
 /* http: lighttpd serving NFILE files of random bytes */
 #define NFILE 3
 static bool http;
+/* memcache: memcached, each client's keys k<client>_<seq> */
+static bool mc;
+static uint32_t mc_lo, mc_hi;
 static char *fbody[NFILE];
 static size_t fsize[NFILE];
 
@@ -165,9 +174,148 @@ dial(int port, double within)
 	return -1;
 }
 
+/* memcache: the value of key k<cid>_<s>, made from the key */
+static size_t
+mc_value(uint32_t cid, uint64_t s, char *v)
+{
+	size_t len = mc_lo + (size_t)((cid * 7919u + s * 104729u) %
+		(mc_hi - mc_lo + 1));
+	for (size_t i = 0; i < len; i++)
+		v[i] = (char)('a' + (s * 31 + i * 7 + cid) % 26);
+	return len;
+}
+
+/* memcache: request seq is a get (of an earlier set) every fourth */
+static bool
+mc_is_get(uint64_t seq)
+{
+	return seq % 4 == 3;
+}
+
+static void
+mc_request(struct client *c, uint32_t cid)
+{
+	char v[TE_MAXLEN];
+	if (mc_is_get(c->seq)) {
+		uint64_t s = (uint64_t)rand() % c->seq;
+		if (mc_is_get(s))
+			s--;
+		c->file = (int)s; /* the key asked for */
+		c->outl = (size_t)snprintf(c->out, sizeof(c->out),
+			"get k%u_%llu\r\n", cid, (unsigned long long)s);
+	} else {
+		size_t len = mc_value(cid, c->seq, v);
+		int h = snprintf(c->out, sizeof(c->out), "set k%u_%llu 0 0 "
+			"%zu\r\n", cid, (unsigned long long)c->seq, len);
+		memcpy(c->out + h, v, len);
+		memcpy(c->out + h + len, "\r\n", 2);
+		c->outl = (size_t)h + len + 2;
+	}
+	c->outo = c->inl = 0;
+	c->sent_at = now();
+}
+
+/* memcache: is the answer to c's request whole?  A set must be
+ * STORED; a get must find the key with its value exactly. */
+static bool
+mc_done(struct client *c, int i)
+{
+	if (!mc_is_get(c->seq)) {
+		if (c->inl < 8)
+			return false;
+		if (c->inl > 8 || memcmp(c->in, "STORED\r\n", 8) != 0)
+			die("client %d: set %llu answered \"%.*s\"", i,
+				(unsigned long long)c->seq, (int)c->inl, c->in);
+		return true;
+	}
+	if (c->inl >= 5 && !memcmp(c->in, "END\r\n", 5))
+		die("client %d: key k%d_%d, acknowledged, lost", i, i,
+			c->file);
+	char *e = memchr(c->in, '\n', c->inl);
+	if (e == NULL)
+		return false;
+	char v[TE_MAXLEN];
+	size_t len = mc_value((uint32_t)i, (uint64_t)c->file, v);
+	char head[64];
+	int hl = snprintf(head, sizeof(head), "VALUE k%d_%d 0 %zu\r\n", i,
+		c->file, len);
+	if ((size_t)(e + 1 - c->in) != (size_t)hl ||
+	    memcmp(c->in, head, (size_t)hl) != 0)
+		die("client %d: get of k%d_%d answered \"%.*s\"", i, i,
+			c->file, (int)(e - c->in), c->in);
+	if (c->inl < (size_t)hl + len + 7)
+		return false;
+	if (c->inl > (size_t)hl + len + 7)
+		die("client %d: more bytes than the answer to get %llu", i,
+			(unsigned long long)c->seq);
+	if (memcmp(c->in + hl, v, len) != 0 ||
+	    memcmp(c->in + hl + len, "\r\nEND\r\n", 7) != 0)
+		die("client %d: key k%d_%d: value differs", i, i, c->file);
+	return true;
+}
+
+/* memcache, at the end: every key client i set and saw acknowledged,
+ * read back 50 a get, each value exactly; the count read. */
+static uint64_t
+mc_verify(int i)
+{
+	struct client *c = &cl[i];
+	static char in[50 * (TE_MAXLEN + 64) + 8];
+	char v[TE_MAXLEN];
+	uint64_t read = 0;
+	for (uint64_t s0 = 0; s0 < c->seq; s0 += 50) {
+		char q[50 * 32 + 8];
+		size_t ql = (size_t)snprintf(q, sizeof(q), "get");
+		for (uint64_t s = s0; s < s0 + 50 && s < c->seq; s++)
+			if (!mc_is_get(s))
+				ql += (size_t)snprintf(q + ql, sizeof(q) - ql,
+					" k%d_%llu", i, (unsigned long long)s);
+		ql += (size_t)snprintf(q + ql, sizeof(q) - ql, "\r\n");
+		if (send(c->fd, q, ql, MSG_NOSIGNAL) != (ssize_t)ql)
+			die("client %d: send of the reading back", i);
+		size_t n = 0;
+		while (n < 5 || memcmp(in + n - 5, "END\r\n", 5) != 0) {
+			struct pollfd p = { c->fd, POLLIN, 0 };
+			if (poll(&p, 1, 10000) != 1)
+				die("client %d: reading back unanswered", i);
+			ssize_t r = recv(c->fd, in + n, sizeof(in) - 1 - n, 0);
+			if (r <= 0)
+				die("client %d: reading back: %s", i, r ?
+					strerror(errno) : "closed");
+			n += (size_t)r;
+		}
+		size_t o = 0;
+		for (uint64_t s = s0; s < s0 + 50 && s < c->seq; s++) {
+			if (mc_is_get(s))
+				continue;
+			size_t len = mc_value((uint32_t)i, s, v);
+			char head[64];
+			int hl = snprintf(head, sizeof(head), "VALUE k%d_%llu "
+				"0 %zu\r\n", i, (unsigned long long)s, len);
+			if (o + (size_t)hl + len + 2 > n ||
+			    memcmp(in + o, head, (size_t)hl) != 0)
+				die("client %d: key k%d_%llu, acknowledged, "
+					"lost or changed at the end", i, i,
+					(unsigned long long)s);
+			if (memcmp(in + o + hl, v, len) != 0)
+				die("client %d: key k%d_%llu: value differs at "
+					"the end", i, i, (unsigned long long)s);
+			o += (size_t)hl + len + 2;
+			read++;
+		}
+		if (n - o != 5)
+			die("client %d: more than its keys read back", i);
+	}
+	return read;
+}
+
 static void
 next_request(struct client *c, uint32_t cid, uint32_t lo, uint32_t hi)
 {
+	if (mc) {
+		mc_request(c, cid);
+		return;
+	}
 	if (http) {
 		c->file = rand() % NFILE;
 		c->outl = (size_t)snprintf(c->out, sizeof(c->out), "GET /f%d "
@@ -283,8 +431,8 @@ pump(int n, uint32_t lo, uint32_t hi, bool more, int ms)
 					(unsigned long long)c->seq);
 			if (r > 0)
 				c->inl += (size_t)r;
-			if (http) {
-				if (http_done(c, i)) {
+			if (http || mc) {
+				if (http ? http_done(c, i) : mc_done(c, i)) {
 					c->seq++;
 					c->answered++;
 					if (more)
@@ -320,7 +468,7 @@ main(int argc, char **argv)
 {
 	if (argc != 9) {
 		fprintf(stderr, "usage: dc-tcp-kill DC_RUN SERVER "
-			"epoll|poll|threadsN|http "
+			"epoll|poll|threadsN|http|memcache "
 			"KILLS SECONDS CLIENTS MIN MAX\n");
 		return 2;
 	}
@@ -343,6 +491,19 @@ main(int argc, char **argv)
 	char conf[sizeof(dir) + 16];
 	char *hv[] = { argv[1], "--dir", ck, "--protocol", "buffered",
 		"--interval", "20", "--", argv[2], "-D", "-f", conf, NULL };
+	char *mv[] = { argv[1], "--dir", ck, "--protocol", "buffered",
+		"--interval", "20", "--", argv[2], "-t", "4", "-p", ps, "-U",
+		"0", "-l", "127.0.0.1", "-u", "root", NULL };
+	if (!strcmp(argv[3], "memcache")) {
+		mc = true;
+		mc_lo = lo;
+		mc_hi = hi;
+		if (hi > 1000000 || hi > TE_MAXLEN - 64 || lo < 1)
+			return 2;
+		if (getuid() != 0) /* -u: only root may, and must */
+			mv[17] = NULL;
+		memcpy(srv_argv, mv, sizeof(mv));
+	}
 	if (!strcmp(argv[3], "http")) {
 		/* lighttpd: its configuration and NFILE files, MIN..MAX
 		 * bytes, in the run's directory */
@@ -430,7 +591,10 @@ main(int argc, char **argv)
 		if (now() > until)
 			die("answers still missing at the end");
 	}
-	if (http) {
+	uint64_t readback = 0;
+	for (int i = 0; mc && i < n; i++)
+		readback += mc_verify(i);
+	if (http || mc) {
 		kill(srv, SIGTERM);
 	} else {
 		int q = dial(port, 5.0);
@@ -453,7 +617,7 @@ main(int argc, char **argv)
 	srv = 0;
 	/* lighttpd stopped with connections open ends as it ends alone
 	 * (by the signal, re-raised), under dc-run with status 1 */
-	if (!http && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
+	if (!http && !mc && (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
 		die("the server did not exit 0 at quit (status %#x)", st);
 	for (int i = 0; i < n; i++) {
 		struct pollfd p = { cl[i].fd, POLLIN, 0 };
@@ -477,7 +641,11 @@ main(int argc, char **argv)
 	printf("dc-tcp-kill: ok: %d kills, %d clients, %llu requests answered "
 		"%s (%llu during the kills), port %d\n", done, n,
 		(unsigned long long)total, http ? "with the files' bytes" :
-		"exactly once", (unsigned long long)before, port);
+		mc ? "with their values" : "exactly once",
+		(unsigned long long)before, port);
+	if (mc)
+		printf("dc-tcp-kill: %llu acknowledged keys read back, every "
+			"value exact\n", (unsigned long long)readback);
 	char cmd[sizeof(dir) + 16];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	(void)!system(cmd);
