@@ -1143,8 +1143,12 @@ dc__tree_inherited_reopen(const struct dc__desc *x)
 		if (stat(p, &st) != 0 || st.st_ino != x->ino ||
 		    st.st_dev != x->dev)
 			continue;
+#ifndef DC_BROKEN_TREE_OWN_DESC /* broken: a description of its own */
 		int fd = pfd < 0 ? -1 :
 			(int)syscall(SYS_pidfd_getfd, pfd, k, 0); /* cloexec */
+#else
+		int fd = -1;
+#endif
 		if (fd < 0) /* no pidfd_getfd (before Linux 5.6) */
 			fd = open(p, (x->flags & ~O_CREAT) | O_CLOEXEC);
 		if (fd >= 0) {
