@@ -262,16 +262,12 @@ tty_record(void)
 /* Offsets at the checkpoint: lseek for each open regular file or
  * directory that a system call may have moved since the last checkpoint
  * (dc__vol.fd_touched, set by the dispatcher); stored only when changed,
- * so an idle interval leaves the table's pages clean.  In a process tree
- * every one: another member moves a description it shares (the inherited
- * standard output, a file opened before a fork) without a call here, and
- * a recovery puts the shared offset back to this member's record (a shell
- * waiting while its child printed a line wrote its next line over it). */
+ * so an idle interval leaves the table's pages clean. */
 void
 dc__k_before_commit(void)
 {
 	for (int fd = 0; fd < DC__MAX_FD; fd++) {
-		if (!dc__vol.fd_touched[fd] && !dc__vol.tree)
+		if (!dc__vol.fd_touched[fd])
 			continue;
 		dc__vol.fd_touched[fd] = false;
 		int d = dc__desc_of(fd);
