@@ -1125,21 +1125,39 @@ dc__tree_pipe_reopen(struct dc__desc *x, int fd0)
 
 /* Recovery (kstate.c invariant 3), in a member made again by its parent:
  * a description the tree inherited from outside (the program's standard
- * streams), from init, which holds them all: the descriptor of init on
- * the same file.  -1 when init has none. */
+ * streams), from init, which holds them all: init's own description of
+ * the same file (pidfd_getfd), so every member made again shares it, and
+ * its offset, as the members of the first run did.  Opening
+ * /proc/1/fd/K instead gave each member a description of its own: a
+ * shell made again wrote its next line over the one its child had
+ * printed to the same regular file (the child's line lost).  -1 when
+ * init has none. */
 int
 dc__tree_inherited_reopen(const struct dc__desc *x)
 {
 	char p[64];
 	struct stat st;
+	int pfd = (int)syscall(SYS_pidfd_open, 1, 0);
 	for (int k = 0; k < DC_TREE_PIPE_FD; k++) {
 		snprintf(p, sizeof(p), "/proc/1/fd/%d", k);
 		if (stat(p, &st) != 0 || st.st_ino != x->ino ||
 		    st.st_dev != x->dev)
 			continue;
-		int fd = open(p, (x->flags & ~O_CREAT) | O_CLOEXEC);
-		if (fd >= 0)
+#ifndef DC_BROKEN_TREE_OWN_DESC /* broken: a description of its own */
+		int fd = pfd < 0 ? -1 :
+			(int)syscall(SYS_pidfd_getfd, pfd, k, 0); /* cloexec */
+#else
+		int fd = -1;
+#endif
+		if (fd < 0) /* no pidfd_getfd (before Linux 5.6) */
+			fd = open(p, (x->flags & ~O_CREAT) | O_CLOEXEC);
+		if (fd >= 0) {
+			if (pfd >= 0)
+				close(pfd);
 			return fd;
+		}
 	}
+	if (pfd >= 0)
+		close(pfd);
 	return -1;
 }

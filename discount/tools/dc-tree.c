@@ -601,12 +601,14 @@ make_pipes(void)
 static void
 commit_round(void)
 {
-	int n = 0, ngone = 0, nleft = 0;
+	int n = 0, ngone = 0, nleft = 0, nexit = 0;
 	int gone[DC_TREE_MAX];
 	static struct dc_tree_rec prev;
 	prev = rec; /* the previous record (the crash point below) */
 	for (int i = 0; i < DC_TREE_MAX; i++) {
 		struct mem *m = &mem[i];
+		nexit += m->pid != 2 && (m->state == M_EXITING ||
+			m->state == M_GONE || m->state == M_ZOMBIE);
 		if (m->state == M_JOINED) {
 			rec.m[n++] = (struct dc_tree_member){ .pid = m->pid,
 				.ppid = m->ppid, .state = DC_TREE_RUNNING,
@@ -649,11 +651,15 @@ commit_round(void)
 #ifdef DC_TEST_CRASHPOINTS
 	/* test build: $DC_TREE_CRASH=commit:FILE -- init dies in the first
 	 * round a waited-for member leaves that the previous record has
-	 * running (recovery makes it again), before the record (once) */
+	 * running (recovery makes it again), before the record (once);
+	 * exit:FILE -- in the first round after a member other than the
+	 * root said EXIT (recovery returns to a round the member ran in) */
 	const char *cr = getenv("DC_TREE_CRASH");
-	if (nleft && cr && !strncmp(cr, "commit:", 7) &&
-	    access(cr + 7, F_OK) != 0) {
-		close(open(cr + 7, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+	const char *cf = cr == NULL ? NULL :
+		!strncmp(cr, "commit:", 7) && nleft ? cr + 7 :
+		!strncmp(cr, "exit:", 5) && nexit ? cr + 5 : NULL;
+	if (cf && access(cf, F_OK) != 0) {
+		close(open(cf, O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
 		fprintf(stderr, "dc-tree: crash point: init dies before the "
 			"record of round %lu\n", (unsigned long)rec.last);
 		_exit(75);

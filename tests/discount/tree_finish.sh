@@ -9,14 +9,18 @@
 #           the removal;
 #   commit  in the first round a member that was waited for leaves,
 #           before the record: the tree returns to the previous round,
-#           whose members' directories must all still be there.
+#           whose members' directories must all still be there;
+#   exit    in the first round after a member other than the root said
+#           EXIT: the tree returns to a round that member ran in, and
+#           it is made again (tree_print.sh).
 # Either way: the program's output exactly once (no member fails, so no
 # visible event is repeated), its exit status, no directory left.
 #
 #   tree_finish.sh DCRUN_TEST PROG ARGS...
 #
 # With TREE_EXPECT=fail (a broken build) the check must fail.  TREE_LIMIT:
-# seconds the run with the crash may take (60).
+# seconds the run with the crash may take (60).  TREE_BROKEN_LIB: a broken
+# libdc for the run with the crash ($DC_LIB).
 # Exit: 0 pass, 1 fail, 2 usage.
 set -u
 [ $# -ge 2 ] || { echo "usage: $0 DCRUN_TEST PROG ARGS..." >&2; exit 2; }
@@ -29,7 +33,8 @@ mkdir "$T/ref.d" "$T/obs.d"
 (cd "$T/ref.d" && timeout 60 "$DCRUN" --tree --protocol cpv-2pc --dir "$SHM/ref" \
 	-- "$@" > "$T/ref" 2> "$T/ref.err")
 ref_st=$?
-(cd "$T/obs.d" && DC_TREE_CRASH="${TREE_CRASH:-finish}:$T/crashed" timeout "${TREE_LIMIT:-60}" "$DCRUN" --tree \
+(cd "$T/obs.d" && { [ -z "${TREE_BROKEN_LIB:-}" ] || export DC_LIB=$TREE_BROKEN_LIB; } &&
+	DC_TREE_CRASH="${TREE_CRASH:-finish}:$T/crashed" timeout "${TREE_LIMIT:-60}" "$DCRUN" --tree \
 	--protocol cpv-2pc --dir "$SHM/run" -- "$@" > "$T/obs" 2> "$T/obs.err")
 st=$?
 fail=
