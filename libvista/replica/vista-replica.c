@@ -142,15 +142,17 @@ print_status(vr_node *n)
 	printf("\n");
 }
 
+/* The line a promotion prints, for either backup: `applied` names what
+ * its position counts (tests/replica/window.sh reads the window). */
 static void
-print_promoted(const struct vr_status *st)
+print_promoted(const char *applied, uint64_t epoch, uint64_t pos,
+	uint64_t limit, uint64_t announced, uint64_t window)
 {
-	printf("promoted: epoch %llu, applied seq %llu, granted limit %llu, "
+	printf("promoted: epoch %llu, applied %s %llu, granted limit %llu, "
 		"primary announced %llu: 1-safe loss window %llu "
-		"transaction(s)\n", (unsigned long long)st->epoch,
-		(unsigned long long)st->seq, (unsigned long long)st->limit,
-		(unsigned long long)st->announced,
-		(unsigned long long)st->window);
+		"transaction(s)\n", (unsigned long long)epoch, applied,
+		(unsigned long long)pos, (unsigned long long)limit,
+		(unsigned long long)announced, (unsigned long long)window);
 }
 
 static void
@@ -161,16 +163,6 @@ tail_line(void *arg, uint64_t seq)
 		(unsigned long long)seq);
 }
 
-static void
-print_ppromoted(const struct vr_passive_status *st)
-{
-	printf("promoted: epoch %llu, applied fence record %llu, granted "
-		"limit %llu, primary announced %llu: 1-safe loss window %llu "
-		"transaction(s)\n", (unsigned long long)st->epoch,
-		(unsigned long long)st->pos, (unsigned long long)st->limit,
-		(unsigned long long)st->announced,
-		(unsigned long long)st->window);
-}
 
 static int
 passive(const char *cmd, const struct node_args *a, const char *peer,
@@ -221,7 +213,9 @@ passive(const char *cmd, const struct node_args *a, const char *peer,
 			rc = vr_passive_promote(n);
 			(void)vr_passive_status(n, &st);
 			if (rc == 0)
-				print_ppromoted(&st);
+				print_promoted("fence record", st.epoch,
+					st.pos, st.limit, st.announced,
+					st.window);
 		}
 		if (rc)
 			ret = fail("passive-follow", rc);
@@ -231,7 +225,8 @@ passive(const char *cmd, const struct node_args *a, const char *peer,
 			ret = fail("vr_passive_promote", rc);
 		} else {
 			(void)vr_passive_status(n, &st);
-			print_ppromoted(&st);
+			print_promoted("fence record", st.epoch, st.pos, st.limit,
+				st.announced, st.window);
 		}
 	} else {
 		usage();
@@ -301,7 +296,8 @@ main(int argc, char **argv)
 		rc = vr_follow(n, host, (unsigned)atoi(colon + 1));
 		(void)vr_status(n, &st);
 		if (st.role == VR_PRIMARY) {
-			print_promoted(&st);
+			print_promoted("seq", st.epoch, st.seq, st.limit,
+				st.announced, st.window);
 		} else if (rc) {
 			ret = fail("vr_follow", rc);
 		}
@@ -315,7 +311,8 @@ main(int argc, char **argv)
 		} else {
 			struct vr_status st;
 			(void)vr_status(n, &st);
-			print_promoted(&st);
+			print_promoted("seq", st.epoch, st.seq, st.limit,
+				st.announced, st.window);
 		}
 		print_status(n);
 	} else if (strcmp(cmd, "status") == 0) {
