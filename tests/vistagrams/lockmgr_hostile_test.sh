@@ -21,8 +21,9 @@ mkdir -p "$dir/s" "$dir/c"
 
 "$SERVER" "$dir/s" 0 >"$dir/server.out" 2>"$dir/server.err" &
 spid=$!
-for _ in $(seq 100); do
+for _ in $(seq 750); do # up to 15 s on a loaded machine
 	grep -q "listening" "$dir/server.out" 2>/dev/null && break
+	kill -0 "$spid" 2>/dev/null || break
 	sleep 0.02
 done
 port=$(sed -n 's/listening on port //p' "$dir/server.out")

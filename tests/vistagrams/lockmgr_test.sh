@@ -25,8 +25,10 @@ start_server() {
 	"$SERVER" "$dir/s" "$port" >"$dir/server.out" 2>"$dir/server.err" &
 	spid=$!
 	pids+=("$spid")
-	for _ in $(seq 100); do
+	# Up to 15 s: its recovery shares the machine with the whole suite.
+	for _ in $(seq 750); do
 		grep -q "listening" "$dir/server.out" 2>/dev/null && break
+		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.02
 	done
 	port=$(sed -n 's/listening on port //p' "$dir/server.out")
