@@ -204,14 +204,17 @@ ctl_flags(void)
  * the default PKRU, which denies every key but 0, and libdc commits inside
  * its handlers (SIGSYS, the timer): the commit record's store would fault
  * (SEGV_PKUERR).  The ctl mapping goes back to key 0, which every thread
- * and every handler may access.  Without protection keys (ENOSYS, or a
- * CPU without them: key 0 is the only one) there is nothing to undo.
+ * and every handler may access.  A pool librio left untagged (mprotect
+ * mode: a CPU or kernel without protection keys, where pkey_mprotect
+ * refuses even key 0 with EINVAL) has nothing to undo.
  */
 static int
 ctl_key0(void)
 {
 	void *a = dc__vol.ctlb - RIO_POOL_HDR_SIZE;
 	size_t len = RIO_POOL_HDR_SIZE + DC_CTL_SIZE;
+	if (dc__vol.ctl->pkey < 0)
+		return 0;
 	if (syscall(SYS_pkey_mprotect, a, len, PROT_READ | PROT_WRITE, 0) ==
 	    0 || errno == ENOSYS)
 		return 0;
