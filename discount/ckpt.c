@@ -204,8 +204,10 @@ ctl_flags(void)
  * the default PKRU, which denies every key but 0, and libdc commits inside
  * its handlers (SIGSYS, the timer): the commit record's store would fault
  * (SEGV_PKUERR).  The ctl mapping goes back to key 0, which every thread
- * and every handler may access.  Without protection keys (ENOSYS, or a
- * CPU without them: key 0 is the only one) there is nothing to undo.
+ * and every handler may access.  Without protection keys there is nothing
+ * to undo: a kernel without the call says ENOSYS, and on a CPU without
+ * them (no OSPKE) the kernel allocates no key, not even 0, and refuses it
+ * with EINVAL -- librio tagged nothing either (rio_pkeys_available).
  */
 static int
 ctl_key0(void)
@@ -215,8 +217,11 @@ ctl_key0(void)
 	if (syscall(SYS_pkey_mprotect, a, len, PROT_READ | PROT_WRITE, 0) ==
 	    0 || errno == ENOSYS)
 		return 0;
-	return dc__err(-errno, "pkey_mprotect of the ctl mapping %p: %s", a,
-		strerror(errno));
+	int e = errno;
+	if (e == EINVAL && !rio_pkeys_available())
+		return 0;
+	return dc__err(-e, "pkey_mprotect of the ctl mapping %p: %s", a,
+		strerror(e));
 }
 
 static int
