@@ -5,10 +5,13 @@
 // moment; the backend's recovery (for rvm-rio: the Rio file cache's, then
 // RVM's log replay) must leave the workload's invariants intact and every
 // acknowledged transaction committed.  The broken build TB_BROKEN_RIO_LAZY
-// (rvm-rio acknowledges each log write one write late) must be caught.
+// (rvm-rio acknowledges each log write one write late) must be caught;
+// so must Vista's Versions' and Trinity's and Quadra's broken builds (their
+// test cases below).
 //
-// TB_CRASH (the program) and TB_CRASH_BROKEN (the broken one) come from
-// meson; CRASH_ITERATIONS and TEST_SEED as in every crash test.
+// TB_CRASH (the program) and TB_CRASH_BROKEN, TB_CRASH_VV_LATE,
+// TB_CRASH_PWORD_* (the broken ones) come from meson; CRASH_ITERATIONS
+// and TEST_SEED as in every crash test.
 #include "../common/test_util.hpp"
 
 #include <csignal>
