@@ -71,6 +71,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dc_int.h"
@@ -87,7 +88,10 @@
  * undo log's size past which an append fails as on a full file system
  * (seg.c), DC_TEST_SEGV_TICK=1 sends the checkpoint timer's signal at
  * the start of every SIGSEGV handler, the tick that arrives between a
- * fault and its check (sud.c invariant 6).  Read once per
+ * fault and its check (sud.c invariant 6), DC_TEST_EXIT_WAIT_MS=N keeps
+ * an exiting process alive N ms after it removed its checkpoint (a kill
+ * then finds a run that has finished; tests/discount/crash_test.cpp
+ * [ed-exit]).  Read once per
  * incarnation, into untracked memory: the environment is process memory,
  * and a recovered process has the checkpoint's. */
 void
@@ -105,6 +109,8 @@ dc__crashpoint_init(void)
 	dc__vol.segv_tick = e && e[0] == '1';
 	e = getenv("DC_TEST_SIG_TICK");
 	dc__vol.sig_tick = e && e[0] == '1';
+	e = getenv("DC_TEST_EXIT_WAIT_MS");
+	dc__vol.exit_wait_ms = e ? strtoull(e, NULL, 10) : 0;
 }
 
 void
@@ -205,8 +211,9 @@ ctl_flags(void)
  * its handlers (SIGSYS, the timer): the commit record's store would fault
  * (SEGV_PKUERR).  The ctl mapping goes back to key 0, which every thread
  * and every handler may access.  A pool librio left untagged (mprotect
- * mode: a CPU or kernel without protection keys, where pkey_mprotect
- * refuses even key 0 with EINVAL) has nothing to undo.
+ * mode: a kernel without the call, or a CPU without protection keys, where
+ * the kernel allocates no key, not even 0, and pkey_mprotect refuses it
+ * with EINVAL) has nothing to undo.
  */
 static int
 ctl_key0(void)
@@ -216,7 +223,7 @@ ctl_key0(void)
 	if (dc__vol.ctl->pkey < 0)
 		return 0;
 	if (syscall(SYS_pkey_mprotect, a, len, PROT_READ | PROT_WRITE, 0) ==
-	    0 || errno == ENOSYS)
+	    0)
 		return 0;
 	return dc__err(-errno, "pkey_mprotect of the ctl mapping %p: %s", a,
 		strerror(errno));
@@ -1275,6 +1282,13 @@ dc__cleanup_exit(void)
 	if (dc__k_exit_list(dc__vol.dir) != 0)
 		dc__say("%s", rio_errormsg());
 	remove_dir_files(dc__vol.dir);
+#ifdef DC_TEST_CRASHPOINTS
+	if (dc__vol.exit_wait_ms) {
+		struct timespec t = { (time_t)(dc__vol.exit_wait_ms / 1000),
+			(long)(dc__vol.exit_wait_ms % 1000) * 1000000L };
+		dc__sys6(SYS_nanosleep, (long)&t, 0, 0, 0, 0, 0);
+	}
+#endif
 	dc__k_exit_deletes(dc__vol.dir);
 	rmdir(dc__vol.dir);
 	if (dc__vol.stats_path[0])

@@ -105,6 +105,9 @@ struct pw_ctx {
 	uintptr_t line[PW_LINES];
 	uint64_t line_seq[PW_LINES];
 	uint64_t fences, flushes;
+#ifdef TB_BROKEN_PWORD_EARLY_ACK
+	bool pending; /* a returned commit whose commit point waits */
+#endif
 	char path[4200];
 };
 
@@ -154,24 +157,11 @@ pw_store(struct pw_ctx *c, struct pword *w, uint64_t v)
 		pw_flush(c, w);
 }
 
-static int
-pw_begin(void *ctx)
+/* The design's commit point (Trinity steps 2-4, Quadra steps 2-4): when
+ * it returns, the transaction is durable and recovery keeps it. */
+static void
+pw_commit_point(struct pw_ctx *c)
 {
-	struct pw_ctx *c = ctx;
-	c->n = 0;
-	return 0;
-}
-
-static int
-pw_commit(void *ctx)
-{
-	struct pw_ctx *c = ctx;
-	if (c->n > PW_MAX_LOG) {
-		tb_err("%s: a transaction of %d words (at most %d)",
-			c->design == PW_TRINITY ? "trinity" : "quadra", c->n,
-			PW_MAX_LOG);
-		return -1;
-	}
 	if (c->design == PW_TRINITY) {
 #ifndef TB_BROKEN_TRINITY_ONE_FENCE
 		/* F1: every word the transaction stored (back, seq, main;
@@ -189,7 +179,7 @@ pw_commit(void *ctx)
 		pw_drain(c);
 		c->seq++;
 		c->n = 0;
-		return 0;
+		return;
 	}
 	uint32_t n = (uint32_t)c->n;
 	for (int i = 0; i < c->n; i++)
@@ -212,6 +202,51 @@ pw_commit(void *ctx)
 	pw_drain(c);
 	c->seq++;
 	c->n = 0;
+}
+
+#ifdef TB_BROKEN_PWORD_EARLY_ACK
+/* Broken on purpose: a commit returns (and the program acknowledges it)
+ * before its commit point, which runs at the next begin or at close; a
+ * crash in between undoes an acknowledged transaction. */
+static void
+pw_settle(struct pw_ctx *c)
+{
+	if (c->pending)
+		pw_commit_point(c);
+	c->pending = false;
+}
+#else
+static void
+pw_settle(struct pw_ctx *c)
+{
+	(void)c; /* every commit reached its commit point before returning */
+}
+#endif
+
+static int
+pw_begin(void *ctx)
+{
+	struct pw_ctx *c = ctx;
+	pw_settle(c);
+	c->n = 0;
+	return 0;
+}
+
+static int
+pw_commit(void *ctx)
+{
+	struct pw_ctx *c = ctx;
+	if (c->n > PW_MAX_LOG) {
+		tb_err("%s: a transaction of %d words (at most %d)",
+			c->design == PW_TRINITY ? "trinity" : "quadra", c->n,
+			PW_MAX_LOG);
+		return -1;
+	}
+#ifdef TB_BROKEN_PWORD_EARLY_ACK
+	c->pending = true;
+#else
+	pw_commit_point(c);
+#endif
 	return 0;
 }
 
@@ -402,6 +437,7 @@ static int
 pw_close(void *ctx)
 {
 	struct pw_ctx *c = ctx;
+	pw_settle(c);
 	int rc = rio_pool_close(c->pool);
 	free(c);
 	if (rc) {

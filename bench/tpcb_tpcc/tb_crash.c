@@ -5,7 +5,10 @@
  *   tb_crash WORKLOAD BACKEND[:DOMAIN] DIR create
  *   tb_crash WORKLOAD BACKEND[:DOMAIN] DIR run N [--stop-at K] [--acks FD]
  *   tb_crash WORKLOAD BACKEND[:DOMAIN] DIR check [--min M]
- *   options: --db-size SIZE (1M)  --seed S
+ *   options: --db-size BYTES (1 MiB)  --seed S
+ *   BACKEND: vista, vista:v0 .. vista:v2, pmemobj, rvm, rvm-rio, and
+ *   trinity and quadra (their own layout of debit-credit and
+ *   order-entry; not with --stop-at)
  *
  * and, built as a module for pmemtest --check-lib,
  *   tb_pm_check_debit_credit(image, dir), tb_pm_check_order_entry(...)
@@ -60,7 +63,8 @@ backend_of(const char *spec, struct tb_opts *o)
 	const struct tb_backend *all[] = { &tb_backend_vista,
 		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
 		&tb_backend_vista_v0, &tb_backend_vista_v1,
-		&tb_backend_vista_v2 };
+		&tb_backend_vista_v2, &tb_backend_trinity,
+		&tb_backend_quadra };
 	char name[32];
 	if (tb_vista_version_spec(spec, name, sizeof(name)))
 		return NULL;
@@ -80,6 +84,19 @@ backend_of(const char *spec, struct tb_opts *o)
 		if (all[i]->name != NULL && !strcmp(all[i]->name, name))
 			return all[i];
 	return NULL;
+}
+
+/* The workload as the backend runs it: Trinity and Quadra bring their
+ * own layout of it (backend_pword.c).  NULL, reported, if there is none. */
+static const struct tb_workload *
+layout_of(const struct tb_backend *b, const struct tb_workload *w)
+{
+	if (b->layout == NULL)
+		return w;
+	const struct tb_workload *own = b->layout(w->name);
+	if (own == NULL)
+		tb_err("%s has no layout of %s", b->name, w->name);
+	return own;
 }
 
 static void
@@ -187,7 +204,9 @@ pm_check(const char *workload, const char *spec, const char *dir)
 	defaults(&o, workload, dir);
 	const struct tb_backend *b = backend_of(spec, &o);
 	const struct tb_workload *w = workload_of(workload);
-	return b && w ? check_dir(&o, b, w, &committed) : 2;
+	if (b == NULL || w == NULL || (w = layout_of(b, w)) == NULL)
+		return 2;
+	return check_dir(&o, b, w, &committed);
 }
 
 EXPORT int tb_pm_check_debit_credit(const char *image, const char *dir);
@@ -301,6 +320,8 @@ main(int argc, char **argv)
 	int acks = -1;
 	if (w == NULL || b == NULL)
 		return usage();
+	if ((w = layout_of(b, w)) == NULL)
+		return 2;
 	if (!strcmp(verb, "run")) {
 		if (i >= argc)
 			return usage();
@@ -323,6 +344,13 @@ main(int argc, char **argv)
 	}
 	if (i != argc)
 		return usage();
+	if (stop_at && b->layout != NULL) {
+		/* Their transactions call the design's own begin and commit,
+		 * not the backend's, which --stop-at replaces. */
+		tb_err("--stop-at: %s runs its own transactions; kill it "
+			"instead", b->name);
+		return 2;
+	}
 
 	if (!strcmp(verb, "create")) {
 		if (tb_mkdirs(o.work_dir))

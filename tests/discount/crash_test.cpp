@@ -88,6 +88,32 @@ TEST_CASE("ed survives SIGKILL under every protocol", "[crash][ed]")
 	run_all(dctest::ed_prog(), total_kills());
 }
 
+// A kill that lands while a finished run exits, after it removed its
+// checkpoint, must be taken for the end of that run, not for a crash that
+// lost all its input (the harness compared the program's whole output with
+// a run on no input at all).  The test build keeps every exiting process
+// alive 150 ms after the removal, longer than the harness ever waits
+// before a kill, so every run that ends by itself is killed in that window.
+TEST_CASE("ed: a kill after a finished run removed its checkpoint ends the "
+	"run", "[crash][ed-exit]")
+{
+	std::string lib = dctest::env_or("DC_TEST_LIB", "");
+	REQUIRE(!lib.empty());
+	setenv("DC_TEST_EXIT_WAIT_MS", "150", 1);
+	test::Rng rng(test::seed());
+	int kills = 0;
+	for (const char *pr : { "cpvs", "cand" }) {
+		Outcome o = dctest::crash_run(dctest::ed_prog(), pr, 6, rng,
+			lib);
+		INFO(o.why);
+		REQUIRE(o.equivalent);
+		REQUIRE(o.files_equal);
+		kills += o.kills;
+	}
+	unsetenv("DC_TEST_EXIT_WAIT_MS");
+	REQUIRE(kills > 0);
+}
+
 // A broken build must be caught: up to 6 kill runs, until one recovers
 // to a state that differs from a clean run.
 static void require_caught(const std::function<Outcome(test::Rng &)> &run)

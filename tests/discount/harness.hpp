@@ -247,6 +247,10 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 
 	for (int k = 0; k <= kills; k++) {
 		bool last = k == kills;
+		// A run that starts from a checkpoint (a recovery) has one
+		// from its first instruction.
+		struct dc_status at_spawn;
+		bool recovering = dc_status(dir.c_str(), &at_spawn) == 0;
 		pid_t pid = spawn(argv, in[0], s, cwd, env);
 		uint64_t deadline = now_ms() + 15 + rng.below(120);
 		bool exited = false, finished = false;
@@ -283,16 +287,29 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 			}
 			if (!last && now_ms() >= deadline) {
 				// A kill that lands after the exiting program
-				// removed its checkpoint finds a program that
-				// has finished: the checkpoint it had before
-				// the kill is gone after it (nothing else
-				// removes a committed checkpoint).
+				// removed its checkpoint (ctl first, then the
+				// logs, then the process exits) finds a program
+				// that has finished: a checkpoint it had is
+				// gone after the kill, and nothing else removes
+				// a committed checkpoint.  It had one if it
+				// started from one, if one is there just before
+				// the kill, or if it read input: a run commits
+				// its first checkpoint before the program's
+				// first instruction (dc_init).  Asking only
+				// just before the kill misses a removal that
+				// came before that question, and would take
+				// the end of the run for a crash that lost all
+				// its input.
 				struct dc_status pre, post;
-				bool had = dc_status(dir.c_str(), &pre) == 0;
+				bool had = recovering ||
+					dc_status(dir.c_str(), &pre) == 0;
 				kill(pid, SIGKILL);
 				waitpid(pid, &st, 0);
 				exited = true;
 				o.kills++;
+				int left = 0;
+				REQUIRE(ioctl(in[0], FIONREAD, &left) == 0);
+				had = had || sent - (size_t)left > restart;
 				finished = WIFEXITED(st) ||
 					(had && dc_status(dir.c_str(), &post) ==
 							DC_ENOCKPT);
