@@ -30,7 +30,10 @@
  * DRAM ring: the least a 1-safe primary on libvista's hook must do),
  * the hook alone, the hook alone with whole ranges (vr_opts.whole_ranges:
  * no diff, no checksum on the committing thread), and 1-safe with a
- * backup, diffed and with whole ranges.  -w: the active configurations
+ * backup, diffed and with whole ranges; beside the CPU time per
+ * transaction of the application thread, the primary and the backup, it
+ * prints the application thread's time off its CPU (schedstat: runnable
+ * but not running, and blocked) and its context switches.  -w: the active configurations
  * send whole ranges (vr_opts.whole_ranges).  -R: the primary's send ring
  * in bytes (a power of two; default the library's, 4 MiB).
  *
@@ -55,6 +58,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -404,7 +408,28 @@ struct result {
 	double data_b, meta_b;
 	double cpu_p, cpu_b; /* us of CPU per transaction: primary, backup */
 	double cpu_a;        /* ... of the primary's application thread */
+	/* The application thread off its CPU, us per transaction: runnable
+	 * but waiting for the CPU (another task ran), and blocked (a lock,
+	 * a condition, a full ring); its voluntary and involuntary context
+	 * switches per 1000 transactions. */
+	double wait_a, sleep_a, vcs_a, ics_a;
 };
+
+/* The calling thread's schedstat: on-CPU and run-queue wait, ns. */
+static void
+self_sched(double *run, double *wait)
+{
+	unsigned long long r = 0, w = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (f != NULL) {
+		if (fscanf(f, "%llu %llu", &r, &w) != 2)
+			r = w = 0;
+		fclose(f);
+	}
+	*run = (double)r;
+	*wait = (double)w;
+}
 
 static pid_t
 spawn_backup(const char *name, unsigned port)
@@ -429,8 +454,9 @@ spawn_backup(const char *name, unsigned port)
 static struct result
 run(const char *name, int mode)
 {
-	struct result res = { 0, 0, 0, 0, 0, 0, 0, 0 };
-	double c0p, c0b, c0a;
+	struct result res = { 0 };
+	double c0p, c0b, c0a, r0, w0, r1, w1;
+	struct rusage ru0, ru1;
 	struct node p;
 	char bname[64];
 	pid_t bpid = 0;
@@ -470,6 +496,8 @@ run(const char *name, int mode)
 	for (int i = 0; i < 2000; i++)
 		if ((rc = tx(&p, ++n)))
 			die("transaction", rc);
+	getrusage(RUSAGE_THREAD, &ru0);
+	self_sched(&r0, &w0);
 	c0a = thread_ns();
 	c0p = cpu_ns(getpid());
 	c0b = bpid ? cpu_ns(bpid) : 0;
@@ -489,7 +517,16 @@ run(const char *name, int mode)
 		}
 	}
 	t1 = now();
+	self_sched(&r1, &w1);
+	getrusage(RUSAGE_THREAD, &ru1);
 	res.tps = (double)(n - 2000) / (t1 - t0);
+	res.wait_a = (w1 - w0) / 1e3 / (double)(n - 2000);
+	res.sleep_a = ((t1 - t0) * 1e9 - (r1 - r0) - (w1 - w0)) / 1e3 /
+		(double)(n - 2000);
+	res.vcs_a = (double)(ru1.ru_nvcsw - ru0.ru_nvcsw) * 1e3 /
+		(double)(n - 2000);
+	res.ics_a = (double)(ru1.ru_nivcsw - ru0.ru_nivcsw) * 1e3 /
+		(double)(n - 2000);
 	res.cpu_a = (thread_ns() - c0a) / 1e3 / (double)(n - 2000);
 	res.cpu_p = (cpu_ns(getpid()) - c0p) / 1e3 / (double)(n - 2000);
 	res.cpu_b = bpid ? (cpu_ns(bpid) - c0b) / 1e3 / (double)(n - 2000) : 0;
@@ -716,22 +753,33 @@ main(int argc, char **argv)
 			/* Each column the median of its own rounds. */
 			double s_tps = MEDIAN_OF(rr[0], rounds, tps);
 			double s_a = MEDIAN_OF(rr[0], rounds, cpu_a);
-			printf("%-12s %10s %7s %7s %7s %7s %7s  (us/tx; median "
-				"of %d rounds)\n", "config", "tx/s", "ratio",
-				"cpu A", "cpu P", "cpu B", "A ratio", rounds);
+			printf("%-12s %10s %7s %7s %7s %7s %7s %7s %7s %6s "
+				"%6s  (us/tx; median of %d rounds)\n", "config",
+				"tx/s", "ratio", "cpu A", "cpu P", "cpu B",
+				"A ratio", "wait A", "sleep A", "vcs/k", "ics/k",
+				rounds);
 			for (int m = 0; m < 6; m++) {
 				double a = MEDIAN_OF(rr[m], rounds, cpu_a);
 				double t = MEDIAN_OF(rr[m], rounds, tps);
 				printf("%-12s %10.0f %7.3f %7.3f %7.3f %7.3f "
-					"%7.3f\n", fn[m], t, t / s_tps, a,
+					"%7.3f %7.3f %7.3f %6.2f %6.2f\n", fn[m],
+					t, t / s_tps, a,
 					MEDIAN_OF(rr[m], rounds, cpu_p),
 					MEDIAN_OF(rr[m], rounds, cpu_b),
-					s_a / a);
+					s_a / a,
+					MEDIAN_OF(rr[m], rounds, wait_a),
+					MEDIAN_OF(rr[m], rounds, sleep_a),
+					MEDIAN_OF(rr[m], rounds, vcs_a),
+					MEDIAN_OF(rr[m], rounds, ics_a));
 			}
 			printf("cpu A: the application thread alone; A ratio: "
 				"standalone's cpu A over this one's, the tx/s "
 				"ratio on two CPUs of its own with the sender "
-				"and the backup on the other\n");
+				"and the backup on the other; wait A, sleep A: "
+				"the application thread runnable but not "
+				"running, and blocked; vcs/k, ics/k: its "
+				"voluntary and involuntary context switches "
+				"per 1000 transactions\n");
 			goto out;
 		}
 		if (strcmp(only, "hook") == 0) {
