@@ -4,7 +4,7 @@
  * failover time, against standalone libvista in the same run
  *
  *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] [-p] [-s]
- *            [-w] [-R RING_BYTES]
+ *            [-w] [-R RING_BYTES] [-B MS]
  *
  * Debit-credit (accounts, tellers, branches, a history ring) on one
  * segment.  In order, each for SECONDS (default 1):
@@ -30,9 +30,15 @@
  * DRAM ring: the least a 1-safe primary on libvista's hook must do),
  * the hook alone, the hook alone with whole ranges (vr_opts.whole_ranges:
  * no diff, no checksum on the committing thread), and 1-safe with a
- * backup, diffed and with whole ranges.  -w: the active configurations
+ * backup, diffed and with whole ranges; beside the CPU time per
+ * transaction of the application thread, the primary and the backup, it
+ * prints the application thread's time off its CPU (schedstat: runnable
+ * but not running, and blocked) and its context switches.  -w: the active configurations
  * send whole ranges (vr_opts.whole_ranges).  -R: the primary's send ring
- * in bytes (a power of two; default the library's, 4 MiB).
+ * in bytes (a power of two; default the library's, 4 MiB).  -B: the
+ * active configurations' vr_opts.batch_ms (how long the sender lets
+ * records gather); with -o floor, an added row: 1-safe, whole ranges,
+ * that batch.
  *
  * Placement: the paper's primary and backup were two machines; here they
  * share the host's CPUs.  -p pins the primary's application thread to
@@ -55,6 +61,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <dirent.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -91,6 +98,9 @@ static bool floor_on;
  * whole, the record sealed by the sender thread). */
 static bool whole;
 /* -R: the primary's ring, bytes (0: the library's default). */
+/* -B: vr_opts.batch_ms of the active configurations (-o floor: of an
+ * added row, 1-safe with whole ranges). */
+static unsigned batch_ms, floor_batch;
 static size_t ring_bytes;
 #define FLOOR_RING (4u << 20)
 static char *floor_ring;
@@ -215,6 +225,7 @@ open_node(struct node *nd, const char *name, char *addr, enum vr_mode mode,
 	ro.mode = mode;
 	ro.whole_ranges = whole;
 	ro.ring_size = ring_bytes;
+	ro.batch_ms = batch_ms;
 	/* pipelined: commits in flight; 1-safe: the library's loss window
 	 * (0: its default). */
 	ro.window = mode == VR_PIPELINED ? 1024 : 0;
@@ -360,30 +371,37 @@ bench_rtt(double *med, double *p99)
 /* ---- a run ---- */
 
 /* CPU time (ns) process `pid` has run, all its threads: the sum of the
- * first fields of /proc/PID/task/TID/schedstat.  On a shared machine the
- * CPU time per transaction varies far less than the throughput. */
+ * first fields of /proc/PID/task/TID/schedstat; with `wait`, the sum of
+ * the second fields too (runnable, waiting for a CPU).  On a shared
+ * machine the CPU time per transaction varies far less than the
+ * throughput. */
 static double
-cpu_ns(pid_t pid)
+cpu_ns(pid_t pid, double *wait)
 {
 	char path[64];
 	DIR *d;
 	struct dirent *e;
 	double sum = 0;
 
+	if (wait)
+		*wait = 0;
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 	if ((d = opendir(path)) == NULL)
 		return 0;
 	while ((e = readdir(d)) != NULL) {
 		char p2[384];
-		unsigned long long ns;
+		unsigned long long ns, w;
 		FILE *f;
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(p2, sizeof(p2), "%s/%s/schedstat", path, e->d_name);
 		if ((f = fopen(p2, "r")) == NULL)
 			continue;
-		if (fscanf(f, "%llu", &ns) == 1)
+		if (fscanf(f, "%llu %llu", &ns, &w) == 2) {
 			sum += (double)ns;
+			if (wait)
+				*wait += (double)w;
+		}
 		fclose(f);
 	}
 	closedir(d);
@@ -404,7 +422,32 @@ struct result {
 	double data_b, meta_b;
 	double cpu_p, cpu_b; /* us of CPU per transaction: primary, backup */
 	double cpu_a;        /* ... of the primary's application thread */
+	/* The application thread off its CPU, us per transaction: runnable
+	 * but waiting for the CPU (another task ran), and blocked (a lock,
+	 * a condition, a full ring); its voluntary and involuntary context
+	 * switches per 1000 transactions. */
+	double wait_a, sleep_a, vcs_a, ics_a;
+	/* The sender thread and the backup process runnable (running or
+	 * waiting for a CPU), us per transaction: the load they put on the
+	 * scheduler beside their CPU time. */
+	double rq_sb;
 };
+
+/* The calling thread's schedstat: on-CPU and run-queue wait, ns. */
+static void
+self_sched(double *run, double *wait)
+{
+	unsigned long long r = 0, w = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+
+	if (f != NULL) {
+		if (fscanf(f, "%llu %llu", &r, &w) != 2)
+			r = w = 0;
+		fclose(f);
+	}
+	*run = (double)r;
+	*wait = (double)w;
+}
 
 static pid_t
 spawn_backup(const char *name, unsigned port)
@@ -429,8 +472,9 @@ spawn_backup(const char *name, unsigned port)
 static struct result
 run(const char *name, int mode)
 {
-	struct result res = { 0, 0, 0, 0, 0, 0, 0, 0 };
-	double c0p, c0b, c0a;
+	struct result res = { 0 };
+	double c0p, c0b, c0a, r0, w0, r1, w1, wp0, wb0, wp1, wb1, cp1, cb1;
+	struct rusage ru0, ru1;
 	struct node p;
 	char bname[64];
 	pid_t bpid = 0;
@@ -470,9 +514,11 @@ run(const char *name, int mode)
 	for (int i = 0; i < 2000; i++)
 		if ((rc = tx(&p, ++n)))
 			die("transaction", rc);
+	getrusage(RUSAGE_THREAD, &ru0);
+	self_sched(&r0, &w0);
 	c0a = thread_ns();
-	c0p = cpu_ns(getpid());
-	c0b = bpid ? cpu_ns(bpid) : 0;
+	c0p = cpu_ns(getpid(), &wp0);
+	c0b = bpid ? cpu_ns(bpid, &wb0) : 0;
 	t0 = now();
 	end = t0 + secs;
 	for (;;) {
@@ -489,10 +535,25 @@ run(const char *name, int mode)
 		}
 	}
 	t1 = now();
+	self_sched(&r1, &w1);
+	getrusage(RUSAGE_THREAD, &ru1);
 	res.tps = (double)(n - 2000) / (t1 - t0);
+	res.wait_a = (w1 - w0) / 1e3 / (double)(n - 2000);
+	res.sleep_a = ((t1 - t0) * 1e9 - (r1 - r0) - (w1 - w0)) / 1e3 /
+		(double)(n - 2000);
+	res.vcs_a = (double)(ru1.ru_nvcsw - ru0.ru_nvcsw) * 1e3 /
+		(double)(n - 2000);
+	res.ics_a = (double)(ru1.ru_nivcsw - ru0.ru_nivcsw) * 1e3 /
+		(double)(n - 2000);
 	res.cpu_a = (thread_ns() - c0a) / 1e3 / (double)(n - 2000);
-	res.cpu_p = (cpu_ns(getpid()) - c0p) / 1e3 / (double)(n - 2000);
-	res.cpu_b = bpid ? (cpu_ns(bpid) - c0b) / 1e3 / (double)(n - 2000) : 0;
+	cp1 = cpu_ns(getpid(), &wp1);
+	cb1 = bpid ? cpu_ns(bpid, &wb1) : 0;
+	res.cpu_p = (cp1 - c0p) / 1e3 / (double)(n - 2000);
+	res.cpu_b = bpid ? (cb1 - c0b) / 1e3 / (double)(n - 2000) : 0;
+	/* The primary's other threads: all but the application thread. */
+	res.rq_sb = ((cp1 - c0p) + (wp1 - wp0) - (r1 - r0) - (w1 - w0) +
+		(bpid ? (cb1 - c0b) + (wb1 - wb0) : 0)) / 1e3 /
+		(double)(n - 2000);
 	if (mode && !hook_only) {
 		struct vr_status st;
 		if ((rc = vr_sync(p.n)))
@@ -653,10 +714,11 @@ main(int argc, char **argv)
 
 	bool pinned = false;
 
-	while ((c = getopt(argc, argv, "t:a:qo:r:pswR:")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:qo:r:pswR:B:")) != -1) {
 		switch (c) {
 		case 'R': ring_bytes = strtoull(optarg, NULL, 0); break;
 		case 'w': whole = true; break;
+		case 'B': floor_batch = (unsigned)atoi(optarg); break;
 		case 'p': pinned = true; break;
 		case 's': own_session = true; break;
 		case 'r':
@@ -671,10 +733,12 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: vr-bench [-t SECONDS] "
 				"[-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] "
-				"[-p] [-s] [-w] [-R RING_BYTES]\n");
+				"[-p] [-s] [-w] [-R RING_BYTES] [-B MS]\n");
 			return 2;
 		}
 	}
+	if (only == NULL || strcmp(only, "floor") != 0)
+		batch_ms = floor_batch;
 	setenv("RIO_DOMAIN", "cacheline", 0);
 	snprintf(tmpdir, sizeof(tmpdir), "/dev/shm/vr-bench-XXXXXX");
 	if (mkdtemp(tmpdir) == NULL)
@@ -700,15 +764,19 @@ main(int argc, char **argv)
 		if (strcmp(only, "floor") == 0) {
 			/* Interleaved rounds: standalone, the floor, the
 			 * hook alone, 1-safe with a backup. */
-			struct result rr[6][ROUNDS];
+			struct result rr[7][ROUNDS];
 			static const char *fn[] = { "standalone", "floor",
 				"hook", "hook-whole", "1-safe",
-				"1-safe-whole" };
+				"1-safe-whole", "whole-batch" };
+			/* -B: a seventh row, whole ranges sent every
+			 * floor_batch ms. */
+			int nm = floor_batch ? 7 : 6;
 			for (int k = 0; k < rounds; k++)
-				for (int m = 0; m < 6; m++) {
+				for (int m = 0; m < nm; m++) {
 					floor_on = m == 1;
 					hook_only = m == 2 || m == 3;
-					whole = m == 3 || m == 5;
+					whole = m == 3 || m >= 5;
+					batch_ms = m == 6 ? floor_batch : 0;
 					rr[m][k] = run(fn[m], m >= 2 ?
 						VR_1SAFE : 0);
 				}
@@ -716,22 +784,39 @@ main(int argc, char **argv)
 			/* Each column the median of its own rounds. */
 			double s_tps = MEDIAN_OF(rr[0], rounds, tps);
 			double s_a = MEDIAN_OF(rr[0], rounds, cpu_a);
-			printf("%-12s %10s %7s %7s %7s %7s %7s  (us/tx; median "
-				"of %d rounds)\n", "config", "tx/s", "ratio",
-				"cpu A", "cpu P", "cpu B", "A ratio", rounds);
-			for (int m = 0; m < 6; m++) {
+			if (floor_batch)
+				printf("whole-batch: 1-safe, whole ranges, "
+					"vr_opts.batch_ms %u\n", floor_batch);
+			printf("%-12s %10s %7s %7s %7s %7s %7s %7s %7s %6s "
+				"%6s %7s  (us/tx; median of %d rounds)\n",
+				"config", "tx/s", "ratio", "cpu A", "cpu P",
+				"cpu B", "A ratio", "wait A", "sleep A",
+				"vcs/k", "ics/k", "rq S+B", rounds);
+			for (int m = 0; m < nm; m++) {
 				double a = MEDIAN_OF(rr[m], rounds, cpu_a);
 				double t = MEDIAN_OF(rr[m], rounds, tps);
 				printf("%-12s %10.0f %7.3f %7.3f %7.3f %7.3f "
-					"%7.3f\n", fn[m], t, t / s_tps, a,
+					"%7.3f %7.3f %7.3f %6.2f %6.2f %7.3f\n",
+					fn[m], t, t / s_tps, a,
 					MEDIAN_OF(rr[m], rounds, cpu_p),
 					MEDIAN_OF(rr[m], rounds, cpu_b),
-					s_a / a);
+					s_a / a,
+					MEDIAN_OF(rr[m], rounds, wait_a),
+					MEDIAN_OF(rr[m], rounds, sleep_a),
+					MEDIAN_OF(rr[m], rounds, vcs_a),
+					MEDIAN_OF(rr[m], rounds, ics_a),
+					MEDIAN_OF(rr[m], rounds, rq_sb));
 			}
 			printf("cpu A: the application thread alone; A ratio: "
 				"standalone's cpu A over this one's, the tx/s "
 				"ratio on two CPUs of its own with the sender "
-				"and the backup on the other\n");
+				"and the backup on the other; wait A, sleep A: "
+				"the application thread runnable but not "
+				"running, and blocked; vcs/k, ics/k: its "
+				"voluntary and involuntary context switches "
+				"per 1000 transactions; rq S+B: the sender "
+				"thread and the backup process runnable "
+				"(running or waiting for a CPU)\n");
 			goto out;
 		}
 		if (strcmp(only, "hook") == 0) {

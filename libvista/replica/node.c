@@ -123,6 +123,16 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 		n->o.window = n->o.mode == VR_1SAFE ? 16384 : 1024;
 	if (n->o.heartbeat_ms == 0)
 		n->o.heartbeat_ms = 10;
+	if (n->o.batch_ms == 0)
+		n->o.batch_ms = 1;
+	if (n->o.batch_ms > n->o.heartbeat_ms) {
+		/* The sender beats between batches: a longer batch would
+		 * starve the backup's heartbeats. */
+		int hb = (int)n->o.heartbeat_ms;
+		free(n);
+		return vr__err(-EINVAL, "vr_open: batch of %u ms, longer "
+			"than the heartbeat (%d ms)", o->batch_ms, hb);
+	}
 	if (n->o.timeout_ms == 0)
 		n->o.timeout_ms = 100;
 	/* The caller's state_path need not outlive vr_open: the redo log's

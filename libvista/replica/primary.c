@@ -18,7 +18,7 @@
  * The sender thread writes [sent, head) to the socket, reads ACKs (which
  * move tail and acked), sends a BEAT every heartbeat_ms, and declares the
  * backup lost after timeout_ms of silence.  1-safe and pipelined records
- * wait up to VR_BATCH_MS for it (1-safe: one send per VR_BATCH_MS however
+ * wait up to o.batch_ms for it (1-safe: one send per o.batch_ms however
  * fast they come, unless an eighth of the ring waits); a 2-safe commit
  * writes its own record (wlock) and reads its own ack (rlock) when it can
  * take the lock.
@@ -287,9 +287,6 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 }
 
 static void drop_locked(vr_node *n);
-
-/* 1-safe and pipelined: how long the sender lets records gather. */
-#define VR_BATCH_MS 1
 
 static void
 wake_sender(vr_node *n)
@@ -561,8 +558,9 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	pthread_mutex_unlock(&n->lock);
 	if (n->o.mode != VR_2SAFE) {
 		/* 1-safe and pipelined: the sender ships a batch each
-		 * millisecond (VR_BATCH_MS), or as soon as an eighth of the
-		 * ring waits: no system call on most commits. */
+		 * o.batch_ms (a millisecond unless set), or as soon as an
+		 * eighth of the ring waits: no system call on most
+		 * commits. */
 		if (pending >= n->o.ring_size / 8)
 			wake_sender(n);
 		return 0;
@@ -903,11 +901,11 @@ sender(void *arg)
 		rc = atomic_load(&n->wbroken) ? vr__err(VR_EPEERLOST,
 			"a commit's send failed") : 0;
 		now = vr__now_us();
-		/* 1-safe: one send per VR_BATCH_MS however fast records
+		/* 1-safe: one send per o.batch_ms however fast records
 		 * come, unless a burst was cut short or an eighth of the
 		 * ring waits (the producers wake us then). */
 		if (rc == 0 && s < h && (n->o.mode != VR_1SAFE || more ||
-			    now - last_push >= VR_BATCH_MS * 1000u ||
+			    now - last_push >= n->o.batch_ms * 1000ull ||
 			    h - s >= n->o.ring_size / 8)) {
 			pthread_mutex_lock(&n->wlock);
 			rc = push_locked(n, fd, 256u << 10);
@@ -945,7 +943,7 @@ sender(void *arg)
 		pthread_mutex_unlock(&n->lock);
 		if (rc == 0 && poll(pf, 2, s < h && (more ||
 				n->o.mode != VR_1SAFE) ? 0 :
-			    n->o.mode != VR_2SAFE ? VR_BATCH_MS :
+			    n->o.mode != VR_2SAFE ? (int)n->o.batch_ms :
 			    (int)n->o.heartbeat_ms) > 0) {
 			if (pf[1].revents & POLLIN) {
 				uint64_t x;

@@ -75,8 +75,8 @@ struct Follower {
 // Every commit mode over loopback: 2,000 transactions (pairs, and a page
 // every 100th), all acknowledged, the backup's copy equal.  whole:
 // vr_opts.whole_ranges, every declared byte sent in records the sender
-// seals (primary.c P6).
-static void replicate_modes(bool whole)
+// seals (primary.c P6).  batch_ms: vr_opts.batch_ms (0: the default).
+static void replicate_modes(bool whole, unsigned batch_ms = 0)
 {
 #ifdef VR_BROKEN_SEAL_LATE
 	// 2-safe and pipelined would wait out their timeouts for acks.
@@ -96,6 +96,7 @@ static void replicate_modes(bool whole)
 		// in this process) is no lost peer.
 		o.timeout_ms = 2000;
 		o.whole_ranges = whole;
+		o.batch_ms = batch_ms;
 		p.open(da.path, 0, SEG, o);
 		b.open(db.path, 2, SEG, o);
 		VR_REQUIRE_OK(vr_serve(p.n, "127.0.0.1", 0));
@@ -169,6 +170,41 @@ TEST_CASE("whole ranges: the sender seals each record, every mode "
 	"replicates", "[whole]")
 {
 	replicate_modes(true);
+}
+
+TEST_CASE("batches of 5 ms: every commit mode replicates every transaction; "
+	"a batch longer than the heartbeat is refused", "[loop]")
+{
+	// Window 8 and 5 ms batches: 1-safe and pipelined commits wait for
+	// grants and acks that the sender's next batch brings.
+	replicate_modes(true, 5);
+	replicate_modes(false, 5);
+
+	test::TempDir d;
+	std::string lp = d.path + "/log", sp = d.path + "/seg",
+		    tp = d.path + "/state";
+	struct vista_opts vo = {};
+	vista *v;
+	vista_segment *seg;
+	vr_node *n = nullptr;
+	vo.log_path = lp.c_str();
+	VR_REQUIRE_OK(vista_init(&vo, &v));
+	VR_REQUIRE_OK(vista_map(v, sp.c_str(), vrt::addr(0), SEG,
+		VISTA_CREATE, &seg));
+	struct vr_opts o = {};
+	o.state_path = tp.c_str();
+	o.state_addr = vrt::addr(1);
+	o.mode = VR_1SAFE;
+	o.heartbeat_ms = 10;
+	o.batch_ms = 11;
+	VR_REQUIRE_RC(vr_open(v, seg, &o, &n), -EINVAL);
+	REQUIRE(n == nullptr);
+	REQUIRE(std::string(vr_errormsg()).find("heartbeat") !=
+		std::string::npos);
+	o.batch_ms = 10;
+	VR_REQUIRE_OK(vr_open(v, seg, &o, &n));
+	VR_REQUIRE_OK(vr_close(n));
+	VR_REQUIRE_OK(vista_fini(v));
 }
 
 TEST_CASE("a record splits at 8 equal bytes, the cost of a piece", "[loop]")

@@ -111,6 +111,11 @@ struct vr_opts {
 	 * each record before it writes it.  More bytes travel, less CPU on
 	 * the committing thread.  false: only the changed bytes travel. */
 	bool whole_ranges;
+	/* VR_1SAFE and VR_PIPELINED: how long queued records gather before
+	 * the sender writes them (an eighth of the ring sends at once);
+	 * 0 = 1.  Longer: fewer wake-ups of the sender and the backup, each
+	 * send larger; the 1-safe window still bounds what is queued. */
+	unsigned batch_ms;
 };
 
 /*
