@@ -465,7 +465,9 @@ log_open(vista *v, const struct vista_opts *o)
 	}
 	if (rc == RIO_ELAYOUT)
 		return vista__err(VISTA_ELAYOUT,
-			"%s is not a vista log: %s", o->log_path, rio_errormsg());
+			"%s is not an undo-mode vista log (a redo-mode log opens "
+			"with VISTA_MODE_REDO): %s", o->log_path,
+			rio_errormsg());
 	if (rc)
 		return rc;
 	v->log_lock_fd = open(o->log_path, O_RDONLY | O_CLOEXEC);
@@ -508,6 +510,7 @@ lane_init(vista *v, unsigned i)
 static void
 instance_free(vista *v)
 {
+	vista__redo_free(v);
 	if (v->lanes != NULL) {
 		for (unsigned i = 0; i < v->nlanes; i++) {
 			vista__ranges_fini(&v->lanes[i].ranges);
@@ -568,9 +571,17 @@ vista_init(const struct vista_opts *o, vista **out)
 	v->log_lock_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
 
-	rc = log_open(v, o);
+	if (o->mode > VISTA_MODE_REDO) {
+		rc = vista__err(-EINVAL, "vista_init: unknown mode %u",
+			o->mode);
+		goto fail;
+	}
+	rc = o->mode == VISTA_MODE_REDO ? vista__redo_init(v, o) :
+		log_open(v, o);
 	if (rc)
 		goto fail;
+	if (v->redo != NULL)
+		goto registered;
 	v->lhdr = rio_pool_base(v->log);
 	v->segtab = (void *)((char *)v->lhdr + v->lhdr->segtab_off);
 	v->nlanes = v->lhdr->nlanes;
@@ -600,6 +611,7 @@ vista_init(const struct vista_opts *o, vista **out)
 	if (rc)
 		goto fail;
 
+registered:
 	pthread_mutex_lock(&glock);
 	v->id = next_id++;
 	v->gnext = instances;
@@ -619,6 +631,11 @@ vista_fini(vista *v)
 
 	if (v == NULL)
 		return 0;
+	if (v->redo != NULL) {
+		rc = vista__redo_fini(v);
+		if (rc == VISTA_EINTX)
+			return rc;
+	}
 	pthread_mutex_lock(&glock);
 	pthread_mutex_lock(&v->lock);
 	for (unsigned i = 0; i < v->nlanes; i++) {
@@ -658,6 +675,8 @@ vista_fini(vista *v)
 bool
 vista_in_transaction(const vista *v)
 {
+	if (v != NULL && v->redo != NULL)
+		return vista__redo_in_tx(v);
 	struct vista_lane *l = vista__lane_peek(v);
 	return l != NULL && l->state != VISTA__TX_IDLE;
 }
@@ -669,6 +688,8 @@ vista_pending_lanes(const vista *v)
 
 	if (v == NULL)
 		return 0;
+	if (v->redo != NULL)
+		return vista__redo_pending(v);
 	pthread_mutex_lock((pthread_mutex_t *)&v->lock);
 	for (unsigned i = 0; i < v->nlanes; i++)
 		n += v->lanes[i].pending;
@@ -689,6 +710,8 @@ vista_stats(const vista *v, struct vista_stats *out)
 	if (v == NULL || out == NULL)
 		return vista__err(-EINVAL, "vista_stats: NULL argument");
 	memset(out, 0, sizeof(*out));
+	if (v->redo != NULL)
+		vista__redo_stats(v, out);
 	for (unsigned i = 0; i < v->nlanes; i++) {
 		const struct vista_lane *l = &v->lanes[i];
 		VISTA__SUM(tx_begun);
