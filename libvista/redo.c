@@ -100,6 +100,23 @@ hdr_csum(const void *h)
 	return rio_checksum(h, 4088, VISTA_LOG_CSUM_SEED);
 }
 
+/* A redo segment's header: its fields, not `bind`. */
+static uint64_t
+rseg_csum(const struct vista_rseg_hdr *h)
+{
+	return rio_checksum(h, 64, VISTA_SEGENT_CSUM_SEED);
+}
+
+/* One 8-byte store, durable before anything relies on it. */
+static void
+rseg_bind(struct vista_redo *r, uint64_t val)
+{
+	struct vista_rseg_hdr *h = rio_pool_base(r->seg->pool);
+	__atomic_store_n(&h->bind, val, __ATOMIC_RELAXED);
+	rio_persist(r->seg->pool, &h->bind, 8);
+	r->st.fences++;
+}
+
 static int
 mode_err(const char *call)
 {
@@ -422,7 +439,7 @@ seg_create(vista *v, struct vista_redo *r, const char *path, void *addr,
 		if (getrandom(&tmp.seg_id, 8, 0) != 8)
 			tmp.seg_id = rio_mix64((uintptr_t)&tmp ^ r->salt);
 	} while (tmp.seg_id == 0);
-	tmp.checksum = hdr_csum(&tmp);
+	tmp.checksum = rseg_csum(&tmp);
 	memcpy(rio_pool_base(*pool), &tmp, sizeof(tmp));
 	/* The header (the home copy starts zeroed): durable before the
 	 * segment is used. */
@@ -467,7 +484,7 @@ vista__redo_map(vista *v, const char *path, void *addr, size_t size,
 	r->seg = s;
 	const struct vista_rseg_hdr *h = rio_pool_base(pool);
 	if (memcmp(h->magic, VISTA_RSEG_MAGIC, 8) != 0 ||
-	    h->checksum != hdr_csum(h) || h->major != VISTA_REDO_MAJOR ||
+	    h->checksum != rseg_csum(h) || h->major != VISTA_REDO_MAJOR ||
 	    h->size % 4096 || h->size == 0 || h->addr % 4096 ||
 	    h->seg_id == 0 || 4096 + h->size > rio_pool_size(pool)) {
 		rc = vista__err(VISTA_ECORRUPT, "vista_map(%s): bad segment "
@@ -484,6 +501,12 @@ vista__redo_map(vista *v, const char *path, void *addr, size_t size,
 	if (s->lock_fd < 0 || flock(s->lock_fd, LOCK_EX | LOCK_NB) != 0) {
 		rc = vista__err(VISTA_EMAPPED, "vista_map(%s): mapped by "
 			"another instance or process", path);
+		goto fail;
+	}
+	if (h->bind != 0 && h->bind != r->salt) {
+		rc = vista__err(VISTA_EOTHERLOG, "vista_map(%s): the segment "
+			"was not unmapped cleanly and belongs to another redo "
+			"log", path);
 		goto fail;
 	}
 	if (r->pend_seg != 0 && r->pend_seg != h->seg_id) {
@@ -513,6 +536,10 @@ vista__redo_map(vista *v, const char *path, void *addr, size_t size,
 		goto fail;
 	}
 	r->dram = m;
+	if (h->bind != r->salt)
+		/* Bound to this log before any record can name it: only
+		 * this log can bring it up to date after a crash. */
+		rseg_bind(r, r->salt);
 	/* R4: replay what the log holds for this segment, in order. */
 	if (r->pend_seg == h->seg_id) {
 		uint64_t seq = r->pend_seq, pos = r->pend_pos;
@@ -556,8 +583,10 @@ vista__redo_unmap(vista_segment *s)
 	if (r->active)
 		return vista__err(VISTA_EINTX, "vista_unmap: a transaction is "
 			"running");
-	/* R2: everything committed is home, the log empty. */
+	/* R2: everything committed is home, the log empty; then the
+	 * segment is clean (any redo log may map it). */
 	checkpoint(r);
+	rseg_bind(r, 0);
 	int rc = rio_pool_close(s->pool);
 	s->pool = NULL;
 	seg_drop(r);

@@ -102,8 +102,11 @@ struct vista_rseg_hdr {
 	uint64_t addr;     /* 16  where the DRAM copy is mapped */
 	uint64_t size;     /* 24  user bytes, multiple of 4096 */
 	uint64_t seg_id;   /* 32  random, non-zero */
-	uint8_t reserved[4096 - 40 - 8]; /* 40 zero */
-	uint64_t checksum; /* 4088 rio_checksum(bytes 0..4087) */
+	uint8_t reserved0[24]; /* 40 zero */
+	uint64_t bind;     /* 64  salt of the log mapping it, 0 when clean;
+			      outside the checksum */
+	uint8_t reserved[4096 - 72 - 8]; /* 72 zero */
+	uint64_t checksum; /* 4088 rio_checksum(bytes 0..63) */
 };
 
 static inline uint64_t
@@ -125,5 +128,7 @@ RIO_STATIC_ASSERT(sizeof(struct vista_redo_ckpt) == 64, "checkpoint slot");
 RIO_STATIC_ASSERT(sizeof(struct vista_redo_rec) == 32, "redo record");
 RIO_STATIC_ASSERT(sizeof(struct vista_redo_desc) == 8, "redo descriptor");
 RIO_STATIC_ASSERT(sizeof(struct vista_rseg_hdr) == 4096, "rseg header");
+RIO_STATIC_ASSERT(__builtin_offsetof(struct vista_rseg_hdr, bind) == 64,
+	"bind");
 
 #endif /* VISTA_REDO_LAYOUT_H */
