@@ -154,10 +154,9 @@ log_format(struct vista_redo *r)
 	tmp.area_size = (user - VISTA_REDO_AREA_OFF) & ~(uint64_t)4095;
 	tmp.salt = salt;
 	tmp.checksum = hdr_csum(&tmp);
-	memcpy(h, &tmp, sizeof(tmp));
-	/* The header (and the slots above): durable before anything can
-	 * be logged. */
-	rio_persist(r->log, h, sizeof(*h));
+	/* Body (and the slots above) durable, then the magic: a crash
+	 * before leaves a zero magic, and the next open formats again. */
+	vista__write_header(r->log, h, &tmp, sizeof(tmp));
 	return 0;
 }
 
@@ -323,9 +322,6 @@ checkpoint(struct vista_redo *r)
 int
 vista__redo_init(vista *v, const struct vista_opts *o)
 {
-	struct rio_pool_opts po = { .layout = VISTA_REDO_LAYOUT };
-	unsigned rf = o->rio_flags & ~RIO_PROTECT;
-	size_t size = o->log_size ? o->log_size : 8u << 20;
 	struct vista_redo *r;
 	int rc;
 
@@ -337,26 +333,11 @@ vista__redo_init(vista *v, const struct vista_opts *o)
 		return vista__err(-ENOMEM, "out of memory");
 	r->lock_fd = -1;
 	v->redo = r;
-	rc = rio_pool_open_opts(o->log_path, rf, &po, &r->log);
-	if (rc == -ENOENT) {
-		rc = rio_pool_create_opts(o->log_path, size, rf, &po, &r->log);
-		if (rc == -EEXIST)
-			rc = rio_pool_open_opts(o->log_path, rf, &po, &r->log);
-	}
-	if (rc == RIO_ELAYOUT)
-		return vista__err(VISTA_ELAYOUT, "%s is not a redo-mode vista "
-			"log (an undo-mode log opens with VISTA_MODE_UNDO): %s",
-			o->log_path, rio_errormsg());
+	rc = vista__log_pool_open(o, VISTA_REDO_LAYOUT, "redo-mode vista "
+		"log (an undo-mode log opens with VISTA_MODE_UNDO)", &r->log,
+		&r->lock_fd);
 	if (rc)
 		return rc;
-	r->lock_fd = open(o->log_path, O_RDONLY | O_CLOEXEC);
-	if (r->lock_fd < 0)
-		return vista__err(-errno, "open %s: %s", o->log_path,
-			strerror(errno));
-	if (flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0)
-		return vista__err(errno == EWOULDBLOCK ? -EBUSY : -errno,
-			"log %s is in use by another vista instance or process",
-			o->log_path);
 	r->hdr = rio_pool_base(r->log);
 	if (rio__all_zero(r->hdr, 8) && (rc = log_format(r)) != 0)
 		return rc;
@@ -414,22 +395,14 @@ seg_drop(struct vista_redo *r)
 	r->ndirty = 0;
 }
 
-static int
-seg_create(vista *v, struct vista_redo *r, const char *path, void *addr,
-	size_t size, rio_pool **pool)
+/* The header of a new segment (its home copy is zero).  Body, then
+ * magic: a crash before leaves a zero magic, and the next vista_map with
+ * VISTA_CREATE formats again. */
+static void
+seg_format(struct vista_redo *r, rio_pool *pool, void *addr, size_t size)
 {
-	struct rio_pool_opts po = { .layout = VISTA_RSEG_LAYOUT };
 	struct vista_rseg_hdr tmp = { 0 };
-	int rc;
 
-	if (addr == NULL || size == 0)
-		return vista__err(-EINVAL, "vista_map(%s): a new segment needs "
-			"an address and a size", path);
-	size = ROUND(size, 4096);
-	rc = rio_pool_create_opts(path, RIO_POOL_HDR_SIZE + 4096 + size,
-		v->seg_rio_flags, &po, pool);
-	if (rc)
-		return rc;
 	memcpy(tmp.magic, VISTA_RSEG_MAGIC, 8);
 	tmp.major = VISTA_REDO_MAJOR;
 	tmp.hdr_size = 4096;
@@ -440,10 +413,25 @@ seg_create(vista *v, struct vista_redo *r, const char *path, void *addr,
 			tmp.seg_id = rio_mix64((uintptr_t)&tmp ^ r->salt);
 	} while (tmp.seg_id == 0);
 	tmp.checksum = rseg_csum(&tmp);
-	memcpy(rio_pool_base(*pool), &tmp, sizeof(tmp));
-	/* The header (the home copy starts zeroed): durable before the
-	 * segment is used. */
-	rio_persist(*pool, rio_pool_base(*pool), sizeof(tmp));
+	vista__write_header(pool, rio_pool_base(pool), &tmp, sizeof(tmp));
+}
+
+static int
+seg_create(vista *v, struct vista_redo *r, const char *path, void *addr,
+	size_t size, rio_pool **pool)
+{
+	struct rio_pool_opts po = { .layout = VISTA_RSEG_LAYOUT };
+	int rc;
+
+	if (addr == NULL || size == 0)
+		return vista__err(-EINVAL, "vista_map(%s): a new segment needs "
+			"an address and a size", path);
+	size = ROUND(size, 4096);
+	rc = rio_pool_create_opts(path, RIO_POOL_HDR_SIZE + 4096 + size,
+		v->seg_rio_flags, &po, pool);
+	if (rc)
+		return rc;
+	seg_format(r, *pool, addr, size);
 	return 0;
 }
 
@@ -483,6 +471,17 @@ vista__redo_map(vista *v, const char *path, void *addr, size_t size,
 	s->lock_fd = -1;
 	r->seg = s;
 	const struct vista_rseg_hdr *h = rio_pool_base(pool);
+	if (rio__all_zero(h->magic, 8)) {
+		/* A create that crashed before its header was durable. */
+		if (!(flags & VISTA_CREATE) || addr == NULL) {
+			rc = vista__err(VISTA_ECORRUPT, "vista_map(%s): the "
+				"segment's creation never finished; map it "
+				"with VISTA_CREATE and its address", path);
+			goto fail;
+		}
+		seg_format(r, pool, addr,
+			(rio_pool_size(pool) - 4096) & ~(size_t)4095);
+	}
 	if (memcmp(h->magic, VISTA_RSEG_MAGIC, 8) != 0 ||
 	    h->checksum != rseg_csum(h) || h->major != VISTA_REDO_MAJOR ||
 	    h->size % 4096 || h->size == 0 || h->addr % 4096 ||
@@ -628,14 +627,22 @@ vista__redo_free(vista *v)
 	v->log = NULL;
 }
 
+/* Is [addr, addr+len) inside the DRAM copy? */
+static bool
+inside(const struct vista_redo *r, const void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr;
+	return a >= (uintptr_t)r->dram && len <= r->size &&
+		a - (uintptr_t)r->dram <= r->size - len;
+}
+
 int
 vista__redo_persist(vista_segment *s, const void *addr, size_t len)
 {
 	struct vista_redo *r = s->v->redo;
 	uintptr_t a = (uintptr_t)addr;
 
-	if (a < (uintptr_t)r->dram || len > r->size ||
-	    a - (uintptr_t)r->dram > r->size - len)
+	if (!inside(r, addr, len))
 		return vista__err(VISTA_ERANGE, "vista_segment_persist: the "
 			"range is not inside the segment");
 	if (r->active)
@@ -692,8 +699,7 @@ declare(struct vista_redo *r, void *addr, size_t len, const char *call)
 {
 	uintptr_t a = (uintptr_t)addr;
 
-	if (a < (uintptr_t)r->dram || len > r->size ||
-	    a - (uintptr_t)r->dram > r->size - len)
+	if (!inside(r, addr, len))
 		return vista__err(VISTA_ERANGE, "%s(%p, %zu): the range is not "
 			"inside the segment's user area", call, addr, len);
 	size_t pieces = (len + VISTA_REDO_DESC_MAX_LEN - 1) /

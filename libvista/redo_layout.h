@@ -53,7 +53,7 @@
 #define VISTA_REDO_HDR_SIZE 4096u
 #define VISTA_REDO_CKPT_OFF 4096u
 #define VISTA_REDO_AREA_OFF 8192u
-#define VISTA_REDO_MIN_AREA (16u * 1024u)
+#define VISTA_REDO_MIN_AREA 4096u
 
 #define VISTA_REDO_WRAP 1u /* filler: the record of seq is at offset 0 */
 

@@ -449,35 +449,46 @@ force_flag(enum rio_domain d)
 	}
 }
 
-static int
-log_open(vista *v, const struct vista_opts *o)
+int
+vista__log_pool_open(const struct vista_opts *o, const char *layout,
+	const char *other, rio_pool **pool, int *lock_fd)
 {
-	struct rio_pool_opts po = { .layout = VISTA_LOG_LAYOUT };
+	struct rio_pool_opts po = { .layout = layout };
 	unsigned rf = o->rio_flags & ~RIO_PROTECT;
 	size_t size = o->log_size ? o->log_size : VISTA__DEFAULT_LOG_SIZE;
 	int rc;
 
-	rc = rio_pool_open_opts(o->log_path, rf, &po, &v->log);
+	rc = rio_pool_open_opts(o->log_path, rf, &po, pool);
 	if (rc == -ENOENT) {
-		rc = rio_pool_create_opts(o->log_path, size, rf, &po, &v->log);
+		rc = rio_pool_create_opts(o->log_path, size, rf, &po, pool);
 		if (rc == -EEXIST) /* somebody else made it meanwhile */
-			rc = rio_pool_open_opts(o->log_path, rf, &po, &v->log);
+			rc = rio_pool_open_opts(o->log_path, rf, &po, pool);
 	}
 	if (rc == RIO_ELAYOUT)
-		return vista__err(VISTA_ELAYOUT,
-			"%s is not an undo-mode vista log (a redo-mode log opens "
-			"with VISTA_MODE_REDO): %s", o->log_path,
-			rio_errormsg());
+		return vista__err(VISTA_ELAYOUT, "%s is not a %s: %s",
+			o->log_path, other, rio_errormsg());
 	if (rc)
 		return rc;
-	v->log_lock_fd = open(o->log_path, O_RDONLY | O_CLOEXEC);
-	if (v->log_lock_fd < 0)
+	*lock_fd = open(o->log_path, O_RDONLY | O_CLOEXEC);
+	if (*lock_fd < 0)
 		return vista__err(-errno, "open %s: %s", o->log_path,
 			strerror(errno));
-	if (flock(v->log_lock_fd, LOCK_EX | LOCK_NB) != 0)
+	if (flock(*lock_fd, LOCK_EX | LOCK_NB) != 0)
 		return vista__err(errno == EWOULDBLOCK ? -EBUSY : -errno,
 			"log %s is in use by another vista instance or process",
 			o->log_path);
+	return 0;
+}
+
+static int
+log_open(vista *v, const struct vista_opts *o)
+{
+	int rc = vista__log_pool_open(o, VISTA_LOG_LAYOUT,
+		"undo-mode vista log (a redo-mode log opens with "
+		"VISTA_MODE_REDO)", &v->log, &v->log_lock_fd);
+
+	if (rc)
+		return rc;
 	if (rio__all_zero(rio_pool_base(v->log), 8)) {
 		rc = log_format(v, o->lanes);
 		if (rc)

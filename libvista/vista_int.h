@@ -761,6 +761,11 @@ bool vista__page_open(const struct vista_lane *l, uintptr_t addr);
 /* ---- err.c ---- */
 #define vista__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
 
+/* Open (or create) a log pool of rio layout `layout` and lock it; a pool
+ * of another layout is VISTA_ELAYOUT, "PATH is not a <other>" (vista.c). */
+int vista__log_pool_open(const struct vista_opts *o, const char *layout,
+	const char *other, rio_pool **pool, int *lock_fd);
+
 /* Redo mode (redo.c): the public calls hand an instance with v->redo set
  * to these. */
 int vista__redo_init(vista *v, const struct vista_opts *o);

@@ -286,34 +286,22 @@ v_files(void *ctx, const char **paths, int max)
 	return n;
 }
 
-const struct tb_backend tb_backend_vista = {
-	.name = "vista",
-	.can_abort = true,
-	.setup = v_setup,
-	.teardown = v_teardown,
-	.open = v_open,
-	.loaded = v_loaded,
-	.begin = v_begin,
-	.set_ranges = v_ranges,
-	.commit = v_commit,
-	.abort = v_abort,
-	.stats = v_stats,
-	.close = v_close,
-	.files = v_files,
-};
-
-const struct tb_backend tb_backend_vista_redo = {
-	.name = "vista-redo",
-	.can_abort = true,
-	.setup = v_setup,
-	.teardown = v_teardown,
-	.open = v_open_redo,
-	.loaded = v_loaded,
-	.begin = v_begin,
-	.set_ranges = v_ranges,
-	.commit = v_commit,
-	.abort = v_abort,
-	.stats = v_stats,
-	.close = v_close,
-	.files = v_files,
-};
+/* The two modes differ only in how a stream is opened. */
+#define V_BACKEND(var, name_, open_)                                     \
+	const struct tb_backend var = {                                  \
+		.name = name_,                                           \
+		.can_abort = true,                                       \
+		.setup = v_setup,                                        \
+		.teardown = v_teardown,                                  \
+		.open = open_,                                           \
+		.loaded = v_loaded,                                      \
+		.begin = v_begin,                                        \
+		.set_ranges = v_ranges,                                  \
+		.commit = v_commit,                                      \
+		.abort = v_abort,                                        \
+		.stats = v_stats,                                        \
+		.close = v_close,                                        \
+		.files = v_files,                                        \
+	};
+V_BACKEND(tb_backend_vista, "vista", v_open)
+V_BACKEND(tb_backend_vista_redo, "vista-redo", v_open_redo)
