@@ -148,6 +148,10 @@ TEST_CASE("libvista's broken builds are caught", "[vista-broken]")
 	// shows at set_range's fence: the record's first line (its tag and
 	// a's image) may reach media without its second (b's image), and a
 	// recovery that does not verify the check restores a stale b.
+	// redo_commit_early (redo mode: a commit record that vouches only for
+	// itself, fenced before the after-images) shows at the second fence
+	// of a commit; redo_reuse_early (a checkpoint slot durable before the
+	// home lines it vouches for) at the checkpoint's last fence.
 	const std::pair<const char *, const char *> builds[] = {
 		{ "commit_order", "one_range" },
 		{ "no_log_persist", "one_range" },
