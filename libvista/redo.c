@@ -80,7 +80,10 @@ struct vista_redo {
 	uint32_t *dlist;    /* dirty lines, in the order they became dirty */
 	size_t ndirty;
 
-	pthread_t owner;
+	/* The running transaction's thread (pthread_self, 0 if none) and
+	 * whether one runs: begin takes `active` with a compare-exchange, so
+	 * two threads never both run one. */
+	uint64_t owner;
 	bool active;
 	struct redo_range *r;
 	size_t nr, rcap;
@@ -579,7 +582,7 @@ vista__redo_unmap(vista_segment *s)
 {
 	struct vista_redo *r = s->v->redo;
 
-	if (r->active)
+	if (__atomic_load_n(&r->active, __ATOMIC_RELAXED))
 		return vista__err(VISTA_EINTX, "vista_unmap: a transaction is "
 			"running");
 	/* R2: everything committed is home, the log empty; then the
@@ -600,7 +603,7 @@ vista__redo_fini(vista *v)
 
 	if (r == NULL)
 		return 0;
-	if (r->active)
+	if (__atomic_load_n(&r->active, __ATOMIC_RELAXED))
 		return vista__err(VISTA_EINTX, "vista_fini: a transaction is "
 			"running");
 	if (r->seg != NULL)
@@ -645,7 +648,7 @@ vista__redo_persist(vista_segment *s, const void *addr, size_t len)
 	if (!inside(r, addr, len))
 		return vista__err(VISTA_ERANGE, "vista_segment_persist: the "
 			"range is not inside the segment");
-	if (r->active)
+	if (__atomic_load_n(&r->active, __ATOMIC_RELAXED))
 		return vista__err(VISTA_EINTX, "vista_segment_persist: a "
 			"transaction is running");
 	uint64_t off = a - (uintptr_t)r->dram;
@@ -659,6 +662,12 @@ vista__redo_persist(vista_segment *s, const void *addr, size_t len)
 
 /* ---- transactions ---- */
 
+static uint64_t
+self(void)
+{
+	return (uint64_t)pthread_self();
+}
+
 int
 vista__redo_begin(vista *v, unsigned flags)
 {
@@ -670,18 +679,22 @@ vista__redo_begin(vista *v, unsigned flags)
 	if (flags)
 		return mode_err("vista_begin_transaction(VISTA_TX_AUTO or "
 				"VISTA_TX_NO_FLUSH)");
-	if (r->active)
-		return pthread_equal(r->owner, pthread_self()) ?
+	if (r->seg == NULL)
+		return vista__err(-EINVAL, "vista_begin_transaction: no "
+			"segment is mapped");
+	bool idle = false;
+	/* acquire: pairs with the release in tx_end(); the previous
+	 * transaction's DRAM state is this one's. */
+	if (!__atomic_compare_exchange_n(&r->active, &idle, true, false,
+		    __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		/* relaxed: only this thread ever stores its own id. */
+		return __atomic_load_n(&r->owner, __ATOMIC_RELAXED) == self() ?
 			vista__err(VISTA_EINTX, "vista_begin_transaction: a "
 				"transaction is already active on this thread") :
 			vista__err(VISTA_ENOLANE, "vista_begin_transaction: "
 				"another thread's transaction is running (redo "
 				"mode runs one at a time)");
-	if (r->seg == NULL)
-		return vista__err(-EINVAL, "vista_begin_transaction: no "
-			"segment is mapped");
-	r->owner = pthread_self();
-	r->active = true;
+	__atomic_store_n(&r->owner, self(), __ATOMIC_RELAXED);
 	r->nr = r->undo_n = 0;
 	r->rec_len = sizeof(struct vista_redo_rec);
 	r->st.tx_begun++;
@@ -691,7 +704,17 @@ vista__redo_begin(vista *v, unsigned flags)
 static bool
 mine(const struct vista_redo *r)
 {
-	return r->active && pthread_equal(r->owner, pthread_self());
+	/* relaxed: a thread finds its own id only if it stored it. */
+	return __atomic_load_n(&r->owner, __ATOMIC_RELAXED) == self();
+}
+
+/* The transaction is over: another thread may begin. */
+static void
+tx_end(struct vista_redo *r)
+{
+	__atomic_store_n(&r->owner, 0, __ATOMIC_RELAXED);
+	/* release: pairs with the acquire in vista__redo_begin(). */
+	__atomic_store_n(&r->active, false, __ATOMIC_RELEASE);
 }
 
 static int
@@ -869,10 +892,10 @@ vista__redo_commit(vista *v)
 	for (size_t i = 0; i < r->nr; i++)
 		mark_dirty(r, r->r[i].off, r->r[i].len);
 done:
-	r->active = false;
 	r->st.tx_committed++;
 	if (r->used > r->area_size / 2)
 		checkpoint(r);
+	tx_end(r);
 	return 0;
 }
 
@@ -890,8 +913,8 @@ vista__redo_abort(vista *v)
 		u -= r->r[i].len;
 		memcpy(r->dram + r->r[i].off, r->undo + u, r->r[i].len);
 	}
-	r->active = false;
 	r->st.tx_aborted++;
+	tx_end(r);
 	return 0;
 }
 

@@ -10,6 +10,11 @@
  * the new data durable and truncates the log with one 8-byte store.  Abort,
  * and recovery at vista_map() after a crash, copy the before-images back.
  *
+ * Redo mode (vista_opts.mode = VISTA_MODE_REDO) is the other design, for a
+ * program that can afford a DRAM working copy: the program stores into the
+ * copy, a commit appends the after-images to a redo log with one fence,
+ * and the segment is written back lazily; same promises, narrower scope.
+ *
  * Every segment mapped under one vista instance (vista_init) shares its log,
  * so one transaction may update several segments atomically.  Each thread
  * runs its own transaction in its own log lane; the library is thread-safe,

@@ -293,6 +293,14 @@ TEST_CASE("redo: the other mode's pools and what redo mode refuses",
 	VREQUIRE_RC(vista_begin_transaction(v, VISTA_TX_AUTO), -ENOTSUP);
 	VREQUIRE_RC(vista_flush(v), -ENOTSUP);
 	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	// One transaction at a time: another thread waits its turn.
+	int other = 0, other_end = 0;
+	std::thread([&] {
+		other = vista_begin_transaction(v, 0);
+		other_end = vista_end_transaction(v);
+	}).join();
+	REQUIRE(other == VISTA_ENOLANE);
+	REQUIRE(other_end == VISTA_ENOTX);
 	VREQUIRE_RC(vista_set_range(v, b + SEG - 4, 8), VISTA_ERANGE);
 	// More after-images than a quarter of the ring.
 	VREQUIRE_RC(vista_set_range(v, b, SEG), VISTA_ELOGFULL);
