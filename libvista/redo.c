@@ -268,9 +268,12 @@ replay(struct vista_redo *r, const struct vista_redo_rec *h)
 	return 0;
 }
 
-/* R2: write the dirty lines home (F2), then the checkpoint slot (F3). */
-static void
-checkpoint(struct vista_redo *r)
+/* R2: write the dirty lines home (F2), then the checkpoint slot (F3).
+ * A failed persist (page domain: msync) stops it before the slot: the
+ * instance goes to its error state (VISTA_EFATAL) and the log keeps
+ * every record. */
+static int
+checkpoint(vista *v, struct vista_redo *r)
 {
 #ifdef VISTA_BROKEN_REDO_REUSE_EARLY
 	bool slot_first = true; /* broken: the ring is freed first */
@@ -302,6 +305,10 @@ checkpoint(struct vista_redo *r)
 			 * next_seq before the slot says so. */
 			rio_drain(r->seg->pool);
 			r->st.fences++;
+			int e = rio_pool_error(r->seg->pool);
+			if (e)
+				return vista__set_fatal(v, e,
+					"the checkpoint's write-back");
 		} else {
 			c.n = r->ck_n + 1;
 			c.seq = r->next_seq;
@@ -320,6 +327,8 @@ checkpoint(struct vista_redo *r)
 			r->used = 0;
 		}
 	}
+	int e = rio_pool_error(r->log);
+	return e ? vista__set_fatal(v, e, "the checkpoint") : 0;
 }
 
 int
@@ -565,7 +574,8 @@ vista__redo_map(vista *v, const char *path, void *addr, size_t size,
 	}
 	/* F2 makes the replayed images home, F3 a slot naming this segment
 	 * and the first free record (R2 with nothing dirty in DRAM). */
-	checkpoint(r);
+	if ((rc = checkpoint(v, r)) != 0)
+		goto fail;
 	memcpy(r->dram, r->home, r->size);
 	s->user = r->dram;
 	s->user_size = r->size;
@@ -586,13 +596,15 @@ vista__redo_unmap(vista_segment *s)
 		return vista__err(VISTA_EINTX, "vista_unmap: a transaction is "
 			"running");
 	/* R2: everything committed is home, the log empty; then the
-	 * segment is clean (any redo log may map it). */
-	checkpoint(r);
-	rseg_bind(r, 0);
+	 * segment is clean (any redo log may map it).  After a failed
+	 * checkpoint it stays bound: only this log can finish it. */
+	int crc = checkpoint(s->v, r);
+	if (crc == 0)
+		rseg_bind(r, 0);
 	int rc = rio_pool_close(s->pool);
 	s->pool = NULL;
 	seg_drop(r);
-	return rc;
+	return crc ? crc : rc;
 }
 
 int
@@ -682,6 +694,10 @@ vista__redo_begin(vista *v, unsigned flags)
 	if (r->seg == NULL)
 		return vista__err(-EINVAL, "vista_begin_transaction: no "
 			"segment is mapped");
+	/* relaxed: the sticky error flag (vista__set_fatal()). */
+	if (__atomic_load_n(&v->fatal, __ATOMIC_RELAXED))
+		return vista__err(VISTA_EFATAL, "vista_begin_transaction: the "
+			"instance is in its error state; reopen it");
 	bool idle = false;
 	/* acquire: pairs with the release in tx_end(); the previous
 	 * transaction's DRAM state is this one's. */
@@ -893,10 +909,13 @@ vista__redo_commit(vista *v)
 		mark_dirty(r, r->r[i].off, r->r[i].len);
 done:
 	r->st.tx_committed++;
-	if (r->used > r->area_size / 2)
-		checkpoint(r);
+	int e = rio_pool_error(r->log);
+	if (e)
+		e = vista__set_fatal(v, e, "vista_end_transaction");
+	else if (r->used > r->area_size / 2)
+		e = checkpoint(v, r);
 	tx_end(r);
-	return 0;
+	return e;
 }
 
 /* R3: before-images back into DRAM, newest first. */
