@@ -341,6 +341,8 @@ vista_prefault(vista *v, void *addr, size_t len)
 	struct vista_lane *l = vista__lane_peek(v);
 	struct vista_segment *seg;
 
+	if (v != NULL && v->redo != NULL)
+		return vista__redo_refuse("vista_prefault");
 	if (l == NULL || l->state != VISTA__TX_ACTIVE)
 		return vista__err(v ? VISTA_ENOTX : -EINVAL,
 			"vista_prefault: no transaction is active on this "

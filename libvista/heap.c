@@ -849,6 +849,9 @@ vista_malloc(vista_segment *seg, size_t size, void **ptr)
 	bool own;
 	int rc;
 
+	if (seg != NULL && seg->v->redo != NULL)
+		return vista__redo_refuse("vista_malloc");
+
 	if (seg == NULL || ptr == NULL)
 		return vista__err(-EINVAL, "vista_malloc: NULL argument");
 	*ptr = NULL;
@@ -878,6 +881,9 @@ vista_free(vista_segment *seg, void *ptr)
 	struct vista_robj o;
 	size_t sz;
 	bool own;
+
+	if (seg != NULL && seg->v->redo != NULL)
+		return vista__redo_refuse("vista_free");
 	int rc;
 
 	if (seg == NULL)
@@ -921,6 +927,9 @@ vista_root(vista_segment *seg, size_t size, void **root)
 	void *p = NULL;
 	bool own;
 	int rc;
+
+	if (seg != NULL && seg->v->redo != NULL)
+		return vista__redo_refuse("vista_root");
 
 	if (seg == NULL || root == NULL)
 		return vista__err(-EINVAL, "vista_root: NULL argument");
@@ -972,6 +981,8 @@ vista_usable_size(const vista_segment *seg, const void *ptr)
 	struct vista_robj o;
 	size_t sz = 0;
 
+	if (seg->v->redo != NULL)
+		return 0;
 	pthread_mutex_lock(&h->lock);
 	if (locate(seg, ptr, &o, &sz) != 0)
 		sz = 0;
@@ -987,6 +998,8 @@ vista_heap_check(vista_segment *seg, struct vista_heap_info *info)
 
 	if (seg == NULL)
 		return vista__err(-EINVAL, "vista_heap_check: NULL segment");
+	if (seg->v->redo != NULL)
+		return vista__redo_refuse("vista_heap_check");
 	pthread_mutex_lock(&seg->heap.lock);
 	rc = hh_verify(seg, seg->heap.hh);
 	if (rc == 0)
@@ -1003,6 +1016,9 @@ vista_heap_walk(vista_segment *seg, int (*fn)(void *ptr, size_t size,
 {
 	struct walk w = { .fn = fn, .arg = arg };
 	int rc;
+
+	if (seg != NULL && seg->v->redo != NULL)
+		return vista__redo_refuse("vista_heap_walk");
 
 	if (seg == NULL || fn == NULL)
 		return vista__err(-EINVAL, "vista_heap_walk: NULL argument");

@@ -391,8 +391,9 @@ static int
 translate_open_error(int rc, const char *path)
 {
 	if (rc == RIO_ELAYOUT)
-		return vista__err(VISTA_ELAYOUT, "%s is not a vista segment: %s",
-			path, rio_errormsg());
+		return vista__err(VISTA_ELAYOUT, "%s is not an undo-mode "
+			"vista segment (a redo-mode segment maps under "
+			"VISTA_MODE_REDO): %s", path, rio_errormsg());
 	return rc;
 }
 
@@ -734,6 +735,8 @@ vista_map(vista *v, const char *path, void *addr, size_t size,
 	if (__atomic_load_n(&v->fatal, __ATOMIC_RELAXED))
 		return vista__err(VISTA_EFATAL,
 			"vista_map: the instance is in its error state");
+	if (v->redo != NULL)
+		return vista__redo_map(v, path, addr, size, flags, seg);
 	pthread_mutex_lock(&v->lock);
 	if (v->nmap == VISTA_MAX_SEGMENTS)
 		rc = vista__err(-ENOSPC, "vista_map: %u segments are mapped",
@@ -800,6 +803,8 @@ vista_unmap(vista_segment *seg)
 	if (seg == NULL)
 		return vista__err(-EINVAL, "vista_unmap: NULL segment");
 	v = seg->v;
+	if (v->redo != NULL)
+		return vista__redo_unmap(seg);
 	pthread_mutex_lock(&v->lock);
 	if (seg_in_use(v, seg)) {
 		pthread_mutex_unlock(&v->lock);
@@ -843,6 +848,24 @@ rio_pool *
 vista_segment_pool(const vista_segment *seg)
 {
 	return seg->pool;
+}
+
+int
+vista_segment_persist(vista_segment *seg, const void *addr, size_t len)
+{
+	if (seg == NULL || (addr == NULL && len > 0))
+		return vista__err(-EINVAL, "vista_segment_persist: NULL "
+			"argument");
+	if (seg->v->redo != NULL)
+		return vista__redo_persist(seg, addr, len);
+	if ((uintptr_t)addr < (uintptr_t)seg->user ||
+	    len > seg->user_size ||
+	    (uintptr_t)addr - (uintptr_t)seg->user > seg->user_size - len)
+		return vista__err(VISTA_ERANGE, "vista_segment_persist: the "
+			"range is not inside the segment's user area");
+	/* The range, durable before this returns. */
+	rio_persist(seg->pool, addr, len);
+	return 0;
 }
 
 rio_pool *

@@ -141,6 +141,9 @@ begin_slow(vista *v, struct vista_lane *l, unsigned flags)
 {
 	int rc;
 
+	if (v != NULL && v->redo != NULL)
+		return vista__redo_begin(v, flags);
+
 	if (l == NULL) {
 		if (v == NULL)
 			return no_tx(v, "vista_begin_transaction");
@@ -336,6 +339,8 @@ vista_set_range(vista *v, void *addr, size_t len)
 	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_ACTIVE)) {
 		if (l == NULL)
 			l = vista__lane_peek(v);
+		if (v != NULL && v->redo != NULL)
+			return vista__redo_set_range(v, addr, len);
 		if (l == NULL || l->state != VISTA__TX_ACTIVE)
 			return no_tx(v, "vista_set_range");
 	}
@@ -466,6 +471,8 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 	bool fresh, open = false;
 	int rc = 0;
 
+	if (v != NULL && v->redo != NULL)
+		return vista__redo_set_ranges(v, n, ranges);
 	if (l == NULL || l->state != VISTA__TX_ACTIVE)
 		return no_tx(v, "vista_set_ranges");
 	if (n == 0)
@@ -1029,6 +1036,8 @@ vista_end_transaction(vista *v)
 	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_ACTIVE)) {
 		if (l == NULL)
 			l = vista__lane_peek(v);
+		if (v != NULL && v->redo != NULL)
+			return vista__redo_commit(v);
 		if (l == NULL || l->state != VISTA__TX_ACTIVE)
 			return no_tx(v, "vista_end_transaction");
 	}
@@ -1064,6 +1073,8 @@ vista_flush(vista *v)
 {
 	struct vista_lane *l = vista__lane_peek(v);
 
+	if (v != NULL && v->redo != NULL)
+		return vista__redo_refuse("vista_flush");
 	if (l == NULL)
 		return v == NULL ? vista__err(-EINVAL, "vista_flush: NULL "
 			"instance") : 0;
@@ -1083,6 +1094,10 @@ vista_chain_transaction(vista *v)
 	if (VISTA__UNLIKELY(l == NULL || l->state != VISTA__TX_ACTIVE)) {
 		if (l == NULL)
 			l = vista__lane_peek(v);
+		if (v != NULL && v->redo != NULL) {
+			rc = vista__redo_commit(v);
+			return rc ? rc : vista__redo_begin(v, 0);
+		}
 		if (l == NULL || l->state != VISTA__TX_ACTIVE)
 			return no_tx(v, "vista_chain_transaction");
 	}
@@ -1111,6 +1126,8 @@ vista_set_tx_hook(vista *v, vista_tx_hook fn, void *arg)
 {
 	if (v == NULL)
 		return vista__err(-EINVAL, "vista_set_tx_hook: NULL instance");
+	if (v->redo != NULL)
+		return vista__redo_refuse("vista_set_tx_hook");
 	pthread_mutex_lock(&v->lock);
 	for (unsigned i = 0; i < v->nlanes; i++) {
 		if (v->lanes[i].state != VISTA__TX_IDLE) {
@@ -1399,6 +1416,8 @@ vista_abort_transaction(vista *v)
 {
 	struct vista_lane *l = vista__lane_peek(v);
 
+	if (v != NULL && v->redo != NULL)
+		return vista__redo_abort(v);
 	if (l == NULL || l->state != VISTA__TX_ACTIVE)
 		return no_tx(v, "vista_abort_transaction");
 	if (HOOKED(v))

@@ -449,33 +449,46 @@ force_flag(enum rio_domain d)
 	}
 }
 
-static int
-log_open(vista *v, const struct vista_opts *o)
+int
+vista__log_pool_open(const struct vista_opts *o, const char *layout,
+	const char *other, rio_pool **pool, int *lock_fd)
 {
-	struct rio_pool_opts po = { .layout = VISTA_LOG_LAYOUT };
+	struct rio_pool_opts po = { .layout = layout };
 	unsigned rf = o->rio_flags & ~RIO_PROTECT;
 	size_t size = o->log_size ? o->log_size : VISTA__DEFAULT_LOG_SIZE;
 	int rc;
 
-	rc = rio_pool_open_opts(o->log_path, rf, &po, &v->log);
+	rc = rio_pool_open_opts(o->log_path, rf, &po, pool);
 	if (rc == -ENOENT) {
-		rc = rio_pool_create_opts(o->log_path, size, rf, &po, &v->log);
+		rc = rio_pool_create_opts(o->log_path, size, rf, &po, pool);
 		if (rc == -EEXIST) /* somebody else made it meanwhile */
-			rc = rio_pool_open_opts(o->log_path, rf, &po, &v->log);
+			rc = rio_pool_open_opts(o->log_path, rf, &po, pool);
 	}
 	if (rc == RIO_ELAYOUT)
-		return vista__err(VISTA_ELAYOUT,
-			"%s is not a vista log: %s", o->log_path, rio_errormsg());
+		return vista__err(VISTA_ELAYOUT, "%s is not a %s: %s",
+			o->log_path, other, rio_errormsg());
 	if (rc)
 		return rc;
-	v->log_lock_fd = open(o->log_path, O_RDONLY | O_CLOEXEC);
-	if (v->log_lock_fd < 0)
+	*lock_fd = open(o->log_path, O_RDONLY | O_CLOEXEC);
+	if (*lock_fd < 0)
 		return vista__err(-errno, "open %s: %s", o->log_path,
 			strerror(errno));
-	if (flock(v->log_lock_fd, LOCK_EX | LOCK_NB) != 0)
+	if (flock(*lock_fd, LOCK_EX | LOCK_NB) != 0)
 		return vista__err(errno == EWOULDBLOCK ? -EBUSY : -errno,
 			"log %s is in use by another vista instance or process",
 			o->log_path);
+	return 0;
+}
+
+static int
+log_open(vista *v, const struct vista_opts *o)
+{
+	int rc = vista__log_pool_open(o, VISTA_LOG_LAYOUT,
+		"undo-mode vista log (a redo-mode log opens with "
+		"VISTA_MODE_REDO)", &v->log, &v->log_lock_fd);
+
+	if (rc)
+		return rc;
 	if (rio__all_zero(rio_pool_base(v->log), 8)) {
 		rc = log_format(v, o->lanes);
 		if (rc)
@@ -508,6 +521,7 @@ lane_init(vista *v, unsigned i)
 static void
 instance_free(vista *v)
 {
+	vista__redo_free(v);
 	if (v->lanes != NULL) {
 		for (unsigned i = 0; i < v->nlanes; i++) {
 			vista__ranges_fini(&v->lanes[i].ranges);
@@ -568,9 +582,17 @@ vista_init(const struct vista_opts *o, vista **out)
 	v->log_lock_fd = -1;
 	pthread_mutex_init(&v->lock, NULL);
 
-	rc = log_open(v, o);
+	if (o->mode > VISTA_MODE_REDO) {
+		rc = vista__err(-EINVAL, "vista_init: unknown mode %u",
+			o->mode);
+		goto fail;
+	}
+	rc = o->mode == VISTA_MODE_REDO ? vista__redo_init(v, o) :
+		log_open(v, o);
 	if (rc)
 		goto fail;
+	if (v->redo != NULL)
+		goto registered;
 	v->lhdr = rio_pool_base(v->log);
 	v->segtab = (void *)((char *)v->lhdr + v->lhdr->segtab_off);
 	v->nlanes = v->lhdr->nlanes;
@@ -600,6 +622,7 @@ vista_init(const struct vista_opts *o, vista **out)
 	if (rc)
 		goto fail;
 
+registered:
 	pthread_mutex_lock(&glock);
 	v->id = next_id++;
 	v->gnext = instances;
@@ -619,6 +642,11 @@ vista_fini(vista *v)
 
 	if (v == NULL)
 		return 0;
+	if (v->redo != NULL) {
+		rc = vista__redo_fini(v);
+		if (rc == VISTA_EINTX)
+			return rc;
+	}
 	pthread_mutex_lock(&glock);
 	pthread_mutex_lock(&v->lock);
 	for (unsigned i = 0; i < v->nlanes; i++) {
@@ -658,6 +686,8 @@ vista_fini(vista *v)
 bool
 vista_in_transaction(const vista *v)
 {
+	if (v != NULL && v->redo != NULL)
+		return vista__redo_in_tx(v);
 	struct vista_lane *l = vista__lane_peek(v);
 	return l != NULL && l->state != VISTA__TX_IDLE;
 }
@@ -669,6 +699,8 @@ vista_pending_lanes(const vista *v)
 
 	if (v == NULL)
 		return 0;
+	if (v->redo != NULL)
+		return vista__redo_pending(v);
 	pthread_mutex_lock((pthread_mutex_t *)&v->lock);
 	for (unsigned i = 0; i < v->nlanes; i++)
 		n += v->lanes[i].pending;
@@ -689,6 +721,8 @@ vista_stats(const vista *v, struct vista_stats *out)
 	if (v == NULL || out == NULL)
 		return vista__err(-EINVAL, "vista_stats: NULL argument");
 	memset(out, 0, sizeof(*out));
+	if (v->redo != NULL)
+		vista__redo_stats(v, out);
 	for (unsigned i = 0; i < v->nlanes; i++) {
 		const struct vista_lane *l = &v->lanes[i];
 		VISTA__SUM(tx_begun);

@@ -430,6 +430,7 @@ struct vista {
 	int log_lock_fd;
 	bool hook_added;
 	struct vista *gnext; /* global list of live instances */
+	struct vista_redo *redo; /* VISTA_MODE_REDO (redo.c), else NULL */
 };
 
 /* The cursor vista_txinfo_next() walks: the lane's records from start
@@ -759,6 +760,30 @@ bool vista__page_open(const struct vista_lane *l, uintptr_t addr);
 
 /* ---- err.c ---- */
 #define vista__err(rc, ...) rio_seterr((rc), __VA_ARGS__)
+
+/* Open (or create) a log pool of rio layout `layout` and lock it; a pool
+ * of another layout is VISTA_ELAYOUT, "PATH is not a <other>" (vista.c). */
+int vista__log_pool_open(const struct vista_opts *o, const char *layout,
+	const char *other, rio_pool **pool, int *lock_fd);
+
+/* Redo mode (redo.c): the public calls hand an instance with v->redo set
+ * to these. */
+int vista__redo_init(vista *v, const struct vista_opts *o);
+int vista__redo_fini(vista *v);
+void vista__redo_free(vista *v);
+int vista__redo_map(vista *v, const char *path, void *addr, size_t size,
+	unsigned flags, vista_segment **out);
+int vista__redo_unmap(vista_segment *s);
+int vista__redo_persist(vista_segment *s, const void *addr, size_t len);
+int vista__redo_begin(vista *v, unsigned flags);
+int vista__redo_set_range(vista *v, void *addr, size_t len);
+int vista__redo_set_ranges(vista *v, size_t n, const struct vista_range *rg);
+int vista__redo_commit(vista *v);
+int vista__redo_abort(vista *v);
+bool vista__redo_in_tx(const vista *v);
+void vista__redo_stats(const vista *v, struct vista_stats *out);
+int vista__redo_refuse(const char *call);
+unsigned vista__redo_pending(const vista *v);
 
 #ifdef __cplusplus
 }

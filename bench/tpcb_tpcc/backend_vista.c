@@ -22,6 +22,13 @@
  *     (replica.c), loaded() attaches the stream to it once the database
  *     is durable, and commits go through libvista_replica; close waits
  *     for the backup and compares its copy with the database.
+ *  7. "vista-redo" (named "vista:redo" on the command line, with a
+ *     domain after it: "vista:redo:byte"): the same calls on an instance
+ *     opened with VISTA_MODE_REDO.  The database is the whole user area
+ *     of the segment (redo mode has no heap), the transactions run on its
+ *     DRAM copy, and the redo log's ring holds 16 MiB plus eight of the
+ *     largest transactions (a checkpoint writes the dirty lines home each
+ *     time half of it is used).  No --group, no --replica.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +52,7 @@ struct vista_ctx {
 	const struct tb_opts *o;
 	struct tb_repl *rep; /* --replica: attached at loaded() */
 	struct tb_vgeom g;
+	bool redo;          /* vista-redo */
 };
 
 static char dir[4096];
@@ -100,15 +108,26 @@ v_teardown(bool remove)
 }
 
 static int
-v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
-	void **db)
+v_open_mode(const struct tb_opts *o, int stream, bool create, void **ctx,
+	void **db, bool redo)
 {
+	if (redo && (o->replica || o->group > 1)) {
+		tb_err("vista-redo: no --replica and no --group");
+		return -1;
+	}
 	struct vista_ctx *c = calloc(1, sizeof(*c));
 	char prefix[4200];
 	if (c == NULL)
 		return -1;
-	snprintf(prefix, sizeof(prefix), "%s/vista", dir);
+	snprintf(prefix, sizeof(prefix), "%s/%s", dir,
+		redo ? "vista-redo" : "vista");
 	v_geom(o, stream, prefix, &c->g);
+	c->redo = redo;
+	if (redo) {
+		c->g.log_size = (16u << 20) + 4096 * 3 +
+			((8 * o->tx_size + 4095) & ~(size_t)4095);
+		c->g.seg_size = (o->db_size + 4095) & ~(size_t)4095;
+	}
 	c->size = o->db_size;
 	c->group = o->group > 1 ? o->group : 1;
 	c->stream = stream;
@@ -118,6 +137,7 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 		.log_size = c->g.log_size,
 		.lanes = c->g.lanes,
 		.rio_flags = c->g.rio_flags,
+		.mode = redo ? VISTA_MODE_REDO : VISTA_MODE_UNDO,
 	};
 	int rc = vista_init(&vo, &c->v);
 	if (rc) {
@@ -126,7 +146,9 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 	}
 	rc = vista_map(c->v, c->g.seg, c->g.addr, c->g.seg_size,
 		create ? VISTA_CREATE | VISTA_EXCL : 0, &c->seg);
-	if (rc == 0)
+	if (rc == 0 && redo)
+		c->db = vista_segment_base(c->seg);
+	else if (rc == 0)
 		rc = vista_root(c->seg, c->size, &c->db);
 	if (rc) {
 		vfail(create ? "creating the segment" : "mapping the segment",
@@ -152,11 +174,28 @@ v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 }
 
 static int
+v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
+	void **db)
+{
+	return v_open_mode(o, stream, create, ctx, db, false);
+}
+
+static int
+v_open_redo(const struct tb_opts *o, int stream, bool create, void **ctx,
+	void **db)
+{
+	return v_open_mode(o, stream, create, ctx, db, true);
+}
+
+static int
 v_loaded(void *ctx)
 {
 	struct vista_ctx *c = ctx;
-	/* The populated database, durable before the first transaction. */
-	rio_persist(vista_segment_pool(c->seg), c->db, c->size);
+	/* The populated database, durable before the first transaction
+	 * (redo mode: copied from DRAM to the segment's home first). */
+	int rc = vista_segment_persist(c->seg, c->db, c->size);
+	if (rc)
+		return vfail("vista_segment_persist", rc);
 	if (c->o->replica && c->rep == NULL)
 		return tb_repl_attach(c->o, c->stream, &c->g, c->v, c->seg,
 			c->db, c->size, &c->rep);
@@ -247,18 +286,22 @@ v_files(void *ctx, const char **paths, int max)
 	return n;
 }
 
-const struct tb_backend tb_backend_vista = {
-	.name = "vista",
-	.can_abort = true,
-	.setup = v_setup,
-	.teardown = v_teardown,
-	.open = v_open,
-	.loaded = v_loaded,
-	.begin = v_begin,
-	.set_ranges = v_ranges,
-	.commit = v_commit,
-	.abort = v_abort,
-	.stats = v_stats,
-	.close = v_close,
-	.files = v_files,
-};
+/* The two modes differ only in how a stream is opened. */
+#define V_BACKEND(var, name_, open_)                                     \
+	const struct tb_backend var = {                                  \
+		.name = name_,                                           \
+		.can_abort = true,                                       \
+		.setup = v_setup,                                        \
+		.teardown = v_teardown,                                  \
+		.open = open_,                                           \
+		.loaded = v_loaded,                                      \
+		.begin = v_begin,                                        \
+		.set_ranges = v_ranges,                                  \
+		.commit = v_commit,                                      \
+		.abort = v_abort,                                        \
+		.stats = v_stats,                                        \
+		.close = v_close,                                        \
+		.files = v_files,                                        \
+	};
+V_BACKEND(tb_backend_vista, "vista", v_open)
+V_BACKEND(tb_backend_vista_redo, "vista-redo", v_open_redo)

@@ -6,7 +6,8 @@
  *  1. Three backends, "vista-v0", "vista-v1", "vista-v2", named on the
  *     command line "vista:v0" .. "vista:v2" (and "vista:v3", today's
  *     libvista, is "vista"), with a domain after them: "vista:v1:byte".
- *     tb_vista_version_spec() does the renaming for tpcbench and tb_crash.
+ *     tb_vista_version_spec() does the renaming for tpcbench and tb_crash
+ *     (and of "vista:redo" to backend_vista.c's "vista-redo").
  *  2. Each stream is one pool, "vista-vN.<stream>.pool" in the work
  *     directory, holding the database (and the mirror or the heap).  The
  *     domain is forced with the pool's RIO_FORCE_* flag, as for vista.
@@ -206,6 +207,11 @@ VV_BACKEND(2)
 int
 tb_vista_version_spec(const char *spec, char *out, size_t n)
 {
+	if (!strncmp(spec, "vista:redo", 10) &&
+	    (spec[10] == '\0' || spec[10] == ':')) {
+		snprintf(out, n, "vista-redo%s", spec + 10);
+		return 0;
+	}
 	if (strncmp(spec, "vista:v", 7)) {
 		snprintf(out, n, "%s", spec);
 		return 0;

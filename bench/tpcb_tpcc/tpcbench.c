@@ -39,6 +39,7 @@
 #ifndef TB_HAVE_VISTA
 /* libvista is not part of this build: the backend is absent, and says so. */
 const struct tb_backend tb_backend_vista = { .name = NULL };
+const struct tb_backend tb_backend_vista_redo = { .name = NULL };
 #endif
 
 static const char *const all_backends =
@@ -56,7 +57,9 @@ usage(FILE *f)
 "                --backend LIST [options]\n"
 "  LIST: comma-separated of none, vista[:DOMAIN], pmemobj[:DOMAIN], rvm,\n"
 "        rvm-rio[:DOMAIN], vista:v0|v1|v2|v3[:DOMAIN] (Vista's Versions\n"
-"        0-2, Amza et al. section 4; v3 is vista), trinity[:DOMAIN],\n"
+"        0-2, Amza et al. section 4; v3 is vista), vista:redo[:DOMAIN]\n"
+"        (libvista's redo mode: a DRAM copy, one fence a commit),\n"
+"        trinity[:DOMAIN],\n"
 "        quadra[:DOMAIN] (per-word designs with their own layout;\n"
 "        debit-credit and order-entry); or \"all\" (%s)\n"
 "  --domain byte|cacheline|page  domain of vista/pmemobj/rvm-rio without one\n"
@@ -134,7 +137,7 @@ static const struct tb_backend *
 backend_of(const char *name)
 {
 	const struct tb_backend *all[] = { &tb_backend_none, &tb_backend_vista,
-		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
+		&tb_backend_vista_redo, &tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
 		&tb_backend_vista_v0, &tb_backend_vista_v1,
 		&tb_backend_vista_v2, &tb_backend_trinity, &tb_backend_quadra };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -147,7 +150,8 @@ backend_of(const char *name)
 static bool
 has_domain(const char *backend)
 {
-	return !strcmp(backend, "vista") || !strcmp(backend, "pmemobj") ||
+	return !strcmp(backend, "vista") || !strcmp(backend, "vista-redo") ||
+		!strcmp(backend, "pmemobj") ||
 		!strcmp(backend, "rvm-rio") || !strncmp(backend, "vista-v", 7) ||
 		!strcmp(backend, "trinity") || !strcmp(backend, "quadra");
 }

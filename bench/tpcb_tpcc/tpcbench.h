@@ -107,6 +107,7 @@ struct tb_backend {
 
 extern const struct tb_backend tb_backend_none;
 extern const struct tb_backend tb_backend_vista; /* name NULL if not built */
+extern const struct tb_backend tb_backend_vista_redo; /* VISTA_MODE_REDO */
 extern const struct tb_backend tb_backend_pmemobj;
 extern const struct tb_backend tb_backend_rvm;
 extern const struct tb_backend tb_backend_rvm_rio;

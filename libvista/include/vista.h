@@ -10,6 +10,11 @@
  * the new data durable and truncates the log with one 8-byte store.  Abort,
  * and recovery at vista_map() after a crash, copy the before-images back.
  *
+ * Redo mode (vista_opts.mode = VISTA_MODE_REDO) is the other design, for a
+ * program that can afford a DRAM working copy: the program stores into the
+ * copy, a commit appends the after-images to a redo log with one fence,
+ * and the segment is written back lazily; same promises, narrower scope.
+ *
  * Every segment mapped under one vista instance (vista_init) shares its log,
  * so one transaction may update several segments atomically.  Each thread
  * runs its own transaction in its own log lane; the library is thread-safe,
@@ -78,7 +83,17 @@ struct vista_opts {
 	 * pools), RIO_NO_SIGNALS; RIO_PROTECT keeps every segment
 	 * write-protected outside the pages transactions declare. */
 	unsigned rio_flags;
+	/* VISTA_MODE_UNDO (0): the undo log, the program stores into the
+	 * persistent segment.  VISTA_MODE_REDO: the program works on a DRAM
+	 * copy of the segment; a commit appends the after-images to a redo
+	 * log with one fence and the segment is written back lazily (see
+	 * "Redo mode" in docs/libvista.3.md for what it supports).  A log
+	 * or segment of the other mode is refused with VISTA_ELAYOUT. */
+	unsigned mode;
 };
+
+#define VISTA_MODE_UNDO 0u
+#define VISTA_MODE_REDO 1u
 
 /*
  * Open (or create) the log and return an instance.  Recovery of the log
@@ -134,6 +149,15 @@ VISTA_EXPORT rio_pool *vista_segment_pool(const vista_segment *seg);
 /* The instance's log pool (for a library that watches the instance's
  * write-backs, such as libvista_replica's passive backup). */
 VISTA_EXPORT rio_pool *vista_log_pool(const vista *v);
+/*
+ * Make [addr, addr+len) of the segment durable as it is now, outside any
+ * transaction (a freshly populated segment): in undo mode rio_persist of
+ * the range; in redo mode the range of the DRAM copy is copied to the
+ * segment's home and made durable.  Returns 0, VISTA_ERANGE, VISTA_EINTX
+ * (redo mode: a transaction is running).
+ */
+VISTA_EXPORT int vista_segment_persist(vista_segment *seg, const void *addr,
+	size_t len);
 /* Bytes of address space (and file) a segment with a user area of `size`
  * bytes occupies from its address: headers and heap metadata included; 0
  * if that is more than a segment may span (1 TiB: vista_map refuses it

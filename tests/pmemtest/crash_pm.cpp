@@ -20,7 +20,7 @@ namespace {
 
 const char *const scenarios[] = { "one_range", "many_ranges",
 	"multi_segment", "heap", "abort", "abort_persisted", "auto",
-	"auto_chain" };
+	"auto_chain", "redo" };
 
 std::string pmemtest(const test::TempDir &d, const std::string &args)
 {
@@ -96,7 +96,7 @@ TEST_CASE("every crash image of a vista recovery recovers",
 	// The writer dies inside transaction 5 (kill -9 semantics: every
 	// store is in the pools); the recovery is then traced from there.
 	for (const char *sc : { "one_range", "multi_segment", "heap",
-		     "auto_chain" }) {
+		     "auto_chain", "redo" }) {
 		DYNAMIC_SECTION(sc)
 		{
 			test::TempDir d;
@@ -119,7 +119,7 @@ TEST_CASE("every crash image of a vista recovery recovers",
 TEST_CASE("vista recovery crashed at every fence (--crash-recovery)",
 	"[vista-crash-recovery]")
 {
-	for (const char *sc : { "multi_segment", "heap" }) {
+	for (const char *sc : { "multi_segment", "heap", "redo" }) {
 		DYNAMIC_SECTION(sc)
 		{
 			test::TempDir d;
@@ -148,6 +148,10 @@ TEST_CASE("libvista's broken builds are caught", "[vista-broken]")
 	// shows at set_range's fence: the record's first line (its tag and
 	// a's image) may reach media without its second (b's image), and a
 	// recovery that does not verify the check restores a stale b.
+	// redo_commit_early (redo mode: a commit record that vouches only for
+	// itself, fenced before the after-images) shows at the second fence
+	// of a commit; redo_reuse_early (a checkpoint slot durable before the
+	// home lines it vouches for) at the checkpoint's last fence.
 	const std::pair<const char *, const char *> builds[] = {
 		{ "commit_order", "one_range" },
 		{ "no_log_persist", "one_range" },
@@ -155,6 +159,8 @@ TEST_CASE("libvista's broken builds are caught", "[vista-broken]")
 		{ "fast_commit_order", "one_range" },
 		{ "abort_no_drain", "abort_persisted" },
 		{ "torn_trusted", "one_range" },
+		{ "redo_commit_early", "redo" },
+		{ "redo_reuse_early", "redo" },
 	};
 	for (const auto &b : builds) {
 		DYNAMIC_SECTION(b.first)

@@ -25,6 +25,11 @@
  *   auto_chain    the same as one chain of automatic transactions
  *                 (vista_chain_transaction), with aborted links and a page
  *                 touched once
+ *   redo          redo mode (VISTA_MODE_REDO) on a 4 KiB ring: four
+ *                 counters (sum fixed) and a 200-byte block that each
+ *                 transaction fills with its number, so the ring wraps
+ *                 and a checkpoint runs every six transactions; aborted
+ *                 transactions between
  * (Debit-credit runs as tpcbench's own code: bench/tpcb_tpcc/tb_crash.c.)
  * $VPM_STOP_AT=N ends the writer (_exit) in the middle of transaction N:
  * a process crash, leaving recovery work for a traced `check`.
@@ -76,14 +81,16 @@ maybe_stop(unsigned tx)
 }
 
 static int
-open_env(const char *dir, int nseg, struct env *e)
+open_env(const char *dir, int nseg, unsigned mode, struct env *e)
 {
 	char log[4096], seg[4096];
 	struct vista_opts o = { .log_path = log, .log_size = 1u << 20,
-		.lanes = 2 };
+		.lanes = 2, .mode = mode };
 	void *addr[2] = { SEG0, SEG1 };
 
 	snprintf(log, sizeof(log), "%s/log", dir);
+	if (mode == VISTA_MODE_REDO)
+		o.log_size = 4096 + 8192 + 4096; /* a 4 KiB ring */
 	OK(vista_init(&o, &e->v));
 	for (int i = 0; i < nseg; i++) {
 		snprintf(seg, sizeof(seg), "%s/seg%d", dir, i);
@@ -229,6 +236,64 @@ check_many(struct env *e)
 	return 0;
 }
 
+/* ---- redo: counters and a block, in redo mode ---- */
+
+#define BLOCK_OFF 4096
+#define BLOCK_LEN 200
+
+static int
+run_redo(struct env *e)
+{
+	struct counters *c = (struct counters *)e->b[0];
+	uint8_t *blk = e->b[0] + BLOCK_OFF;
+	struct vista_range init[4];
+
+	/* Four counters: few dirty lines at a checkpoint, few images. */
+	for (int i = 0; i < 4; i++)
+		init[i] = (struct vista_range){ &c->c[i].v, 8 };
+	OK(vista_begin_transaction(e->v, 0));
+	OK(vista_set_ranges(e->v, 4, init));
+	for (int i = 0; i < 4; i++)
+		c->c[i].v = 100;
+	OK(vista_end_transaction(e->v));
+	for (unsigned t = 1; t <= 16; t++) {
+		unsigned x = t % 4, y = (t * 3 + 1) % 4;
+		struct vista_range r[3] = { { &c->c[x].v, 8 },
+			{ &c->c[y].v, 8 }, { blk, BLOCK_LEN } };
+		OK(vista_begin_transaction(e->v, 0));
+		OK(vista_set_ranges(e->v, 3, r));
+		c->c[x].v -= 3;
+		maybe_stop(t);
+		c->c[y].v += 3;
+		memset(blk, (int)t, BLOCK_LEN);
+		if (t % 4 == 2)
+			OK(vista_abort_transaction(e->v));
+		else
+			OK(vista_end_transaction(e->v));
+	}
+	return 0;
+}
+
+static int
+check_redo(struct env *e)
+{
+	const struct counters *c = (const struct counters *)e->b[0];
+	const uint8_t *blk = e->b[0] + BLOCK_OFF;
+	uint64_t sum = 0;
+
+	for (int i = 1; i < BLOCK_LEN; i++)
+		if (blk[i] != blk[0])
+			FAIL("redo: block byte %d is %u, byte 0 is %u", i,
+				blk[i], blk[0]);
+	if (blk[0] % 4 == 2)
+		FAIL("redo: the block holds aborted transaction %u", blk[0]);
+	for (int i = 0; i < 4; i++)
+		sum += c->c[i].v;
+	if (sum != 400 && sum != 0)
+		FAIL("redo: sum %llu", (unsigned long long)sum);
+	return 0;
+}
+
 /* ---- multi_segment ---- */
 
 static int
@@ -342,6 +407,7 @@ check_heap(struct env *e)
 struct scenario {
 	const char *name;
 	int nseg;
+	unsigned mode;
 	int (*run)(struct env *e);
 	int (*check)(struct env *e);
 };
@@ -358,14 +424,15 @@ static int check_one(struct env *e) { return check_pair(e, false); }
 static int check_auto(struct env *e) { return check_pair(e, true); }
 
 static const struct scenario scenarios[] = {
-	{ "one_range", 1, run_one, check_one },
-	{ "many_ranges", 1, run_many, check_many },
-	{ "multi_segment", 2, run_multi, check_multi },
-	{ "heap", 1, run_heap, check_heap },
-	{ "abort", 1, run_abort, check_one },
-	{ "abort_persisted", 1, run_abort_persisted, check_one },
-	{ "auto", 1, run_auto, check_auto },
-	{ "auto_chain", 1, run_chain, check_auto },
+	{ "one_range", 1, 0, run_one, check_one },
+	{ "many_ranges", 1, 0, run_many, check_many },
+	{ "multi_segment", 2, 0, run_multi, check_multi },
+	{ "heap", 1, 0, run_heap, check_heap },
+	{ "abort", 1, 0, run_abort, check_one },
+	{ "abort_persisted", 1, 0, run_abort_persisted, check_one },
+	{ "auto", 1, 0, run_auto, check_auto },
+	{ "auto_chain", 1, 0, run_chain, check_auto },
+	{ "redo", 1, VISTA_MODE_REDO, run_redo, check_redo },
 };
 
 static const struct scenario *
@@ -385,7 +452,7 @@ check(const struct scenario *sc, const char *dir)
 
 	/* What the application does at every start: map with VISTA_CREATE
 	 * (a crash before or during creation is finished here). */
-	rc = open_env(dir, sc->nseg, &e);
+	rc = open_env(dir, sc->nseg, sc->mode, &e);
 	if (rc == 0)
 		rc = sc->check(&e);
 	if (e.v != NULL && vista_fini(e.v) != 0 && rc == 0)
@@ -408,6 +475,7 @@ CHECKER(abort)
 CHECKER(abort_persisted)
 CHECKER(auto)
 CHECKER(auto_chain)
+CHECKER(redo)
 
 #ifndef VPM_MODULE
 int
@@ -430,7 +498,7 @@ main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/seg%d", argv[3], i);
 		unlink(path);
 	}
-	rc = open_env(argv[3], sc->nseg, &e);
+	rc = open_env(argv[3], sc->nseg, sc->mode, &e);
 	if (rc == 0)
 		rc = sc->run(&e);
 	if (e.v != NULL && vista_fini(e.v) != 0)
