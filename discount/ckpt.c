@@ -85,7 +85,9 @@
 /* Test build only: DC_CRASH_AT=point:gen kills the process at that point
  * of the commit of generation gen (redo: segment durable, no commit
  * record; committed: record durable, log not flushed; apply: half way
- * through the flush of the log), and DC_TEST_REDO_MAX sets the log size
+ * through the flush of the log; redo-part: the segment half written; a
+ * checkpoint written behind is killed at redo 50 ms late, as by a slow
+ * sync), and DC_TEST_REDO_MAX sets the log size
  * that makes a commit flush (1: every commit), DC_TEST_MUNDO_MAX the
  * undo log's size past which an append fails as on a full file system
  * (seg.c), DC_TEST_SEGV_TICK=1 sends the checkpoint timer's signal at
@@ -110,16 +112,43 @@ dc__crashpoint_init(void)
 	dc__vol.sig_tick = e && e[0] == '1';
 }
 
-void
-dc__crashpoint(const char *point, uint64_t gen)
+static bool
+crash_armed(const char *point, uint64_t gen)
 {
 	const char *e = dc__vol.crash_at;
 	size_t n = strlen(point);
-	if (!strncmp(e, point, n) && e[n] == ':' &&
-	    strtoull(e + n + 1, NULL, 10) == gen)
-		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
-			SIGKILL, 0, 0, 0, 0);
+	return !strncmp(e, point, n) && e[n] == ':' &&
+		strtoull(e + n + 1, NULL, 10) == gen;
 }
+
+static void
+crash_now(void)
+{
+	dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), SIGKILL,
+		0, 0, 0, 0);
+}
+
+void
+dc__crashpoint(const char *point, uint64_t gen)
+{
+	if (crash_armed(point, gen))
+		crash_now();
+}
+
+/* The background writer's: 50 ms pass first, as on a device whose sync
+ * takes that long, while the program runs on -- whatever it or the
+ * writer let out meanwhile reaches the peers before the crash. */
+static void
+crashpoint_slow(const char *point, uint64_t gen)
+{
+	if (!crash_armed(point, gen))
+		return;
+	struct timespec t = { 0, 50 * 1000 * 1000 };
+	dc__sys6(SYS_nanosleep, (long)&t, 0, 0, 0, 0, 0);
+	crash_now();
+}
+#else
+#define crashpoint_slow(point, gen) ((void)0)
 #endif
 #define CSUM_CHUNK (64u * 1024u)
 
@@ -1139,12 +1168,13 @@ bg_write(void)
 	if (rc)
 		return rc;
 	wt_mark(0, &cpu, &wall);
-	dc__crashpoint("redo", gen);
 #ifdef DC_BROKEN_BG_EARLY_RELEASE
-	/* Deliberately broken: the keeper is told before the commit record
-	 * (held.c H3; caught by dc-bg-ckpt-broken-early). */
+	/* Deliberately broken: the keeper is told once the segment is
+	 * written, before the commit record (held.c H3; caught by
+	 * dc-bg-ckpt-broken-early). */
 	dc__kp_send(gen, bg_kp(), dc__vol.bg_kpn);
 #endif
+	crashpoint_slow("redo", gen);
 	write_record(gen, &dc__vol.bg_rec, &seg);
 	dc__crashpoint("committed", gen);
 #ifndef DC_BROKEN_BG_EARLY_RELEASE
@@ -1262,7 +1292,9 @@ bg_hand(uint64_t gen, unsigned n)
 	uint64_t at = 0;
 	for (unsigned i = 0; i < n; i++) {
 		const struct dc_redo_ent *e = &dc__vol.ents[i];
-#ifndef DC_BROKEN_BG_LIVE
+#ifdef DC_BROKEN_BG_LIVE
+		(void)d; /* not copied: the writer reads the memory */
+#else
 		memcpy(d + at, (const void *)(uintptr_t)e->addr, e->len);
 #endif
 		at += e->len;
