@@ -23,14 +23,21 @@
  *      HERE;
  *   5. the log is flushed into the shadow when it must be (redo.c);
  *   6. the interval's logs start over (their entries now carry g + 1).
+ * Under the buffered protocol, 3-5 are written behind (invariant 8): with
+ * the threads stopped, 0-2 and the copy of the pages named by 2 into a
+ * staging area; then the program runs on while libdc's writer thread
+ * makes 3, 4, tells the keeper (held.c H4) and makes 5.
  *
  * Invariants:
  *  1. The shadow holds exactly the image of generation words.applied; the
  *     redo log holds the segments applied+1 .. committed (redo.c
  *     invariant 1), so a committed checkpoint is never lost.
- *  2. Between the scan (2) and the end of the flush (5) no byte the
- *     segment copies is written: what the redo holds is what the shadow
- *     gets (body_stack).
+ *  2. The bytes the segment holds and the shadow gets are those of the
+ *     checkpoint's instant, never of a later store: written in place,
+ *     no byte the segment copies is written between the scan (2) and the
+ *     end of the flush (5) (body_stack; the threads stopped); written
+ *     behind, they are copied into the staging area before any thread
+ *     runs again, and the segment and the flush read that copy only.
  *  3. Recovery applies the pending segments when applied < committed;
  *     applying is idempotent (same pages to the same offsets, same
  *     punches).
@@ -55,6 +62,23 @@
  *     again after making hot a cold region whose mapping the kernel
  *     merged with a neighbour (dc__track_refold).  Recovery gives every
  *     region the protection of the table.
+ *  8. The checkpoint written behind (buffered protocol; not the first,
+ *     not one with a fold's punches, held records or delayed deletions,
+ *     not UNDO, 2PC or a tree, not on a disk file system; $DC_CKPT_SYNC
+ *     turns it off): its writer is a thread of libdc made by clone3
+ *     without the program knowing -- no dispatch (clone clears it), every
+ *     signal blocked, in no thread table, so never stopped, checkpointed
+ *     or trapped; it shares the main thread's TLS and makes raw system
+ *     calls only.  Its stack, the keeper's positions and the staging
+ *     area are one mapping of libdc's own (maps.c invariant 2).  The
+ *     output of generation g leaves only after g's commit record is
+ *     durable: the keeper's positions, taken at the stop, are sent by
+ *     the writer after the record (held.c H3 before H4).  One checkpoint
+ *     in flight: a commit (and the end of the run) first waits for the
+ *     writer, and an error of the writer leaves the checkpoint before
+ *     it the last (fatal, as an error of a commit in place).  While it
+ *     writes g, the program's interval is g + 1 (dc__open_gen).  Recovery
+ *     is unchanged: a segment without its commit record is not there.
  *
  * State machine of the directory: EMPTY --create--> CREATED (no valid
  * commit: a new run starts over) --first commit--> COMMITTED(g)
