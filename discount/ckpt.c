@@ -1460,6 +1460,18 @@ pkru_close(uint64_t old)
 		rio_wrpkru((uint32_t)old);
 }
 
+/* The commit of gen failed (rc): the fatal state, the checkpoint before
+ * it intact. */
+static int
+commit_failed(uint64_t gen, int rc)
+{
+	dc__vol.fatal = true;
+	dc__say("checkpoint %lu failed: %s (%s); the last checkpoint (%lu) "
+		"is intact", (unsigned long)gen, dc_strerror(rc),
+		rio_errormsg(), (unsigned long)dc__vol.committed);
+	return DC_EFATAL;
+}
+
 /*
  * Take a checkpoint.  Returns 0 when committed, 1 when the process has
  * just been resumed here by recovery, or an error (the process is then in
@@ -1475,14 +1487,8 @@ dc__commit(void)
 	/* invariant 8: one checkpoint in flight */
 	int brc = dc__bg_wait();
 	ct_report();
-	if (brc) {
-		dc__vol.fatal = true;
-		dc__say("checkpoint %lu failed: %s (%s); the last checkpoint "
-			"(%lu) is intact", (unsigned long)dc__vol.bg_gen,
-			dc_strerror(brc), rio_errormsg(),
-			(unsigned long)dc__vol.committed);
-		return DC_EFATAL;
-	}
+	if (brc)
+		return commit_failed(dc__vol.bg_gen, brc);
 	/* the two-phase-commit protocols: after the first checkpoint, every
 	 * commit is a round of the computation (twopc.c invariant 4) */
 	if (dc__vol.twopc && !dc__vol.tp_local && dc__vol.committed != 0)
@@ -1529,15 +1535,7 @@ dc__commit(void)
 	pkru_close(pkru);
 	dc__vol.in_commit = 0;
 	dc__thr_go(); /* thread.c step 5 */
-	if (rc) {
-		dc__vol.fatal = true;
-		dc__say("checkpoint %lu failed: %s (%s); the last checkpoint "
-			"(%lu) is intact", (unsigned long)dc__st.gen,
-			dc_strerror(rc), rio_errormsg(),
-			(unsigned long)dc__vol.committed);
-		return DC_EFATAL;
-	}
-	return 0;
+	return rc ? commit_failed(dc__st.gen, rc) : 0;
 }
 
 int

@@ -42,7 +42,9 @@
  *      at all, since on tmpfs its stores are durable as they are made;
  *   H3 the commit record of g (ckpt.c): THE OUTPUT IS COMMITTED HERE;
  *   H4 every record is performed in request order, the files written are
- *      synced (dc__held_release);
+ *      synced (dc__held_release; a commit with records is made in place,
+ *      one written behind only tells the keeper, from its writer thread:
+ *      ckpt.c invariant 8);
  *   H5 the header {gen g, end 64, nrec 0} is written and synced; then
  *      the files are cut back (`held` to 64 bytes, `rename` to 0).
  *

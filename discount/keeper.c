@@ -29,8 +29,10 @@
  *     connection, its (rpos, wpos) in the committed image, and each one
  *     closed in the interval with its final wpos: only then may the
  *     keeper send the output below wpos and forget the input below rpos.
- *     The message goes after the commit record (dc__held_release, H3):
- *     a crash before it leaves the keeper with the older positions,
+ *     The message goes after the commit record (dc__held_release, H3;
+ *     for a checkpoint written behind, the writer sends the positions
+ *     taken at the stop, dc__kp_take and dc__kp_send, ckpt.c invariant
+ *     8): a crash before it leaves the keeper with the older positions,
  *     which the recovery then brings up to date.
  *  2. A descriptor number means the same connection across a recovery:
  *     recovery asks the keeper for each connection of the checkpoint
