@@ -8,9 +8,10 @@
  *
  * 1024 pages (4 MiB, one mapping); round v stores v into the first word
  * of every page, in order, then sets the counter to v.  Every round first
- * checks that every page holds the counter: a recovered image whose
- * pages come from later than its registers and counter (a store made
- * after the stop) fails it.  It ends at the check after MS ms from its
+ * checks that every page holds the counter, and every store that its
+ * page holds the round before's value: a recovered image whose pages
+ * come from later than its registers and counter (a store made after
+ * the stop, which the resumed run makes again) fails it.  It ends at the check after MS ms from its
  * first start (CLOCK_MONOTONIC: a recovered run goes on to the next
  * check).  Silent until the end (nothing held but the last line, so
  * every checkpoint but the last may be written behind): "ok", exit 0;
@@ -59,8 +60,17 @@ main(int argc, char **argv)
 			}
 		if (now_ms() >= end)
 			break;
-		for (int i = 0; i < PAGES; i++)
-			*(volatile uint64_t *)(m + (size_t)i * PG) = v + 1;
+		for (int i = 0; i < PAGES; i++) {
+			volatile uint64_t *p = (volatile uint64_t *)(m +
+				(size_t)i * PG);
+			if (*p != v) { /* a store the image should not hold */
+				printf("page %d holds %lu before round %lu\n",
+					i, (unsigned long)*p,
+					(unsigned long)v + 1);
+				return 3;
+			}
+			*p = v + 1;
+		}
 		counter = v + 1;
 	}
 	printf("ok\n");
