@@ -116,7 +116,9 @@
  * undo log's size past which an append fails as on a full file system
  * (seg.c), DC_TEST_SEGV_TICK=1 sends the checkpoint timer's signal at
  * the start of every SIGSEGV handler, the tick that arrives between a
- * fault and its check (sud.c invariant 6).  Read once per
+ * fault and its check (sud.c invariant 6), DC_TEST_BG_DELAY_US holds the
+ * checkpoint writer back that long before each checkpoint it writes, as
+ * on a loaded machine (invariant 8).  Read once per
  * incarnation, into untracked memory: the environment is process memory,
  * and a recovered process has the checkpoint's. */
 void
@@ -134,6 +136,8 @@ dc__crashpoint_init(void)
 	dc__vol.segv_tick = e && e[0] == '1';
 	e = getenv("DC_TEST_SIG_TICK");
 	dc__vol.sig_tick = e && e[0] == '1';
+	e = getenv("DC_TEST_BG_DELAY_US");
+	dc__vol.bg_delay_ns = e ? strtoull(e, NULL, 10) * 1000 : 0;
 }
 
 static bool
@@ -1222,6 +1226,14 @@ bg_main(void)
 		while (!__atomic_load_n(&dc__vol.bg_go, __ATOMIC_ACQUIRE))
 			bg_futex(&dc__vol.bg_go, FUTEX_WAIT, 0);
 		dc__vol.bg_go = 0;
+#ifdef DC_TEST_CRASHPOINTS
+		if (dc__vol.bg_delay_ns) {
+			struct timespec t = {
+				(time_t)(dc__vol.bg_delay_ns / 1000000000),
+				(long)(dc__vol.bg_delay_ns % 1000000000) };
+			dc__sys6(SYS_nanosleep, (long)&t, 0, 0, 0, 0, 0);
+		}
+#endif
 		dc__vol.bg_rc = bg_write();
 		__atomic_store_n(&dc__vol.bg_busy, 0, __ATOMIC_RELEASE);
 		bg_futex(&dc__vol.bg_busy, FUTEX_WAKE, 1);

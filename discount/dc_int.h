@@ -403,6 +403,7 @@ struct dc__vols {
 	uint64_t mu_cap;        /* DC_TEST_MUNDO_MAX (seg.c) */
 	bool segv_tick;         /* DC_TEST_SEGV_TICK (sud.c segv_handler) */
 	bool sig_tick;          /* DC_TEST_SIG_TICK (sud.c sig_wrapper) */
+	uint64_t bg_delay_ns;   /* DC_TEST_BG_DELAY_US (ckpt.c bg_main) */
 	char tp_fail[256];      /* DC_TEST_2PC_FAIL: a 2PC prepare fails
 	                         * while this file exists (twopc.c) */
 #endif

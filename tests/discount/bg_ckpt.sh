@@ -14,7 +14,9 @@
 #       first checkpoint is written in place); the same command again
 #       must recover from generation 7 (redo-part, redo: the segment
 #       whose record never got written is not there) or 8 (committed),
-#       and the program must find every page as its counter says.
+#       and the program must find every page as its counter says.  The
+#       writer starts 3 ms late (DC_TEST_BG_DELAY_US), as on a loaded
+#       machine: the program stores meanwhile.
 #   bg_ckpt.sh early DC_RUN LIB ECHO
 #       ECHO is dc-tcp-echo, under `--interval 10`, killed at crash point
 #       redo of generation 60 (0.6 s at least) while a client sends one request after the
@@ -48,9 +50,9 @@ fail() {
 
 image() { # POINT GEN_AFTER
 	rm -rf "$T/ck"
-	DC_CRASH_AT=$1:8 timeout -s KILL 60 "$DCRUN" --protocol buffered \
-		--interval 5 --dir "$T/ck" -- "$PROG" 1500 \
-		> "$T/out1" 2> "$T/err1"
+	DC_CRASH_AT=$1:8 DC_TEST_BG_DELAY_US=3000 timeout -s KILL 60 \
+		"$DCRUN" --protocol buffered --interval 5 --dir "$T/ck" -- \
+		"$PROG" 1500 > "$T/out1" 2> "$T/err1"
 	local st=$?
 	grep -q '^ok' "$T/out1" && fail "$1: the first run was not killed"
 	[ $st = 0 ] && fail "$1: the first run ended well"
