@@ -23,14 +23,21 @@
  *      HERE;
  *   5. the log is flushed into the shadow when it must be (redo.c);
  *   6. the interval's logs start over (their entries now carry g + 1).
+ * Under the buffered protocol, 3-5 are written behind (invariant 8): with
+ * the threads stopped, 0-2 and the copy of the pages named by 2 into a
+ * staging area; then the program runs on while libdc's writer thread
+ * makes 3, 4, tells the keeper (held.c H4) and makes 5.
  *
  * Invariants:
  *  1. The shadow holds exactly the image of generation words.applied; the
  *     redo log holds the segments applied+1 .. committed (redo.c
  *     invariant 1), so a committed checkpoint is never lost.
- *  2. Between the scan (2) and the end of the flush (5) no byte the
- *     segment copies is written: what the redo holds is what the shadow
- *     gets (body_stack).
+ *  2. The bytes the segment holds and the shadow gets are those of the
+ *     checkpoint's instant, never of a later store: written in place,
+ *     no byte the segment copies is written between the scan (2) and the
+ *     end of the flush (5) (body_stack; the threads stopped); written
+ *     behind, they are copied into the staging area before any thread
+ *     runs again, and the segment and the flush read that copy only.
  *  3. Recovery applies the pending segments when applied < committed;
  *     applying is idempotent (same pages to the same offsets, same
  *     punches).
@@ -55,6 +62,23 @@
  *     again after making hot a cold region whose mapping the kernel
  *     merged with a neighbour (dc__track_refold).  Recovery gives every
  *     region the protection of the table.
+ *  8. The checkpoint written behind (buffered protocol; not the first,
+ *     not one with a fold's punches, held records or delayed deletions,
+ *     not UNDO, 2PC or a tree, not on a disk file system; $DC_CKPT_SYNC
+ *     turns it off): its writer is a thread of libdc made by clone3
+ *     without the program knowing -- no dispatch (clone clears it), every
+ *     signal blocked, in no thread table, so never stopped, checkpointed
+ *     or trapped; it shares the main thread's TLS and makes raw system
+ *     calls only.  Its stack, the keeper's positions and the staging
+ *     area are one mapping of libdc's own (maps.c invariant 2).  The
+ *     output of generation g leaves only after g's commit record is
+ *     durable: the keeper's positions, taken at the stop, are sent by
+ *     the writer after the record (held.c H3 before H4).  One checkpoint
+ *     in flight: a commit (and the end of the run) first waits for the
+ *     writer, and an error of the writer leaves the checkpoint before
+ *     it the last (fatal, as an error of a commit in place).  While it
+ *     writes g, the program's interval is g + 1 (dc__open_gen).  Recovery
+ *     is unchanged: a segment without its commit record is not there.
  *
  * State machine of the directory: EMPTY --create--> CREATED (no valid
  * commit: a new run starts over) --first commit--> COMMITTED(g)
@@ -62,7 +86,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/magic.h>
+#include <linux/sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +101,7 @@
 #include <unistd.h>
 
 #include "dc_int.h"
+#include "keeper_proto.h"
 #include "pkru.h"
 #include "rio_int.h"
 
@@ -83,7 +110,9 @@
 /* Test build only: DC_CRASH_AT=point:gen kills the process at that point
  * of the commit of generation gen (redo: segment durable, no commit
  * record; committed: record durable, log not flushed; apply: half way
- * through the flush of the log), and DC_TEST_REDO_MAX sets the log size
+ * through the flush of the log; redo-part: the segment half written; a
+ * checkpoint written behind is killed at redo 50 ms late, as by a slow
+ * sync), and DC_TEST_REDO_MAX sets the log size
  * that makes a commit flush (1: every commit), DC_TEST_MUNDO_MAX the
  * undo log's size past which an append fails as on a full file system
  * (seg.c), DC_TEST_SEGV_TICK=1 sends the checkpoint timer's signal at
@@ -91,7 +120,9 @@
  * fault and its check (sud.c invariant 6), DC_TEST_EXIT_WAIT_MS=N keeps
  * an exiting process alive N ms after it removed its checkpoint (a kill
  * then finds a run that has finished; tests/discount/crash_test.cpp
- * [ed-exit]).  Read once per
+ * [ed-exit]), DC_TEST_BG_DELAY_US holds the checkpoint writer back that
+ * long before each checkpoint it writes, as on a loaded machine
+ * (invariant 8).  Read once per
  * incarnation, into untracked memory: the environment is process memory,
  * and a recovered process has the checkpoint's. */
 void
@@ -111,18 +142,47 @@ dc__crashpoint_init(void)
 	dc__vol.sig_tick = e && e[0] == '1';
 	e = getenv("DC_TEST_EXIT_WAIT_MS");
 	dc__vol.exit_wait_ms = e ? strtoull(e, NULL, 10) : 0;
+	e = getenv("DC_TEST_BG_DELAY_US");
+	dc__vol.bg_delay_ns = e ? strtoull(e, NULL, 10) * 1000 : 0;
+}
+
+static bool
+crash_armed(const char *point, uint64_t gen)
+{
+	const char *e = dc__vol.crash_at;
+	size_t n = strlen(point);
+	return !strncmp(e, point, n) && e[n] == ':' &&
+		strtoull(e + n + 1, NULL, 10) == gen;
+}
+
+static void
+crash_now(void)
+{
+	dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), SIGKILL,
+		0, 0, 0, 0);
 }
 
 void
 dc__crashpoint(const char *point, uint64_t gen)
 {
-	const char *e = dc__vol.crash_at;
-	size_t n = strlen(point);
-	if (!strncmp(e, point, n) && e[n] == ':' &&
-	    strtoull(e + n + 1, NULL, 10) == gen)
-		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
-			SIGKILL, 0, 0, 0, 0);
+	if (crash_armed(point, gen))
+		crash_now();
 }
+
+/* The background writer's: 50 ms pass first, as on a device whose sync
+ * takes that long, while the program runs on -- whatever it or the
+ * writer let out meanwhile reaches the peers before the crash. */
+static void
+crashpoint_slow(const char *point, uint64_t gen)
+{
+	if (!crash_armed(point, gen))
+		return;
+	struct timespec t = { 0, 50 * 1000 * 1000 };
+	dc__sys6(SYS_nanosleep, (long)&t, 0, 0, 0, 0, 0);
+	crash_now();
+}
+#else
+#define crashpoint_slow(point, gen) ((void)0)
 #endif
 #define CSUM_CHUNK (64u * 1024u)
 
@@ -151,8 +211,11 @@ dc__sync_fd(int fd)
 	 * data must reach the device first. */
 	if (dc__vol.dir_is_mem)
 		return 0;
-	if (fdatasync(fd) != 0)
-		return dc__err(-errno, "fdatasync: %s", strerror(errno));
+	/* raw: the background writer shares the main thread's TLS, errno
+	 * with it (invariant 8) */
+	long r = dc__sys6(SYS_fdatasync, fd, 0, 0, 0, 0, 0);
+	if (r != 0)
+		return dc__err((int)r, "fdatasync: %s", strerror((int)-r));
 	return 0;
 }
 
@@ -938,11 +1001,12 @@ stack_grew(void)
 }
 
 /* $DC_CKPT_TIMES (held_tpcc.sh's breakdown): phase i of the commit ends
- * now -- 0 fold, scan and own pages, 1 redo segment (checksum and write),
- * 2 held output sealed and commit record, 3 flush into the shadow, 4 the
- * keeper told and held output released -- its thread CPU time and clock
- * time added to the sums, which are said every 50 checkpoints.  i < 0
- * starts a commit.  Raw clock reads: a commit may run in a signal
+ * now -- 0 fold, scan and own pages, 1 redo segment (checksum and write;
+ * written behind: the staging copy and the hand-over), 2 held output
+ * sealed and commit record, 3 flush into the shadow, 4 the keeper told
+ * and held output released -- its thread CPU time and clock time added
+ * to the sums; i < 0 starts a commit.  All of it runs with the program's
+ * threads stopped.  Raw clock reads: a commit may run in a signal
  * handler. */
 static uint64_t
 ct_now(clockid_t id)
@@ -964,24 +1028,337 @@ ct_mark(int i)
 	}
 	dc__vol.ct_last_cpu = c;
 	dc__vol.ct_last_wall = w;
-	if (i < 4 || ++dc__vol.ct_n < 50)
+	if (i == 4)
+		dc__vol.ct_n++;
+}
+
+/* ... said every 50 checkpoints, with the writer's phases (invariant 8:
+ * segment; record and keeper; flush) and its waits; called when the
+ * writer is idle. */
+static void
+ct_report(void)
+{
+	if (!dc__vol.ct_say || dc__vol.ct_n < 50)
 		return;
 	const uint64_t *a = dc__vol.ct_cpu, *b = dc__vol.ct_wall;
-	uint64_t k = dc__vol.ct_n * 1000;
+	const uint64_t *wa = dc__vol.ct_wcpu, *wb = dc__vol.ct_wwall;
+	uint64_t k = dc__vol.ct_n * 1000, stop = 0;
+	for (int i = 0; i < 5; i++)
+		stop += b[i];
 	dc__say("checkpoint times over %lu (us each, cpu/clock): fold+scan "
 		"%lu/%lu redo %lu/%lu commit %lu/%lu flush %lu/%lu release "
-		"%lu/%lu; %lu KiB copied each, %lu flushes",
+		"%lu/%lu; stopped %lu; %lu KiB copied each, %lu flushes; "
+		"behind %lu of %lu, writer: segment %lu/%lu record %lu/%lu "
+		"flush %lu/%lu, waited for %lu times (%lu us each)",
 		(unsigned long)dc__vol.ct_n, (unsigned long)(a[0] / k),
 		(unsigned long)(b[0] / k), (unsigned long)(a[1] / k),
 		(unsigned long)(b[1] / k), (unsigned long)(a[2] / k),
 		(unsigned long)(b[2] / k), (unsigned long)(a[3] / k),
 		(unsigned long)(b[3] / k), (unsigned long)(a[4] / k),
-		(unsigned long)(b[4] / k),
+		(unsigned long)(b[4] / k), (unsigned long)(stop / k),
 		(unsigned long)(dc__vol.ct_bytes / dc__vol.ct_n >> 10),
-		(unsigned long)dc__vol.ct_flushes);
+		(unsigned long)dc__vol.ct_flushes,
+		(unsigned long)dc__vol.bg_commits,
+		(unsigned long)(dc__vol.bg_commits + dc__vol.bg_syncs),
+		(unsigned long)(wa[0] / k), (unsigned long)(wb[0] / k),
+		(unsigned long)(wa[1] / k), (unsigned long)(wb[1] / k),
+		(unsigned long)(wa[2] / k), (unsigned long)(wb[2] / k),
+		(unsigned long)dc__vol.bg_waits,
+		(unsigned long)(dc__vol.bg_waits ? dc__vol.bg_wait_ns / 1000 /
+			dc__vol.bg_waits : 0));
 	memset(dc__vol.ct_cpu, 0, sizeof(dc__vol.ct_cpu));
 	memset(dc__vol.ct_wall, 0, sizeof(dc__vol.ct_wall));
+	memset(dc__vol.ct_wcpu, 0, sizeof(dc__vol.ct_wcpu));
+	memset(dc__vol.ct_wwall, 0, sizeof(dc__vol.ct_wwall));
 	dc__vol.ct_n = dc__vol.ct_bytes = dc__vol.ct_flushes = 0;
+	dc__vol.bg_commits = dc__vol.bg_syncs = 0;
+	dc__vol.bg_waits = dc__vol.bg_wait_ns = 0;
+}
+
+/* The commit record's fields known at the stop (the segment's come
+ * with it). */
+static void
+take_record(struct dc_commit *c, unsigned n)
+{
+	memset(c, 0, sizeof(*c));
+	c->magic = DC_COMMIT_MAGIC;
+	c->protocol = (uint32_t)dc__st.protocol;
+	c->time_ns = dc__vol.commit_time;
+	c->checkpoints = dc__st.stats.checkpoints;
+	c->input_bytes = dc__st.stats.input_bytes;
+	uint64_t pages = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (dc__vol.ents[i].op == DC_REDO_PAGES)
+			pages += (dc__vol.ents[i].len + DC__PAGE - 1) / DC__PAGE;
+	c->pages = pages;
+}
+
+/* Step 4: the commit record of gen (fields r, segment seg), durable. */
+static void
+write_record(uint64_t gen, const struct dc_commit *r,
+	const struct dc_redo_seg *seg)
+{
+	/* The segment is durable (dc__redo_append synced it); now the commit
+	 * record that vouches for it.  Invariant 4: generations advance by
+	 * one, so slot gen & 1 is the one the committed checkpoint's valid
+	 * record is not in. */
+	DC_ASSERT(gen == dc__vol.committed + 1, "ckpt 4");
+	DC_ASSERT(dc__vol.committed == 0 ||
+		dc__last_commit() == slot(dc__vol.committed), "ckpt 4");
+	struct dc_commit *c = slot(gen);
+	*c = *r;
+	c->gen = gen;
+	c->redo_off = seg->off;
+	c->redo_len = seg->len;
+	c->redo_csum = seg->csum;
+	c->checksum = rio_checksum(c, 248, DC_COMMIT_SEED);
+	/* Commit point: once this record is durable, generation gen is the
+	 * checkpoint a crash returns to. */
+	rio_persist(dc__vol.ctl, c, sizeof(*c));
+	DC_ASSERT(dc__last_commit() == c, "ckpt 4");
+	__atomic_store_n(&dc__vol.committed, gen, __ATOMIC_RELEASE);
+	dc__mu_restart(); /* with committed: seg.c invariant 2 */
+}
+
+/* Step 6, and the counters: a new interval, whose log entries carry
+ * gen + 1 and start at 0. */
+static void
+interval_start(const struct dc_commit *r, uint64_t seg_len)
+{
+	dc__vol.nd_off = dc__vol.nd_seq = 0;
+	dc__vol.fu_off = dc__vol.fu_seq = 0;
+	dc__vol.replaying = false;
+	if (dc__st.maps_changed) { /* written only when set: page stays clean */
+		dc__st.nchg = 0;
+		dc__st.chg_overflow = false;
+		dc__st.maps_changed = false;
+	}
+	dc__st.stats.pages_copied += r->pages;
+	dc__st.stats.redo_bytes_total += seg_len;
+	if (seg_len > dc__st.stats.redo_bytes_max)
+		dc__st.stats.redo_bytes_max = seg_len;
+	dc__vol.ct_bytes += seg_len;
+}
+
+/* ---- the background writer (invariant 8) ---- */
+
+#define BG_STACK (256u * 1024u)
+#define BG_KP (((uint64_t)DC_KP_MAX_ENTS * sizeof(struct dc_kp_ent) + \
+	DC__PAGE - 1) & ~(uint64_t)(DC__PAGE - 1))
+#define BG_STAGE (256ull << 20) /* reserved; used as far as a checkpoint
+                                 * copies */
+
+long dc__thr_clone3(struct clone_args *ca, size_t size, void (*fn)(void));
+
+static long
+bg_futex(volatile uint32_t *w, int op, uint32_t v)
+{
+	return dc__sys6(SYS_futex, (long)w, op | FUTEX_PRIVATE_FLAG, v, 0, 0,
+		0);
+}
+
+static struct dc_kp_ent *
+bg_kp(void)
+{
+	return (struct dc_kp_ent *)(void *)(dc__vol.bg_map + BG_STACK);
+}
+
+static char *
+bg_stage(void)
+{
+	return dc__vol.bg_map + BG_STACK + BG_KP;
+}
+
+/* The writer's phase i (0 segment, 1 record and release, 2 flush) ends
+ * now, for $DC_CKPT_TIMES; i < 0 starts one.  Its own CPU clock. */
+static void
+wt_mark(int i, uint64_t *cpu, uint64_t *wall)
+{
+	if (!dc__vol.ct_say)
+		return;
+	uint64_t c = ct_now(CLOCK_THREAD_CPUTIME_ID), w = ct_now(CLOCK_MONOTONIC);
+	if (i >= 0) {
+		dc__vol.ct_wcpu[i] += c - *cpu;
+		dc__vol.ct_wwall[i] += w - *wall;
+	}
+	*cpu = c;
+	*wall = w;
+}
+
+/* Steps 3-5 of generation bg_gen, from the staged bytes. */
+static int
+bg_write(void)
+{
+	uint64_t gen = dc__vol.bg_gen, cpu = 0, wall = 0;
+	unsigned n = dc__vol.bg_n;
+#ifdef DC_BROKEN_BG_LIVE
+	/* Deliberately broken: the segment is read from the program's
+	 * memory as it is now, stores made after the stop included
+	 * (invariant 8; caught by dc-bg-ckpt-broken-live). */
+	const char *data = NULL;
+#else
+	const char *data = bg_stage();
+#endif
+	struct dc_redo_seg seg;
+	wt_mark(-1, &cpu, &wall);
+	int rc = dc__redo_append(gen, n, data, &seg);
+	if (rc)
+		return rc;
+	wt_mark(0, &cpu, &wall);
+#ifdef DC_BROKEN_BG_EARLY_RELEASE
+	/* Deliberately broken: the keeper is told once the segment is
+	 * written, before the commit record (held.c H3; caught by
+	 * dc-bg-ckpt-broken-early). */
+	dc__kp_send(gen, bg_kp(), dc__vol.bg_kpn);
+#endif
+	crashpoint_slow("redo", gen);
+	write_record(gen, &dc__vol.bg_rec, &seg);
+	dc__crashpoint("committed", gen);
+#ifndef DC_BROKEN_BG_EARLY_RELEASE
+	/* held.c H4: the output of the committed interval, no sooner */
+	dc__kp_send(gen, bg_kp(), dc__vol.bg_kpn);
+#endif
+	wt_mark(1, &cpu, &wall);
+	uint64_t flushes = dc__st.stats.redo_flushes;
+	rc = dc__redo_committed(gen, n, data, &seg);
+	dc__vol.ct_flushes += dc__st.stats.redo_flushes - flushes;
+	wt_mark(2, &cpu, &wall);
+	return rc;
+}
+
+/* The writer: a thread of libdc's own, never the program's (no dispatch,
+ * every signal blocked, no TLS of its own: raw system calls only). */
+static void
+bg_main(void)
+{
+	for (;;) {
+		while (!__atomic_load_n(&dc__vol.bg_go, __ATOMIC_ACQUIRE))
+			bg_futex(&dc__vol.bg_go, FUTEX_WAIT, 0);
+		dc__vol.bg_go = 0;
+#ifdef DC_TEST_CRASHPOINTS
+		if (dc__vol.bg_delay_ns) {
+			struct timespec t = {
+				(time_t)(dc__vol.bg_delay_ns / 1000000000),
+				(long)(dc__vol.bg_delay_ns % 1000000000) };
+			dc__sys6(SYS_nanosleep, (long)&t, 0, 0, 0, 0, 0);
+		}
+#endif
+		dc__vol.bg_rc = bg_write();
+		__atomic_store_n(&dc__vol.bg_busy, 0, __ATOMIC_RELEASE);
+		bg_futex(&dc__vol.bg_busy, FUTEX_WAKE, 1);
+	}
+}
+
+/* The writer and its mapping, once an incarnation (recovery starts
+ * without them). */
+static int
+bg_start(void)
+{
+	if (dc__vol.bg_map != NULL)
+		return 0;
+	uint64_t len = BG_STACK + BG_KP + BG_STAGE;
+	long m = dc__sys6(SYS_mmap, 0, (long)len, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m < 0 && m > -4096)
+		return dc__err((int)m, "checkpoint writer: mmap: %s",
+			strerror((int)-m));
+	/* libdc's own memory before it exists for the maps (maps.c
+	 * invariant 2) */
+	dc__vol.bg_map = (char *)m;
+	dc__vol.bg_len = len;
+	struct clone_args ca = { .flags = CLONE_VM | CLONE_FS | CLONE_FILES |
+		CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM,
+		.stack = (uint64_t)m, .stack_size = BG_STACK };
+	/* every signal blocked, for good: the writer inherits the mask, and
+	 * the program's signals go to the program's threads */
+	uint64_t all = ~0ull, old = 0;
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all, (long)&old, 8,
+		0, 0);
+	long t = dc__thr_clone3(&ca, sizeof(ca), bg_main);
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&old, 0, 8, 0, 0);
+	if (t < 0) {
+		dc__sys6(SYS_munmap, m, (long)len, 0, 0, 0, 0);
+		dc__vol.bg_map = NULL;
+		return dc__err((int)t, "checkpoint writer: clone3: %s",
+			strerror((int)-t));
+	}
+	return 0;
+}
+
+/* One checkpoint in flight: the writer's must be done before the next
+ * commit starts (or the run ends).  Its error, which leaves the
+ * checkpoint before it the last. */
+int
+dc__bg_wait(void)
+{
+	if (__atomic_load_n(&dc__vol.bg_busy, __ATOMIC_ACQUIRE)) {
+		uint64_t t0 = ct_now(CLOCK_MONOTONIC);
+		dc__vol.bg_waits++;
+		while (__atomic_load_n(&dc__vol.bg_busy, __ATOMIC_ACQUIRE))
+			bg_futex(&dc__vol.bg_busy, FUTEX_WAIT, 1);
+		dc__vol.bg_wait_ns += ct_now(CLOCK_MONOTONIC) - t0;
+	}
+	int rc = dc__vol.bg_rc;
+	dc__vol.bg_rc = 0;
+	return rc;
+}
+
+/* May this checkpoint (n entries) be written behind?  The buffered
+ * protocol's, with nothing to perform after the record but the keeper's
+ * release; not the first; on a memory file system (the writer's flushes
+ * would be glibc's); no range dropped; within the staging area. */
+static bool
+bg_can(unsigned n)
+{
+	if (dc__vol.bg_off || dc__st.protocol != DC_BUFFERED ||
+	    dc__vol.committed == 0 || dc__track_undo() || dc__vol.twopc ||
+	    dc__vol.tree || !dc__vol.dir_is_mem || dc__vol.redo_hold ||
+	    dc__held_records() || dc__st.npend > 0)
+		return false;
+	uint64_t bytes = 0;
+	for (unsigned i = 0; i < n; i++) {
+		if (dc__vol.ents[i].op != DC_REDO_PAGES)
+			return false;
+		bytes += dc__vol.ents[i].len;
+	}
+	return bytes <= BG_STAGE;
+}
+
+/* Invariant 8: the checkpoint's bytes taken, with every thread stopped,
+ * into the staging area; the record's fields and the keeper's positions
+ * too; the writer given the rest. */
+static int
+bg_hand(uint64_t gen, unsigned n)
+{
+	int rc = bg_start();
+	if (rc)
+		return rc;
+	char *d = bg_stage();
+	uint64_t at = 0;
+	for (unsigned i = 0; i < n; i++) {
+		const struct dc_redo_ent *e = &dc__vol.ents[i];
+#ifdef DC_BROKEN_BG_LIVE
+		(void)d; /* not copied: the writer reads the memory */
+#else
+		memcpy(d + at, (const void *)(uintptr_t)e->addr, e->len);
+#endif
+		at += e->len;
+	}
+	/* nothing is held (bg_can): no record to seal; the tick's */
+	if ((rc = dc__held_seal(gen)))
+		return rc;
+	take_record(&dc__vol.bg_rec, n);
+	dc__vol.bg_kpn = dc__kp_take(bg_kp());
+	interval_start(&dc__vol.bg_rec, sizeof(struct dc_redo_hdr) +
+		(uint64_t)n * sizeof(struct dc_redo_ent) + at);
+	dc__vol.bg_gen = gen;
+	dc__vol.bg_n = n;
+	__atomic_store_n(&dc__vol.bg_staged, gen, __ATOMIC_RELEASE);
+	dc__vol.bg_commits++;
+	__atomic_store_n(&dc__vol.bg_busy, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&dc__vol.bg_go, 1, __ATOMIC_RELEASE);
+	bg_futex(&dc__vol.bg_go, FUTEX_WAKE, 1);
+	return 0;
 }
 
 static int
@@ -1005,10 +1382,17 @@ commit_body(void)
 			scan_written(&n);
 	if (!rc)
 		rc = add_own(&n);
-	struct dc_redo_seg seg;
 	ct_mark(0);
+	if (!rc && bg_can(n)) {
+		rc = bg_hand(gen, n);
+		ct_mark(1);
+		ct_mark(4);
+		return rc;
+	}
+	dc__vol.bg_syncs++;
+	struct dc_redo_seg seg;
 	if (!rc)
-		rc = dc__redo_append(gen, n, &seg);
+		rc = dc__redo_append(gen, n, NULL, &seg);
 	if (rc)
 		return rc;
 	ct_mark(1);
@@ -1020,68 +1404,26 @@ commit_body(void)
 	 * its persist. */
 	if ((rc = dc__held_seal(gen)))
 		return rc;
-
-	/* The segment is durable (dc__redo_append synced it); now the commit
-	 * record that vouches for it.  Invariant 4: generations advance by
-	 * one, so slot gen & 1 is the one the committed checkpoint's valid
-	 * record is not in. */
-	DC_ASSERT(gen == dc__vol.committed + 1, "ckpt 4");
-	DC_ASSERT(dc__vol.committed == 0 ||
-		dc__last_commit() == slot(dc__vol.committed), "ckpt 4");
-	struct dc_commit *c = slot(gen);
-	memset(c, 0, sizeof(*c));
-	c->magic = DC_COMMIT_MAGIC;
-	c->protocol = (uint32_t)dc__st.protocol;
-	c->gen = gen;
-	c->redo_off = seg.off;
-	c->redo_len = seg.len;
-	c->redo_csum = seg.csum;
-	c->time_ns = dc__vol.commit_time;
-	c->checkpoints = dc__st.stats.checkpoints;
-	c->input_bytes = dc__st.stats.input_bytes;
-	uint64_t pages = 0;
-	for (unsigned i = 0; i < n; i++)
-		if (dc__vol.ents[i].op == DC_REDO_PAGES)
-			pages += (dc__vol.ents[i].len + DC__PAGE - 1) / DC__PAGE;
-	c->pages = pages;
-	c->checksum = rio_checksum(c, 248, DC_COMMIT_SEED);
+	struct dc_commit r;
+	take_record(&r, n);
 	/* UNDO on a disk file system: the segment (the memory written this
 	 * interval, the regions moved in) must be durable before the record
 	 * that makes it the checkpoint; on tmpfs its writes are. */
 	if (dc__track_undo() && !dc__vol.dir_is_mem &&
 	    (rc = dc__sync_fd(dc__vol.shadow_fd)))
 		return rc;
-	/* Commit point: once this record is durable, generation gen is the
-	 * checkpoint a crash returns to. */
-	rio_persist(dc__vol.ctl, c, sizeof(*c));
-	DC_ASSERT(dc__last_commit() == c, "ckpt 4");
-	dc__vol.committed = gen;
-	dc__mu_restart(); /* with committed: seg.c invariant 2 */
+	write_record(gen, &r, &seg);
 	dc__track_interval();
 	dc__crashpoint("committed", gen);
 	ct_mark(2);
 	uint64_t flushes = dc__st.stats.redo_flushes;
-	if ((rc = dc__redo_committed(gen, n, &seg)))
+	if ((rc = dc__redo_committed(gen, n, NULL, &seg)))
 		return rc;
 	dc__vol.ct_flushes += dc__st.stats.redo_flushes - flushes;
-	dc__vol.ct_bytes += seg.len;
 	ct_mark(3);
 	/* Invariant 1: the shadow is at most at the committed generation. */
 	DC_ASSERT(words()->applied <= gen, "ckpt 1");
-
-	/* A new interval: its log entries carry gen + 1 and start at 0. */
-	dc__vol.nd_off = dc__vol.nd_seq = 0;
-	dc__vol.fu_off = dc__vol.fu_seq = 0;
-	dc__vol.replaying = false;
-	if (dc__st.maps_changed) { /* written only when set: page stays clean */
-		dc__st.nchg = 0;
-		dc__st.chg_overflow = false;
-		dc__st.maps_changed = false;
-	}
-	dc__st.stats.pages_copied += pages;
-	dc__st.stats.redo_bytes_total += seg.len;
-	if (seg.len > dc__st.stats.redo_bytes_max)
-		dc__st.stats.redo_bytes_max = seg.len;
+	interval_start(&r, seg.len);
 	dc__k_after_commit();
 	/* held.c H4, H5: the output of the committed interval */
 	rc = dc__held_release(gen);
@@ -1139,6 +1481,18 @@ pkru_close(uint64_t old)
 		rio_wrpkru((uint32_t)old);
 }
 
+/* The commit of gen failed (rc): the fatal state, the checkpoint before
+ * it intact. */
+static int
+commit_failed(uint64_t gen, int rc)
+{
+	dc__vol.fatal = true;
+	dc__say("checkpoint %lu failed: %s (%s); the last checkpoint (%lu) "
+		"is intact", (unsigned long)gen, dc_strerror(rc),
+		rio_errormsg(), (unsigned long)dc__vol.committed);
+	return DC_EFATAL;
+}
+
 /*
  * Take a checkpoint.  Returns 0 when committed, 1 when the process has
  * just been resumed here by recovery, or an error (the process is then in
@@ -1151,6 +1505,11 @@ dc__commit(void)
 		return 0;
 	if (dc__vol.fatal)
 		return DC_EFATAL;
+	/* invariant 8: one checkpoint in flight */
+	int brc = dc__bg_wait();
+	ct_report();
+	if (brc)
+		return commit_failed(dc__vol.bg_gen, brc);
 	/* the two-phase-commit protocols: after the first checkpoint, every
 	 * commit is a round of the computation (twopc.c invariant 4) */
 	if (dc__vol.twopc && !dc__vol.tp_local && dc__vol.committed != 0)
@@ -1197,15 +1556,7 @@ dc__commit(void)
 	pkru_close(pkru);
 	dc__vol.in_commit = 0;
 	dc__thr_go(); /* thread.c step 5 */
-	if (rc) {
-		dc__vol.fatal = true;
-		dc__say("checkpoint %lu failed: %s (%s); the last checkpoint "
-			"(%lu) is intact", (unsigned long)dc__st.gen,
-			dc_strerror(rc), rio_errormsg(),
-			(unsigned long)dc__vol.committed);
-		return DC_EFATAL;
-	}
-	return 0;
+	return rc ? commit_failed(dc__st.gen, rc) : 0;
 }
 
 int
@@ -1276,6 +1627,9 @@ dc__cleanup_exit(void)
 	if (!dc__vol.active)
 		return;
 	dc__held_exit(); /* a last commit performs the held output */
+	/* the writer's checkpoint, if that commit had nothing to do */
+	if (dc__bg_wait() != 0)
+		dc__say("the last checkpoint failed: %s", rio_errormsg());
 	/* The checkpoint first, then every delayed deletion, open or not:
 	 * the run is complete (kstate.c, dc__k_exit_list). */
 	dc__vol.active = false;

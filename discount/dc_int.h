@@ -374,6 +374,25 @@ struct dc__vols {
 	bool ct_say;
 	uint64_t ct_cpu[5], ct_wall[5], ct_last_cpu, ct_last_wall;
 	uint64_t ct_n, ct_bytes, ct_flushes;
+	/* the background writer (ckpt.c invariant 8): its stack, the
+	 * keeper's commit message and the staged pages, in one mapping of
+	 * libdc's own (maps.c invariant 2) */
+	char *bg_map;
+	uint64_t bg_len;
+	bool bg_off;            /* $DC_CKPT_SYNC: every commit in place */
+	volatile uint32_t bg_busy; /* futex: a checkpoint is in its hands */
+	volatile uint32_t bg_go;   /* futex: work for it */
+	int bg_rc;              /* its last error, 0 */
+	uint64_t bg_gen;        /* the generation it writes */
+	unsigned bg_n;          /* entries in ents */
+	uint32_t bg_kpn;        /* keeper entries, or UINT32_MAX: none */
+	volatile uint64_t bg_staged; /* the newest generation taken */
+	struct dc_commit bg_rec; /* the record's fields taken at the stop */
+	/* ... and $DC_CKPT_TIMES of it: checkpoints written behind, in
+	 * place, waits for the one before (and their clock time), and the
+	 * writer's CPU and clock time for segment, record and flush */
+	uint64_t bg_commits, bg_syncs, bg_waits, bg_wait_ns;
+	uint64_t ct_wcpu[3], ct_wwall[3];
 	const struct dc__region *rebuilding; /* recovery: the region of
 	                                      * old being rebuilt (for its
 	                                      * error message) */
@@ -385,6 +404,7 @@ struct dc__vols {
 	bool segv_tick;         /* DC_TEST_SEGV_TICK (sud.c segv_handler) */
 	bool sig_tick;          /* DC_TEST_SIG_TICK (sud.c sig_wrapper) */
 	uint64_t exit_wait_ms;  /* DC_TEST_EXIT_WAIT_MS (dc__cleanup_exit) */
+	uint64_t bg_delay_ns;   /* DC_TEST_BG_DELAY_US (ckpt.c bg_main) */
 	char tp_fail[256];      /* DC_TEST_2PC_FAIL: a 2PC prepare fails
 	                         * while this file exists (twopc.c) */
 #endif
@@ -393,6 +413,9 @@ struct dc__vols {
 	 * (fundo.c), log checksums (log.c) */
 	char io[1 << 20] __attribute__((aligned(64)));
 	char logtmp[65536] __attribute__((aligned(64)));
+	/* a flush's reads of the redo log (redo.c): the background writer
+	 * flushes while the program's threads use buf */
+	char rbuf[65536] __attribute__((aligned(64)));
 	/* scratch of the undo log's appends (seg.c): they run in the
 	 * SIGSEGV handler too, which may interrupt users of the others */
 	char mu_buf[65536] __attribute__((aligned(64)));
@@ -413,6 +436,17 @@ union dc__vol_pages {
 };
 extern union dc__vol_pages dc__volp;
 #define dc__vol (dc__volp.v)
+
+/* The generation of the interval the program runs in: the committed one
+ * + 1, or the one after the generation the background writer still
+ * writes (ckpt.c invariant 8).  Both only grow, so any order of the two
+ * reads gives the right one. */
+static inline uint64_t
+dc__open_gen(void)
+{
+	uint64_t s = dc__vol.bg_staged, c = dc__vol.committed;
+	return (s > c ? s : c) + 1;
+}
 
 /* thread.c: this thread's slot (0: the main thread), in its own TLS */
 extern __thread int dc__thr_me __attribute__((tls_model("initial-exec")));
@@ -511,8 +545,10 @@ struct dc_redo_seg {
 	uint64_t off, len, csum;
 	bool punch;
 };
-int dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out);
-int dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg);
+int dc__redo_append(uint64_t gen, unsigned n, const char *data,
+	struct dc_redo_seg *out);
+int dc__redo_committed(uint64_t gen, unsigned n, const char *data,
+	const struct dc_redo_seg *seg);
 int dc__redo_flush_pending(void);
 int dc__redo_settle(void);
 struct dc_commit;
@@ -532,6 +568,7 @@ void dc__crashpoint(const char *point, uint64_t gen);
 #endif
 void dc__cleanup_exit(void);
 int dc__sync_fd(int fd);
+int dc__bg_wait(void);
 int dc__own_fd(int fd);
 const struct dc_commit *dc__last_commit(void);
 

@@ -59,7 +59,7 @@ dc__fu_log(int type, int64_t a, const char *p1, const char *p2,
 		last_off = -1;
 	int64_t here = (int64_t)dc__vol.fu_off;
 	struct dc_log_ent h = { .type = (uint16_t)type,
-		.gen = dc__vol.committed + 1, .inc = dc__vol.incarnation,
+		.gen = dc__open_gen(), .inc = dc__vol.incarnation,
 		.a = a, .b = last_off, .c = (int64_t)(l1 + l2) };
 	int rc = dc__log_append(dc__vol.fundo_fd, NULL, 0, &dc__vol.fu_off,
 		&dc__vol.fu_seq, &h, names, l1 + l2, data, len);

@@ -42,7 +42,9 @@
  *      at all, since on tmpfs its stores are durable as they are made;
  *   H3 the commit record of g (ckpt.c): THE OUTPUT IS COMMITTED HERE;
  *   H4 every record is performed in request order, the files written are
- *      synced (dc__held_release);
+ *      synced (dc__held_release; a commit with records is made in place,
+ *      one written behind only tells the keeper, from its writer thread:
+ *      ckpt.c invariant 8);
  *   H5 the header {gen g, end 64, nrec 0} is written and synced; then
  *      the files are cut back (`held` to 64 bytes, `rename` to 0).
  *
@@ -347,7 +349,7 @@ append_inline(struct dc__hrec *m, const struct iovec *v, int n)
 	struct dc_held_rec r;
 	m->loc = H.end + sizeof(r);
 	m->dcsum = iov_csum(v, n);
-	fill_rec(&r, m, dc__vol.committed + 1, H.nrec);
+	fill_rec(&r, m, dc__open_gen(), H.nrec);
 	int rc = pwrite_all(H.fd, &r, sizeof(r), H.end, "held");
 	uint64_t at = m->loc;
 	for (int i = 0; rc == 0 && i < n; i++) {
@@ -1088,6 +1090,14 @@ dc__held_release(uint64_t gen)
 	return perform_all(gen);
 }
 
+/* Records are held: a commit must seal and perform them in place
+ * (ckpt.c invariant 8). */
+bool
+dc__held_records(void)
+{
+	return H.scheme != 0 && H.nrec > 0;
+}
+
 /* The run ends: a last checkpoint performs what is held. */
 void
 dc__held_exit(void)
@@ -1096,6 +1106,10 @@ dc__held_exit(void)
 	    dc__commit() < 0)
 		dc__say("the held output of the last interval is lost: %s",
 			rio_errormsg());
+	/* the keeper is told of that commit (by the checkpoint writer,
+	 * ckpt.c invariant 8) before it hears the run end */
+	if (dc__bg_wait() != 0)
+		dc__say("the last checkpoint failed: %s", rio_errormsg());
 	dc__kp_exit(); /* the keeper sends the rest and closes */
 }
 

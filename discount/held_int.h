@@ -57,6 +57,7 @@ int dc__held_recover(void);
 int dc__held_recover_finish(void);
 int dc__held_seal(uint64_t gen);
 int dc__held_release(uint64_t gen);
+bool dc__held_records(void);
 void dc__held_exit(void);
 bool dc__held_on(void);
 bool dc__held_waiting(void);

@@ -223,6 +223,9 @@ dc_init(const struct dc_opts *opts)
 	dc__vol.redo_max = DC_REDO_MAX;
 	dc__crashpoint_init();
 	dc__vol.ct_say = getenv("DC_CKPT_TIMES") != NULL;
+	/* every checkpoint written in place, none behind (ckpt.c
+	 * invariant 8): for comparisons */
+	dc__vol.bg_off = getenv("DC_CKPT_SYNC") != NULL;
 	const char *sp = getenv("DC_STATS");
 	snprintf(dc__vol.stats_path, sizeof(dc__vol.stats_path), "%s",
 		sp ? sp : "");

@@ -29,8 +29,10 @@
  *     connection, its (rpos, wpos) in the committed image, and each one
  *     closed in the interval with its final wpos: only then may the
  *     keeper send the output below wpos and forget the input below rpos.
- *     The message goes after the commit record (dc__held_release, H3):
- *     a crash before it leaves the keeper with the older positions,
+ *     The message goes after the commit record (dc__held_release, H3;
+ *     for a checkpoint written behind, the writer sends the positions
+ *     taken at the stop, dc__kp_take and dc__kp_send, ckpt.c invariant
+ *     8): a crash before it leaves the keeper with the older positions,
  *     which the recovery then brings up to date.
  *  2. A descriptor number means the same connection across a recovery:
  *     recovery asks the keeper for each connection of the checkpoint
@@ -523,12 +525,11 @@ dc__kp_dropped(int fd, int d, bool last)
 	x->tcp = 0;
 }
 
-/* The positions of the image in dc__st, to the keeper (invariant 1). */
-static void
-send_positions(uint64_t gen)
+/* The positions of the image in dc__st (invariant 1), into e; the
+ * count. */
+static uint32_t
+positions(struct dc_kp_ent *e)
 {
-	/* untracked scratch: writing it dirties no page of the image */
-	struct dc_kp_ent *e = (struct dc_kp_ent *)(void *)dc__vol.io;
 	uint32_t n = 0;
 	for (int d = 0; d < DC__MAX_DESC && n < DC_KP_MAX_ENTS; d++) {
 		const struct dc__desc *x = &dc__st.desc[d];
@@ -542,6 +543,14 @@ send_positions(uint64_t gen)
 	for (unsigned i = 0; i < nclosed && n < DC_KP_MAX_ENTS; i++)
 		e[n++] = (struct dc_kp_ent){ .type = DC_KPE_CLOSED,
 			.id = closed[i].id, .wpos = closed[i].wpos };
+	return n;
+}
+
+/* Positions e[0..n) of generation gen, to the keeper.  Raw system calls
+ * only: the background writer sends it too (ckpt.c invariant 8). */
+static void
+send_positions(uint64_t gen, const struct dc_kp_ent *e, uint32_t n)
+{
 	struct dc_kp_msg m = { .op = DC_KP_COMMIT, .gen = gen };
 	int rc = call(&m, e, n, NULL, NULL);
 	if (rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTCONN) {
@@ -561,17 +570,46 @@ send_positions(uint64_t gen)
 	}
 }
 
+/* The next interval's closes start empty: a rollback to the image has
+ * the list again and sends it again (the keeper takes it twice alike). */
+static void
+interval_done(void)
+{
+	nclosed = 0;
+	K.dirty = false;
+}
+
 /* After the commit record of gen (held.c, H3). */
 void
 dc__kp_committed(uint64_t gen)
 {
 	if (K.fd <= 0)
 		return;
-	send_positions(gen);
-	/* the next interval's: a rollback to gen has the list again and
-	 * sends it again (the keeper takes it twice alike) */
-	nclosed = 0;
-	K.dirty = false;
+	/* untracked scratch: writing it dirties no page of the image */
+	struct dc_kp_ent *e = (struct dc_kp_ent *)(void *)dc__vol.io;
+	send_positions(gen, e, positions(e));
+	interval_done();
+}
+
+/* The background writer's release (ckpt.c invariant 8), taken with the
+ * threads stopped: the image's positions into e, which holds
+ * DC_KP_MAX_ENTS; the count, or UINT32_MAX without a keeper. */
+uint32_t
+dc__kp_take(struct dc_kp_ent *e)
+{
+	if (K.fd <= 0)
+		return UINT32_MAX;
+	uint32_t n = positions(e);
+	interval_done();
+	return n;
+}
+
+/* ... and sent by the writer once gen's commit record is durable. */
+void
+dc__kp_send(uint64_t gen, const struct dc_kp_ent *e, uint32_t n)
+{
+	if (n != UINT32_MAX && K.fd > 0)
+		send_positions(gen, e, n);
 }
 
 /* Recovery (kstate.c reopen): description d again, as a new descriptor
@@ -653,7 +691,8 @@ dc__kp_resumed(void)
 		if (rc)
 			dc__say("%s", rio_errormsg());
 	}
-	send_positions(dc__vol.committed);
+	send_positions(dc__vol.committed, (struct dc_kp_ent *)(void *)dc__vol.io,
+		positions((struct dc_kp_ent *)(void *)dc__vol.io));
 	struct dc_kp_msg m = { .op = DC_KP_RESUMED };
 	return call(&m, NULL, 0, NULL, NULL);
 }

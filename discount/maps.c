@@ -15,7 +15,8 @@
  *     SHARED mappings are FIXED when read-only; a writable shared mapping
  *     cannot be checkpointed (refused).
  *  2. libdc's own memory -- the dc__vol block, the ctl pool mapping, the
- *     undo log's window, the first page of dc__st and the alternate
+ *     undo log's window, the checkpoint writer's mapping (ckpt.c
+ *     invariant 8), the first page of dc__st and the alternate
  *     signal stack -- is cut out of
  *     every region: never tracked.  (The last two are copied by every
  *     checkpoint and restored by recovery explicitly: ckpt.c.)
@@ -35,7 +36,7 @@
 
 #include "dc_int.h"
 
-#define NOWN 5
+#define NOWN 6
 
 /* libdc's own memory, sorted by address (invariant 2): the dc__vol block,
  * the ctl pool mapping, the undo log's window (seg.c), and what every
@@ -56,6 +57,11 @@ own_ranges(uint64_t r[NOWN][2])
 	if (dc__vol.mu_map != NULL) {
 		r[n][0] = (uint64_t)(uintptr_t)dc__vol.mu_map;
 		r[n][1] = r[n][0] + dc__vol.mu_map_len;
+		n++;
+	}
+	if (dc__vol.bg_map != NULL) {
+		r[n][0] = (uint64_t)(uintptr_t)dc__vol.bg_map;
+		r[n][1] = r[n][0] + dc__vol.bg_len;
 		n++;
 	}
 	r[n][0] = (uint64_t)(uintptr_t)&dc__st;

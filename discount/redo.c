@@ -94,13 +94,27 @@ hdr_csum(const struct dc_redo_hdr *h)
 
 /* ---- appending (the commit) ---- */
 
+/* Where entry e's bytes are: the memory it names, or with data (the
+ * pages staged at the stop, ckpt.c invariant 8) the next *at bytes of
+ * data, back to back in entry order. */
+static const char *
+ent_src(const struct dc_redo_ent *e, const char *data, uint64_t *at)
+{
+	if (data == NULL)
+		return (const char *)(uintptr_t)e->addr;
+	const char *p = data + *at;
+	*at += e->len;
+	return p;
+}
+
 /*
- * Write the segment of generation gen from dc__vol.ents[0..n) and the
- * memory they name, at the end of the log, durably.  Out: its offset,
- * length and checksum, for the commit record.
+ * Write the segment of generation gen from dc__vol.ents[0..n) and their
+ * bytes (the memory they name, or data: ent_src), at the end of the log,
+ * durably.  Out: its offset, length and checksum, for the commit record.
  */
 int
-dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out)
+dc__redo_append(uint64_t gen, unsigned n, const char *data,
+	struct dc_redo_seg *out)
 {
 	struct dc_redo_ent *e = dc__vol.ents;
 	struct iovec *iov = dc__vol.iov;
@@ -115,22 +129,29 @@ dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out)
 	h.len = len;
 	uint64_t c = hdr_csum(&h);
 	c = csum_range((const char *)e, (uint64_t)n * sizeof(*e), c);
+	uint64_t at = 0;
 	for (unsigned i = 0; i < n; i++)
 		if (e[i].op == DC_REDO_PAGES)
-			c = csum_range((const char *)(uintptr_t)e[i].addr,
-				e[i].len, c);
+			c = csum_range(ent_src(&e[i], data, &at), e[i].len, c);
 	h.csum = c;
 
-	uint64_t at = dc__vol.redo_end, off = at;
+	uint64_t start = dc__vol.redo_end, off = start;
 	int ni = 0;
 	iov[ni++] = (struct iovec){ &h, sizeof(h) };
 	iov[ni++] = (struct iovec){ e, (size_t)n * sizeof(*e) };
+	at = 0;
 	for (unsigned i = 0; i <= n; i++) {
-		bool last = i == n;
+		bool last = i == n, cut = false;
 		if (!last && e[i].op == DC_REDO_PAGES)
-			iov[ni++] = (struct iovec){ (void *)(uintptr_t)e[i].addr,
+			iov[ni++] = (struct iovec){
+				(void *)(uintptr_t)ent_src(&e[i], data, &at),
 				e[i].len };
-		if (ni == DC__IOV || (last && ni > 0)) {
+#ifdef DC_TEST_CRASHPOINTS
+		/* test builds: the first half of the segment goes out alone,
+		 * so crash point "redo-part" finds it half written */
+		cut = i == n / 2 && ni > 0;
+#endif
+		if (ni == DC__IOV || (last && ni > 0) || cut) {
 			uint64_t want = 0;
 			for (int k = 0; k < ni; k++)
 				want += iov[k].iov_len;
@@ -155,9 +176,11 @@ dc__redo_append(uint64_t gen, unsigned n, struct dc_redo_seg *out)
 			}
 			off += want;
 			ni = 0;
+			if (cut)
+				dc__crashpoint("redo-part", gen);
 		}
 	}
-	out->off = at;
+	out->off = start;
 	out->len = len;
 	out->csum = c;
 	out->punch = (h.flags & DC_REDO_F_PUNCH) != 0;
@@ -198,7 +221,8 @@ seen_add(uint64_t a)
 static int
 apply_pages_from_file(uint64_t a, uint64_t len, uint64_t data)
 {
-	char *buf = dc__vol.buf;
+	char *buf = dc__vol.rbuf; /* its own: the writer flushes while the
+	                           * program's threads use dc__vol.buf */
 	uint64_t run = 0, run_a = 0, run_d = 0;
 	for (uint64_t o = 0; o <= len; o += DC__PAGE) {
 		bool take = o < len && seen_add(a + o);
@@ -208,7 +232,7 @@ apply_pages_from_file(uint64_t a, uint64_t len, uint64_t data)
 		}
 		if (take) /* the last piece may be shorter (libdc's page) */
 			run += len - o < DC__PAGE ? len - o : DC__PAGE;
-		if ((take && run < sizeof(dc__vol.buf)) || run == 0)
+		if ((take && run < sizeof(dc__vol.rbuf)) || run == 0)
 			continue;
 		int rc = pread_all(dc__vol.redo_fd, buf, run, run_d);
 		if (!rc)
@@ -371,9 +395,9 @@ keep_pending(const struct dc_redo_seg *seg, unsigned n)
 
 /* Flush: the pending older segments from the file, newest first, each
  * page once and none the newest segment (in dc__vol.ents, n entries)
- * writes; then the newest from memory, in order. */
+ * writes; then the newest from memory or data (ent_src), in order. */
 static int
-flush(uint64_t gen, unsigned n)
+flush(uint64_t gen, unsigned n, const char *data)
 {
 	const struct dc_redo_ent *e = dc__vol.ents;
 	int rc = 0;
@@ -386,20 +410,21 @@ flush(uint64_t gen, unsigned n)
 		const struct dc_redo_ent *pe =
 			&dc__vol.pend_ents[dc__vol.segs[s].first];
 		uint32_t pn = dc__vol.segs[s].n;
-		uint64_t data = dc__vol.segs[s].off +
+		uint64_t foff = dc__vol.segs[s].off +
 			sizeof(struct dc_redo_hdr) + pn * sizeof(*pe);
 		for (uint32_t i = 0; i < pn && !rc; i++) {
-			rc = apply_pages_from_file(pe[i].addr, pe[i].len, data);
-			data += pe[i].len;
+			rc = apply_pages_from_file(pe[i].addr, pe[i].len, foff);
+			foff += pe[i].len;
 		}
 	}
+	uint64_t at = 0;
 	for (unsigned i = 0; i < n && !rc; i++) {
 		if (i == n / 2)
 			dc__crashpoint("apply", gen);
 		rc = e[i].op == DC_REDO_PUNCH ?
 			dc__shadow_punch(e[i].addr, e[i].len) :
-			dc__shadow_write((const void *)(uintptr_t)e[i].addr,
-				e[i].len, e[i].addr);
+			dc__shadow_write(ent_src(&e[i], data, &at), e[i].len,
+				e[i].addr);
 	}
 	if (rc)
 		return rc;
@@ -409,13 +434,14 @@ flush(uint64_t gen, unsigned n)
 
 /*
  * After the commit of generation gen (segment seg, entries in dc__vol.ents
- * and memory unchanged since the scan): flush the log when it must be
- * (header comment), else leave the segment pending.  The pending older
- * segments never hold punches (invariant 2), so their entries are page
- * copies.
+ * and their bytes unchanged since the scan: memory, or the staged data):
+ * flush the log when it must be (header comment), else leave the segment
+ * pending.  The pending older segments never hold punches (invariant 2),
+ * so their entries are page copies.
  */
 int
-dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg)
+dc__redo_committed(uint64_t gen, unsigned n, const char *data,
+	const struct dc_redo_seg *seg)
 {
 	dc__vol.redo_end = seg->off + seg->len;
 	bool fits = dc__vol.redo_pending + 1 < DC__MAX_SEGS &&
@@ -432,7 +458,7 @@ dc__redo_committed(uint64_t gen, unsigned n, const struct dc_redo_seg *seg)
 		dc__vol.redo_due = true;
 		return 0;
 	}
-	return flush(gen, n);
+	return flush(gen, n, data);
 }
 
 /*
@@ -468,7 +494,7 @@ dc__redo_flush_pending(void)
 {
 	if (dc__vol.redo_pending == 0)
 		return 0;
-	return flush(dc__vol.committed, 0);
+	return flush(dc__vol.committed, 0, NULL);
 }
 
 /* Recovery: verify and apply what the last process left pending

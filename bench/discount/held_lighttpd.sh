@@ -19,6 +19,9 @@
 # table gives each point's mean over the rounds and its ratio to none
 # with as many connections.  CSV in bench/results/held_lighttpd.csv.
 # --quick: none and 50 ms, 8 and 256 connections, 1 round of 1.5 s.
+# LT_MODES, LT_CONNS, LT_ROUNDS and LT_T choose the points; a mode "50s"
+# is 50 ms with every checkpoint written in place (DC_CKPT_SYNC=1),
+# beside "50", written behind.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 QUICK=0
@@ -44,7 +47,8 @@ export DC_KEEPER_LINGER=5
 mkdir -p "$M/www"
 head -c 10240 /dev/urandom > "$M/www/f10k"
 
-MODES="none 5 20 50 120"; CONNS="8 64 256 512"; T=3; ROUNDS=3
+MODES=${LT_MODES:-none 5 20 50 120}; CONNS=${LT_CONNS:-8 64 256 512}
+T=${LT_T:-3}; ROUNDS=${LT_ROUNDS:-3}
 if [ "$QUICK" = 1 ]; then MODES="none 50"; CONNS="8 256"; T=1.5; ROUNDS=1; fi
 PORT=$((20000 + RANDOM % 12000))
 
@@ -63,8 +67,10 @@ server.max-fds = 4096
 EOC
 	case $1 in
 	none) "$LT" -D -f "$M/l.conf" & ;;
-	*) "$DCRUN" --dir "$M/ck" --protocol buffered --interval "$2" -- \
-		"$LT" -D -f "$M/l.conf" 2> /dev/null & ;;
+	*) local sync=
+		case $2 in *s) sync=DC_CKPT_SYNC=1 ;; esac
+		env $sync "$DCRUN" --dir "$M/ck" --protocol buffered \
+		--interval "${2%s}" -- "$LT" -D -f "$M/l.conf" 2> /dev/null & ;;
 	esac
 	SRV=$!
 	sleep 0.7

@@ -37,7 +37,12 @@
 # or run twice), a hash that does not follow from the nonces it received
 # (an answer of a lost interval got out), a request never answered, or a
 # database whose order-entry consistency conditions fail (checked by the
-# server after the last answer).  OE_EXPECT=fail (a broken keeper through
+# server after the last answer).  TPCC_MODES, TPCC_DBS and TPCC_LOADS
+# choose the points (a mode "50s" is 50 ms with every checkpoint written
+# in place, DC_CKPT_SYNC=1, beside "50": written behind); TPCC_ROUNDS
+# and TPCC_T the rounds and seconds; DC_CKPT_TIMES=1 leaves the
+# checkpoints' breakdown in bench/results/held_tpcc.times.
+# OE_EXPECT=fail (a broken keeper through
 # DC_KEEPER_BIN): the check must fail with output matching OE_CAUGHT.
 # OE_CONNS and OE_WINDOW change the client's shape, OE_KILL_EVERY the
 # seconds between kills (the suite's dc-held-tpcc-conns: 400 connections
@@ -70,7 +75,12 @@ PORT=$((20000 + RANDOM % 12000))
 launch() { # MODE DB_MIB (the same command again: a recovery)
 	case $1 in
 	none) "$SRVP" $PORT "$2" & ;;
-	*) "$DCRUN" --dir "$M/ck" --protocol buffered --interval "$1" -- \
+	*s) echo "== $1 $2" >> "$M/server.err"
+		DC_CKPT_SYNC=1 "$DCRUN" --dir "$M/ck" --protocol buffered \
+		--interval "${1%s}" -- "$SRVP" $PORT "$2" \
+		2>> "$M/server.err" & ;;
+	*) echo "== $1 $2" >> "$M/server.err"
+		"$DCRUN" --dir "$M/ck" --protocol buffered --interval "$1" -- \
 		"$SRVP" $PORT "$2" 2>> "$M/server.err" & ;;
 	esac
 	SRV=$!
@@ -137,7 +147,9 @@ fi
 
 R=bench/results
 mkdir -p "$R"
-ROUNDS=3; T=3; MODES="none 5 20 50 120"; DBS="4 16"
+ROUNDS=${TPCC_ROUNDS:-3}; T=${TPCC_T:-3}
+MODES=${TPCC_MODES:-none 5 20 50 120}; DBS=${TPCC_DBS:-4 16}
+LOADS=${TPCC_LOADS:-few many deep}
 if [ "$QUICK" = 1 ]; then ROUNDS=1; T=1.5; fi
 CONF_few="4 4"; CONF_many="32 256"; CONF_deep="48 1024"
 CSV=$R/held_tpcc.csv
@@ -146,7 +158,7 @@ for round in $(seq "$ROUNDS"); do
 	for db in $DBS; do
 		for mode in $MODES; do
 			start "$mode" "$db"
-			for load in few many deep; do
+			for load in $LOADS; do
 				v=CONF_$load
 				out=$("$CL" $PORT "$T" ${!v} || true)
 				echo "$round,$db,$mode,$load,${!v// /,},$(field "$out" tx_per_s),$(field "$out" lat_mean_us),$(field "$out" lat_p99_us),$(field "$out" errors)" >> "$CSV"
@@ -157,19 +169,24 @@ for round in $(seq "$ROUNDS"); do
 	done
 done
 echo "CSV: $CSV"
+[ -s "$M/server.err" ] && grep -E "^==|checkpoint times" "$M/server.err" \
+	> "$R/held_tpcc.times" || true
 # means over the rounds, ratios to none side by side
-awk -F, 'NR > 1 { k = $2 "," $4 "," $3; n[k]++; tp[k] += $7;
+awk -F, -v modes="$MODES" -v dbs="$DBS" 'NR > 1 { k = $2 "," $4 "," $3; n[k]++; tp[k] += $7;
 		lm[k] += $8; lp[k] += $9; e[k] += $10 }
 	END {
-		split("none 5 20 50 120", m, " ")
-		for (db = 4; db <= 16; db += 12)
+		nm = split(modes, m, " ")
+		nd = split(dbs, dd, " ")
+		for (di = 1; di <= nd; di++)
 		for (li = 1; li <= 3; li++) {
+			db = dd[di]
 			load = li == 1 ? "few" : li == 2 ? "many" : "deep"
 			printf "\n%s MiB, %s:\n", db, load
 			printf "%-8s %9s %6s %10s %10s %s\n", "mode", "tx/s",
 				"ratio", "mean ms", "p99 ms", "errors"
 			b = db "," load ",none"
-			for (i = 1; i <= 5; i++) {
+			if (!n[b]) continue
+			for (i = 1; i <= nm; i++) {
 				k = db "," load "," m[i]
 				if (!n[k]) continue
 				printf "%-8s %9.0f %6.3f %10.2f %10.2f %d\n",
