@@ -22,19 +22,25 @@ port=0
 kills=0
 
 start_server() {
+	# The old server's "listening" line must not be read as the new one's:
+	# the shell truncates server.out only once the child runs.
+	rm -f "$dir/server.out"
 	"$SERVER" "$dir/s" "$port" >"$dir/server.out" 2>"$dir/server.err" &
 	spid=$!
 	pids+=("$spid")
+	local p=
 	# Up to 15 s: its recovery shares the machine with the whole suite.
 	for _ in $(seq 750); do
-		grep -q "listening" "$dir/server.out" 2>/dev/null && break
+		p=$(sed -n 's/listening on port //p' "$dir/server.out" 2>/dev/null)
+		[ -n "$p" ] && break
 		kill -0 "$spid" 2>/dev/null || break
 		sleep 0.02
 	done
-	port=$(sed -n 's/listening on port //p' "$dir/server.out")
-	if [ -z "$port" ]; then
-		echo "server did not start:"; cat "$dir/server.err"; exit 1
+	if [ -z "$p" ]; then
+		echo "server did not start:"; cat "$dir/server.out" "$dir/server.err"
+		exit 1
 	fi
+	port=$p
 }
 start_client() { # N
 	"$CLIENT" "$dir/c$1" "1$1" "$port" "$TIMES" "$dir/holder" \
