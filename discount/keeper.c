@@ -46,8 +46,9 @@
  *     epoll_wait) makes the wait end at the interval's tick, which
  *     commits (held.c invariant 7).
  *  4. A keeper lost under a running program (its control connection
- *     broken at a commit) ends the run as a crash would, right after
- *     that commit: the real sockets went with the keeper (the clients
+ *     broken at a commit, or hung up at a tick while the program waits
+ *     in a call, committing nothing: dc__kp_check) ends the run as a
+ *     crash would, right after its last commit: the real sockets went with the keeper (the clients
  *     saw their connections end, the ports serve nobody), and only a
  *     recovery -- the same command again: a new keeper, the listeners
  *     bound again -- serves the ports again.  A program left running
@@ -546,6 +547,24 @@ positions(struct dc_kp_ent *e)
 	return n;
 }
 
+/* Invariant 4: the keeper is gone (rc says how); the run ends as at a
+ * crash, its last commit the recovery's image.  Raw system calls only:
+ * called by the background writer and the tick's handler too. */
+static void
+lost(int rc)
+{
+	dc__say("dc-keeper is gone (%s): the TCP connections and listening "
+		"sockets it held went with it; the run ends as at a crash, "
+		"run it again to recover (a new keeper serves the ports "
+		"again)", strerror(-rc));
+#ifndef DC_BROKEN_KEEPER_LOST_GOES_ON /* broken build: runs on, deaf */
+	dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0), SIGKILL, 0,
+		0, 0, 0);
+#endif
+	dc__sys6(SYS_close, K.fd, 0, 0, 0, 0, 0);
+	K.fd = 0;
+}
+
 /* Positions e[0..n) of generation gen, to the keeper.  Raw system calls
  * only: the background writer sends it too (ckpt.c invariant 8). */
 static void
@@ -553,21 +572,25 @@ send_positions(uint64_t gen, const struct dc_kp_ent *e, uint32_t n)
 {
 	struct dc_kp_msg m = { .op = DC_KP_COMMIT, .gen = gen };
 	int rc = call(&m, e, n, NULL, NULL);
-	if (rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTCONN) {
-		/* invariant 4: gen is committed, the recovery's image */
-		dc__say("dc-keeper is gone (%s): the TCP connections and "
-			"listening sockets it held went with it; the run ends "
-			"as at a crash, run it again to recover (a new keeper "
-			"serves the ports again)", strerror(-rc));
-#ifndef DC_BROKEN_KEEPER_LOST_GOES_ON /* broken build: runs on, deaf */
-		dc__sys6(SYS_kill, dc__sys6(SYS_getpid, 0, 0, 0, 0, 0, 0),
-			SIGKILL, 0, 0, 0, 0);
-#endif
-		close(K.fd);
-		K.fd = 0;
-	} else if (rc) {
+	if (rc == -EPIPE || rc == -ECONNRESET || rc == -ENOTCONN)
+		lost(rc); /* gen is committed, the recovery's image */
+	else if (rc)
 		dc__say("%s", rio_errormsg());
-	}
+}
+
+/* A tick while the program waits in a call (sud.c timer_handler): an
+ * idle program commits nothing, so no send finds a keeper lost since
+ * its last commit; its hang-up on the control socket is looked for here
+ * (invariant 4).  Raw system calls only: a signal handler. */
+void
+dc__kp_check(void)
+{
+	if (K.fd <= 0)
+		return;
+	struct pollfd p = { .fd = K.fd, .events = POLLRDHUP };
+	if (dc__sys6(SYS_poll, (long)&p, 1, 0, 0, 0, 0) == 1 &&
+	    (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+		lost(-ECONNRESET);
 }
 
 /* The next interval's closes start empty: a rollback to the image has

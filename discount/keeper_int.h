@@ -26,6 +26,7 @@ struct dc__desc;
 int dc__kp_reopen(struct dc__desc *x);
 void dc__kp_dropped(int fd, int d, bool last);
 void dc__kp_committed(uint64_t gen);
+void dc__kp_check(void);
 struct dc_kp_ent;
 uint32_t dc__kp_take(struct dc_kp_ent *e);
 void dc__kp_send(uint64_t gen, const struct dc_kp_ent *e, uint32_t n);

@@ -1216,6 +1216,8 @@ timer_handler(int sig, siginfo_t *si, void *uc)
 		dc__vol.held.tick_missed = true;
 		dc__vol.ticks_in++; /* invariant 7; untracked, as a tick
 		                     * may come while memory is copied */
+		if (!dc__vol.in_commit)
+			dc__kp_check(); /* a wait that commits nothing */
 		return;
 	}
 	dc__vol.selector = ALLOW;

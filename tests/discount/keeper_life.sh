@@ -15,12 +15,12 @@
 #      keeper is gone within 3 s;
 #   4. the server SIGKILLed again, then dc-run --discard: the keeper is
 #      gone within 3 s;
-#   5. a keeper SIGKILLed under the running server (keeper.c invariant
-#      4): the client's connection ends, the server ends by itself as at
-#      a crash (SIGKILL) within 3 s, saying why; the same command
-#      recovers it with a new keeper, and the client, on a new
-#      connection, finds its committed request in effect (the next one
-#      is answered with count 2).
+#   5. a keeper SIGKILLed under the running server once it is idle, its
+#      client gone and nothing left to commit (keeper.c invariant 4):
+#      the server ends by itself as at a crash (SIGKILL) within 3 s,
+#      saying why; the same command recovers it with a new keeper, and
+#      the client, on a new connection, finds its committed request in
+#      effect (the next one is answered with count 2).
 #
 #   keeper_life.sh DC_RUN DC_TCP_ECHO PYTHON3
 #
@@ -74,7 +74,7 @@ gone_within "$D/c2" 3 || fail "the keeper outlived dc-run's failed exec"
 
 # 3: a client over the recovery; its requests on stdin (one word each:
 # ask, quit, new: a new connection, again: a new connection, the same
-# sequence), its answers on stdout, through fifos
+# sequence, drop: hang up), its answers on stdout, through fifos
 PORT=$((20000 + $$ % 12000))
 run() { "$DCRUN" --dir "$D/c3" --protocol buffered --interval 20 -- \
 	"$ECHO" $PORT epoll 2>>"$D/err" & S=$!; }
@@ -87,6 +87,8 @@ a, seq = dial(port), 0
 for line in sys.stdin:
     if line.strip() in ('new', 'again'):
         a, seq = dial(port), seq if line.strip() == 'again' else 0
+    elif line.strip() == 'drop':
+        a.close()
     elif line.strip() == 'ask':
         print(req(a, 1, seq), flush=True)
         seq += 1
@@ -135,8 +137,13 @@ gone_within "$D/c3" 3 || fail "the keeper outlived dc-run --discard"
 run
 printf 'new\nask\n' >&3
 read -r -t 20 r <&4 && [ "$r" = 1 ] || fail "a fresh run's answer: '${r:-}'"
-# the answer got out after the commit that holds it: in effect
+# the answer got out after the commit that holds it: in effect.  The
+# client hangs up, and the keeper dies once the server has closed its
+# end and committed that: the server waits with nothing to commit, so
+# only a tick can find the keeper gone
 K=$(keepers "$D/c3")
+echo drop >&3
+sleep 0.5
 kill -9 $K
 t=0
 while kill -0 $S 2>/dev/null && [ $t -lt 30 ]; do
