@@ -6,9 +6,9 @@
  *   tb_crash WORKLOAD BACKEND[:DOMAIN] DIR run N [--stop-at K] [--acks FD]
  *   tb_crash WORKLOAD BACKEND[:DOMAIN] DIR check [--min M]
  *   options: --db-size BYTES (1 MiB)  --seed S
- *   BACKEND: vista, vista:v0 .. vista:v2, pmemobj, rvm, rvm-rio, and
- *   trinity and quadra (their own layout of debit-credit and
- *   order-entry; not with --stop-at)
+ *   BACKEND: vista, vista:redo, vista:v0 .. vista:v2, pmemobj, rvm,
+ *   rvm-rio, and trinity and quadra (their own layout of debit-credit
+ *   and order-entry; not with --stop-at)
  *
  * and, built as a module for pmemtest --check-lib,
  *   tb_pm_check_debit_credit(image, dir), tb_pm_check_order_entry(...)
@@ -43,6 +43,7 @@
 
 #ifndef TB_HAVE_VISTA
 const struct tb_backend tb_backend_vista = { .name = NULL };
+const struct tb_backend tb_backend_vista_redo = { .name = NULL };
 #endif
 
 static const struct tb_workload *
@@ -61,7 +62,7 @@ static const struct tb_backend *
 backend_of(const char *spec, struct tb_opts *o)
 {
 	const struct tb_backend *all[] = { &tb_backend_vista,
-		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
+		&tb_backend_vista_redo, &tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
 		&tb_backend_vista_v0, &tb_backend_vista_v1,
 		&tb_backend_vista_v2, &tb_backend_trinity,
 		&tb_backend_quadra };

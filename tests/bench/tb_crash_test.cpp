@@ -191,6 +191,33 @@ TEST_CASE("vista: kill -9 leaves debit-credit consistent and durable",
 	REQUIRE(o.violations == 0);
 }
 
+// libvista's redo mode: transactions on a DRAM copy, a commit record per
+// transaction, home locations written back at checkpoints.  Its broken
+// build leaves a transaction's last range undeclared: the stores live only
+// in the DRAM copy, and the kill loses them from a committed transaction.
+TEST_CASE("vista redo mode: kill -9 leaves both workloads consistent and "
+	"durable", "[tb-crash-vista-redo]")
+{
+	for (const char *wl : { "debit-credit", "order-entry" }) {
+		DYNAMIC_SECTION(wl)
+		{
+			Outcome o = kill_loop(env("TB_CRASH"), wl,
+				"vista:redo:cacheline", test::iterations(12));
+			REQUIRE(o.acked > 0);
+			REQUIRE(o.violations == 0);
+		}
+	}
+}
+
+TEST_CASE("vista redo mode: an undeclared range is caught",
+	"[tb-crash-vista-redo-broken]")
+{
+	Outcome o = kill_loop(env("TB_CRASH_RANGE"), "debit-credit",
+		"vista:redo:cacheline", test::iterations(12));
+	REQUIRE(o.acked > 0);
+	REQUIRE(o.violations > 0);
+}
+
 TEST_CASE("a late acknowledgement in rvm-rio is caught",
 	"[tb-crash-broken]")
 {
