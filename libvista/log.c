@@ -175,11 +175,12 @@ plan_add(struct vista_lane *l, struct plan *f, uintptr_t a, uintptr_t b)
  * transaction repeating itself, a chained one keeping its pages -- then
  * costs the lines that changed, not the page.
  */
-static void
+static size_t
 copy_image_diff(struct vista_lane *l, struct plan *f, char *dst,
 	const char *src, size_t n)
 {
 	uintptr_t d = (uintptr_t)dst, end = d + n;
+	size_t same = 0;
 
 	while (d < end) {
 		/* One line of the lane, or the part of it in the image. */
@@ -189,9 +190,30 @@ copy_image_diff(struct vista_lane *l, struct plan *f, char *dst,
 		if (memcmp((const void *)d, sx, e - d) != 0) {
 			memcpy((void *)d, sx, e - d);
 			plan_add(l, f, d, e);
+		} else {
+			same++;
 		}
 		d = e;
 	}
+	return same;
+}
+
+/*
+ * Whether to compare a long image with the lane (L5).  The comparison
+ * reads lines a write-back may have evicted, and pays only where the
+ * lane holds the same bytes at the same place (a page logged again by
+ * an automatic transaction); rows of a workload that logs other rows at
+ * each position never match.  After an image with no line in common,
+ * the next VISTA__DIFF_BACKOFF long images are copied without looking.
+ */
+#define VISTA__DIFF_BACKOFF 64
+static inline bool
+diff_worth(struct vista_lane *l)
+{
+	if (l->diff_skip == 0)
+		return true;
+	l->diff_skip--;
+	return false;
 }
 
 /*
@@ -476,8 +498,11 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			uint64_t x = rdesc_word(a - (uintptr_t)s[i].seg->base,
 				cl, s[i].seg->idx);
 			memcpy(d, &x, sizeof(x));
-			if (cl >= 256 && data + cl <= l->clean) {
-				copy_image_diff(l, &f, data, (const void *)a, cl);
+			if (cl >= 256 && data + cl <= l->clean &&
+			    diff_worth(l)) {
+				if (copy_image_diff(l, &f, data, (const void *)a,
+					    cl) == 0)
+					l->diff_skip = VISTA__DIFF_BACKOFF;
 			} else {
 				copy_image(data, (const void *)a, cl);
 				/* The byte domain writes nothing back. */
