@@ -32,14 +32,16 @@
  *       when nothing of its transaction follows it, and corrupt
  *       otherwise (recover.c C2).  The byte domain stores in program
  *       order, so there a present tag means a complete record.
-   L5. A record line this process wrote is durable with its content
+ *   L5. A record line this process wrote is durable with its content
  *       once the record was fenced (L2), and a record is written only
  *       after every earlier one was fenced; below lane->clean the record
  *       area holds only such lines.  There a long image is stored and
  *       flushed only where its bytes differ from what the lane holds: a
  *       line left alone already holds, durably, what the record needs.
  *       What an earlier process left (it may have died before its fence)
- *       is never trusted so.
+ *       is never trusted so.  Copying a line whole is always correct, so
+ *       after an image with no line in common with the lane the next
+ *       VISTA__DIFF_BACKOFF long images are copied without comparing.
  *   L6. A lazy truncation (tx.c, commit_lazy, more than one lane) is
  *       stored and its line written back, with no fence: until a later
  *       fence completes it, the records of the old generation
