@@ -32,14 +32,16 @@
  *       when nothing of its transaction follows it, and corrupt
  *       otherwise (recover.c C2).  The byte domain stores in program
  *       order, so there a present tag means a complete record.
-   L5. A record line this process wrote is durable with its content
+ *   L5. A record line this process wrote is durable with its content
  *       once the record was fenced (L2), and a record is written only
  *       after every earlier one was fenced; below lane->clean the record
  *       area holds only such lines.  There a long image is stored and
  *       flushed only where its bytes differ from what the lane holds: a
  *       line left alone already holds, durably, what the record needs.
  *       What an earlier process left (it may have died before its fence)
- *       is never trusted so.
+ *       is never trusted so.  Copying a line whole is always correct, so
+ *       after an image with no line in common with the lane the next
+ *       VISTA__DIFF_BACKOFF long images are copied without comparing.
  *   L6. A lazy truncation (tx.c, commit_lazy, more than one lane) is
  *       stored and its line written back, with no fence: until a later
  *       fence completes it, the records of the old generation
@@ -175,11 +177,12 @@ plan_add(struct vista_lane *l, struct plan *f, uintptr_t a, uintptr_t b)
  * transaction repeating itself, a chained one keeping its pages -- then
  * costs the lines that changed, not the page.
  */
-static void
+static size_t
 copy_image_diff(struct vista_lane *l, struct plan *f, char *dst,
 	const char *src, size_t n)
 {
 	uintptr_t d = (uintptr_t)dst, end = d + n;
+	size_t same = 0;
 
 	while (d < end) {
 		/* One line of the lane, or the part of it in the image. */
@@ -189,9 +192,30 @@ copy_image_diff(struct vista_lane *l, struct plan *f, char *dst,
 		if (memcmp((const void *)d, sx, e - d) != 0) {
 			memcpy((void *)d, sx, e - d);
 			plan_add(l, f, d, e);
+		} else {
+			same++;
 		}
 		d = e;
 	}
+	return same;
+}
+
+/*
+ * Whether to compare a long image with the lane (L5).  The comparison
+ * reads lines a write-back may have evicted, and pays only where the
+ * lane holds the same bytes at the same place (a page logged again by
+ * an automatic transaction); rows of a workload that logs other rows at
+ * each position never match.  After an image with no line in common,
+ * the next VISTA__DIFF_BACKOFF long images are copied without looking.
+ */
+#define VISTA__DIFF_BACKOFF 64
+static inline bool
+diff_worth(struct vista_lane *l)
+{
+	if (l->diff_skip == 0)
+		return true;
+	l->diff_skip--;
+	return false;
 }
 
 /*
@@ -476,8 +500,11 @@ vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
 			uint64_t x = rdesc_word(a - (uintptr_t)s[i].seg->base,
 				cl, s[i].seg->idx);
 			memcpy(d, &x, sizeof(x));
-			if (cl >= 256 && data + cl <= l->clean) {
-				copy_image_diff(l, &f, data, (const void *)a, cl);
+			if (cl >= 256 && data + cl <= l->clean &&
+			    diff_worth(l)) {
+				if (copy_image_diff(l, &f, data, (const void *)a,
+					    cl) == 0)
+					l->diff_skip = VISTA__DIFF_BACKOFF;
 			} else {
 				copy_image(data, (const void *)a, cl);
 				/* The byte domain writes nothing back. */

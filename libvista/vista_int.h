@@ -337,6 +337,9 @@ struct vista_lane {
 	 * before the running transaction.  vu/vub: the running transaction's
 	 * before-images in DRAM, for its own abort while a group is held. */
 	bool held;
+	/* Long images still to copy without comparing (log.c L5): set when
+	 * a compared image had no line in common with the lane. */
+	uint16_t diff_skip;
 	uint32_t nrec0;
 	struct vista__vundo {
 		uintptr_t a;

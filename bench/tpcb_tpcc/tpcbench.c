@@ -61,7 +61,9 @@ usage(FILE *f)
 "        (libvista's redo mode: a DRAM copy, one fence a commit),\n"
 "        trinity[:DOMAIN],\n"
 "        quadra[:DOMAIN] (per-word designs with their own layout;\n"
-"        debit-credit and order-entry); or \"all\" (%s)\n"
+"        debit-credit and order-entry), undo-floor[:DOMAIN] (an undo\n"
+"        log's two fences and nothing else: a bound, not recoverable);\n"
+"        or \"all\" (%s)\n"
 "  --domain byte|cacheline|page  domain of vista/pmemobj/rvm-rio without one\n"
 "                       (cacheline)\n"
 "  --db-size SIZE       database per stream (50M; K, M, G suffixes)\n"
@@ -139,7 +141,8 @@ backend_of(const char *name)
 	const struct tb_backend *all[] = { &tb_backend_none, &tb_backend_vista,
 		&tb_backend_vista_redo, &tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
 		&tb_backend_vista_v0, &tb_backend_vista_v1,
-		&tb_backend_vista_v2, &tb_backend_trinity, &tb_backend_quadra };
+		&tb_backend_vista_v2, &tb_backend_trinity, &tb_backend_quadra,
+		&tb_backend_undo_floor };
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		if (all[i]->name && !strcmp(all[i]->name, name))
 			return all[i];
@@ -153,7 +156,8 @@ has_domain(const char *backend)
 	return !strcmp(backend, "vista") || !strcmp(backend, "vista-redo") ||
 		!strcmp(backend, "pmemobj") ||
 		!strcmp(backend, "rvm-rio") || !strncmp(backend, "vista-v", 7) ||
-		!strcmp(backend, "trinity") || !strcmp(backend, "quadra");
+		!strcmp(backend, "trinity") || !strcmp(backend, "quadra") ||
+		!strcmp(backend, "undo-floor");
 }
 
 static bool

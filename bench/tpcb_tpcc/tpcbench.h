@@ -108,6 +108,8 @@ struct tb_backend {
 extern const struct tb_backend tb_backend_none;
 extern const struct tb_backend tb_backend_vista; /* name NULL if not built */
 extern const struct tb_backend tb_backend_vista_redo; /* VISTA_MODE_REDO */
+/* An undo log's persist order without its checks: a bound (backend_floor.c) */
+extern const struct tb_backend tb_backend_undo_floor;
 extern const struct tb_backend tb_backend_pmemobj;
 extern const struct tb_backend tb_backend_rvm;
 extern const struct tb_backend tb_backend_rvm_rio;
