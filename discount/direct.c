@@ -3,7 +3,8 @@
  * direct.c -- the hot calls of libc without a trap (sud.c invariant 8)
  *
  * libdc is preloaded before libc, so these wrappers are the ones a
- * program's calls of read, write, send, epoll_wait, getrandom, ... bind
+ * program's calls of read, write, send, sendfile, epoll_wait, poll,
+ * accept, getrandom (and the fortified __read_chk, __recv_chk, ...) bind
  * to.  Each makes the same system call (the same number and arguments as
  * libc's wrapper) through dc__direct, which runs the dispatch's work for
  * it as the SIGSYS handler would, without the signal, its frame and
@@ -49,8 +50,20 @@ call(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		r = syscall(nr, a0, a1, a2, a3, a4, a5);
 		return r;
 	}
-	long a[6] = { a0, a1, a2, a3, a4, a5 };
-	r = dc__direct(nr, a);
+#ifdef DC_BROKEN_DIRECT_NO_HOLD
+	/* Deliberately broken: the program's output calls go straight to
+	 * the kernel, past the dispatch, so a send of an interval a crash
+	 * loses is not held (held.c H3; caught by
+	 * dc-held-tcp-broken-direct). */
+	if (nr == SYS_write || nr == SYS_writev || nr == SYS_sendto ||
+	    nr == SYS_sendmsg || nr == SYS_sendfile)
+		r = dc__sys6(nr, a0, a1, a2, a3, a4, a5);
+	else
+#endif
+	{
+		long a[6] = { a0, a1, a2, a3, a4, a5 };
+		r = dc__direct(nr, a);
+	}
 	if ((unsigned long)r >= -4095ul) {
 		errno = (int)-r;
 		return -1;
@@ -152,4 +165,71 @@ WRAP ssize_t
 getrandom(void *b, size_t n, unsigned fl)
 {
 	return call(SYS_getrandom, L(b), L(n), fl, 0, 0, 0);
+}
+
+/* The fortified entries (_FORTIFY_SOURCE, as distributions build their
+ * packages) a program calls instead of read, recv, recvfrom and poll
+ * when the buffer's size is known: the same check as libc's, then the
+ * call. */
+extern void __chk_fail(void) __attribute__((noreturn));
+ssize_t __read_chk(int fd, void *b, size_t n, size_t blen);
+ssize_t __recv_chk(int fd, void *b, size_t n, size_t blen, int fl);
+ssize_t __recvfrom_chk(int fd, void *b, size_t n, size_t blen, int fl,
+	struct sockaddr *sa, socklen_t *len);
+int __poll_chk(struct pollfd *p, nfds_t n, int ms, size_t plen);
+
+WRAP ssize_t
+__read_chk(int fd, void *b, size_t n, size_t blen)
+{
+	if (n > blen)
+		__chk_fail();
+	return call(SYS_read, fd, L(b), L(n), 0, 0, 0);
+}
+
+WRAP ssize_t
+__recv_chk(int fd, void *b, size_t n, size_t blen, int fl)
+{
+	if (n > blen)
+		__chk_fail();
+	return call(SYS_recvfrom, fd, L(b), L(n), fl, 0, 0);
+}
+
+WRAP ssize_t
+__recvfrom_chk(int fd, void *b, size_t n, size_t blen, int fl,
+	struct sockaddr *sa, socklen_t *len)
+{
+	if (n > blen)
+		__chk_fail();
+	return call(SYS_recvfrom, fd, L(b), L(n), fl, L(sa), L(len));
+}
+
+WRAP int
+__poll_chk(struct pollfd *p, nfds_t n, int ms, size_t plen)
+{
+	if (plen / sizeof(*p) < n)
+		__chk_fail();
+	return (int)call(SYS_poll, L(p), L(n), ms, 0, 0, 0);
+}
+
+WRAP int
+accept(int fd, struct sockaddr *sa, socklen_t *len)
+{
+	return (int)call(SYS_accept, fd, L(sa), L(len), 0, 0, 0);
+}
+
+/* <sys/sendfile.h> left out: with 64-bit offsets it renames sendfile;
+ * on x86-64 both names are the one call */
+ssize_t sendfile(int out, int in, off_t *off, size_t n);
+ssize_t sendfile64(int out, int in, off_t *off, size_t n);
+
+WRAP ssize_t
+sendfile(int out, int in, off_t *off, size_t n)
+{
+	return call(SYS_sendfile, out, in, L(off), L(n), 0, 0);
+}
+
+WRAP ssize_t
+sendfile64(int out, int in, off_t *off, size_t n)
+{
+	return call(SYS_sendfile, out, in, L(off), L(n), 0, 0);
 }
