@@ -1602,7 +1602,7 @@ write_stats(const char *path)
 		"replayed_events=%lu\nsyscalls=%lu\ninput_bytes=%lu\n"
 		"recoveries=%lu\nredo_bytes_max=%lu\nredo_bytes_total=%lu\n"
 		"cooled=%lu\nwarmed=%lu\nredo_flushes=%lu\nwp_faults=%lu\n"
-		"undo_bytes=%lu\nseg_pages=%lu\n",
+		"undo_bytes=%lu\nseg_pages=%lu\ndirect_calls=%lu\n",
 		(unsigned long)s->checkpoints, (unsigned long)s->pages_copied,
 		(unsigned long)s->visible_events, (unsigned long)s->nd_events,
 		(unsigned long)s->logged_events,
@@ -1612,7 +1612,7 @@ write_stats(const char *path)
 		(unsigned long)s->redo_bytes_total, (unsigned long)s->cooled,
 		(unsigned long)s->warmed, (unsigned long)s->redo_flushes,
 		(unsigned long)s->wp_faults, (unsigned long)s->undo_bytes,
-		(unsigned long)s->seg_pages);
+		(unsigned long)s->seg_pages, (unsigned long)s->direct_calls);
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;

@@ -589,6 +589,8 @@ int dc__sud_start(void);
 int dc__vdso_patch(void);
 int dc__timer_start(void);
 long dc__dispatch(long nr, long *a, void *uc);
+/* sud.c invariant 8: the work of one call without the trap (direct.c) */
+long dc__direct(long nr, long *a);
 /* a call that may block, made as sud.c makes it (held.c invariant 7) */
 long dc__blocking(long nr, const long *a, void *uc);
 void dc__nd_event(void);

@@ -40,6 +40,20 @@
  *     again (blocking), with what is left of a relative timeout (struct
  *     again): the program sees one call that waited its time, never an
  *     EINTR no signal of its own caused.
+ *  8. The direct path (dc__direct, direct.c) does what the trap does, by
+ *     the same code (call_work, dc__dispatch): libdc's wrappers of the
+ *     hot libc calls (read, write, send*, recv*, epoll_wait, poll,
+ *     accept, getrandom, ...) enter it with every signal but SIGSEGV
+ *     blocked and the selector at ALLOW, as the SIGSYS handler runs, so
+ *     invariants 1, 4, 6 and 7 hold unchanged: a tick or a checkpoint's
+ *     stop that comes meanwhile is pending until the wrapper puts back
+ *     the program's mask at BLOCK (or interrupts a blocking call, which
+ *     runs under the program's mask, as from the trap); a commit made in
+ *     the work saves the wrapper's frame on the program's stack, and a
+ *     run resumed there restores the program's mask from it, as
+ *     rt_sigreturn does from the signal frame.  Anything else -- libc's
+ *     internal calls, raw `syscall` instructions -- still traps: the
+ *     direct path saves a signal, it sees nothing the trap would not.
  */
 #include <elf.h>
 #include <errno.h>
@@ -1160,6 +1174,26 @@ dc__dispatch(long nr, long *a, void *ucv)
 	return pass(nr, a);
 }
 
+/* The work of one call of the program, shared by the trap (below) and
+ * the direct path (dc__direct): the caller has set the selector to ALLOW
+ * and blocked every signal; uc gives the program's mask and stack
+ * pointer. */
+static long
+call_work(long nr, long *a, ucontext_t *uc)
+{
+	dc__thr_lock(); /* libdc's state is one for all threads */
+	/* the program's errno is the program's: libdc's own calls (reading
+	 * /proc, a round's files) must not leave theirs in it */
+	int saved_errno = errno;
+	uint64_t psp = enter(uc);
+	dc__track_warm_args(nr, a);
+	long r = dc__dispatch(nr, a, uc);
+	errno = saved_errno;
+	dc__vol.prog_sp = psp;
+	dc__thr_unlock();
+	return r;
+}
+
 static void
 sigsys_handler(int sig, siginfo_t *si, void *ucv)
 {
@@ -1168,21 +1202,46 @@ sigsys_handler(int sig, siginfo_t *si, void *ucv)
 	volatile unsigned char *sel = dc__sel(); /* this thread's */
 	unsigned char prev = *sel;
 	*sel = ALLOW;
-	dc__thr_lock(); /* libdc's state is one for all threads */
-	/* the program's errno is the program's: libdc's own calls (reading
-	 * /proc, a round's files) must not leave theirs in it */
-	int saved_errno = errno;
 	greg_t *g = uc->uc_mcontext.gregs;
 	long a[6] = { g[REG_RDI], g[REG_RSI], g[REG_RDX], g[REG_R10],
 		g[REG_R8], g[REG_R9] };
-	uint64_t psp = enter(uc);
-	dc__track_warm_args(si->si_syscall, a);
-	long r = dc__dispatch(si->si_syscall, a, uc);
+	long r = call_work(si->si_syscall, a, uc);
 	g[REG_RAX] = r;
-	errno = saved_errno;
-	dc__vol.prog_sp = psp;
-	dc__thr_unlock();
 	*sel = prev;
+}
+
+/*
+ * The direct path (invariant 8): a libc wrapper of libdc (direct.c) calls
+ * here instead of trapping.  It puts the thread in the state the SIGSYS
+ * handler starts in -- every signal but SIGSEGV blocked, the selector at
+ * ALLOW -- and keeps the program's mask and stack pointer where the
+ * handler finds them in its frame.  Called from libdc itself (selector
+ * ALLOW), or before the dispatch is on, it is the plain call.
+ */
+long
+dc__direct(long nr, long *a)
+{
+	volatile unsigned char *sel = dc__sel(); /* this thread's */
+	if (*sel != BLOCK)
+		return dc__sys6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	/* only the mask and the stack pointer are read (blocking, enter) */
+	ucontext_t uc;
+	uint64_t all = DC__SIGS_BLOCKED;
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&all,
+		(long)&uc.uc_sigmask, 8, 0, 0);
+	*sel = ALLOW;
+	uc.uc_mcontext.gregs[REG_RSP] =
+		(greg_t)(uintptr_t)__builtin_frame_address(0);
+	dc__st.stats.direct_calls++;
+	/* a commit in the work saves this frame with the stack: a run
+	 * resumed there comes back here, with uc's mask in it */
+	long r = call_work(nr, a, &uc);
+	*dc__sel() = BLOCK;
+	/* a tick that came meanwhile is delivered here, at BLOCK: its
+	 * checkpoint is taken as after a trapped call's sigreturn */
+	dc__sys6(SYS_rt_sigprocmask, SIG_SETMASK, (long)&uc.uc_sigmask, 0, 8,
+		0, 0);
+	return r;
 }
 
 static void

@@ -21,7 +21,8 @@
 # --quick: none and 50 ms, 8 and 256 connections, 1 round of 1.5 s.
 # LT_MODES, LT_CONNS, LT_ROUNDS and LT_T choose the points; a mode "50s"
 # is 50 ms with every checkpoint written in place (DC_CKPT_SYNC=1),
-# beside "50", written behind.
+# beside "50", written behind; "50t" is 50 ms with every system call
+# trapped (DC_DIRECT=0), beside "50", whose hot calls are direct.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 QUICK=0
@@ -68,9 +69,10 @@ EOC
 	case $1 in
 	none) "$LT" -D -f "$M/l.conf" & ;;
 	*) local sync=
-		case $2 in *s) sync=DC_CKPT_SYNC=1 ;; esac
+		case $2 in *s) sync=DC_CKPT_SYNC=1 ;; *t) sync=DC_DIRECT=0 ;;
+		esac
 		env $sync "$DCRUN" --dir "$M/ck" --protocol buffered \
-		--interval "${2%s}" -- "$LT" -D -f "$M/l.conf" 2> /dev/null & ;;
+		--interval "${2%[st]}" -- "$LT" -D -f "$M/l.conf" 2> /dev/null & ;;
 	esac
 	SRV=$!
 	sleep 0.7

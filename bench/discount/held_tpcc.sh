@@ -39,7 +39,8 @@
 # database whose order-entry consistency conditions fail (checked by the
 # server after the last answer).  TPCC_MODES, TPCC_DBS and TPCC_LOADS
 # choose the points (a mode "50s" is 50 ms with every checkpoint written
-# in place, DC_CKPT_SYNC=1, beside "50": written behind); TPCC_ROUNDS
+# in place, DC_CKPT_SYNC=1, beside "50": written behind; "50t" is 50 ms
+# with every system call trapped, DC_DIRECT=0); TPCC_ROUNDS
 # and TPCC_T the rounds and seconds; DC_CKPT_TIMES=1 leaves the
 # checkpoints' breakdown in bench/results/held_tpcc.times.
 # OE_EXPECT=fail (a broken keeper through
@@ -78,6 +79,10 @@ launch() { # MODE DB_MIB (the same command again: a recovery)
 	*s) echo "== $1 $2" >> "$M/server.err"
 		DC_CKPT_SYNC=1 "$DCRUN" --dir "$M/ck" --protocol buffered \
 		--interval "${1%s}" -- "$SRVP" $PORT "$2" \
+		2>> "$M/server.err" & ;;
+	*t) echo "== $1 $2" >> "$M/server.err"
+		DC_DIRECT=0 "$DCRUN" --dir "$M/ck" --protocol buffered \
+		--interval "${1%t}" -- "$SRVP" $PORT "$2" \
 		2>> "$M/server.err" & ;;
 	*) echo "== $1 $2" >> "$M/server.err"
 		"$DCRUN" --dir "$M/ck" --protocol buffered --interval "$1" -- \

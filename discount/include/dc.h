@@ -176,6 +176,8 @@ struct dc_stats {
 	uint64_t undo_bytes;      /* before-images logged (DC_TRACK_UNDO) */
 	uint64_t seg_pages;       /* pages moved into the persistent segment
 	                           * (DC_TRACK_UNDO) */
+	uint64_t direct_calls;    /* of syscalls, made through libdc's libc
+	                           * wrappers without a trap */
 };
 DC_EXPORT int dc_stats(struct dc_stats *out);
 

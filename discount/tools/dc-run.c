@@ -106,7 +106,13 @@ static const char help[] =
 	"exec, stream sockets (but a TCP server's under buffered), shared\n"
 	"writable mappings.  Needs Linux >= 6.7,\n"
 	"x86-64.  Exit status 70: Discount Checking could not start or\n"
-	"refused to recover.  See docs/discount.md.\n";
+	"refused to recover.\n"
+	"\n"
+	"Every system call is dispatched by libdc.  The program's read,\n"
+	"write, recv*, send*, sendfile, accept, epoll_wait, poll and\n"
+	"getrandom are made without a SIGSYS (cheaper; no cancellation\n"
+	"points); DC_DIRECT=0 in the environment traps them too.\n"
+	"See docs/discount.md.\n";
 
 static void
 usage(bool ok)

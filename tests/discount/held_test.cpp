@@ -634,7 +634,7 @@ struct UdpCampaign {
 // every datagram below D (each committed one at least once) and none at
 // or above D (none of the lost interval).
 UdpCampaign udp_campaign(const std::string &prog, const char *scheme,
-	int cycles)
+	int cycles, const std::vector<std::string> &more = {})
 {
 	UdpCampaign c;
 	Receiver rx;
@@ -643,6 +643,7 @@ UdpCampaign udp_campaign(const std::string &prog, const char *scheme,
 	std::vector<std::string> argv = { prog, d / "ck",
 		std::to_string(rx.port), "10000000", "5", stop, rep };
 	std::vector<std::string> env = { std::string("DC_DISK=") + scheme };
+	env.insert(env.end(), more.begin(), more.end());
 	unsigned rs = (unsigned)test::seed();
 	uint64_t last = 0;
 	int wait_lo = 40;
@@ -823,10 +824,11 @@ TEST_CASE("output held when the program waits for input is released by "
 	REQUIRE(WEXITSTATUS(st) == 0);
 }
 
-TEST_CASE("datagrams sent before their interval commits are caught",
-	"[held-udp-broken-early]")
+// The campaign of the broken build named by $var must see a datagram
+// of a lost interval arrive.
+static void require_udp_caught(const char *var)
 {
-	std::string prog = env_or_skip("DC_TEST_UDP_BROKEN_EARLY");
+	std::string prog = env_or_skip(var);
 	if (prog.empty())
 		return;
 	UdpCampaign c = udp_campaign(prog, "buffer", 8);
@@ -835,4 +837,34 @@ TEST_CASE("datagrams sent before their interval commits are caught",
 	WARN("caught: " << c.why);
 	REQUIRE(c.why.find("of an interval lost by the kill") !=
 		std::string::npos);
+}
+
+TEST_CASE("datagrams sent before their interval commits are caught",
+	"[held-udp-broken-early]")
+{
+	require_udp_caught("DC_TEST_UDP_BROKEN_EARLY");
+}
+
+// The sender's sendto goes through libdc's wrapper (discount/direct.c):
+// the campaign above took the direct path.  The same campaign with every
+// call trapped (DC_DIRECT=0) must hold the same; the build whose wrapper
+// sends past the dispatch is caught.
+TEST_CASE("datagrams are held the same with every call trapped",
+	"[held-udp-trapped]")
+{
+	std::string prog = env_or_skip("DC_TEST_UDP");
+	if (prog.empty())
+		return;
+	UdpCampaign c = udp_campaign(prog, "buffer", test::iterations(8),
+		{ "DC_DIRECT=0" });
+	INFO(c.why << "; committed after each kill:" << c.trail);
+	REQUIRE(c.ok);
+	REQUIRE(c.kills >= 3);
+	REQUIRE(c.moved >= 2);
+}
+
+TEST_CASE("datagrams a direct call sends past the dispatch are caught",
+	"[held-udp-broken-direct]")
+{
+	require_udp_caught("DC_TEST_UDP_BROKEN_DIRECT");
 }
