@@ -25,9 +25,28 @@
  * Lock order: wlock before rlock (only drop_fd takes both); n->lock is
  * taken inside either, never the other way round.
  *
- * Ring pointers (byte positions, only growing; under n->lock):
+ * Ring pointers (byte positions, only growing):
  *   tail <= sent <= head <= tail + ring_size; each is a record boundary.
  *   The bytes in [tail, head) are stable: producers write only past head.
+ *   Producers write head and seq under n->lock (one committing thread
+ *   finds it uncontended: the sender no longer takes it to read them);
+ *   tail moves under n->lock (acks), sent under n->lock or wlock.  Each
+ *   group sits on a cache line of its own (vr_int.h VR_LINE).
+ *
+ * Memory order (the sender reads head with no lock)
+ *   R1. A producer writes the whole record into the ring with plain
+ *       stores, then stores head past it with release: every byte of
+ *       the record is visible to a thread that sees the new head.
+ *   R2. The sender (and a 2-safe committer pushing its own record)
+ *       loads sent, then head with acquire, and reads only [sent, head):
+ *       whole records, all bytes written (P1).  The producers never
+ *       write below head, and tail <= sent keeps them off [sent, head).
+ *   R3. Waking the sender: it stores sleeping = 1 (seq_cst) and then
+ *       loads head; a producer that wants it awake stores head, then a
+ *       full fence, then loads sleeping.  At least one sees the other's
+ *       store, so a record is never left unnoticed until the next
+ *       timeout.  1-safe wakes only when an eighth of the ring waits:
+ *       no fence and no system call on most commits.
  *
  * Invariants
  *   P1. A record enters the ring whole (header, pieces, data, check) and
@@ -292,6 +311,9 @@ static void
 wake_sender(vr_node *n)
 {
 	uint64_t one = 1;
+	/* R3: the head stored before (release only) is ordered before
+	 * the load of sleeping. */
+	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&n->sleeping))
 		(void)!write(n->efd, &one, sizeof(one));
 }
@@ -361,11 +383,11 @@ push_locked(vr_node *n, int fd, uint64_t max)
 	uint64_t s, h, z;
 	int rc = 0;
 
-	pthread_mutex_lock(&n->lock);
-	s = n->sent;
-	h = n->head;
+	/* R2: sent first, then head (acquire: the records' bytes below it
+	 * are visible); sealed is written under wlock, which we hold. */
+	s = atomic_load_explicit(&n->sent, memory_order_relaxed);
+	h = atomic_load_explicit(&n->head, memory_order_acquire);
 	z = n->sealed;
-	pthread_mutex_unlock(&n->lock);
 	/* (sealed behind sent: the ring was emptied since; the records
 	 * from sent on are unsealed) */
 	if (z < s || z > h)
@@ -442,14 +464,15 @@ ring_put(vr_node *n, uint64_t p, const void *src, size_t len)
  * whole_ranges: the REDO record of the gathered pieces (bld), `len`
  * bytes, written at head with no check (the sender seals it, P6): the
  * header, the piece table, the after-bytes, the padding.  One copy of
- * the ranges, no intermediate buffer.  Under n->lock, room made.
+ * the ranges, no intermediate buffer.  At p0, the head; under n->lock,
+ * room made.
  */
 static void
-put_rec(vr_node *n, uint64_t seq, size_t len)
+put_rec(vr_node *n, uint64_t p0, uint64_t seq, size_t len)
 {
 	size_t mask = n->o.ring_size - 1;
 	struct vr_rec_hdr rh;
-	uint64_t p = n->head;
+	uint64_t p = p0;
 	static const char zero[8];
 
 	vr__rec_fill(&rh, VR_REC_REDO, (uint32_t)bld.np, seq, n->st->epoch,
@@ -466,7 +489,7 @@ put_rec(vr_node *n, uint64_t seq, size_t len)
 		ring_put(n, p, bld.p[i].src, bld.p[i].len);
 		p += bld.p[i].len;
 	}
-	ring_put(n, p, zero, (size_t)(n->head + len - p));
+	ring_put(n, p, zero, (size_t)(p0 + len - p));
 }
 
 int
@@ -474,7 +497,7 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 {
 	vr_node *n = arg;
 	struct vr_rec_hdr *h;
-	uint64_t gen, dbytes, seq, pending;
+	uint64_t gen, dbytes, seq, pending, p0;
 	size_t len;
 	bool whole, touched, gather;
 	int role, rc;
@@ -528,16 +551,23 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 		/* The backup is a whole ring behind: wait for its acks. */
 		pthread_cond_wait(&n->room, &n->lock);
 	}
-	seq = ++n->seq;
+	/* (Under n->lock: the only writers of seq and head.) */
+	seq = atomic_load_explicit(&n->seq, memory_order_relaxed) + 1;
+	atomic_store_explicit(&n->seq, seq, memory_order_relaxed);
 	tls.seq = seq;
 	if (atomic_load(&n->alone)) {
 		/* No backup: nothing queued (it will get a full copy). */
 		pthread_mutex_unlock(&n->lock);
 		return 0;
 	}
+	p0 = atomic_load_explicit(&n->head, memory_order_relaxed);
+#ifdef VR_BROKEN_HEAD_EARLY
+	/* wrong: head passes the record before its bytes are written (R1) */
+	atomic_store_explicit(&n->head, p0 + len, memory_order_release);
+#endif
 	if (gather) {
 		/* whole_ranges: straight into the ring, unsealed (P6). */
-		put_rec(n, seq, len);
+		put_rec(n, p0, seq, len);
 	} else {
 		if (n->o.whole_ranges)
 			vr__rec_fill(h, VR_REC_REDO, (uint32_t)bld.np, seq,
@@ -545,11 +575,15 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 		else
 			vr__rec_seal(h, VR_REC_REDO, (uint32_t)bld.np, seq,
 				n->st->epoch, len, h + 1);
-		ring_put(n, n->head, tls.buf, len);
+		ring_put(n, p0, tls.buf, len);
 	}
-	/* P1: head passes the record once it is whole. */
-	n->head += len;
-	pending = n->head - n->sent;
+	/* P1, R1: head passes the record once it is whole.  The release
+	 * store orders every byte of the record written above before the
+	 * new head: a sender that loads head with acquire (R2) and sees
+	 * it reads the whole record, with no lock between the two. */
+	atomic_store_explicit(&n->head, p0 + len, memory_order_release);
+	pending = p0 + len - atomic_load_explicit(&n->sent,
+		memory_order_relaxed);
 	/* The counters vr_status reads: written only here, under n->lock,
 	 * so a plain load and store (no locked add on each commit). */
 	bump(&n->records, 1);
@@ -790,9 +824,7 @@ offer(vr_node *n, int fd)
 	uint64_t q, l;
 	int rc;
 
-	pthread_mutex_lock(&n->lock);
-	q = n->seq;
-	pthread_mutex_unlock(&n->lock);
+	q = atomic_load_explicit(&n->seq, memory_order_relaxed);
 	if (atomic_load(&n->offered) >= q + n->o.window / 2)
 		return 0;
 	l = q + n->o.window;
@@ -893,11 +925,9 @@ sender(void *arg)
 			fd = -1;
 			continue;
 		}
-		/* Send what is queued (whole records, P1). */
-		pthread_mutex_lock(&n->lock);
-		s = n->sent;
-		h = n->head;
-		pthread_mutex_unlock(&n->lock);
+		/* Send what is queued (whole records, P1; R2). */
+		s = atomic_load_explicit(&n->sent, memory_order_relaxed);
+		h = atomic_load_explicit(&n->head, memory_order_acquire);
 		rc = atomic_load(&n->wbroken) ? vr__err(VR_EPEERLOST,
 			"a commit's send failed") : 0;
 		now = vr__now_us();
@@ -911,9 +941,7 @@ sender(void *arg)
 			rc = push_locked(n, fd, 256u << 10);
 			pthread_mutex_unlock(&n->wlock);
 			last_push = now;
-			pthread_mutex_lock(&n->lock);
-			more = n->sent < h;
-			pthread_mutex_unlock(&n->lock);
+			more = atomic_load(&n->sent) < h;
 		}
 		if (rc == 0 && n->o.mode == VR_1SAFE)
 			rc = offer(n, fd);
@@ -921,10 +949,8 @@ sender(void *arg)
 		if (rc == 0 && now - last_out >= n->o.heartbeat_ms * 1000u) {
 			/* Every heartbeat, busy or not: the backup learns the
 			 * last seq queued (the 1-safe loss window). */
-			uint64_t q;
-			pthread_mutex_lock(&n->lock);
-			q = n->seq;
-			pthread_mutex_unlock(&n->lock);
+			uint64_t q = atomic_load_explicit(&n->seq,
+				memory_order_relaxed);
 			pthread_mutex_lock(&n->wlock);
 			rc = vr__send_rec(fd, VR_REC_BEAT, 0, q, n->st->epoch,
 				NULL, 0);
@@ -936,11 +962,13 @@ sender(void *arg)
 		pf[0] = (struct pollfd){ busy ? -1 : fd, POLLIN, 0 };
 		busy = false;
 		pf[1] = (struct pollfd){ n->efd, POLLIN, 0 };
+		/* R3: sleeping is set (seq_cst) before head is read; a
+		 * producer stores head before it reads sleeping (a full
+		 * fence between, wake_sender), so one of the two sees the
+		 * other's store: a record is never left behind unwoken. */
 		atomic_store(&n->sleeping, 1);
-		pthread_mutex_lock(&n->lock);
-		s = n->sent;
-		h = n->head;
-		pthread_mutex_unlock(&n->lock);
+		s = atomic_load_explicit(&n->sent, memory_order_relaxed);
+		h = atomic_load_explicit(&n->head, memory_order_acquire);
 		if (rc == 0 && poll(pf, 2, s < h && (more ||
 				n->o.mode != VR_1SAFE) ? 0 :
 			    n->o.mode != VR_2SAFE ? (int)n->o.batch_ms :
@@ -1209,9 +1237,7 @@ vr_sync(vr_node *n)
 {
 	uint64_t seq;
 
-	pthread_mutex_lock(&n->lock);
-	seq = n->seq;
-	pthread_mutex_unlock(&n->lock);
+	seq = atomic_load_explicit(&n->seq, memory_order_relaxed);
 	return seq ? wait_acked(n, seq) : 0;
 }
 

@@ -65,7 +65,15 @@ struct vr_reader {
 	char *buf;
 	size_t cap, lo, hi; /* unread bytes are [lo, hi) */
 };
+/* The start of a group of members that shares its 64-byte line with no
+ * other group: what each commit writes, what the sender writes and what
+ * both only read never sit on one line (a write by one core would evict
+ * the line the other reads on every pass). */
+#define VR_LINE __attribute__((aligned(64)))
+
 struct vr_node {
+	/* Read-mostly: set at open and vr_serve (stream, efd and lfd also
+	 * when a stream is dropped or the sender stops). */
 	vista *v;
 	vista_segment *seg;       /* the replicated data segment */
 	vista_segment *sseg;      /* the state segment */
@@ -73,57 +81,71 @@ struct vr_node {
 	char *base;               /* data segment user area */
 	size_t size;
 	struct vr_opts o;
-
-	/* Primary: the ring of queued records, byte positions grow forever
-	 * (position p lives at ring[p & (ring_size - 1)]).
-	 *   tail <= sent <= head;  tail: acknowledged (the backup may need
-	 *   nothing before it); sent: written to the socket; head: queued. */
-	pthread_mutex_t lock;     /* producers, the ring's pointers */
-	pthread_mutex_t wlock;    /* one writer of the socket at a time */
-	int sfd;                  /* the backup's connection, -1 if none */
-	VR_ATOMIC(int) wbroken;   /* a commit's send failed: drop it */
-	pthread_mutex_t rlock;    /* one reader of the backup's acks */
-	struct vr_reader rd;      /* ... and its buffer (fd -1: none) */
-	VR_ATOMIC(uint64_t) last_in; /* us: the backup was last heard */
-	VR_ATOMIC(int) rbroken;   /* a commit's read failed: drop it */
-	pthread_cond_t room;      /* tail moved (producers wait) */
-	pthread_cond_t ackcv;     /* acked moved (2-safe waiters) */
 	char *ring;
-	uint64_t head, sent, tail;
-	uint64_t seq;             /* last seq queued */
-	/* o.whole_ranges: the records before it are sealed (their check
-	 * written, primary.c P6); written under wlock and n->lock. */
-	uint64_t sealed;
-	uint64_t base_seq;        /* seq of the record ending at tail */
-	VR_ATOMIC(uint64_t) acked;   /* last seq acknowledged */
-	/* 1-safe (replica_layout.h GRANT): a commit of a seq past granted
-	 * does not return 0; offered: the largest limit sent (sender). */
-	VR_ATOMIC(uint64_t) granted;
-	VR_ATOMIC(uint64_t) offered;
-	VR_ATOMIC(int) waiters;
-	VR_ATOMIC(int) sleeping;     /* the sender is in poll() */
-	VR_ATOMIC(uint64_t) copy_gen;
+	uint64_t stream;          /* the primary's stream in DRAM */
 	int efd;                  /* eventfd: wakes the sender */
 	int lfd;                  /* listening socket */
 	unsigned port;
 	pthread_t thr;
 	bool thr_on;
-	VR_ATOMIC(int) stop;
-	VR_ATOMIC(int) connected;
+
+	/* Primary: the ring of queued records, byte positions grow forever
+	 * (position p lives at ring[p & (ring_size - 1)]).
+	 *   tail <= sent <= head;  tail: acknowledged (the backup may need
+	 *   nothing before it); sent: written to the socket; head: queued.
+	 * The producers' line: each commit writes it, under lock.  head is
+	 * stored with release by a producer (primary.c R1) and loaded with
+	 * acquire by the sender, which takes no lock to read it. */
+	VR_LINE pthread_mutex_t lock; /* producers, the ring's pointers */
+	VR_ATOMIC(uint64_t) head;
+	VR_ATOMIC(uint64_t) seq;  /* last seq queued (relaxed: a count) */
+	/* Statistics each commit bumps (under lock), vr_status reads. */
+	VR_LINE VR_ATOMIC(uint64_t) records;
+	VR_ATOMIC(uint64_t) data_bytes, meta_bytes;
+
+	/* The consumer's line: the sender (and the acks) write it. */
+	VR_LINE VR_ATOMIC(uint64_t) sent; /* written under lock or wlock */
+	uint64_t tail;            /* under lock */
+	/* o.whole_ranges: the records before it are sealed (their check
+	 * written, primary.c P6); written under wlock and n->lock. */
+	uint64_t sealed;
+	uint64_t base_seq;        /* seq of the record ending at tail */
+	VR_ATOMIC(uint64_t) acked;   /* last seq acknowledged */
+	VR_ATOMIC(uint64_t) bytes_sent, copies;
+
+	/* Read by each commit, written seldom: on a GRANT, a full copy, a
+	 * connection made or lost. */
+	/* 1-safe (replica_layout.h GRANT): a commit of a seq past granted
+	 * does not return 0. */
+	VR_LINE VR_ATOMIC(uint64_t) granted;
+	VR_ATOMIC(uint64_t) copy_gen;
 	VR_ATOMIC(int) alone;        /* no backup: records are dropped */
-	uint64_t stream;          /* the primary's stream in DRAM */
+	VR_ATOMIC(int) connected;
+	VR_ATOMIC(int) stop;
+
+	/* The sender's: written on each of its passes. */
+	VR_LINE VR_ATOMIC(int) sleeping; /* the sender is in poll() */
+	VR_ATOMIC(int) waiters;
+	/* offered: the largest 1-safe limit sent (sender). */
+	VR_ATOMIC(uint64_t) offered;
+	VR_ATOMIC(uint64_t) last_in; /* us: the backup was last heard */
+	VR_ATOMIC(int) wbroken;   /* a commit's send failed: drop it */
+	VR_ATOMIC(int) rbroken;   /* a commit's read failed: drop it */
+	pthread_mutex_t wlock;    /* one writer of the socket at a time */
+	int sfd;                  /* the backup's connection, -1 if none */
+	pthread_mutex_t rlock;    /* one reader of the backup's acks */
+	struct vr_reader rd;      /* ... and its buffer (fd -1: none) */
+	pthread_cond_t room;      /* tail moved (producers wait) */
+	pthread_cond_t ackcv;     /* acked moved (2-safe waiters) */
 
 	/* Backup. */
-	VR_ATOMIC(int) following;
+	VR_LINE VR_ATOMIC(int) following;
 	VR_ATOMIC(uint64_t) announced;
 	int cfd;                  /* vr_follow's connection */
 	struct vr_blog blog;
 	char *blog_path;          /* o.state_path + ".redo" (a copy) */
 	VR_ATOMIC(uint64_t) bseq; /* last record acknowledged (vr_status) */
 	VR_ATOMIC(uint64_t) applies; /* log batches applied */
-
-	/* Statistics. */
-	VR_ATOMIC(uint64_t) records, bytes_sent, data_bytes, meta_bytes, copies;
 };
 
 /* err.c */
