@@ -20,26 +20,16 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
-BUILD=build
-KILLS=300
-while [ $# -gt 0 ]; do
-	case $1 in
-	-n) KILLS=$2; shift ;;
-	-h | --help) sed -n '3,19p' "$0"; exit 0 ;;
-	*) BUILD=$1 ;;
-	esac
-	shift
-done
-B=$(cd "$BUILD" && pwd)
+. bench/tpcb_tpcc/campaign.sh
+campaign_args 300 19 "$@"
+KILLS=$N
 T=$B/tests/bench/tb_crash_test
 export TB_CRASH=$B/bench/tpcb_tpcc/tb_crash
 export TB_CRASH_PWORD_EARLY_ACK=$B/bench/tpcb_tpcc/tb_crash_broken_pword_early_ack
 export TB_CRASH_PWORD_RAW_TAIL=$B/bench/tpcb_tpcc/tb_crash_broken_pword_raw_tail
 export TB_CRASH_RANGE=$B/bench/tpcb_tpcc/tb_crash_broken_range
-for x in "$T" "$TB_CRASH" "$TB_CRASH_PWORD_EARLY_ACK" \
-	"$TB_CRASH_PWORD_RAW_TAIL" "$TB_CRASH_RANGE"; do
-	[ -x "$x" ] || { echo "kill_campaign.sh: $x not built" >&2; exit 1; }
-done
+campaign_need "$T" "$TB_CRASH" "$TB_CRASH_PWORD_EARLY_ACK" \
+	"$TB_CRASH_PWORD_RAW_TAIL" "$TB_CRASH_RANGE"
 LOG=$(mktemp)
 trap 'rm -f "$LOG"' EXIT
 status=0

@@ -10,28 +10,19 @@
 # database is created, then pmemtest traces TX transactions (default 6)
 # of tb_crash on it and checks every crash image at every fence with
 # tb_crash's checker module (the Version's recovery, then the workload's
-# invariants from the database alone), exploring by what recovery reads.  Prints pmemtest's summary per run; exit
-# status 1 if any image was inconsistent.
+# invariants from the database alone), exploring by what recovery
+# reads.  Prints pmemtest's summary per run; exit status 1 if any image
+# was inconsistent.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
-BUILD=build
-TX=6
-while [ $# -gt 0 ]; do
-	case $1 in
-	-n) TX=$2; shift ;;
-	-h | --help) sed -n '3,15p' "$0"; exit 0 ;;
-	*) BUILD=$1 ;;
-	esac
-	shift
-done
-B=$(cd "$BUILD" && pwd)
+. bench/tpcb_tpcc/campaign.sh
+campaign_args 6 15 "$@"
+TX=$N
 TBC=$B/bench/tpcb_tpcc/tb_crash
 MOD=$B/bench/tpcb_tpcc/libtb_crash_check.so
 PMT=$B/tools/pmemtest/pmemtest
-for x in "$TBC" "$MOD" "$PMT"; do
-	[ -x "$x" ] || { echo "versions_crash.sh: $x not built" >&2; exit 1; }
-done
+campaign_need "$TBC" "$MOD" "$PMT"
 export LD_LIBRARY_PATH=$B/libvista:$B/tools/pmemtest:$B/librio:$B/librio/fc
 WORK=$(mktemp -d /dev/shm/versions_crash.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
