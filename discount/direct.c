@@ -45,16 +45,13 @@ static long
 call(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 {
 	long r;
-	if (direct_off) {
-		/* an instruction outside libdc's range: it traps */
-		r = syscall(nr, a0, a1, a2, a3, a4, a5);
-		return r;
-	}
+	if (direct_off) /* an instruction outside libdc's range: it traps */
+		return syscall(nr, a0, a1, a2, a3, a4, a5);
 #ifdef DC_BROKEN_DIRECT_NO_HOLD
 	/* Deliberately broken: the program's output calls go straight to
 	 * the kernel, past the dispatch, so a send of an interval a crash
 	 * loses is not held (held.c H3; caught by
-	 * dc-held-tcp-broken-direct). */
+	 * dc-held-udp-broken-direct). */
 	if (nr == SYS_write || nr == SYS_writev || nr == SYS_sendto ||
 	    nr == SYS_sendmsg || nr == SYS_sendfile)
 		r = dc__sys6(nr, a0, a1, a2, a3, a4, a5);

@@ -48,8 +48,9 @@
  *  4. A keeper lost under a running program (its control connection
  *     broken at a commit, or hung up at a tick while the program waits
  *     in a call, committing nothing: dc__kp_check) ends the run as a
- *     crash would, right after its last commit: the real sockets went with the keeper (the clients
- *     saw their connections end, the ports serve nobody), and only a
+ *     crash would, right after its last commit: the real sockets went
+ *     with the keeper (the clients saw their connections end, the ports
+ *     serve nobody), and only a
  *     recovery -- the same command again: a new keeper, the listeners
  *     bound again -- serves the ports again.  A program left running
  *     would be deaf for good.
@@ -578,8 +579,17 @@ send_positions(uint64_t gen, const struct dc_kp_ent *e, uint32_t n)
 		dc__say("%s", rio_errormsg());
 }
 
-/* A tick while the program waits in a call (sud.c timer_handler): an
- * idle program commits nothing, so no send finds a keeper lost since
+/* The image's positions (dc__st) as generation gen's.  Untracked
+ * scratch: writing it dirties no page of the image. */
+static void
+send_image_positions(uint64_t gen)
+{
+	struct dc_kp_ent *e = (struct dc_kp_ent *)(void *)dc__vol.io;
+	send_positions(gen, e, positions(e));
+}
+
+/* A tick that finds the program inside libdc, usually waiting in a call
+ * (sud.c timer_handler): an idle program commits nothing, so no send finds a keeper lost since
  * its last commit; its hang-up on the control socket is looked for here
  * (invariant 4).  Raw system calls only: a signal handler. */
 void
@@ -608,9 +618,7 @@ dc__kp_committed(uint64_t gen)
 {
 	if (K.fd <= 0)
 		return;
-	/* untracked scratch: writing it dirties no page of the image */
-	struct dc_kp_ent *e = (struct dc_kp_ent *)(void *)dc__vol.io;
-	send_positions(gen, e, positions(e));
+	send_image_positions(gen);
 	interval_done();
 }
 
@@ -714,8 +722,7 @@ dc__kp_resumed(void)
 		if (rc)
 			dc__say("%s", rio_errormsg());
 	}
-	send_positions(dc__vol.committed, (struct dc_kp_ent *)(void *)dc__vol.io,
-		positions((struct dc_kp_ent *)(void *)dc__vol.io));
+	send_image_positions(dc__vol.committed);
 	struct dc_kp_msg m = { .op = DC_KP_RESUMED };
 	return call(&m, NULL, 0, NULL, NULL);
 }
