@@ -107,8 +107,9 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 			"replicated one holds less than %llu bytes (the "
 			"stream's pieces)", vista_segment_size(seg),
 			(unsigned long long)VR_SEG_MAX);
-	/* Aligned as its type asks (vr_int.h VR_LINE). */
-	n = aligned_alloc(_Alignof(vr_node), (sizeof(*n) + 63) & ~(size_t)63);
+	/* Aligned as its type asks (vr_int.h VR_LINE); its size is a
+	 * multiple of that alignment, as aligned_alloc wants. */
+	n = aligned_alloc(_Alignof(vr_node), sizeof(*n));
 	if (n == NULL)
 		return vr__err(-ENOMEM, "out of memory");
 	memset(n, 0, sizeof(*n));
