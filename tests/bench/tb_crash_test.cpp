@@ -165,21 +165,37 @@ Outcome kill_loop(const std::string &exe, const std::string &wl,
 	return o;
 }
 
-} // namespace
+using OptsOf = const std::vector<std::string> &(*)(const std::string &wl);
 
-TEST_CASE("rvm-rio: kill -9 loses no acknowledged transaction",
-	"[tb-crash-rvm-rio]")
+const std::vector<std::string> &no_opts(const std::string &)
+{
+	static const std::vector<std::string> none;
+	return none;
+}
+
+// A correct backend, killed `kills` times on each workload: every
+// recovery leaves it consistent with every acknowledged transaction.
+void both_workloads_hold(const std::string &backend, int kills,
+	OptsOf opts = no_opts)
 {
 	for (const char *wl : { "debit-credit", "order-entry" }) {
-		DYNAMIC_SECTION(wl)
+		DYNAMIC_SECTION(backend << " " << wl)
 		{
-			Outcome o = kill_loop(env("TB_CRASH"), wl,
-				"rvm-rio:cacheline", test::iterations(12));
+			Outcome o = kill_loop(env("TB_CRASH"), wl, backend,
+				kills, opts(wl));
 			REQUIRE(o.kills > 0);
 			REQUIRE(o.acked > 0);
 			REQUIRE(o.violations == 0);
 		}
 	}
+}
+
+} // namespace
+
+TEST_CASE("rvm-rio: kill -9 loses no acknowledged transaction",
+	"[tb-crash-rvm-rio]")
+{
+	both_workloads_hold("rvm-rio:cacheline", test::iterations(12));
 }
 
 TEST_CASE("vista: kill -9 leaves debit-credit consistent and durable",
@@ -198,15 +214,7 @@ TEST_CASE("vista: kill -9 leaves debit-credit consistent and durable",
 TEST_CASE("vista redo mode: kill -9 leaves both workloads consistent and "
 	"durable", "[tb-crash-vista-redo]")
 {
-	for (const char *wl : { "debit-credit", "order-entry" }) {
-		DYNAMIC_SECTION(wl)
-		{
-			Outcome o = kill_loop(env("TB_CRASH"), wl,
-				"vista:redo:cacheline", test::iterations(12));
-			REQUIRE(o.acked > 0);
-			REQUIRE(o.violations == 0);
-		}
-	}
+	both_workloads_hold("vista:redo:cacheline", test::iterations(12));
 }
 
 TEST_CASE("vista redo mode: an undeclared range is caught",
@@ -233,15 +241,7 @@ TEST_CASE("Vista's Versions 0-2: kill -9 leaves both workloads consistent "
 	"and durable", "[tb-crash-vista-versions]")
 {
 	for (const char *b : { "vista:v0", "vista:v1", "vista:v2" })
-		for (const char *wl : { "debit-credit", "order-entry" }) {
-			DYNAMIC_SECTION(b << " " << wl)
-			{
-				Outcome o = kill_loop(env("TB_CRASH"), wl, b,
-					test::iterations(8));
-				REQUIRE(o.acked > 0);
-				REQUIRE(o.violations == 0);
-			}
-		}
+		both_workloads_hold(b, test::iterations(8));
 }
 
 TEST_CASE("a commit mark written one transaction late is caught in each "
@@ -274,22 +274,7 @@ const std::vector<std::string> pword_oe_opts = { "--db-size",
 
 const std::vector<std::string> &pword_opts(const std::string &wl)
 {
-	static const std::vector<std::string> none;
-	return wl == "order-entry" ? pword_oe_opts : none;
-}
-
-void pword_kills(const char *design)
-{
-	for (const char *wl : { "debit-credit", "order-entry" }) {
-		DYNAMIC_SECTION(design << " " << wl)
-		{
-			Outcome o = kill_loop(env("TB_CRASH"), wl,
-				std::string(design) + ":cacheline",
-				test::iterations(12), pword_opts(wl));
-			REQUIRE(o.acked > 0);
-			REQUIRE(o.violations == 0);
-		}
-	}
+	return wl == "order-entry" ? pword_oe_opts : no_opts(wl);
 }
 
 } // namespace
@@ -297,13 +282,15 @@ void pword_kills(const char *design)
 TEST_CASE("Trinity: kill -9 leaves both workloads consistent and durable",
 	"[tb-crash-trinity]")
 {
-	pword_kills("trinity");
+	both_workloads_hold("trinity:cacheline", test::iterations(12),
+		pword_opts);
 }
 
 TEST_CASE("Quadra: kill -9 leaves both workloads consistent and durable",
 	"[tb-crash-quadra]")
 {
-	pword_kills("quadra");
+	both_workloads_hold("quadra:cacheline", test::iterations(12),
+		pword_opts);
 }
 
 TEST_CASE("a Trinity or Quadra commit acknowledged before its commit point "
