@@ -155,6 +155,15 @@ crash_armed(const char *point, uint64_t gen)
 		strtoull(e + n + 1, NULL, 10) == gen;
 }
 
+/* Test builds' waits: raw, as the writer and the handlers run them. */
+static void
+sleep_ns(uint64_t ns)
+{
+	struct timespec t = { (time_t)(ns / 1000000000),
+		(long)(ns % 1000000000) };
+	dc__sys6(SYS_nanosleep, (long)&t, 0, 0, 0, 0, 0);
+}
+
 static void
 crash_now(void)
 {
@@ -177,8 +186,7 @@ crashpoint_slow(const char *point, uint64_t gen)
 {
 	if (!crash_armed(point, gen))
 		return;
-	struct timespec t = { 0, 50 * 1000 * 1000 };
-	dc__sys6(SYS_nanosleep, (long)&t, 0, 0, 0, 0, 0);
+	sleep_ns(50 * 1000 * 1000);
 	crash_now();
 }
 #else
@@ -1236,12 +1244,8 @@ bg_main(void)
 			bg_futex(&dc__vol.bg_go, FUTEX_WAIT, 0);
 		dc__vol.bg_go = 0;
 #ifdef DC_TEST_CRASHPOINTS
-		if (dc__vol.bg_delay_ns) {
-			struct timespec t = {
-				(time_t)(dc__vol.bg_delay_ns / 1000000000),
-				(long)(dc__vol.bg_delay_ns % 1000000000) };
-			dc__sys6(SYS_nanosleep, (long)&t, 0, 0, 0, 0, 0);
-		}
+		if (dc__vol.bg_delay_ns)
+			sleep_ns(dc__vol.bg_delay_ns);
 #endif
 		dc__vol.bg_rc = bg_write();
 		__atomic_store_n(&dc__vol.bg_busy, 0, __ATOMIC_RELEASE);
@@ -1637,11 +1641,8 @@ dc__cleanup_exit(void)
 		dc__say("%s", rio_errormsg());
 	remove_dir_files(dc__vol.dir);
 #ifdef DC_TEST_CRASHPOINTS
-	if (dc__vol.exit_wait_ms) {
-		struct timespec t = { (time_t)(dc__vol.exit_wait_ms / 1000),
-			(long)(dc__vol.exit_wait_ms % 1000) * 1000000L };
-		dc__sys6(SYS_nanosleep, (long)&t, 0, 0, 0, 0, 0);
-	}
+	if (dc__vol.exit_wait_ms)
+		sleep_ns(dc__vol.exit_wait_ms * 1000000);
 #endif
 	dc__k_exit_deletes(dc__vol.dir);
 	rmdir(dc__vol.dir);
