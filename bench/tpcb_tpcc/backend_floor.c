@@ -132,6 +132,8 @@ fl_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 	c->ring = (char *)(c->cl + 1);
 	if (create) {
 		c->cl->magic = FL_MAGIC;
+		/* The commit line says "undo-floor, nothing committed" before
+		 * the pool is used: a reopen tells it from a foreign pool. */
 		rio_persist(c->pool, c->cl, sizeof(*c->cl));
 	} else if (c->cl->magic != FL_MAGIC || c->cl->seq != c->cl->last_rec) {
 		tb_err("undo-floor: %s was not closed with every transaction "
@@ -151,6 +153,8 @@ static int
 fl_loaded(void *ctx)
 {
 	struct fl_ctx *c = ctx;
+	/* The populated database is durable before the first transaction,
+	 * whose undo records only cover what it changes. */
 	rio_persist(c->pool, c->db, c->size);
 	return 0;
 }
