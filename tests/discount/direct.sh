@@ -4,13 +4,12 @@
 # direct.sh -- the direct path (discount/direct.c, sud.c invariant 8) is
 # taken, and does what the trapped one does: dd, unmodified, copies 4 MiB
 # from a file to its standard output, a file, 64 KiB a call (its read and
-# write bound to libdc's wrappers)
-# under the buffered protocol with a tick every 5 ms, so its output is
-# held and released at the checkpoints, once with DC_DIRECT unset and
-# once with DC_DIRECT=0.  Both outputs must be the input, byte for
-# byte; the run with the path on must have made its calls
-# directly (DC_STATS direct_calls at least one per 64 KiB read), the one
-# with it off none.
+# write bound to libdc's wrappers) under the buffered protocol with a
+# tick every 5 ms, so its output is held and released at the
+# checkpoints, once with DC_DIRECT unset and once with DC_DIRECT=0.  Both
+# outputs must be the input, byte for byte; the run with the path on
+# must have made its calls directly (DC_STATS direct_calls at least one
+# per 64 KiB read), the one with it off none.
 #
 #   direct.sh DC_RUN
 #
