@@ -190,6 +190,17 @@ void both_workloads_hold(const std::string &backend, int kills,
 	}
 }
 
+// A broken build (the executable $exe_var names), killed up to `kills`
+// times on workload wl: some recovery must find the fault.
+void broken_is_caught(const char *exe_var, const char *wl,
+	const std::string &backend, int kills,
+	const std::vector<std::string> &opts = {})
+{
+	Outcome o = kill_loop(env(exe_var), wl, backend, kills, opts);
+	REQUIRE(o.acked > 0);
+	REQUIRE(o.violations > 0);
+}
+
 } // namespace
 
 TEST_CASE("rvm-rio: kill -9 loses no acknowledged transaction",
@@ -220,19 +231,15 @@ TEST_CASE("vista redo mode: kill -9 leaves both workloads consistent and "
 TEST_CASE("vista redo mode: an undeclared range is caught",
 	"[tb-crash-vista-redo-broken]")
 {
-	Outcome o = kill_loop(env("TB_CRASH_RANGE"), "debit-credit",
+	broken_is_caught("TB_CRASH_RANGE", "debit-credit",
 		"vista:redo:cacheline", test::iterations(12));
-	REQUIRE(o.acked > 0);
-	REQUIRE(o.violations > 0);
 }
 
 TEST_CASE("a late acknowledgement in rvm-rio is caught",
 	"[tb-crash-broken]")
 {
-	Outcome o = kill_loop(env("TB_CRASH_BROKEN"), "debit-credit",
+	broken_is_caught("TB_CRASH_BROKEN", "debit-credit",
 		"rvm-rio:cacheline", test::iterations(12));
-	REQUIRE(o.acked > 0);
-	REQUIRE(o.violations > 0);
 }
 
 // Vista's Versions 0-2 (bench/tpcb_tpcc/vversions.c): the undo list in the
@@ -252,10 +259,8 @@ TEST_CASE("a commit mark written one transaction late is caught in each "
 	for (const char *b : { "vista:v0", "vista:v1", "vista:v2" }) {
 		DYNAMIC_SECTION(b)
 		{
-			Outcome o = kill_loop(env("TB_CRASH_VV_LATE"),
-				"debit-credit", b, test::iterations(12));
-			REQUIRE(o.acked > 0);
-			REQUIRE(o.violations > 0);
+			broken_is_caught("TB_CRASH_VV_LATE", "debit-credit", b,
+				test::iterations(12));
 		}
 	}
 }
@@ -304,11 +309,9 @@ TEST_CASE("a Trinity or Quadra commit acknowledged before its commit point "
 		for (const char *wl : { "debit-credit", "order-entry" }) {
 			DYNAMIC_SECTION(b << " " << wl)
 			{
-				Outcome o = kill_loop(
-					env("TB_CRASH_PWORD_EARLY_ACK"), wl, b,
-					test::iterations(12), pword_opts(wl));
-				REQUIRE(o.acked > 0);
-				REQUIRE(o.violations > 0);
+				broken_is_caught("TB_CRASH_PWORD_EARLY_ACK", wl,
+					b, test::iterations(12),
+					pword_opts(wl));
 			}
 		}
 }
@@ -321,11 +324,9 @@ TEST_CASE("order-entry words stored without their old value are caught "
 	for (const char *b : { "trinity:cacheline", "quadra:cacheline" }) {
 		DYNAMIC_SECTION(b)
 		{
-			Outcome o = kill_loop(env("TB_CRASH_PWORD_RAW_TAIL"),
+			broken_is_caught("TB_CRASH_PWORD_RAW_TAIL",
 				"order-entry", b, test::iterations(12),
 				pword_oe_opts);
-			REQUIRE(o.acked > 0);
-			REQUIRE(o.violations > 0);
 		}
 	}
 }
