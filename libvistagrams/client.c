@@ -394,26 +394,51 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 	if ((rc = vg__undo_push(ep, VG__U_REQ_INSERT, (uint32_t)slot)) != 0)
 		return rc;
 	struct vg_req_slot *s = &ep->req[slot];
-	if ((rc = vg__declare(ep, s, sizeof(*s), true)) != 0) {
+	uint8_t *buf = vg__req_buf(ep, (uint32_t)slot);
+	/* T2: the payload and the op record go where no committed header
+	 * or commit flag refers to.  A short payload and the record are
+	 * declared in the same batch as the slot (one persist barrier):
+	 * Vista's commit writes them back with the slot and the flag, and
+	 * its commit record's checksum covers them, so they need no drain
+	 * of their own before the commit point (X2).  A long payload is
+	 * written raw instead (its before-image would cost more to log than
+	 * the drain it saves) and drained in vg_commit. */
+	bool decl = len <= VG__DECLARED_PAYLOAD_MAX;
+#ifdef VG_BROKEN_SEND_UNDECLARED
+	/* Deliberately broken (power-failure test): payload and record are
+	 * written raw but left undrained, as if the commit's checksum
+	 * covered them: a commit record whose declared bytes reached memory
+	 * is kept whatever became of them. */
+	struct vista_range r[3] = { { s, sizeof(*s) } };
+	size_t nr = 1;
+#else
+	struct vista_range r[3] = { { s, sizeof(*s) },
+		{ vg__op_next(ep), sizeof(struct vg_op) },
+		{ buf, decl ? len : 0 } };
+	size_t nr = 3;
+#endif
+	if ((rc = vg__declare(ep, r, nr, true)) != 0) {
 		ep->tx.nundo--;
 		return rc;
 	}
-	/* T2: the payload goes to a buffer no committed header refers to;
-	 * it is drained before the commit point. */
-	uint8_t *buf = vg__req_buf(ep, (uint32_t)slot);
-	vg__raw_begin(ep, buf, len);
-	memcpy(buf, msg, len);
-	vg__raw_end(ep, buf, len);
+	if (decl) {
+		memcpy(buf, msg, len);
+	} else {
+		vg__raw_begin(ep, buf, len);
+		memcpy(buf, msg, len);
+		vg__raw_end(ep, buf, len);
 #ifndef VG_BROKEN_NO_PAYLOAD_FLUSH
-	/* Flushed here, drained in vg_commit before the commit point
-	 * (raw_dirty, X2): the slot the commit makes valid checksums this
-	 * payload. */
-	vg__flush(ep, buf, len);
+		/* Flushed here, drained in vg_commit before the commit point
+		 * (raw_dirty, X2): the slot the commit makes valid checksums
+		 * this payload. */
+		vg__flush(ep, buf, len);
 #else
-	/* Deliberately broken (power-failure test): the payload is never
-	 * flushed, so a committed slot may point at old bytes. */
+		/* Deliberately broken (power-failure test): the payload is
+		 * never flushed, so a committed slot may point at old
+		 * bytes. */
 #endif
-	ep->tx.raw_dirty = true;
+		ep->tx.raw_dirty = true;
+	}
 
 	s->seq = seq;
 	s->dest = *dest;
@@ -428,10 +453,18 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 	rv->prev = rv->next = rv->dest = -1;
 	rv->pending = true;
 	ep->req_live++;
+#ifdef VG_BROKEN_SEND_UNDECLARED
+	struct vg_op *op = vg__op_next(ep);
+#endif
 	rc = vg__op_append(ep, VG_OP_SEND_REQ, (uint32_t)slot, ep->node,
-		ep->inc, seq);
+		ep->inc, seq, true);
 	if (rc) /* cannot happen: room was checked */
 		return vg__fatal(ep, rc, "op log");
+#ifdef VG_BROKEN_SEND_UNDECLARED
+	vg__flush(ep, op, sizeof(*op));
+	if (decl)
+		vg__flush(ep, buf, len);
+#endif
 	if (seq_out)
 		*seq_out = seq;
 	return 0;

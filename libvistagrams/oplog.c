@@ -32,6 +32,12 @@
  *       vista_set_range: Vista's undo log already makes them atomic, at
  *       the price of one 64-byte range in a barrier the transaction pays
  *       anyway.)
+ *   L4. A record is written raw (flushed, drained in vg_commit before the
+ *       commit point), or declared with vista_set_range in the batch the
+ *       transaction pays anyway (a client's request: vg__op_next): then
+ *       the commit's own fence makes it durable together with the commit
+ *       flag, and Vista's commit record, whose checksum covers it, is
+ *       kept by recovery only if it reached memory (no drain of its own).
  */
 #include <string.h>
 
@@ -60,9 +66,15 @@ vg__op_room(vg_endpoint *ep, uint32_t n)
 	return 0;
 }
 
+struct vg_op *
+vg__op_next(vg_endpoint *ep)
+{
+	return op_at(ep, ep->tx.gen, ep->tx.nops);
+}
+
 int
 vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
-	uint64_t node, uint64_t inc, uint64_t seq)
+	uint64_t node, uint64_t inc, uint64_t seq, bool declared)
 {
 	struct vg_op o, *op;
 	int rc = vg__op_room(ep, 1);
@@ -82,13 +94,20 @@ vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
 	o.seq = seq;
 	o.checksum = op_csum(&o);
 	op = op_at(ep, ep->tx.gen, ep->tx.nops);
-	vg__raw_begin(ep, op, sizeof(*op));
-	*op = o;
-	vg__raw_end(ep, op, sizeof(*op));
-	/* Flushed now, drained once for the whole transaction in vg_commit,
-	 * before the commit point makes txhdr refer to it (T2). */
-	vg__flush(ep, op, sizeof(*op));
-	ep->tx.raw_dirty = true;
+	if (declared) {
+		/* L4: declared in this transaction (vg__op_next): Vista's
+		 * commit writes it back and its checksum vouches for it. */
+		*op = o;
+	} else {
+		vg__raw_begin(ep, op, sizeof(*op));
+		*op = o;
+		vg__raw_end(ep, op, sizeof(*op));
+		/* Flushed now, drained once for the whole transaction in
+		 * vg_commit, before the commit point makes txhdr refer to
+		 * it (T2). */
+		vg__flush(ep, op, sizeof(*op));
+		ep->tx.raw_dirty = true;
+	}
 	ep->tx.nops++;
 	/* txhdr is declared in this transaction: these stores become
 	 * durable at its commit point, and vanish if it aborts. */

@@ -687,7 +687,8 @@ take_request_tx(vg_endpoint *ep, vg_reqid *id, void *buf, size_t cap,
 	struct vg_resp_slot *s = &ep->resp[slot];
 	/* The txhdr too: the response this request usually gets in the same
 	 * transaction then needs no second persist barrier. */
-	if ((rc = vg__declare(ep, s, sizeof(*s), true)) != 0) {
+	struct vista_range r = { s, sizeof(*s) };
+	if ((rc = vg__declare(ep, &r, 1, true)) != 0) {
 		ep->tx.nundo--;
 		return rc;
 	}
@@ -762,8 +763,8 @@ send_response_tx(vg_endpoint *ep, const vg_reqid *id, const void *msg,
 	if (!was_pending &&
 	    (rc = vg__undo_push(ep, VG__U_RESP_ANSWER, (uint32_t)slot)) != 0)
 		return rc;
-	rc = vg__declare(ep, was_pending ? NULL : s,
-		was_pending ? 0 : sizeof(*s), true);
+	struct vista_range r = { s, sizeof(*s) };
+	rc = vg__declare(ep, &r, was_pending ? 0 : 1, true);
 	if (rc) {
 		if (!was_pending)
 			ep->tx.nundo--;
@@ -775,14 +776,22 @@ send_response_tx(vg_endpoint *ep, const vg_reqid *id, const void *msg,
 	vg__raw_begin(ep, buf, len);
 	memcpy(buf, msg, len);
 	vg__raw_end(ep, buf, len);
+#ifndef VG_BROKEN_NO_PAYLOAD_FLUSH
+	/* Flushed here, drained in vg_commit before the commit point
+	 * (raw_dirty, X2): the slot the commit makes valid checksums this
+	 * payload. */
 	vg__flush(ep, buf, len);
+#else
+	/* Deliberately broken (power-failure test): the payload is never
+	 * flushed, so a committed slot may point at old bytes. */
+#endif
 	ep->tx.raw_dirty = true;
 	s->payload_csum = vg__wire_payload_csum(buf, len);
 	s->checksum = vg__resp_slot_csum(s, (uint32_t)slot);
 	s->word = vg_slot_word(VG_RESP_ANSWERED, (uint32_t)len);
 	ep->resp_pending[slot] = 1;
 	rc = vg__op_append(ep, VG_OP_SEND_RESP, (uint32_t)slot, s->node,
-		s->inc, s->seq);
+		s->inc, s->seq, false);
 	if (rc)
 		return vg__fatal(ep, rc, "op log");
 	return 0;

@@ -66,7 +66,8 @@ vg__undo_push(vg_endpoint *ep, enum vg__undo_kind kind, uint32_t slot)
 }
 
 int
-vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr)
+vg__declare(vg_endpoint *ep, const struct vista_range *a, size_t na,
+	bool with_txhdr)
 {
 	struct vg__eptx *t = &ep->tx;
 	struct vista_range stack[8], *r = stack;
@@ -77,11 +78,13 @@ vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr)
 		return 0;
 	for (uint32_t i = t->undo_declared; i < t->nundo; i++)
 		ntaken += t->undo[i].kind == VG__U_RESP_TAKEN;
-	if (2 + ntaken > sizeof(stack) / sizeof(stack[0]) &&
-	    (r = malloc((2 + ntaken) * sizeof(*r))) == NULL)
-		return vg__err(-ENOMEM, "declaring %zu ranges", 2 + ntaken);
-	if (a && alen)
-		r[n++] = (struct vista_range){ a, alen };
+	if (na + 1 + ntaken > sizeof(stack) / sizeof(stack[0]) &&
+	    (r = malloc((na + 1 + ntaken) * sizeof(*r))) == NULL)
+		return vg__err(-ENOMEM, "declaring %zu ranges",
+			na + 1 + ntaken);
+	for (size_t i = 0; i < na; i++)
+		if (a[i].len)
+			r[n++] = a[i];
 	if (with_txhdr && !t->txhdr_declared)
 		r[n++] = (struct vista_range){ ep->txh, sizeof(*ep->txh) };
 	/* The requests taken since the last declaration: their state

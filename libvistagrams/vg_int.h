@@ -132,6 +132,11 @@ struct vg__pkt {
 };
 
 #define VG__DOOM_BATCH 16
+/* A request payload up to this long is declared in the transaction with
+ * its slot (logged, covered by Vista's commit record, no drain of its
+ * own); a longer one is written raw and drained before the commit point
+ * (client.c, send_request_tx). */
+#define VG__DECLARED_PAYLOAD_MAX 8192u
 
 /* Per request slot (client). */
 struct vg__reqv {
@@ -329,7 +334,8 @@ vg__raw_store64(vg_endpoint *ep, uint64_t *word, uint64_t value)
  * the last declaration (stored only at the commit point), so each call
  * costs at most one persist barrier.  Volatile endpoints: nothing.
  */
-int vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr);
+int vg__declare(vg_endpoint *ep, const struct vista_range *a, size_t na,
+	bool with_txhdr);
 
 /* ------------------------------------------------------------------------
  * table.c
@@ -360,9 +366,13 @@ int vg__tables_check(vg_endpoint *ep);
  * ------------------------------------------------------------------------ */
 
 /* Append a deferred operation to the open transaction's log (the txhdr
- * must be declared).  VG_EOPFULL when the log is full. */
+ * must be declared).  declared: the record (at vg__op_next) was declared
+ * in this transaction, else it is written raw (L4).  VG_EOPFULL when the
+ * log is full. */
 int vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
-	uint64_t node, uint64_t inc, uint64_t seq);
+	uint64_t node, uint64_t inc, uint64_t seq, bool declared);
+/* Where the transaction's next record goes (to declare it). */
+struct vg_op *vg__op_next(vg_endpoint *ep);
 /* Room for n more operations in this transaction? */
 int vg__op_room(vg_endpoint *ep, uint32_t n);
 /* Check log `gen` (n records) before replaying it. */
