@@ -406,21 +406,29 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 	bool decl = len <= VG__DECLARED_PAYLOAD_MAX;
 #ifdef VG_BROKEN_SEND_UNDECLARED
 	/* Deliberately broken (power-failure test): payload and record are
-	 * written raw but left undrained, as if the commit's checksum
-	 * covered them: a commit record whose declared bytes reached memory
-	 * is kept whatever became of them. */
+	 * stored plain but left undeclared and undrained, as if the commit's
+	 * checksum covered them: a commit record whose declared bytes
+	 * reached memory is kept whatever became of them. */
 	struct vista_range r[3] = { { s, sizeof(*s) } };
 	size_t nr = 1;
+	struct vg_op *op = &ep->ops[(ep->tx.gen & 1) * ep->max_ops +
+		ep->tx.nops];
 #else
+	struct vg_op *op = vg__op_undeclared(ep);
 	struct vista_range r[3] = { { s, sizeof(*s) },
-		{ vg__op_next(ep), sizeof(struct vg_op) },
-		{ buf, decl ? len : 0 } };
+		{ buf, decl ? len : 0 }, { op, op ? sizeof(*op) : 0 } };
 	size_t nr = 3;
 #endif
 	if ((rc = vg__declare(ep, r, nr, true)) != 0) {
 		ep->tx.nundo--;
 		return rc;
 	}
+#ifdef VG_BROKEN_SEND_UNDECLARED
+	ep->tx.ops_declared = ep->tx.nops + 1; /* stored plain, not drained */
+#else
+	if (op)
+		vg__op_declared(ep);
+#endif
 	if (decl) {
 		memcpy(buf, msg, len);
 	} else {
@@ -453,11 +461,8 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 	rv->prev = rv->next = rv->dest = -1;
 	rv->pending = true;
 	ep->req_live++;
-#ifdef VG_BROKEN_SEND_UNDECLARED
-	struct vg_op *op = vg__op_next(ep);
-#endif
 	rc = vg__op_append(ep, VG_OP_SEND_REQ, (uint32_t)slot, ep->node,
-		ep->inc, seq, true);
+		ep->inc, seq);
 	if (rc) /* cannot happen: room was checked */
 		return vg__fatal(ep, rc, "op log");
 #ifdef VG_BROKEN_SEND_UNDECLARED

@@ -34,7 +34,8 @@
  *       anyway.)
  *   L4. A record is written raw (flushed, drained in vg_commit before the
  *       commit point), or declared with vista_set_range in the batch the
- *       transaction pays anyway (a client's request: vg__op_next): then
+ *       transaction pays anyway (a client's request, a request received
+ *       by a server, which is usually answered: vg__op_undeclared): then
  *       the commit's own fence makes it durable together with the commit
  *       flag, and Vista's commit record, whose checksum covers it, is
  *       kept by recovery only if it reached memory (no drain of its own).
@@ -67,14 +68,22 @@ vg__op_room(vg_endpoint *ep, uint32_t n)
 }
 
 struct vg_op *
-vg__op_next(vg_endpoint *ep)
+vg__op_undeclared(vg_endpoint *ep)
 {
-	return op_at(ep, ep->tx.gen, ep->tx.nops);
+	if (ep->tx.ops_declared >= ep->max_ops)
+		return NULL;
+	return op_at(ep, ep->tx.gen, ep->tx.ops_declared);
+}
+
+void
+vg__op_declared(vg_endpoint *ep)
+{
+	ep->tx.ops_declared++;
 }
 
 int
 vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
-	uint64_t node, uint64_t inc, uint64_t seq, bool declared)
+	uint64_t node, uint64_t inc, uint64_t seq)
 {
 	struct vg_op o, *op;
 	int rc = vg__op_room(ep, 1);
@@ -94,8 +103,8 @@ vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
 	o.seq = seq;
 	o.checksum = op_csum(&o);
 	op = op_at(ep, ep->tx.gen, ep->tx.nops);
-	if (declared) {
-		/* L4: declared in this transaction (vg__op_next): Vista's
+	if (ep->tx.nops < ep->tx.ops_declared) {
+		/* L4: declared in this transaction: Vista's
 		 * commit writes it back and its checksum vouches for it. */
 		*op = o;
 	} else {

@@ -119,6 +119,7 @@ join(vg_endpoint *ep, bool implicit)
 	t->owner = &ctx;
 	t->gen = ep->txh->committed_gen + 1;
 	t->nops = 0;
+	t->ops_declared = 0;
 	t->txhdr_declared = false;
 	t->raw_dirty = false;
 	t->nundo = 0;

@@ -181,6 +181,7 @@ struct vg__eptx {
 	const void *owner;   /* the thread context that joined */
 	uint64_t gen;        /* committed_gen + 1 */
 	uint32_t nops;
+	uint32_t ops_declared; /* records [0, this) of the log declared */
 	bool txhdr_declared;
 	bool raw_dirty;      /* raw stores flushed, not drained yet */
 	struct vg__undo *undo;
@@ -237,6 +238,9 @@ struct vg_endpoint {
 	/* server */
 	uint8_t *resp_pending;
 	uint64_t *resp_since; /* per response slot: when it was sent */
+	uint32_t *resp_window; /* per response slot received by the open
+				  transaction: bytes of its buffer declared
+				  with it (server.c, S8) */
 	uint64_t *peer_heard; /* per peer slot: its last datagram */
 	uint64_t reclaim_due; /* no response expires before this */
 	bool gc_dirty;        /* a watermark or incarnation moved since the
@@ -367,12 +371,16 @@ int vg__tables_check(vg_endpoint *ep);
 
 /* Append a deferred operation to the open transaction's log (the txhdr
  * must be declared).  declared: the record (at vg__op_next) was declared
- * in this transaction, else it is written raw (L4).  VG_EOPFULL when the
+ * in this transaction (vg__op_undeclared), else it is written raw (L4).  VG_EOPFULL when the
  * log is full. */
 int vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
-	uint64_t node, uint64_t inc, uint64_t seq, bool declared);
-/* Where the transaction's next record goes (to declare it). */
-struct vg_op *vg__op_next(vg_endpoint *ep);
+	uint64_t node, uint64_t inc, uint64_t seq);
+/* The first record of the open transaction's log not declared yet: its
+ * range, to declare in a batch the transaction pays anyway (L4); the
+ * caller declares it, then vg__op_declared() counts it.  NULL when the
+ * log has no room left. */
+struct vg_op *vg__op_undeclared(vg_endpoint *ep);
+void vg__op_declared(vg_endpoint *ep);
 /* Room for n more operations in this transaction? */
 int vg__op_room(vg_endpoint *ep, uint32_t n);
 /* Check log `gen` (n records) before replaying it. */
