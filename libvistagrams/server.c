@@ -55,8 +55,9 @@
  *       it, with about as many bytes.  So the receive declares, in the
  *       batch of the slot, the op record the answer will take and the
  *       first resp_window[slot] bytes of its buffer (the request's length
- *       rounded up to a line, at least one line, at most
- *       VG__DECLARED_PAYLOAD_MAX).  An answer in the same transaction
+ *       rounded up to a line, at least one line; none for a request
+ *       longer than VG__DECLARED_PAYLOAD_MAX, whose answer would cost
+ *       more to log than to drain).  An answer in the same transaction
  *       that fits is stored there: Vista's commit writes it back and its
  *       checksum covers it, and vg_commit drains nothing for it (X2).  A
  *       longer answer, or one in a later transaction, is written raw and
@@ -703,11 +704,8 @@ take_request_tx(vg_endpoint *ep, vg_reqid *id, void *buf, size_t cap,
 	 * response this request usually gets in the same transaction then
 	 * needs no second persist barrier, and no drain before the commit
 	 * point. */
-	uint32_t win = w->payload_len < VG__DECLARED_PAYLOAD_MAX ?
-		w->payload_len : VG__DECLARED_PAYLOAD_MAX;
-	win = (win + 63) & ~63u;
-	if (win == 0)
-		win = 64;
+	uint32_t win = w->payload_len > VG__DECLARED_PAYLOAD_MAX ? 0 :
+		w->payload_len == 0 ? 64 : (w->payload_len + 63) & ~63u;
 	if (win > ep->max_message)
 		win = ep->max_message;
 #ifdef VG_BROKEN_RESP_UNDECLARED

@@ -20,7 +20,9 @@
  *       context of that thread; another thread's call is refused
  *       (VG_EOTHERTX) instead of mixing two transactions in one log.
  *   X2. The commit point is vista_end_transaction(): before it, the raw
- *       writes of the transaction (payloads, op records) are drained; after
+ *       writes of the transaction (payloads, op records not declared, T2)
+ *       are drained -- the declared ones are covered by Vista's commit
+ *       record and written back by its commit, with no drain here; after
  *       it, the logs are replayed before any other call of this thread can
  *       run.  A failed commit puts every joined endpoint in its error state.
  *   X3. A transaction that Vista ended behind our back (the program called

@@ -12,8 +12,9 @@
  *   client tx 1: pending = (i, seq); send request i             (commit)
  *   server tx:   receive; count++; answer count                 (commit)
  *   client tx 2: receive the answer v; rec[i] = v; done = i      (commit)
- * (even answers are longer than the window their request declares: the
- * raw path, drained before the commit point; odd ones are declared)
+ * (requests and answers are short, declared with their slots, or long,
+ * written raw and drained before the commit point: request_len,
+ * answer_len)
  * with an aborted send and an aborted receive in between; in odd cycles
  * client tx 2 also sends request i + 1 (a pipelined client), whose cycle
  * then has no tx 1.  The last cycle is answered while the client is
@@ -56,11 +57,41 @@
 
 #define CYCLES 5
 #define MAX_RESPONSES 4
-#define MAX_MESSAGE 128
-/* Even answers are this long: longer than the window their 8-byte
- * request declares (one line), so they go raw and are drained before the
- * commit point; odd ones are 8 bytes, stored in the declared window. */
+#define MAX_MESSAGE 512
+/* Even requests are this long: over the 256 bytes a request may have to
+ * be declared with its slot, so they go raw (drained before the commit
+ * point); odd ones are 8 bytes, declared. */
+#define LONG_REQUEST 320
+/* Answer 3 (mod 4) is this long: longer than the window its 8-byte
+ * request declares (one line), so it goes raw, drained before the commit
+ * point; the other odd answers are 8 bytes, stored in the window; even
+ * answers answer long requests, which declare no window: raw. */
 #define LONG_ANSWER 96
+
+static size_t
+request_len(uint64_t i)
+{
+	return i % 2 ? 8 : LONG_REQUEST;
+}
+
+static size_t
+answer_len(uint64_t count)
+{
+	return count % 4 == 3 ? LONG_ANSWER : 8;
+}
+
+/* Request i: i, then a pattern. */
+static int
+send_cycle(vg_endpoint *ep, const struct sockaddr *to, socklen_t tolen,
+	uint64_t i, uint64_t *seq)
+{
+	uint64_t msg[LONG_REQUEST / 8];
+
+	for (size_t k = 0; k < LONG_REQUEST / 8; k++)
+		msg[k] = i * 1000 + k;
+	msg[0] = i;
+	return vista_send_request(ep, to, tolen, msg, request_len(i), seq);
+}
 #define SEG_SIZE (256u * 1024)
 
 struct client_data {
@@ -213,8 +244,7 @@ serve(vista *v, struct node *s, int timeout_ms)
 	}
 	for (size_t k = 1; k < LONG_ANSWER / 8; k++)
 		answer[k] = answer[0] * 1000 + k;
-	OK(vista_send_response(s->ep, &id, answer,
-		answer[0] % 2 ? 8 : LONG_ANSWER));
+	OK(vista_send_response(s->ep, &id, answer, answer_len(answer[0])));
 	OK(vg_commit(v));
 	return 0;
 }
@@ -303,8 +333,8 @@ run(const char *dir, uint64_t ncycles)
 
 			OK(vg_begin(v, 0));
 			OK(vista_set_range(v, cd, sizeof(*cd)));
-			OK(vista_send_request(c.ep, (struct sockaddr *)&to,
-				tolen, &i, sizeof(i), &cd->seq));
+			OK(send_cycle(c.ep, (struct sockaddr *)&to, tolen, i,
+				&cd->seq));
 			cd->pending = i;
 			OK(vg_commit(v));
 		}
@@ -358,7 +388,7 @@ run(const char *dir, uint64_t ncycles)
 		OK(vista_receive_response(c.ep, &seq, ans, sizeof(ans), &len,
 			5000));
 		val = ans[0];
-		if (len != (val % 2 ? 8 : LONG_ANSWER) ||
+		if (len != answer_len(val) ||
 		    (len > 8 && ans[len / 8 - 1] != val * 1000 + len / 8 - 1))
 			FAIL("cycle %llu: answer of %zu bytes is damaged",
 				(unsigned long long)i, len);
@@ -371,8 +401,8 @@ run(const char *dir, uint64_t ncycles)
 		sent = i % 2 == 1 && i + 1 < ncycles;
 		if (sent) {
 			uint64_t next = i + 1;
-			OK(vista_send_request(c.ep, (struct sockaddr *)&to,
-				tolen, &next, sizeof(next), &cd->seq));
+			OK(send_cycle(c.ep, (struct sockaddr *)&to, tolen,
+				next, &cd->seq));
 			cd->pending = next;
 		}
 		OK(vg_commit(v));
