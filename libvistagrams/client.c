@@ -429,24 +429,10 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 	if (op)
 		vg__op_declared(ep);
 #endif
-	if (decl) {
+	if (decl)
 		memcpy(buf, msg, len);
-	} else {
-		vg__raw_begin(ep, buf, len);
-		memcpy(buf, msg, len);
-		vg__raw_end(ep, buf, len);
-#ifndef VG_BROKEN_NO_PAYLOAD_FLUSH
-		/* Flushed here, drained in vg_commit before the commit point
-		 * (raw_dirty, X2): the slot the commit makes valid checksums
-		 * this payload. */
-		vg__flush(ep, buf, len);
-#else
-		/* Deliberately broken (power-failure test): the payload is
-		 * never flushed, so a committed slot may point at old
-		 * bytes. */
-#endif
-		ep->tx.raw_dirty = true;
-	}
+	else
+		vg__raw_payload(ep, buf, msg, len);
 
 	s->seq = seq;
 	s->dest = *dest;

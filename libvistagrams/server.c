@@ -817,20 +817,7 @@ send_response_tx(vg_endpoint *ep, const vg_reqid *id, const void *msg,
 		vg__flush(ep, buf, len);
 #endif
 	} else {
-		vg__raw_begin(ep, buf, len);
-		memcpy(buf, msg, len);
-		vg__raw_end(ep, buf, len);
-#ifndef VG_BROKEN_NO_PAYLOAD_FLUSH
-		/* Flushed here, drained in vg_commit before the commit
-		 * point (raw_dirty, X2): the slot the commit makes valid
-		 * checksums this payload. */
-		vg__flush(ep, buf, len);
-#else
-		/* Deliberately broken (power-failure test): the payload is
-		 * never flushed, so a committed slot may point at old
-		 * bytes. */
-#endif
-		ep->tx.raw_dirty = true;
+		vg__raw_payload(ep, buf, msg, len);
 	}
 	s->payload_csum = vg__wire_payload_csum(buf, len);
 	s->checksum = vg__resp_slot_csum(s, (uint32_t)slot);

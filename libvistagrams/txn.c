@@ -111,6 +111,24 @@ vg__declare(vg_endpoint *ep, const struct vista_range *a, size_t na,
 	return 0;
 }
 
+void
+vg__raw_payload(vg_endpoint *ep, uint8_t *buf, const void *msg, size_t len)
+{
+	vg__raw_begin(ep, buf, len);
+	memcpy(buf, msg, len);
+	vg__raw_end(ep, buf, len);
+#ifndef VG_BROKEN_NO_PAYLOAD_FLUSH
+	/* Flushed here, drained in vg_commit before the commit point
+	 * (raw_dirty, X2): the slot the commit makes valid checksums this
+	 * payload. */
+	vg__flush(ep, buf, len);
+#else
+	/* Deliberately broken (power-failure test): the payload is never
+	 * flushed, so a committed slot may point at old bytes. */
+#endif
+	ep->tx.raw_dirty = true;
+}
+
 static void
 join(vg_endpoint *ep, bool implicit)
 {
