@@ -394,26 +394,45 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 	if ((rc = vg__undo_push(ep, VG__U_REQ_INSERT, (uint32_t)slot)) != 0)
 		return rc;
 	struct vg_req_slot *s = &ep->req[slot];
-	if ((rc = vg__declare(ep, s, sizeof(*s), true)) != 0) {
+	uint8_t *buf = vg__req_buf(ep, (uint32_t)slot);
+	/* T2: the payload and the op record go where no committed header
+	 * or commit flag refers to.  A short payload and the record are
+	 * declared in the same batch as the slot (one persist barrier):
+	 * Vista's commit writes them back with the slot and the flag, and
+	 * its commit record's checksum covers them, so they need no drain
+	 * of their own before the commit point (X2).  A long payload is
+	 * written raw instead (its before-image would cost more to log than
+	 * the drain it saves) and drained in vg_commit. */
+	bool decl = len <= VG__DECLARED_PAYLOAD_MAX;
+#ifdef VG_BROKEN_SEND_UNDECLARED
+	/* Deliberately broken (power-failure test): payload and record are
+	 * stored plain but left undeclared and undrained, as if the commit's
+	 * checksum covered them: a commit record whose declared bytes
+	 * reached memory is kept whatever became of them. */
+	struct vista_range r[3] = { { s, sizeof(*s) } };
+	size_t nr = 1;
+	struct vg_op *op = &ep->ops[(ep->tx.gen & 1) * ep->max_ops +
+		ep->tx.nops];
+#else
+	struct vg_op *op = vg__op_undeclared(ep);
+	struct vista_range r[3] = { { s, sizeof(*s) },
+		{ buf, decl ? len : 0 }, { op, op ? sizeof(*op) : 0 } };
+	size_t nr = 3;
+#endif
+	if ((rc = vg__declare(ep, r, nr, true)) != 0) {
 		ep->tx.nundo--;
 		return rc;
 	}
-	/* T2: the payload goes to a buffer no committed header refers to;
-	 * it is drained before the commit point. */
-	uint8_t *buf = vg__req_buf(ep, (uint32_t)slot);
-	vg__raw_begin(ep, buf, len);
-	memcpy(buf, msg, len);
-	vg__raw_end(ep, buf, len);
-#ifndef VG_BROKEN_NO_PAYLOAD_FLUSH
-	/* Flushed here, drained in vg_commit before the commit point
-	 * (raw_dirty, X2): the slot the commit makes valid checksums this
-	 * payload. */
-	vg__flush(ep, buf, len);
+#ifdef VG_BROKEN_SEND_UNDECLARED
+	ep->tx.ops_declared = ep->tx.nops + 1; /* stored plain, not drained */
 #else
-	/* Deliberately broken (power-failure test): the payload is never
-	 * flushed, so a committed slot may point at old bytes. */
+	if (op)
+		vg__op_declared(ep);
 #endif
-	ep->tx.raw_dirty = true;
+	if (decl)
+		memcpy(buf, msg, len);
+	else
+		vg__raw_payload(ep, buf, msg, len);
 
 	s->seq = seq;
 	s->dest = *dest;
@@ -432,6 +451,11 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 		ep->inc, seq);
 	if (rc) /* cannot happen: room was checked */
 		return vg__fatal(ep, rc, "op log");
+#ifdef VG_BROKEN_SEND_UNDECLARED
+	vg__flush(ep, op, sizeof(*op));
+	if (decl)
+		vg__flush(ep, buf, len);
+#endif
 	if (seq_out)
 		*seq_out = seq;
 	return 0;

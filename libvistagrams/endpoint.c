@@ -399,12 +399,14 @@ alloc_volatile(vg_endpoint *ep, const struct vg_endpoint_opts *o)
 	ep->resp_pending = calloc((size_t)ep->resp_mask + 1, 1);
 	ep->resp_since = calloc((size_t)ep->resp_mask + 1,
 		sizeof(*ep->resp_since));
+	ep->resp_window = calloc((size_t)ep->resp_mask + 1,
+		sizeof(*ep->resp_window));
 	ep->peer_heard = calloc((size_t)ep->peer_mask + 1,
 		sizeof(*ep->peer_heard));
 	ep->pkt_mem = calloc(o->rx_buffers, ep->pkt_size);
 	ep->scratch = malloc(data);
 	if (!ep->reqv || !ep->resp_pending || !ep->resp_since ||
-	    !ep->peer_heard || !ep->pkt_mem || !ep->scratch)
+	    !ep->resp_window || !ep->peer_heard || !ep->pkt_mem || !ep->scratch)
 		return vg__err(-ENOMEM, "endpoint state (%u receive buffers of "
 			"%zu bytes)", o->rx_buffers, ep->pkt_size);
 	for (uint32_t i = o->rx_buffers; i-- > 0;)
@@ -422,6 +424,7 @@ free_endpoint(vg_endpoint *ep)
 	free(ep->reqv);
 	free(ep->resp_pending);
 	free(ep->resp_since);
+	free(ep->resp_window);
 	free(ep->peer_heard);
 	free(ep->pkt_mem);
 	free(ep->scratch);

@@ -32,6 +32,13 @@
  *       vista_set_range: Vista's undo log already makes them atomic, at
  *       the price of one 64-byte range in a barrier the transaction pays
  *       anyway.)
+ *   L4. A record is written raw (flushed, drained in vg_commit before the
+ *       commit point), or declared with vista_set_range in the batch the
+ *       transaction pays anyway (a client's request, a request received
+ *       by a server, which is usually answered: vg__op_undeclared): then
+ *       the commit's own fence makes it durable together with the commit
+ *       flag, and Vista's commit record, whose checksum covers it, is
+ *       kept by recovery only if it reached memory (no drain of its own).
  */
 #include <string.h>
 
@@ -60,6 +67,20 @@ vg__op_room(vg_endpoint *ep, uint32_t n)
 	return 0;
 }
 
+struct vg_op *
+vg__op_undeclared(vg_endpoint *ep)
+{
+	if (ep->tx.ops_declared >= ep->max_ops)
+		return NULL;
+	return op_at(ep, ep->tx.gen, ep->tx.ops_declared);
+}
+
+void
+vg__op_declared(vg_endpoint *ep)
+{
+	ep->tx.ops_declared++;
+}
+
 int
 vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
 	uint64_t node, uint64_t inc, uint64_t seq)
@@ -82,13 +103,20 @@ vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
 	o.seq = seq;
 	o.checksum = op_csum(&o);
 	op = op_at(ep, ep->tx.gen, ep->tx.nops);
-	vg__raw_begin(ep, op, sizeof(*op));
-	*op = o;
-	vg__raw_end(ep, op, sizeof(*op));
-	/* Flushed now, drained once for the whole transaction in vg_commit,
-	 * before the commit point makes txhdr refer to it (T2). */
-	vg__flush(ep, op, sizeof(*op));
-	ep->tx.raw_dirty = true;
+	if (ep->tx.nops < ep->tx.ops_declared) {
+		/* L4: declared in this transaction: Vista's
+		 * commit writes it back and its checksum vouches for it. */
+		*op = o;
+	} else {
+		vg__raw_begin(ep, op, sizeof(*op));
+		*op = o;
+		vg__raw_end(ep, op, sizeof(*op));
+		/* Flushed now, drained once for the whole transaction in
+		 * vg_commit, before the commit point makes txhdr refer to
+		 * it (T2). */
+		vg__flush(ep, op, sizeof(*op));
+		ep->tx.raw_dirty = true;
+	}
 	ep->tx.nops++;
 	/* txhdr is declared in this transaction: these stores become
 	 * durable at its commit point, and vanish if it aborts. */

@@ -7,10 +7,12 @@
  * resp_pending flag while an open transaction holds it):
  *
  *   datagram --not known, not below the client's watermark--> inbox
- *   inbox --vista_receive_request (tx: slot declared, RECEIVED)-->
+ *   inbox --vista_receive_request (tx: slot declared, RECEIVED; with it
+ *          the answer's window and op record, S8)-->
  *          --abort--> back at the head of the inbox
- *   RECEIVED --vista_send_response (tx: payload raw, ANSWERED,
- *          SEND_RESP logged)--> --commit, replay--> response sent
+ *   RECEIVED --vista_send_response (tx: payload in the declared window,
+ *          else raw; ANSWERED, SEND_RESP logged)--> --commit, replay-->
+ *          response sent
  *   ANSWERED --the client acknowledges (ack below its watermark, or the
  *          watermark passes it; garbage collection)--> DELETED
  *   ANSWERED --table full, client silent past the horizon; its expired
@@ -49,6 +51,19 @@
  *       request of a client the peer table cannot hold is dropped too
  *       (nopeer_dropped): without a peer record its response could never
  *       be forgotten.
+ *   S8. A request is usually answered in the transaction that receives
+ *       it, with about as many bytes.  So the receive declares, in the
+ *       batch of the slot, the op record the answer will take and the
+ *       first resp_window[slot] bytes of its buffer (the request's length
+ *       rounded up to a line, at least one line; none for a request
+ *       longer than VG__DECLARED_PAYLOAD_MAX, whose answer would cost
+ *       more to log than to drain).  An answer in the same transaction
+ *       that fits is stored there: Vista's commit writes it back and its
+ *       checksum covers it, and vg_commit drains nothing for it (X2).  A
+ *       longer answer, or one in a later transaction, is written raw and
+ *       drained before the commit point (T2).  A window left unused
+ *       costs its before-image and nothing else (its bytes do not
+ *       change).
  *
  * Reclaim (T7).  When the table is full, an answered, committed response
  * whose client has sent nothing for the horizon (horizon_ms), counted from
@@ -685,12 +700,35 @@ take_request_tx(vg_endpoint *ep, vg_reqid *id, void *buf, size_t cap,
 	if ((rc = vg__undo_push(ep, VG__U_RESP_INSERT, (uint32_t)slot)) != 0)
 		return rc;
 	struct vg_resp_slot *s = &ep->resp[slot];
-	/* The txhdr too: the response this request usually gets in the same
-	 * transaction then needs no second persist barrier. */
-	if ((rc = vg__declare(ep, s, sizeof(*s), true)) != 0) {
+	/* The txhdr too, and (S8) the answer's op record and window: the
+	 * response this request usually gets in the same transaction then
+	 * needs no second persist barrier, and no drain before the commit
+	 * point. */
+	uint32_t win = w->payload_len > VG__DECLARED_PAYLOAD_MAX ? 0 :
+		w->payload_len == 0 ? 64 : (w->payload_len + 63) & ~63u;
+	if (win > ep->max_message)
+		win = ep->max_message;
+#ifdef VG_BROKEN_RESP_UNDECLARED
+	/* Deliberately broken (power-failure test): the window is not
+	 * declared, yet the answer stored there is left to the commit. */
+	struct vista_range r[3] = { { s, sizeof(*s) } };
+	size_t nr = 1;
+#else
+	struct vg_op *op = vg__op_undeclared(ep);
+	struct vista_range r[3] = { { s, sizeof(*s) },
+		{ vg__resp_buf(ep, (uint32_t)slot), win },
+		{ op, op ? sizeof(*op) : 0 } };
+	size_t nr = 3;
+#endif
+	if ((rc = vg__declare(ep, r, nr, true)) != 0) {
 		ep->tx.nundo--;
 		return rc;
 	}
+#ifndef VG_BROKEN_RESP_UNDECLARED
+	if (op)
+		vg__op_declared(ep);
+#endif
+	ep->resp_window[slot] = win;
 	s->node = w->req_node;
 	s->inc = w->req_inc;
 	s->seq = w->seq;
@@ -762,29 +800,41 @@ send_response_tx(vg_endpoint *ep, const vg_reqid *id, const void *msg,
 	if (!was_pending &&
 	    (rc = vg__undo_push(ep, VG__U_RESP_ANSWER, (uint32_t)slot)) != 0)
 		return rc;
-	rc = vg__declare(ep, was_pending ? NULL : s,
-		was_pending ? 0 : sizeof(*s), true);
+	struct vista_range r = { s, sizeof(*s) };
+	rc = vg__declare(ep, &r, was_pending ? 0 : 1, true);
 	if (rc) {
 		if (!was_pending)
 			ep->tx.nundo--;
 		return rc;
 	}
-	/* T2: raw into the buffer of a RECEIVED slot (no committed header
-	 * refers to it), drained before the commit point. */
+	/* T2: into the buffer of a RECEIVED slot (no committed header
+	 * refers to it): the window declared with the receive (S8), or raw,
+	 * drained before the commit point. */
 	uint8_t *buf = vg__resp_buf(ep, (uint32_t)slot);
-	vg__raw_begin(ep, buf, len);
-	memcpy(buf, msg, len);
-	vg__raw_end(ep, buf, len);
-	vg__flush(ep, buf, len);
-	ep->tx.raw_dirty = true;
+	if (was_pending && len <= ep->resp_window[slot]) {
+		memcpy(buf, msg, len);
+#ifdef VG_BROKEN_RESP_UNDECLARED
+		vg__flush(ep, buf, len);
+#endif
+	} else {
+		vg__raw_payload(ep, buf, msg, len);
+	}
 	s->payload_csum = vg__wire_payload_csum(buf, len);
 	s->checksum = vg__resp_slot_csum(s, (uint32_t)slot);
 	s->word = vg_slot_word(VG_RESP_ANSWERED, (uint32_t)len);
 	ep->resp_pending[slot] = 1;
+#ifdef VG_BROKEN_RESP_UNDECLARED
+	struct vg_op *op = &ep->ops[(ep->tx.gen & 1) * ep->max_ops +
+		ep->tx.nops];
+	ep->tx.ops_declared = ep->tx.nops + 1; /* stored plain, not drained */
+#endif
 	rc = vg__op_append(ep, VG_OP_SEND_RESP, (uint32_t)slot, s->node,
 		s->inc, s->seq);
 	if (rc)
 		return vg__fatal(ep, rc, "op log");
+#ifdef VG_BROKEN_RESP_UNDECLARED
+	vg__flush(ep, op, sizeof(*op));
+#endif
 	return 0;
 }
 

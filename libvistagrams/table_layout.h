@@ -31,10 +31,13 @@
  *       peer's watermark, record selector or expired word).  A transaction
  *       never declares a slot that outside stores may touch at the same time:
  *       those only touch committed entries no open transaction uses.
- *   T2. A payload buffer and an op-log record are written raw, flushed,
- *       and drained before the commit point that makes a header or the
- *       commit flag refer to them (vg_commit); before that nothing refers
- *       to them, so a crash or an abort leaves harmless garbage.
+ *   T2. A payload buffer and an op-log record are durable by the commit
+ *       point that makes a header or the commit flag refer to them: either
+ *       declared in the transaction (Vista's commit writes them back and
+ *       its commit record's checksum covers them: client.c send_request_tx,
+ *       server.c S8) or written raw, flushed, and drained just before the
+ *       commit point (vg_commit).  Before that nothing refers to them, so
+ *       a crash or an abort leaves harmless garbage.
  *   T3. The commit flag: txhdr.committed_gen = G and txhdr.nops = n say
  *       that ops[G & 1][0..n) belong to the last committed transaction
  *       that deferred operations; each record carries G and a checksum.

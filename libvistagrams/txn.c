@@ -20,7 +20,9 @@
  *       context of that thread; another thread's call is refused
  *       (VG_EOTHERTX) instead of mixing two transactions in one log.
  *   X2. The commit point is vista_end_transaction(): before it, the raw
- *       writes of the transaction (payloads, op records) are drained; after
+ *       writes of the transaction (payloads, op records not declared, T2)
+ *       are drained -- the declared ones are covered by Vista's commit
+ *       record and written back by its commit, with no drain here; after
  *       it, the logs are replayed before any other call of this thread can
  *       run.  A failed commit puts every joined endpoint in its error state.
  *   X3. A transaction that Vista ended behind our back (the program called
@@ -66,7 +68,8 @@ vg__undo_push(vg_endpoint *ep, enum vg__undo_kind kind, uint32_t slot)
 }
 
 int
-vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr)
+vg__declare(vg_endpoint *ep, const struct vista_range *a, size_t na,
+	bool with_txhdr)
 {
 	struct vg__eptx *t = &ep->tx;
 	struct vista_range stack[8], *r = stack;
@@ -77,11 +80,13 @@ vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr)
 		return 0;
 	for (uint32_t i = t->undo_declared; i < t->nundo; i++)
 		ntaken += t->undo[i].kind == VG__U_RESP_TAKEN;
-	if (2 + ntaken > sizeof(stack) / sizeof(stack[0]) &&
-	    (r = malloc((2 + ntaken) * sizeof(*r))) == NULL)
-		return vg__err(-ENOMEM, "declaring %zu ranges", 2 + ntaken);
-	if (a && alen)
-		r[n++] = (struct vista_range){ a, alen };
+	if (na + 1 + ntaken > sizeof(stack) / sizeof(stack[0]) &&
+	    (r = malloc((na + 1 + ntaken) * sizeof(*r))) == NULL)
+		return vg__err(-ENOMEM, "declaring %zu ranges",
+			na + 1 + ntaken);
+	for (size_t i = 0; i < na; i++)
+		if (a[i].len)
+			r[n++] = a[i];
 	if (with_txhdr && !t->txhdr_declared)
 		r[n++] = (struct vista_range){ ep->txh, sizeof(*ep->txh) };
 	/* The requests taken since the last declaration: their state
@@ -106,6 +111,24 @@ vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr)
 	return 0;
 }
 
+void
+vg__raw_payload(vg_endpoint *ep, uint8_t *buf, const void *msg, size_t len)
+{
+	vg__raw_begin(ep, buf, len);
+	memcpy(buf, msg, len);
+	vg__raw_end(ep, buf, len);
+#ifndef VG_BROKEN_NO_PAYLOAD_FLUSH
+	/* Flushed here, drained in vg_commit before the commit point
+	 * (raw_dirty, X2): the slot the commit makes valid checksums this
+	 * payload. */
+	vg__flush(ep, buf, len);
+#else
+	/* Deliberately broken (power-failure test): the payload is never
+	 * flushed, so a committed slot may point at old bytes. */
+#endif
+	ep->tx.raw_dirty = true;
+}
+
 static void
 join(vg_endpoint *ep, bool implicit)
 {
@@ -116,6 +139,7 @@ join(vg_endpoint *ep, bool implicit)
 	t->owner = &ctx;
 	t->gen = ep->txh->committed_gen + 1;
 	t->nops = 0;
+	t->ops_declared = 0;
 	t->txhdr_declared = false;
 	t->raw_dirty = false;
 	t->nundo = 0;

@@ -132,6 +132,14 @@ struct vg__pkt {
 };
 
 #define VG__DOOM_BATCH 16
+/* A payload up to this long is declared in the transaction with its slot
+ * (logged, covered by Vista's commit record, no drain of its own); a
+ * longer one is written raw and drained before the commit point
+ * (client.c send_request_tx, server.c S8).  Measured by vg-bench in the
+ * cacheline domain: logging the before-image costs less than the drain
+ * it saves up to 256 bytes, and more above 512 (+1.8 us at 2 KiB, +4.4
+ * us at 8 KiB per cycle). */
+#define VG__DECLARED_PAYLOAD_MAX 256u
 
 /* Per request slot (client). */
 struct vg__reqv {
@@ -176,6 +184,7 @@ struct vg__eptx {
 	const void *owner;   /* the thread context that joined */
 	uint64_t gen;        /* committed_gen + 1 */
 	uint32_t nops;
+	uint32_t ops_declared; /* records [0, this) of the log declared */
 	bool txhdr_declared;
 	bool raw_dirty;      /* raw stores flushed, not drained yet */
 	struct vg__undo *undo;
@@ -232,6 +241,9 @@ struct vg_endpoint {
 	/* server */
 	uint8_t *resp_pending;
 	uint64_t *resp_since; /* per response slot: when it was sent */
+	uint32_t *resp_window; /* per response slot received by the open
+				  transaction: bytes of its buffer declared
+				  with it (server.c, S8) */
 	uint64_t *peer_heard; /* per peer slot: its last datagram */
 	uint64_t reclaim_due; /* no response expires before this */
 	bool gc_dirty;        /* a watermark or incarnation moved since the
@@ -329,7 +341,12 @@ vg__raw_store64(vg_endpoint *ep, uint64_t *word, uint64_t value)
  * the last declaration (stored only at the commit point), so each call
  * costs at most one persist barrier.  Volatile endpoints: nothing.
  */
-int vg__declare(vg_endpoint *ep, void *a, size_t alen, bool with_txhdr);
+int vg__declare(vg_endpoint *ep, const struct vista_range *a, size_t na,
+	bool with_txhdr);
+/* Copy a payload raw into a buffer no committed header refers to, and
+ * flush it; vg_commit drains it before the commit point (T2, X2). */
+void vg__raw_payload(vg_endpoint *ep, uint8_t *buf, const void *msg,
+	size_t len);
 
 /* ------------------------------------------------------------------------
  * table.c
@@ -360,9 +377,17 @@ int vg__tables_check(vg_endpoint *ep);
  * ------------------------------------------------------------------------ */
 
 /* Append a deferred operation to the open transaction's log (the txhdr
- * must be declared).  VG_EOPFULL when the log is full. */
+ * must be declared).  declared: the record (at vg__op_next) was declared
+ * in this transaction (vg__op_undeclared), else it is written raw (L4).  VG_EOPFULL when the
+ * log is full. */
 int vg__op_append(vg_endpoint *ep, enum vg_op_type type, uint32_t slot,
 	uint64_t node, uint64_t inc, uint64_t seq);
+/* The first record of the open transaction's log not declared yet: its
+ * range, to declare in a batch the transaction pays anyway (L4); the
+ * caller declares it, then vg__op_declared() counts it.  NULL when the
+ * log has no room left. */
+struct vg_op *vg__op_undeclared(vg_endpoint *ep);
+void vg__op_declared(vg_endpoint *ep);
 /* Room for n more operations in this transaction? */
 int vg__op_room(vg_endpoint *ep, uint32_t n);
 /* Check log `gen` (n records) before replaying it. */

@@ -799,13 +799,13 @@ parse_domains(const char *list)
 	return ndom > 0 && used == strlen(list) + 1 ? 0 : -1;
 }
 
-/* Persist barriers per cycle of vistagrams in domain d, counted on both
- * sides through the tracing hook, apart from the timing (tracing costs
- * time). */
+/* Persist barriers per cycle of a Vistagrams system (the thesis client or
+ * the pipelined one, in its domain), counted on both sides through the
+ * tracing hook, apart from the timing (tracing costs time). */
 static void
-count_barriers(struct client *c, int d, int cycles)
+count_barriers(struct client *c, struct sys s, int cycles)
 {
-	struct sys s = { K_VG, d };
+	int d = s.dom;
 
 	t_drains = t_lines = 0;
 	rio_trace_set(&tracer);
@@ -818,10 +818,10 @@ count_barriers(struct client *c, int d, int cycles)
 	counting = 0;
 	usleep(20000); /* the server publishes after its last commit */
 	rio_trace_set(NULL);
-	printf("Persist barriers per cycle, %s domain (64 B): client %.1f "
-	       "drains, %.1f lines flushed; server %.1f drains, %.1f lines "
-	       "flushed%s.\n",
-		dom_name[d], (double)t_drains / cycles,
+	printf("Persist barriers per cycle, %s, %s domain (64 B): client "
+	       "%.1f drains, %.1f lines flushed; server %.1f drains, %.1f "
+	       "lines flushed%s.\n",
+		kind_name[s.kind], dom_name[d], (double)t_drains / cycles,
 		(double)t_lines / cycles,
 		(double)(sh->drains[d] - s0) / cycles,
 		(double)(sh->lines[d] - l0) / cycles,
@@ -1051,8 +1051,9 @@ main(int argc, char **argv)
 	       "request outstanding; 1 / the mean cycle):\n\n");
 	sys_table(sizes, nsizes, res, true);
 	printf("\n");
-	for (int d = 0; d < ndom; d++)
-		count_barriers(&c, d, quick ? 100 : 1000);
+	for (int i = 0; i < nsys; i++)
+		if (sys[i].kind == K_VG || sys[i].kind == K_VG1)
+			count_barriers(&c, sys[i], quick ? 100 : 1000);
 
 	for (int d = 0; d < ndom; d++)
 		node_close(&c.vg[d]);

@@ -12,6 +12,9 @@
  *   client tx 1: pending = (i, seq); send request i             (commit)
  *   server tx:   receive; count++; answer count                 (commit)
  *   client tx 2: receive the answer v; rec[i] = v; done = i      (commit)
+ * (requests and answers are short, declared with their slots, or long,
+ * written raw and drained before the commit point: request_len,
+ * answer_len)
  * with an aborted send and an aborted receive in between; in odd cycles
  * client tx 2 also sends request i + 1 (a pipelined client), whose cycle
  * then has no tx 1.  The last cycle is answered while the client is
@@ -54,6 +57,41 @@
 
 #define CYCLES 5
 #define MAX_RESPONSES 4
+#define MAX_MESSAGE 512
+/* Even requests are this long: over the 256 bytes a request may have to
+ * be declared with its slot, so they go raw (drained before the commit
+ * point); odd ones are 8 bytes, declared. */
+#define LONG_REQUEST 320
+/* Answer 3 (mod 4) is this long: longer than the window its 8-byte
+ * request declares (one line), so it goes raw, drained before the commit
+ * point; the other odd answers are 8 bytes, stored in the window; even
+ * answers answer long requests, which declare no window: raw. */
+#define LONG_ANSWER 96
+
+static size_t
+request_len(uint64_t i)
+{
+	return i % 2 ? 8 : LONG_REQUEST;
+}
+
+static size_t
+answer_len(uint64_t count)
+{
+	return count % 4 == 3 ? LONG_ANSWER : 8;
+}
+
+/* Request i: i, then a pattern. */
+static int
+send_cycle(vg_endpoint *ep, const struct sockaddr *to, socklen_t tolen,
+	uint64_t i, uint64_t *seq)
+{
+	uint64_t msg[LONG_REQUEST / 8];
+
+	for (size_t k = 0; k < LONG_REQUEST / 8; k++)
+		msg[k] = i * 1000 + k;
+	msg[0] = i;
+	return vista_send_request(ep, to, tolen, msg, request_len(i), seq);
+}
 #define SEG_SIZE (256u * 1024)
 
 struct client_data {
@@ -99,7 +137,7 @@ node_opts(uint64_t id, unsigned flags, uint16_t port)
 	o.max_requests = 4;
 	o.max_responses = MAX_RESPONSES;
 	o.max_clients = 2;
-	o.max_message = 64;
+	o.max_message = MAX_MESSAGE;
 	o.max_ops = 4;
 	o.rx_buffers = 2 * MAX_RESPONSES;
 	o.horizon_ms = 1;
@@ -187,7 +225,7 @@ static int
 serve(vista *v, struct node *s, int timeout_ms)
 {
 	struct server_data *sd = s->data;
-	char buf[64];
+	char buf[MAX_MESSAGE];
 	size_t len;
 	vg_reqid id;
 
@@ -199,12 +237,14 @@ serve(vista *v, struct node *s, int timeout_ms)
 		return rc;
 	}
 	OK(rc);
-	uint64_t answer = 0;
+	uint64_t answer[LONG_ANSWER / 8] = { 0 };
 	if (id.node == 1) {
 		OK(vista_set_range(v, sd, sizeof(*sd)));
-		answer = ++sd->count;
+		answer[0] = ++sd->count;
 	}
-	OK(vista_send_response(s->ep, &id, &answer, sizeof(answer)));
+	for (size_t k = 1; k < LONG_ANSWER / 8; k++)
+		answer[k] = answer[0] * 1000 + k;
+	OK(vista_send_response(s->ep, &id, answer, answer_len(answer[0])));
 	OK(vg_commit(v));
 	return 0;
 }
@@ -221,7 +261,7 @@ fill_and_reclaim(vista *v, struct node *s, const struct sockaddr *to,
 
 	o.node_id = 3;
 	o.max_requests = MAX_RESPONSES;
-	o.max_message = 64;
+	o.max_message = MAX_MESSAGE;
 	OK(vg_endpoint_open(NULL, NULL, &o, &ep));
 	for (int i = 0; i < MAX_RESPONSES; i++)
 		OK(vista_send_request(ep, to, tolen, "v", 1, NULL));
@@ -232,7 +272,7 @@ fill_and_reclaim(vista *v, struct node *s, const struct sockaddr *to,
 	OK(vg_begin(v, 0));
 	for (int tries = 0; served < MAX_RESPONSES - 1 && tries < 500;
 	     tries++) {
-		char buf[64];
+		char buf[MAX_MESSAGE];
 		size_t len;
 		vg_reqid id;
 		int rc = vista_receive_request(s->ep, &id, buf, sizeof(buf),
@@ -268,7 +308,7 @@ run(const char *dir, uint64_t ncycles)
 	struct node c, s;
 	struct sockaddr_storage to;
 	socklen_t tolen;
-	char buf[64];
+	char buf[MAX_MESSAGE];
 	size_t len;
 
 	if (open_all(dir, VG_CREATE, &v, &c, &s, false))
@@ -293,8 +333,8 @@ run(const char *dir, uint64_t ncycles)
 
 			OK(vg_begin(v, 0));
 			OK(vista_set_range(v, cd, sizeof(*cd)));
-			OK(vista_send_request(c.ep, (struct sockaddr *)&to,
-				tolen, &i, sizeof(i), &cd->seq));
+			OK(send_cycle(c.ep, (struct sockaddr *)&to, tolen, i,
+				&cd->seq));
 			cd->pending = i;
 			OK(vg_commit(v));
 		}
@@ -344,8 +384,14 @@ run(const char *dir, uint64_t ncycles)
 		uint64_t val;
 		seq = cd->seq;
 		OK(vg_begin(v, 0));
-		OK(vista_receive_response(c.ep, &seq, &val, sizeof(val), &len,
+		uint64_t ans[MAX_MESSAGE / 8];
+		OK(vista_receive_response(c.ep, &seq, ans, sizeof(ans), &len,
 			5000));
+		val = ans[0];
+		if (len != answer_len(val) ||
+		    (len > 8 && ans[len / 8 - 1] != val * 1000 + len / 8 - 1))
+			FAIL("cycle %llu: answer of %zu bytes is damaged",
+				(unsigned long long)i, len);
 		OK(vista_set_range(v, cd, sizeof(*cd)));
 		cd->rec[i] = val;
 		cd->done = i;
@@ -355,8 +401,8 @@ run(const char *dir, uint64_t ncycles)
 		sent = i % 2 == 1 && i + 1 < ncycles;
 		if (sent) {
 			uint64_t next = i + 1;
-			OK(vista_send_request(c.ep, (struct sockaddr *)&to,
-				tolen, &next, sizeof(next), &cd->seq));
+			OK(send_cycle(c.ep, (struct sockaddr *)&to, tolen,
+				next, &cd->seq));
 			cd->pending = next;
 		}
 		OK(vg_commit(v));
@@ -372,7 +418,7 @@ check(const char *dir)
 {
 	vista *v;
 	struct node c, s;
-	char buf[64];
+	char buf[MAX_MESSAGE];
 	size_t len;
 
 	/* The tables verify, the op logs replay.  A crash before both

@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # vg_pm_test.sh -- libvistagrams under pmemtest: every power-failure crash
 # image of every fence of the vg_pm workload must recover to a consistent
-# state; the broken builds that do not flush request payloads, reclaim
-# responses before the expired words are durable, or leave the raw writes
-# to Vista's one commit fence, must be caught.
+# state; the broken builds that do not flush raw payloads, reclaim
+# responses before the expired words are durable, leave the raw writes
+# to Vista's one commit fence, or leave a request's payload and record,
+# or an answer and its record, out of the declared batch (and undrained),
+# must be caught.
 #
 #   vg_pm_test.sh PMEMTEST VG_PM VG_PM_BROKEN_NO_PAYLOAD_FLUSH \
-#       VG_PM_BROKEN_RECLAIM_NO_DRAIN VG_PM_BROKEN_NO_RAW_DRAIN
+#       VG_PM_BROKEN_RECLAIM_NO_DRAIN VG_PM_BROKEN_NO_RAW_DRAIN \
+#       VG_PM_BROKEN_SEND_UNDECLARED VG_PM_BROKEN_RESP_UNDECLARED
 set -u
-PMT=$1 VGPM=$2 BROKEN=$3 BROKEN_RECLAIM=$4 BROKEN_DRAIN=$5
+PMT=$1 VGPM=$2 BROKEN=$3 BROKEN_RECLAIM=$4 BROKEN_DRAIN=$5 BROKEN_UNDECL=$6
+BROKEN_RESP=$7
 dir=$(mktemp -d /dev/shm/vg-pm-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 export VG_PM_LOCK_DIR=$dir # the checks' port locks (vg_pm.c)
@@ -54,4 +58,10 @@ require_caught broken_reclaim "$BROKEN_RECLAIM" run-reclaim \
 	"reclaimed before the expired word is durable" "delivered again"
 require_caught broken_drain "$BROKEN_DRAIN" run \
 	"raw writes not drained before the commit" "payload|VG_ECORRUPT"
+require_caught broken_undeclared "$BROKEN_UNDECL" run \
+	"request payload and record neither declared nor drained" \
+	"payload|VG_ECORRUPT"
+require_caught broken_resp "$BROKEN_RESP" run \
+	"answer and its record neither declared nor drained" \
+	"payload|VG_ECORRUPT"
 exit $rc
