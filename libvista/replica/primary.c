@@ -250,17 +250,20 @@ add_piece(uint64_t off, const char *src, size_t len)
  * transaction at 8, 665 at 16; bench/replica/oe_bytes.c). */
 #define VR_DIFF_GAP sizeof(struct vr_piece)
 
-/* Grow *p (of *cap elements of `size` bytes) to hold `need`. */
+/* Grow *p (of *cap elements of `size` bytes) to hold `need`, at most
+ * `max`. */
 static bool
-grow(void *p, size_t *cap, size_t need, size_t size)
+grow(void *p, size_t *cap, size_t need, size_t size, size_t max)
 {
 	size_t c = *cap ? *cap : 64;
 	void *nb;
 
-	if (need <= *cap)
-		return true;
+	if (need > max)
+		return false;
 	while (c < need)
 		c *= 2;
+	if (c > max)
+		c = max;
 	nb = realloc(*(void **)p, c * size);
 	if (nb == NULL)
 		return false;
@@ -277,14 +280,16 @@ grow(void *p, size_t *cap, size_t need, size_t size)
  * bytes at addr: the program has not stored yet).  A transaction's first
  * event starts the list; an event of another node's transaction, more
  * than a ring of images, or no memory spoil it (the commit then reads
- * Vista's log).
+ * Vista's log).  The list's counts stay in locals across the calls (the
+ * thread-local struct would be reloaded after each).
  */
 static void
 pre_note(vr_node *n, struct vista_txinfo *tx)
 {
 	struct vista_txrange r;
+	struct pre *p = &pre;
 	bool copy = !n->o.whole_ranges;
-
+	size_t nr, ilen;
 #ifdef VR_BROKEN_PRE_EACH
 	/* wrong: each event starts the list anew; the ranges of the
 	 * transaction's earlier calls are not diffed (P7) */
@@ -292,28 +297,40 @@ pre_note(vr_node *n, struct vista_txinfo *tx)
 #else
 	if (vista_txinfo_flags(tx) & VISTA_TXI_FIRST) {
 #endif
-		pre.n = n;
-		pre.ok = true;
-		pre.nr = 0;
-		pre.ilen = 0;
-	} else if (pre.n != n) {
-		pre.ok = false;
+		p->n = n;
+		p->ok = true;
+		p->nr = 0;
+		p->ilen = 0;
+	} else if (p->n != n) {
+		p->ok = false;
 	}
-	while (pre.ok && vista_txinfo_next(tx, &r) == 1) {
+	if (!p->ok)
+		return;
+	nr = p->nr;
+	ilen = p->ilen;
+	while (vista_txinfo_next(tx, &r) == 1) {
 		if (r.seg != n->seg)
 			continue;
-		if (!grow(&pre.r, &pre.rcap, pre.nr + 1, sizeof(*pre.r)) ||
-		    (copy && (pre.ilen + r.len > n->o.ring_size ||
-		    !grow(&pre.img, &pre.icap, pre.ilen + r.len, 1)))) {
-			pre.ok = false;
-			break;
+		if (__builtin_expect(nr == p->rcap || (copy &&
+		    ilen + r.len > p->icap), 0) &&
+		    (!grow(&p->r, &p->rcap, nr + 1, sizeof(*p->r), SIZE_MAX /
+		    sizeof(*p->r)) || (copy && !grow(&p->img, &p->icap,
+		    ilen + r.len, 1, n->o.ring_size)))) {
+			p->ok = false;
+			return;
 		}
-		pre.r[pre.nr++] = (struct prange){ r.addr, r.len, pre.ilen };
+		p->r[nr++] = (struct prange){ r.addr, r.len, ilen };
 		if (copy) {
-			memcpy(pre.img + pre.ilen, r.before, r.len);
-			pre.ilen += r.len;
+			/* A counter's 8 bytes: one load and one store. */
+			if (r.len == 8)
+				memcpy(p->img + ilen, r.before, 8);
+			else
+				memcpy(p->img + ilen, r.before, r.len);
+			ilen += r.len;
 		}
 	}
+	p->nr = nr;
+	p->ilen = ilen;
 }
 
 /* The transaction's next range: from Vista's log (vista_txinfo_next), or
