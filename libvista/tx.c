@@ -112,13 +112,6 @@
  * acquire before calling it. */
 #define HOOKED(v) \
 	VISTA__UNLIKELY(__atomic_load_n(&(v)->tx_hook, __ATOMIC_RELAXED) != NULL)
-/* relaxed: set only while no transaction runs (vista_set_tx_hook_ranges),
- * so a transaction sees it the same from its first range to its end. */
-#define HOOKED_RANGES(v) \
-	VISTA__UNLIKELY(__atomic_load_n(&(v)->tx_hook_ranges, __ATOMIC_RELAXED))
-
-static void ranges_hook(struct vista_lane *l, const struct vista__span *sp, const struct vista_gap *g,
-	struct vista_segment *gseg, uint32_t n);
 
 VISTA__COLD static int
 no_tx(const vista *v, const char *call)
@@ -260,10 +253,6 @@ vista__declare(struct vista_lane *l, struct vista_segment *seg, void *addr,
 #endif
 		l->ranges.v[0] = (struct vista_ival){ lo, hi, seg };
 		l->ranges.n = 1;
-		if (HOOKED_RANGES(l->v)) {
-			g[0] = (struct vista_gap){ lo, hi };
-			ranges_hook(l, NULL, g, seg, 1);
-		}
 		goto opened;
 	}
 	ng = vista__ranges_gaps(&l->ranges, lo, hi, g, VISTA__MAXGAPS);
@@ -295,8 +284,6 @@ vista__declare(struct vista_lane *l, struct vista_segment *seg, void *addr,
 	vista__drain(l);
 #endif
 	(void)vista__ranges_add(&l->ranges, lo, hi, seg); /* reserved */
-	if (HOOKED_RANGES(l->v))
-		ranges_hook(l, NULL, g, seg, ng);
 opened:
 	/* The segment holds records of this transaction from now on (it
 	 * cannot be unmapped until the transaction ends). */
@@ -468,8 +455,6 @@ first_batch(struct vista_lane *l, size_t n, const struct vista_range *ranges)
 	for (uint32_t i = 0; i < ng; i++)
 		l->ranges.v[i] = (struct vista_ival){ g[i].lo, g[i].hi, seg };
 	l->ranges.n = ng;
-	if (HOOKED_RANGES(l->v))
-		ranges_hook(l, NULL, g, seg, ng);
 	if (!vista__bit_test(l->touched, seg->idx))
 		vista__bit_set(l->touched, seg->idx);
 	/* relaxed: as in vista_set_range(). */
@@ -598,8 +583,6 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 		/* T1, for every range of the batch with one fence. */
 		vista__drain(l);
 #endif
-		if (HOOKED_RANGES(v))
-			ranges_hook(l, sp, NULL, NULL, (uint32_t)ns);
 	}
 	VISTA__STAT_ADD(l, set_ranges, 1);
 	for (size_t i = 0; i < nr && rc == 0; i++) {
@@ -729,7 +712,6 @@ finish(struct vista_lane *l)
 	vista__ranges_clear(&l->ranges);
 	l->flags = 0;
 	l->held = false;
-	l->hook_ranged = false;
 	l->nrec0 = 0;
 	l->vu_n = 0;
 	l->vub_n = 0;
@@ -1144,71 +1126,35 @@ vista_chain_transaction(vista *v)
 
 /* ---- the transaction hook (vista_set_tx_hook) ---- */
 
-static int
-set_hook(vista *v, vista_tx_hook fn, void *arg, bool ranges,
-	const char *call)
+int
+vista_set_tx_hook(vista *v, vista_tx_hook fn, void *arg)
 {
 	if (v == NULL)
-		return vista__err(-EINVAL, "%s: NULL instance", call);
+		return vista__err(-EINVAL, "vista_set_tx_hook: NULL instance");
 	if (v->redo != NULL)
-		return vista__redo_refuse(call);
+		return vista__redo_refuse("vista_set_tx_hook");
 	pthread_mutex_lock(&v->lock);
 	for (unsigned i = 0; i < v->nlanes; i++) {
 		if (v->lanes[i].state != VISTA__TX_IDLE) {
 			pthread_mutex_unlock(&v->lock);
 			return vista__err(VISTA_EINTX,
-				"%s: lane %u has an active transaction", call,
-				i);
+				"vista_set_tx_hook: lane %u has an active "
+				"transaction", i);
 		}
 	}
 	/* release: a transaction that sees the new hook sees its argument
-	 * and whether it takes VISTA_HOOK_RANGES (the acquire is in
-	 * vista__tx_hook() and ranges_hook()). */
+	 * (the acquire is in vista__tx_hook()). */
 	__atomic_store_n(&v->tx_hook_arg, arg, __ATOMIC_RELAXED);
-	__atomic_store_n(&v->tx_hook_ranges, ranges && fn != NULL,
-		__ATOMIC_RELAXED);
 	__atomic_store_n(&v->tx_hook, fn, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&v->lock);
 	return 0;
 }
 
 int
-vista_set_tx_hook(vista *v, vista_tx_hook fn, void *arg)
-{
-	return set_hook(v, fn, arg, false, "vista_set_tx_hook");
-}
-
-int
-vista_set_tx_hook_ranges(vista *v, vista_tx_hook fn, void *arg)
-{
-	return set_hook(v, fn, arg, true, "vista_set_tx_hook_ranges");
-}
-
-/*
- * VISTA_HOOK_RANGES for the n spans the lane just logged (sp[], or g[] of
- * gseg), after their records are durable and before the program stores:
- * the bytes at each span are its before-image.  l->hook_ranged says an
- * event was given in this transaction (finish() clears it).
- */
-static void
-ranges_hook(struct vista_lane *l, const struct vista__span *sp,
-	const struct vista_gap *g, struct vista_segment *gseg, uint32_t n)
-{
-	vista_tx_hook fn = __atomic_load_n(&l->v->tx_hook, __ATOMIC_ACQUIRE);
-	struct vista_txinfo it = { .l = l, .ranged = true, .n = n, .sp = sp,
-		.g = g, .gseg = gseg, .first = !l->hook_ranged };
-
-	l->hook_ranged = true;
-	if (fn != NULL)
-		(void)fn(__atomic_load_n(&l->v->tx_hook_arg, __ATOMIC_RELAXED),
-			VISTA_HOOK_RANGES, &it);
-}
-
-int
 vista__tx_hook(struct vista_lane *l, unsigned event)
 {
 	vista_tx_hook fn = __atomic_load_n(&l->v->tx_hook, __ATOMIC_ACQUIRE);
-	struct vista_txinfo it = { .l = l };
+	struct vista_txinfo it = { l, NULL, NULL, 0 };
 
 	if (fn == NULL || l->nrec == 0)
 		return 0;
@@ -1221,22 +1167,6 @@ vista_txinfo_next(struct vista_txinfo *tx, struct vista_txrange *out)
 {
 	struct vista_lane *l = tx->l;
 
-	if (tx->ranged) {
-		if (tx->i >= tx->n)
-			return 0;
-		if (tx->sp != NULL) {
-			out->seg = tx->sp[tx->i].seg;
-			out->addr = (void *)tx->sp[tx->i].lo;
-			out->len = tx->sp[tx->i].hi - tx->sp[tx->i].lo;
-		} else {
-			out->seg = tx->gseg;
-			out->addr = (void *)tx->g[tx->i].lo;
-			out->len = tx->g[tx->i].hi - tx->g[tx->i].lo;
-		}
-		out->before = out->addr; /* not stored to yet */
-		tx->i++;
-		return 1;
-	}
 	for (;;) {
 		const struct vista_rec *r;
 		if (tx->pos == NULL) {
@@ -1271,14 +1201,8 @@ vista_txinfo_next(struct vista_txinfo *tx, struct vista_txrange *out)
 unsigned
 vista_txinfo_flags(const struct vista_txinfo *tx)
 {
-	const struct vista_lane *l = tx->l;
-
-	return ((l->nalloc_recs || l->nfree_recs || l->unlogged) ?
-		VISTA_TXI_HEAP : 0) |
-		(((l->flags & VISTA_TX_AUTO) || l->prot_used) ?
-		VISTA_TXI_PAGES : 0) |
-		(tx->ranged && tx->first ? VISTA_TXI_FIRST : 0) |
-		(!tx->ranged && l->hook_ranged ? VISTA_TXI_RANGED : 0);
+	return (tx->l->nalloc_recs || tx->l->nfree_recs || tx->l->unlogged) ?
+		VISTA_TXI_HEAP : 0;
 }
 
 /*

@@ -331,7 +331,6 @@ struct vista_lane {
 	uint32_t nfree_recs; /* FREE records in the current transaction */
 	uint32_t nalloc_recs;
 	bool prot_used; /* the transaction opened pages */
-	bool hook_ranged; /* a VISTA_HOOK_RANGES event was given (tx.c) */
 	/* No-flush group (VISTA_TX_NO_FLUSH): committed transactions whose
 	 * records, ranges and touched segments stay in the lane until the
 	 * group commits durably (tx.c N1-N3).  nrec0: records of the group
@@ -421,7 +420,6 @@ struct vista {
 	uint32_t vma_limit; /* open pages per lane before opening groups */
 	vista_tx_hook tx_hook; /* vista_set_tx_hook(), NULL if none */
 	void *tx_hook_arg;
-	bool tx_hook_ranges; /* VISTA_HOOK_RANGES events too */
 
 	/* Mapped segments: seqlock (odd while changing). */
 	uint64_t seq __attribute__((aligned(64)));
@@ -439,19 +437,12 @@ struct vista {
 };
 
 /* The cursor vista_txinfo_next() walks: the lane's records from start
- * to cur, each RANGES record's descriptors in order; or, for a
- * VISTA_HOOK_RANGES event (ranged), the n spans just logged: sp[], or g[]
- * all of segment gseg. */
+ * to cur, each RANGES record's descriptors in order. */
 struct vista_txinfo {
 	struct vista_lane *l;
 	const char *pos;   /* current record, NULL before the first */
 	const char *data;  /* image of descriptor i */
 	unsigned i;
-	bool ranged, first;
-	uint32_t n;
-	const struct vista__span *sp;
-	const struct vista_gap *g;
-	struct vista_segment *gseg;
 };
 
 /* tx.c: run the hook of v for the lane's transaction, if there is one. */

@@ -276,23 +276,8 @@ struct vista_txinfo; /* the running transaction, valid during the hook */
 
 #define VISTA_HOOK_COMMIT 1u /* before the commit makes anything durable */
 #define VISTA_HOOK_ABORT 2u  /* before the before-images are put back */
-/* vista_set_tx_hook_ranges() only: ranges just logged, before the program
- * stores to them.  vista_txinfo_next() gives the ranges of this event only
- * (the bytes not declared before in the transaction, as the log holds
- * them), each with `before` == `addr`: the bytes are still the
- * before-image, and in cache. */
-#define VISTA_HOOK_RANGES 4u
 /* vista_txinfo_flags() */
 #define VISTA_TXI_HEAP (1u << 0) /* allocated or freed heap blocks */
-/* The transaction logged pages no VISTA_HOOK_RANGES event showed
- * (VISTA_TX_AUTO, pages opened for it). */
-#define VISTA_TXI_PAGES (1u << 1)
-/* VISTA_HOOK_RANGES: the transaction's first such event. */
-#define VISTA_TXI_FIRST (1u << 2)
-/* VISTA_HOOK_COMMIT, VISTA_HOOK_ABORT: VISTA_HOOK_RANGES events were given
- * in this transaction (one with VISTA_TXI_FIRST), for every range it
- * logged unless VISTA_TXI_PAGES. */
-#define VISTA_TXI_RANGED (1u << 3)
 
 /*
  * Called on the transaction's own thread.  At VISTA_HOOK_COMMIT a non-zero
@@ -310,16 +295,6 @@ typedef int (*vista_tx_hook)(void *arg, unsigned event,
  * VISTA_EINTX (a transaction is running on some thread: nothing changed).
  */
 VISTA_EXPORT int vista_set_tx_hook(vista *v, vista_tx_hook fn, void *arg);
-/*
- * As vista_set_tx_hook(), and fn is also called with VISTA_HOOK_RANGES
- * each time vista_set_range(s) logged bytes (not for pages an automatic
- * transaction logs: VISTA_TXI_PAGES at commit).  Its return is ignored.
- * So a hook can copy the before-images while they are in cache, instead of
- * reading them back from the log at commit.  Unset, vista_set_range(s)
- * pay one predictable branch.
- */
-VISTA_EXPORT int vista_set_tx_hook_ranges(vista *v, vista_tx_hook fn,
-	void *arg);
 /* The next declared range, in log order: 1 and *r, 0 at the end. */
 VISTA_EXPORT int vista_txinfo_next(struct vista_txinfo *tx,
 	struct vista_txrange *r);

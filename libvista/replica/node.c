@@ -190,7 +190,7 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 	if (rc == 0)
 		rc = vr__blog_recover(n);
 	if (rc == 0)
-		rc = vista_set_tx_hook_ranges(v, vr__hook, n);
+		rc = vista_set_tx_hook(v, vr__hook, n);
 	if (rc) {
 		vr__blog_close(n);
 		goto unmap;

@@ -74,20 +74,6 @@
  *       socket; `sealed` >= sent marks how far that has gone.  A backup
  *       refuses an unsealed record (wire.c W1), so a record is never
  *       applied unverified.
- *   P7. The diff reads no byte of Vista's log: vista_set_range(s) give
- *       VISTA_HOOK_RANGES for each range they log, before the program
- *       stores to it, and pre_note copies its bytes (the before-image, in
- *       cache) to the thread's DRAM list; the commit hook, which runs
- *       before Vista writes back the data, diffs the after-images (in
- *       cache too) against them.  The list is used only when it holds
- *       every range of the transaction: Vista says events were given
- *       (VISTA_TXI_RANGED, the first one starting the list) and no page
- *       was logged without one (VISTA_TXI_PAGES), and no event of
- *       another node's transaction came between.  Else the hook reads
- *       the log, as before.  The record is the same either way: a
- *       byte's first copy holds its value before the transaction (T4:
- *       each byte is logged once; re-logged bytes are also in the first
- *       range, whose diff sends them).
  */
 #include <errno.h>
 #include <poll.h>
@@ -136,27 +122,6 @@ struct builder {
 };
 static VR_TLS struct builder bld;
 
-/*
- * Per thread: the ranges its running transaction declared in the data
- * segment, and (diffing) a copy of each one's before-image, taken at
- * VISTA_HOOK_RANGES while the bytes are in cache (P7).  Only of node `n`'s
- * transaction, and only while `ok`.
- */
-struct prange {
-	char *addr;
-	size_t len;
-	size_t at; /* its before-image: img + at */
-};
-struct pre {
-	vr_node *n;
-	bool ok;
-	size_t nr, rcap;
-	struct prange *r;
-	char *img;
-	size_t ilen, icap;
-};
-static VR_TLS struct pre pre;
-
 static pthread_key_t tls_key;
 static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
 
@@ -169,9 +134,6 @@ tls_free(void *p)
 	free(bld.p);
 	bld.p = NULL;
 	bld.pcap = 0;
-	free(pre.r);
-	free(pre.img);
-	pre = (struct pre){ 0 };
 	t->buf = NULL;
 	t->ol = NULL;
 	t->cap = t->olcap = 0;
@@ -181,14 +143,6 @@ static void
 tls_init(void)
 {
 	(void)pthread_key_create(&tls_key, tls_free);
-}
-
-/* The thread's buffers are freed when it exits (tls_free). */
-static void
-tls_register(void)
-{
-	(void)pthread_once(&tls_once, tls_init);
-	(void)pthread_setspecific(tls_key, &tls);
 }
 
 void
@@ -208,8 +162,10 @@ reserve(size_t need)
 		nb = realloc(tls.buf, c);
 		if (nb == NULL)
 			return vr__err(-ENOMEM, "out of memory");
-		if (tls.buf == NULL)
-			tls_register();
+		if (tls.buf == NULL) {
+			(void)pthread_once(&tls_once, tls_init);
+			(void)pthread_setspecific(tls_key, &tls);
+		}
 		tls.buf = nb;
 		tls.cap = c;
 	}
@@ -250,106 +206,6 @@ add_piece(uint64_t off, const char *src, size_t len)
  * transaction at 8, 665 at 16; bench/replica/oe_bytes.c). */
 #define VR_DIFF_GAP sizeof(struct vr_piece)
 
-/* Grow *p (of *cap elements of `size` bytes) to hold `need`, at most
- * `max`. */
-static bool
-grow(void *p, size_t *cap, size_t need, size_t size, size_t max)
-{
-	size_t c = *cap ? *cap : 64;
-	void *nb;
-
-	if (need > max)
-		return false;
-	while (c < need)
-		c *= 2;
-	if (c > max)
-		c = max;
-	nb = realloc(*(void **)p, c * size);
-	if (nb == NULL)
-		return false;
-	if (pre.r == NULL && pre.img == NULL)
-		tls_register();
-	*(void **)p = nb;
-	*cap = c;
-	return true;
-}
-
-/*
- * VISTA_HOOK_RANGES (P7): note the ranges just declared in the data
- * segment and, when the commit will diff, copy their before-images (the
- * bytes at addr: the program has not stored yet).  A transaction's first
- * event starts the list; an event of another node's transaction, more
- * than a ring of images, or no memory spoil it (the commit then reads
- * Vista's log).  The list's counts stay in locals across the calls (the
- * thread-local struct would be reloaded after each).
- */
-static void
-pre_note(vr_node *n, struct vista_txinfo *tx)
-{
-	struct vista_txrange r;
-	struct pre *p = &pre;
-	bool copy = !n->o.whole_ranges;
-	size_t nr, ilen;
-#ifdef VR_BROKEN_PRE_EACH
-	/* wrong: each event starts the list anew; the ranges of the
-	 * transaction's earlier calls are not diffed (P7) */
-	if (true) {
-#else
-	if (vista_txinfo_flags(tx) & VISTA_TXI_FIRST) {
-#endif
-		p->n = n;
-		p->ok = true;
-		p->nr = 0;
-		p->ilen = 0;
-	} else if (p->n != n) {
-		p->ok = false;
-	}
-	if (!p->ok)
-		return;
-	nr = p->nr;
-	ilen = p->ilen;
-	while (vista_txinfo_next(tx, &r) == 1) {
-		if (r.seg != n->seg)
-			continue;
-		if (__builtin_expect(nr == p->rcap || (copy &&
-		    ilen + r.len > p->icap), 0) &&
-		    (!grow(&p->r, &p->rcap, nr + 1, sizeof(*p->r), SIZE_MAX /
-		    sizeof(*p->r)) || (copy && !grow(&p->img, &p->icap,
-		    ilen + r.len, 1, n->o.ring_size)))) {
-			p->ok = false;
-			return;
-		}
-		p->r[nr++] = (struct prange){ r.addr, r.len, ilen };
-		if (copy) {
-			/* A counter's 8 bytes: one load and one store. */
-			if (r.len == 8)
-				memcpy(p->img + ilen, r.before, 8);
-			else
-				memcpy(p->img + ilen, r.before, r.len);
-			ilen += r.len;
-		}
-	}
-	p->nr = nr;
-	p->ilen = ilen;
-}
-
-/* The transaction's next range: from Vista's log (vista_txinfo_next), or
- * from the list pre_note made (*i: the next one). */
-static inline int
-next_range(vr_node *n, struct vista_txinfo *tx, bool use_pre, size_t *i,
-	struct vista_txrange *r)
-{
-	const struct prange *p;
-
-	if (!use_pre)
-		return vista_txinfo_next(tx, r);
-	if (*i == pre.nr)
-		return 0;
-	p = &pre.r[(*i)++];
-	*r = (struct vista_txrange){ n->seg, p->addr, p->len, pre.img + p->at };
-	return 1;
-}
-
 /* The REDO record of the transaction: into tls.buf, its length. */
 static int
 build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
@@ -358,21 +214,16 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 {
 	struct vista_txrange r;
 	struct vr_piece *pc;
-	size_t total, ri = 0;
+	size_t total;
 	char *d;
 	int rc;
-	/* P7: the list holds every range the transaction logged in the
-	 * data segment, and the copies their before-images. */
-	unsigned fl = vista_txinfo_flags(tx);
-	bool use_pre = event == VISTA_HOOK_COMMIT && pre.ok && pre.n == n &&
-		(fl & (VISTA_TXI_RANGED | VISTA_TXI_PAGES)) == VISTA_TXI_RANGED;
 
 	bld.np = 0;
 	bld.dlen = 0;
 	*out_len = 0;
 	*data_bytes = 0;
 	*touched = false;
-	while (next_range(n, tx, use_pre, &ri, &r) == 1) {
+	while (vista_txinfo_next(tx, &r) == 1) {
 		uint64_t off0;
 		int k;
 		/* The before-images live in Vista's log, whose lines were
@@ -380,7 +231,7 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 		 * write-back also evicts (clwb on AMD Zen) makes each a miss.
 		 * Ask for this range's lines and the next few at once, so
 		 * that the misses overlap instead of following each other. */
-		if (diff && !use_pre)
+		if (diff)
 			for (size_t pf = 0; pf < r.len + VR_PREFETCH; pf += 64)
 				__builtin_prefetch((const char *)r.before + pf,
 					0, 3);
@@ -654,10 +505,6 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	tls.seq = 0;
 	if (tls.applying)
 		return 0;
-	if (event == VISTA_HOOK_RANGES) {
-		pre_note(n, tx);
-		return 0;
-	}
 	gen = atomic_load(&n->copy_gen);
 	whole = tls.n != n || tls.gen != gen;
 	gather = n->o.whole_ranges && event == VISTA_HOOK_COMMIT;

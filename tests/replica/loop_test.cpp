@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <functional>
 #include <random>
 #include <thread>
 
@@ -245,109 +244,6 @@ TEST_CASE("a record splits at 8 equal bytes, the cost of a piece", "[loop]")
 	VR_REQUIRE_OK(f.join());
 	REQUIRE(memcmp(p.base, b.base, SEG) == 0);
 }
-
-#ifndef VR_BROKEN_APPLY_EARLY
-// The diff against the before-images copied at vista_set_range(s)
-// (primary.c P7): a range declared twice, ranges that overlap (one call
-// and across calls, both of vista_set_ranges' paths), bytes stored and
-// stored back, in one transaction; each record holds exactly the bytes
-// that changed, and the backup's copy is equal.  pre_each: the broken
-// build whose every event starts the list anew, so the ranges declared
-// before the last call are not diffed.
-#ifdef VR_BROKEN_PRE_EACH
-#define SENT(c) (void)(c) // the copy's bytes below catch it
-#else
-#define SENT(c) CHECK(c)
-#endif
-TEST_CASE("the diff against the copies taken at set_range: ranges declared "
-	"twice, overlapping, stored back", "[precopy]")
-{
-	test::TempDir da, db;
-	Node p, b;
-	struct vr_opts o = {};
-	o.mode = VR_2SAFE;
-	o.timeout_ms = 2000;
-	p.open(da.path, 0, SEG, o);
-	b.open(db.path, 2, SEG, o);
-	VR_REQUIRE_OK(vr_serve(p.n, "127.0.0.1", 0));
-	Follower f;
-	f.start(b, vr_port(p.n));
-	VR_REQUIRE_OK(vr_wait_backup(p.n, 5000));
-	// This thread's first commit after the full copy goes whole (P3).
-	VR_REQUIRE_OK(p.put({ 0 }, 1));
-	char *r = p.base + 16384;
-	struct vr_status s0, s1;
-	// Data bytes of the record a transaction sent.
-	auto sent = [&](std::function<void()> tx) {
-		VR_REQUIRE_OK(vr_status(p.n, &s0));
-		VR_REQUIRE_OK(vista_begin_transaction(p.v, 0));
-		tx();
-		VR_REQUIRE_OK(vr_commit(p.n));
-		VR_REQUIRE_OK(vr_status(p.n, &s1));
-		return s1.data_bytes - s0.data_bytes;
-	};
-	// Declared twice, the second time after a store (coalesced: no new
-	// copy), then overlapped by a longer range (a copy of its new bytes
-	// only, taken after the first stores).
-	uint64_t d = sent([&] {
-		VR_REQUIRE_OK(vista_set_range(p.v, r, 16));
-		memset(r, 0x11, 8);
-		VR_REQUIRE_OK(vista_set_range(p.v, r, 16));
-		VR_REQUIRE_OK(vista_set_range(p.v, r + 8, 32));
-		memset(r + 8, 0x22, 4);
-		r[30] = 0x33;
-	});
-	SENT(d == 8 + 4 + 1);
-	// Stored and stored back: the first 8 bytes equal their
-	// before-image at commit and are not sent; byte 100 is.
-	d = sent([&] {
-		VR_REQUIRE_OK(vista_set_range(p.v, r, 128));
-		memset(r, 0x55, 8);
-		memset(r, 0x11, 8);
-		r[100] = 0x44;
-	});
-	SENT(d == 1);
-	// vista_set_ranges: overlapping ranges in one batch (the first
-	// batch's path), then a batch that overlaps them and adds bytes
-	// (the general path), a store between them.
-	d = sent([&] {
-		struct vista_range b1[3] = { { r + 256, 16 }, { r + 264, 16 },
-			{ r + 200, 8 } };
-		VR_REQUIRE_OK(vista_set_ranges(p.v, 3, b1));
-		memset(r + 256, 0x66, 24);
-		struct vista_range b2[2] = { { r + 270, 40 }, { r + 196, 4 } };
-		VR_REQUIRE_OK(vista_set_ranges(p.v, 2, b2));
-		r[300] = 0x77;
-		r[197] = 0x78;
-		r[200] = 0x79;
-		memset(r + 256, 0x00, 2); // stored back (zero before)
-	});
-	SENT(d == 22 + 1 + 1 + 1);
-	// An aborted transaction's list is not the next one's: its bytes
-	// are put back, and the next transaction sends its own only.
-	VR_REQUIRE_OK(vista_begin_transaction(p.v, 0));
-	VR_REQUIRE_OK(vista_set_range(p.v, r + 512, 8));
-	memset(r + 512, 0x7a, 8);
-	VR_REQUIRE_OK(vista_abort_transaction(p.v));
-	d = sent([&] {
-		VR_REQUIRE_OK(vista_set_range(p.v, r + 600, 8));
-		r[600] = 0x7b;
-	});
-	SENT(d == 1);
-	VR_REQUIRE_OK(vr_sync(p.n));
-	vr_stop(b.n);
-	VR_REQUIRE_OK(f.join());
-#ifdef VR_BROKEN_PRE_EACH
-	// The backup missed the bytes of the ranges before each last call.
-	bool same = memcmp(p.base, b.base, SEG) == 0;
-	WARN("broken build caught: the backup's copy "
-		<< (same ? "is equal" : "differs"));
-	REQUIRE(!same);
-#else
-	REQUIRE(memcmp(p.base, b.base, SEG) == 0);
-#endif
-}
-#endif
 
 TEST_CASE("failover: promotion, then the old primary rejoins by full copy",
 	"[failover]")
