@@ -23,13 +23,14 @@
  * short smoke run (0.1 s each).  The four configurations run in ROUNDS
  * (default 3) interleaved rounds; each line is the median round.  -o standalone|1safe|2safe|pipelined runs
  * that one alone (for a profiler); -o hook runs a 1-safe primary that no
- * backup ever joins: its hook diffs and builds every record, and nothing
- * is queued or sent (the hook's own cost).  -o floor runs, in ROUNDS
+ * backup ever joins: its hook diffs every transaction and gathers its
+ * record's pieces, and nothing is written to the ring or sent (the
+ * hook's own cost).  -o floor runs, in ROUNDS
  * interleaved rounds, standalone, the floor (standalone with a hook that
  * only copies each declared range's coordinates and after-bytes into a
  * DRAM ring: the least a 1-safe primary on libvista's hook must do),
  * the hook alone, the hook alone with whole ranges (vr_opts.whole_ranges:
- * no diff, no checksum on the committing thread), and 1-safe with a
+ * no diff on the committing thread), and 1-safe with a
  * backup, diffed and with whole ranges; beside the CPU time per
  * transaction of the application thread, the primary and the backup, it
  * prints the application thread's time off its CPU (schedstat: runnable
@@ -87,7 +88,7 @@ static int cpu_app = -1, cpu_rep = -1;
 /* -s: the backup process in a session of its own (see the top). */
 static bool own_session;
 /* -o hook: a primary that serves with no backup ever connected, so
- * that its hook diffs and builds each record and nothing is sent. */
+ * that its hook diffs and gathers each record and nothing is sent. */
 static bool hook_only;
 /* -o floor: standalone libvista with a transaction hook that only copies
  * each declared range -- its coordinates (16 bytes) and its after-bytes

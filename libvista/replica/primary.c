@@ -5,12 +5,12 @@
  * Commit path (vr_commit, application thread):
  *   1. vista_end_transaction calls vr__hook before anything is durable:
  *      the hook diffs every declared range of the data segment against
- *      its before-image, builds a REDO record of the changed bytes, takes
- *      the next seq and appends the record to the ring (blocking while the
- *      backup is a whole ring behind: head + len - tail > ring_size).
- *      With o.whole_ranges the hook only copies each range whole into
- *      the ring, its record unsealed (no diff, no before-image read, no
- *      checksum): the sender seals it (P6);
+ *      its before-image, takes the next seq and writes a REDO record of
+ *      the changed bytes straight into the ring (blocking while the
+ *      backup is a whole ring behind: head + len - tail > ring_size),
+ *      unsealed: the sender computes its check (P6), off the committing
+ *      thread.  With o.whole_ranges the hook copies each range whole
+ *      (no diff, no before-image read);
  *   2. Vista commits locally;
  *   3. 1-safe returns if seq <= granted (else it waits for a GRANT while
  *      a backup is connected, P5); 2-safe waits until acked >= seq;
@@ -68,7 +68,7 @@
  *       most its limit - applied of the transactions whose commit
  *       returned.  The sender offers seq + window whenever less than
  *       half a window is left.
- *   P6. o.whole_ranges: a record enters the ring with check 0 and is
+ *   P6. A record enters the ring with check 0 and is
  *       sealed (its check computed over its stable bytes) by whoever
  *       pushes it, under wlock, before any byte of it is written to the
  *       socket; `sealed` >= sent marks how far that has gone.  A backup
@@ -333,7 +333,7 @@ ring_read(const vr_node *n, uint64_t p, void *out, size_t len)
 }
 
 /*
- * whole_ranges: write the check of each record in [from, to) into the
+ * Write the check of each record in [from, to) into the
  * ring (P6).  The records' other bytes are stable (producers write past
  * head only), and wlock keeps other sealers out.  Sealing twice writes
  * the same check.  Caller holds wlock.
@@ -409,7 +409,7 @@ push_locked(vr_node *n, int fd, uint64_t max)
 	}
 #ifndef VR_BROKEN_SEAL_LATE
 	/* P6: sealed before any byte of them is written. */
-	if (n->o.whole_ranges && z < h && (rc = seal_ring(n, z, h)) != 0)
+	if (z < h && (rc = seal_ring(n, z, h)) != 0)
 		return rc;
 #endif
 	if (s < h) {
@@ -432,7 +432,7 @@ push_locked(vr_node *n, int fd, uint64_t max)
 	}
 #ifdef VR_BROKEN_SEAL_LATE
 	/* wrong: the records went out unsealed (P6) */
-	if (n->o.whole_ranges && z < h && (rc = seal_ring(n, z, h)) != 0)
+	if (z < h && (rc = seal_ring(n, z, h)) != 0)
 		return rc;
 #endif
 	return rc;
@@ -461,7 +461,7 @@ ring_put(vr_node *n, uint64_t p, const void *src, size_t len)
 }
 
 /*
- * whole_ranges: the REDO record of the gathered pieces (bld), `len`
+ * The REDO record of the gathered pieces (bld), `len`
  * bytes, written at head with no check (the sender seals it, P6): the
  * header, the piece table, the after-bytes, the padding.  One copy of
  * the ranges, no intermediate buffer.  At p0, the head; under n->lock,
@@ -507,7 +507,7 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 		return 0;
 	gen = atomic_load(&n->copy_gen);
 	whole = tls.n != n || tls.gen != gen;
-	gather = n->o.whole_ranges && event == VISTA_HOOK_COMMIT;
+	gather = event == VISTA_HOOK_COMMIT;
 	rc = build(n, event, tx, whole, !whole && !n->o.whole_ranges,
 		gather, &len, &dbytes, &touched);
 	if (rc)
@@ -566,15 +566,11 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	atomic_store_explicit(&n->head, p0 + len, memory_order_release);
 #endif
 	if (gather) {
-		/* whole_ranges: straight into the ring, unsealed (P6). */
+		/* Straight into the ring, unsealed (P6). */
 		put_rec(n, p0, seq, len);
 	} else {
-		if (n->o.whole_ranges)
-			vr__rec_fill(h, VR_REC_REDO, (uint32_t)bld.np, seq,
-				n->st->epoch, len);
-		else
-			vr__rec_seal(h, VR_REC_REDO, (uint32_t)bld.np, seq,
-				n->st->epoch, len, h + 1);
+		vr__rec_fill(h, VR_REC_REDO, (uint32_t)bld.np, seq,
+			n->st->epoch, len);
 		ring_put(n, p0, tls.buf, len);
 	}
 	/* P1, R1: head passes the record once it is whole.  The release

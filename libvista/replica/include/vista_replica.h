@@ -107,9 +107,10 @@ struct vr_opts {
 	void *progress_arg;
 	/* Primary: send each declared range whole.  The committing thread
 	 * copies the ranges' bytes into the ring and nothing else (no diff
-	 * against the before-images, no checksum); the sender thread seals
-	 * each record before it writes it.  More bytes travel, less CPU on
-	 * the committing thread.  false: only the changed bytes travel. */
+	 * against the before-images).  More bytes travel, less CPU on the
+	 * committing thread.  false: only the changed bytes travel.  Either
+	 * way the sender thread seals each record (its checksum) before it
+	 * writes it. */
 	bool whole_ranges;
 	/* VR_1SAFE and VR_PIPELINED: how long queued records gather before
 	 * the sender writes them (an eighth of the ring sends at once);
