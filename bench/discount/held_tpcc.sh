@@ -129,12 +129,13 @@ stop() {
 field() { echo "$1" | grep -o "$2=[0-9.a-z]*" | cut -d= -f2; }
 
 KCONNS=${OE_CONNS:-8} KWIN=${OE_WINDOW:-16} KDB=${OE_DB:-4}
+KILLS=${OE_KILLS:-5}
 killcheck() { # prints the client's line; 0 if it passed
 	start 20 "$KDB"
 	taskset -c "$CLCPU" "$CL" $PORT 5 "$KCONNS" "$KWIN" check 10 \
 		> "$M/out" 2> "$M/cl.err" &
 	local c=$! k
-	for k in 1 2 3 4 5; do
+	for k in $(seq "$KILLS"); do
 		sleep "${OE_KILL_EVERY:-0.7}"
 		kill -9 "$SRV" 2> /dev/null || true
 		wait "$SRV" 2> /dev/null || true
@@ -178,7 +179,7 @@ if [ "$KILL" = 1 ]; then
 		exit 0
 	fi
 	[ $rc = 0 ] || { echo "held_tpcc: kill check failed"; exit 1; }
-	echo "held_tpcc: 5 kills, database $KDB, $KCONNS connections x" \
+	echo "held_tpcc: $KILLS kills, database $KDB, $KCONNS connections x" \
 		"$KWIN, every answer exactly once, consistent"
 	exit 0
 fi
