@@ -85,7 +85,8 @@ launch() { # MODE DB (the same command again: a recovery)
 	local a
 	a=$(srvargs "$2")
 	case $1 in
-	none) taskset -c "$SRVCPU" "$SRVP" $a & ;;
+	none) echo "== $1 $2" >> "$M/server.err"
+		taskset -c "$SRVCPU" "$SRVP" $a 2>> "$M/server.err" & ;;
 	*s) echo "== $1 $2" >> "$M/server.err"
 		DC_CKPT_SYNC=1 taskset -c "$SRVCPU" "$DCRUN" --dir "$M/ck" --protocol buffered \
 		--interval "${1%s}" -- "$SRVP" $a 2>> "$M/server.err" & ;;
@@ -121,6 +122,13 @@ start() {
 	sleep 0.3
 }
 stop() {
+	# a normal end first: the server's figures (--disk) on its stderr
+	kill -TERM "$SRV" 2> /dev/null || true
+	local k
+	for k in $(seq 30); do
+		kill -0 "$SRV" 2> /dev/null || break
+		sleep 0.1
+	done
 	kill -9 "$SRV" 2> /dev/null || true
 	wait "$SRV" 2> /dev/null || true
 	SRV=
@@ -143,14 +151,8 @@ killcheck() { # prints the client's line; 0 if it passed
 	done
 	local rc=0
 	wait $c || rc=$?
-	# a normal end: the last interval's output (the server's reason for
-	# a failed check, on its stderr) is released
-	kill -TERM "$SRV" 2> /dev/null || true
-	for k in $(seq 30); do
-		kill -0 "$SRV" 2> /dev/null || break
-		sleep 0.1
-	done
-	stop
+	stop # a normal end: the server's reason for a failed check, on its
+	     # stderr, is released
 	cat "$M/out" "$M/cl.err"
 	grep -h "^oe-server:" "$M/server.err" 2> /dev/null | tail -3 || true
 	# a run in which no transaction was answered proves nothing
@@ -189,8 +191,8 @@ mkdir -p "$R"
 ROUNDS=${TPCC_ROUNDS:-3}; T=${TPCC_T:-3}
 MODES=${TPCC_MODES:-none 5 20 50 120}; DBS=${TPCC_DBS:-4 16 256d}
 LOADS=${TPCC_LOADS:-few many deep}; DLOADS=${TPCC_DLOADS:-paper}
-DT=${TPCC_DT:-8}
-if [ "$QUICK" = 1 ]; then ROUNDS=1; T=1.5; DT=3; fi
+DT=${TPCC_DT:-8} DWARM=${TPCC_DWARM:-4}
+if [ "$QUICK" = 1 ]; then ROUNDS=1; T=1.5; DT=3; DWARM=2; fi
 CONF_few="4 4"; CONF_many="32 256"; CONF_deep="48 1024"; CONF_paper="32 16"
 CSV=$R/held_tpcc.csv
 echo "round,db_mib,mode,load,conns,window,tx_per_s,lat_mean_us,lat_p99_us,errors,loadavg" > "$CSV"
@@ -199,7 +201,11 @@ for round in $(seq "$ROUNDS"); do
 		for mode in $MODES; do
 			start "$mode" "$db"
 			ls=$LOADS t=$T
-			case $db in *d) ls=$DLOADS t=$DT ;; esac
+			case $db in *d) ls=$DLOADS t=$DT
+				# the buffer filled before the measurement
+				taskset -c "$CLCPU" "$CL" $PORT "$DWARM" \
+					$CONF_paper > /dev/null || true ;;
+			esac
 			for load in $ls; do
 				v=CONF_$load
 				out=$(taskset -c "$CLCPU" "$CL" $PORT "$t" ${!v} ||
@@ -213,7 +219,8 @@ for round in $(seq "$ROUNDS"); do
 	done
 done
 echo "CSV: $CSV"
-[ -s "$M/server.err" ] && grep -E "^==|checkpoint times" "$M/server.err" \
+[ -s "$M/server.err" ] && grep -E "^==|checkpoint times|oe-server: disk" \
+	"$M/server.err" \
 	> "$R/held_tpcc.times" || true
 # means over the rounds, ratios to none side by side
 echo "server (and dc-run, keeper) on CPU $SRVCPU, client on CPU $CLCPU;" \

@@ -77,6 +77,7 @@ static struct {
 	char *grp;        /* the group: struct lgrp, then records */
 	size_t grpl;
 	uint64_t logpos, epoch;
+	uint64_t reads, writes, groups; /* oe_disk_stats */
 } D;
 
 static void
@@ -139,6 +140,7 @@ write_back(size_t f)
 		return;
 	io(true, D.dfd, frame_mem(f), BLK, (uint64_t)D.fr[f].block * BLK);
 	D.fr[f].dirty = false;
+	D.writes++;
 }
 
 static void *
@@ -159,6 +161,7 @@ rows_at(void *arg, size_t off, size_t len)
 			D.where[D.fr[f].block] = -1;
 		}
 		io(false, D.dfd, frame_mem((size_t)f), BLK, (uint64_t)b * BLK);
+		D.reads++;
 		D.fr[f] = (struct frame){ .block = (int64_t)b };
 		D.where[b] = f;
 	}
@@ -267,6 +270,7 @@ oe_disk_commit(void)
 		die("fdatasync of the log");
 	D.logpos += D.grpl;
 	D.grpl = sizeof(struct lgrp);
+	D.groups++;
 	return 0;
 }
 
@@ -362,6 +366,16 @@ oe_disk_open(const char *dir, size_t db_mib, double pool_mib, void **wl)
 	tb_order_entry_rows(*wl, &r);
 	tb_order_entry_adopt(*wl, NULL);
 	return 0;
+}
+
+void
+oe_disk_stats(uint64_t tx)
+{
+	fprintf(stderr, "oe-server: disk: %llu transactions, block reads "
+		"%.2f, write-backs %.2f, log groups %.3f a transaction\n",
+		(unsigned long long)tx, tx ? (double)D.reads / (double)tx : 0,
+		tx ? (double)D.writes / (double)tx : 0,
+		tx ? (double)D.groups / (double)tx : 0);
 }
 
 #define FAIL(...) (snprintf(why, n, __VA_ARGS__), rc = -1)

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "tpcbench.h"
 
@@ -36,5 +37,9 @@ int oe_disk_commit(void);
  * conditions) and equal to the data file with the log replayed over it.
  * 0, or -1 with a reason in why. */
 int oe_disk_check(void *wl, char *why, size_t n);
+
+/* On stderr: the block reads, write-backs and log groups (each a write +
+ * fdatasync) per transaction, over TX transactions. */
+void oe_disk_stats(uint64_t tx);
 
 #endif /* OE_DISK_H */

@@ -357,5 +357,7 @@ main(int argc, char **argv)
 		}
 		release();
 	}
+	if (disk)
+		oe_disk_stats(total);
 	return 0;
 }
