@@ -4,21 +4,27 @@
 # held_tpcc.sh -- the buffered protocol's TPC-C-like throughput workload:
 #                 an order-entry server over TCP (dc-bench-oe-server,
 #                 tpcbench's order-entry tables and transaction mix in
-#                 memory) and its client driver (dc-bench-oe-client)
+#                 memory, or on disk behind a buffer) and its client
+#                 driver (dc-bench-oe-client)
 #
 #   bench/discount/held_tpcc.sh [--quick] [BUILD_DIR]
 #   bench/discount/held_tpcc.sh --kill BUILD_DIR   (the suite's smoke run)
 #
 # Benchmark: the server runs alone (none) and under dc-run --protocol
-# buffered at intervals of 5, 20, 50 and 120 ms (checkpoint directory on
-# tmpfs), with databases of 4 and 16 MiB.  No cpvs row: a TCP socket is
-# refused outside the buffered protocol.  Rounds are interleaved (round 1
-# of every mode, then round 2, ...); per point the client measures, on
-# loopback, for T seconds, transactions per second and mean / 99th
-# percentile response time with
+# buffered --disk buffer at intervals of 5, 20, 50 and 120 ms (checkpoint
+# directory on tmpfs), the server (with dc-run and the keeper) on CPU 0,
+# the client on CPU 1 (TPCC_SRV_CPU, TPCC_CL_CPU), with databases of 4
+# and 16 MiB in memory and 256 MiB on disk ("256d").  No cpvs row: a TCP
+# socket is refused outside the buffered protocol.  Rounds are
+# interleaved (round 1 of every mode, then round 2, ...); per point the
+# client measures, on loopback, for T seconds, transactions per second
+# and mean / 99th percentile response time with
 #   few   4 connections x 4 requests in flight (16 outstanding), and
 #   many  32 connections x 256 requests in flight (8192 outstanding),
-#   deep  48 connections x 1024 (49152 outstanding).
+#   deep  48 connections x 1024 (49152 outstanding);
+# on disk, after TPCC_DWARM (4) seconds that fill the buffer, for
+# TPCC_DT (8) seconds with
+#   paper 32 connections x 16 (512 outstanding).
 # Held output bounds a closed-loop client to (outstanding / interval)
 # transactions per second: an answer leaves at the commit after its
 # transaction, and the next request of its slot comes after it.  "few"
@@ -26,25 +32,36 @@
 # server under dc-run runs in 120 ms (its response time is several
 # intervals long), the regime of the paper's TPC-C runs (30 clients whose
 # 600 ms response time is many intervals long), where throughput is the
-# server's; "many" is between.  A table of mean tx/s, each mode's ratio to none beside
-# it; CSV in bench/results/held_tpcc.csv.  --quick: 1 round of 1.5 s.
+# server's; "many" is between.  On disk (oe_disk.c: a copy of the
+# database --create made, in a directory under TPCC_DISK_DIR, /var/tmp, a
+# buffer of TPCC_POOL MiB, 16) the server waits on its block reads,
+# write-backs and log writes, the paper's disk-bound regime; "paper"
+# keeps its response time near the paper's 600 ms.  A table of mean
+# tx/s, each mode's ratio to none beside it, the load average beside
+# each point; CSV in bench/results/held_tpcc.csv.  --quick: 1 round of
+# 1.5 s (disk: 3 s).
 #
 # Kill check (both forms; --kill does only it): buffered at 20 ms, 8
 # connections x 16 requests in flight for 5 s, the server SIGKILLed 5
-# times under load (every 0.7 s) and started again at once by the same
-# command.  The client fails on a connection that ends or resets, an
-# answer whose count is not its sequence number + 1 (a transaction lost
-# or run twice), a hash that does not follow from the nonces it received
-# (an answer of a lost interval got out), a request never answered, or a
-# database whose order-entry consistency conditions fail (checked by the
-# server after the last answer).  TPCC_MODES, TPCC_DBS and TPCC_LOADS
-# choose the points (a mode "50s" is 50 ms with every checkpoint written
-# in place, DC_CKPT_SYNC=1, beside "50": written behind; "50t" is 50 ms
-# with every system call trapped, DC_DIRECT=0); TPCC_ROUNDS
-# and TPCC_T the rounds and seconds; DC_CKPT_TIMES=1 leaves the
-# checkpoints' breakdown in bench/results/held_tpcc.times.
-# OE_EXPECT=fail (a broken keeper through
-# DC_KEEPER_BIN): the check must fail with output matching OE_CAUGHT.
+# times (OE_KILLS) under load (every 0.7 s) and started again at once by
+# the same command.  The client fails on a connection that ends or
+# resets, an answer whose count is not its sequence number + 1 (a
+# transaction lost or run twice), a hash that does not follow from the
+# nonces it received (an answer of a lost interval got out), a request
+# never answered, or a database whose order-entry consistency conditions
+# fail (checked by the server after the last answer; on disk over buffer
+# + data file, which must also equal the data file with the log replayed
+# over it).  OE_DB is the database (4; "8d": 8 MiB on disk, with
+# TPCC_POOL=0.25 a buffer of 64 blocks, the suite's
+# dc-held-tpcc-disk-kill).  TPCC_MODES, TPCC_DBS, TPCC_LOADS and
+# TPCC_DLOADS choose the points (a mode "50s" is 50 ms with every
+# checkpoint written in place, DC_CKPT_SYNC=1, beside "50": written
+# behind; "50t" is 50 ms with every system call trapped, DC_DIRECT=0);
+# TPCC_ROUNDS and TPCC_T the rounds and seconds; DC_CKPT_TIMES=1 leaves
+# the checkpoints' breakdown, and the disk server's reads, write-backs
+# and log groups a transaction, in bench/results/held_tpcc.times.
+# OE_EXPECT=fail (a broken keeper through DC_KEEPER_BIN, a broken libdc
+# through DC_LIB): the check must fail with output matching OE_CAUGHT.
 # OE_CONNS and OE_WINDOW change the client's shape, OE_KILL_EVERY the
 # seconds between kills (the suite's dc-held-tpcc-conns: 400 connections
 # x 2, a kill every 1.2 s, through the keeper's and libdc's tables of
