@@ -105,11 +105,11 @@ launch() { # MODE DB (the same command again: a recovery)
 	none) echo "== $1 $2" >> "$M/server.err"
 		taskset -c "$SRVCPU" "$SRVP" $a 2>> "$M/server.err" & ;;
 	*s) echo "== $1 $2" >> "$M/server.err"
-		DC_CKPT_SYNC=1 taskset -c "$SRVCPU" "$DCRUN" --dir "$M/ck" --protocol buffered \
-		--interval "${1%s}" -- "$SRVP" $a 2>> "$M/server.err" & ;;
+		DC_CKPT_SYNC=1 taskset -c "$SRVCPU" "$DCRUN" --dir "$M/ck" \
+		--protocol buffered --interval "${1%s}" -- "$SRVP" $a 2>> "$M/server.err" & ;;
 	*t) echo "== $1 $2" >> "$M/server.err"
-		DC_DIRECT=0 taskset -c "$SRVCPU" "$DCRUN" --dir "$M/ck" --protocol buffered \
-		--interval "${1%t}" -- "$SRVP" $a 2>> "$M/server.err" & ;;
+		DC_DIRECT=0 taskset -c "$SRVCPU" "$DCRUN" --dir "$M/ck" \
+		--protocol buffered --interval "${1%t}" -- "$SRVP" $a 2>> "$M/server.err" & ;;
 	*) echo "== $1 $2" >> "$M/server.err"
 		taskset -c "$SRVCPU" "$DCRUN" --dir "$M/ck" --protocol \
 		buffered --interval "$1" \
@@ -212,7 +212,8 @@ DT=${TPCC_DT:-8} DWARM=${TPCC_DWARM:-4}
 if [ "$QUICK" = 1 ]; then ROUNDS=1; T=1.5; DT=3; DWARM=2; fi
 CONF_few="4 4"; CONF_many="32 256"; CONF_deep="48 1024"; CONF_paper="32 16"
 CSV=$R/held_tpcc.csv
-echo "round,db_mib,mode,load,conns,window,tx_per_s,lat_mean_us,lat_p99_us,errors,loadavg" > "$CSV"
+echo "round,db_mib,mode,load,conns,window,tx_per_s,lat_mean_us,lat_p99_us,"\
+"errors,loadavg" > "$CSV"
 for round in $(seq "$ROUNDS"); do
 	for db in $DBS; do
 		for mode in $MODES; do

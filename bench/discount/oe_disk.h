@@ -19,8 +19,9 @@
 int oe_disk_create(const char *dir, size_t db_mib);
 
 /* Open the database DIR/oe.data that oe_disk_create made (and no server
- * changed since) with a buffer of POOL_MIB MiB (>= 0.25: 64 frames): *wl is the workload,
- * whose rows now come through the buffer.  0, or -1 (reported). */
+ * changed since) with a buffer of POOL_MIB MiB (0.25, 64 frames, at
+ * least): *wl is the workload, whose rows now come through the buffer.
+ * 0, or -1 (reported). */
 int oe_disk_open(const char *dir, size_t db_mib, double pool_mib,
 	void **wl);
 
