@@ -276,7 +276,7 @@ oe_init(const struct tb_opts *o, size_t size, uint64_t seed, void **out)
 	struct oe *w = calloc(1, sizeof(*w));
 	if (w == NULL)
 		return -1;
-	w->blk = o->block;
+	w->blk = o ? o->block : 0; /* NULL: packed (ckr-tpcc) */
 	if (w->blk && w->blk < sizeof(struct oe_order)) {
 		tb_err("order-entry: %zu-byte blocks hold no order", w->blk);
 		free(w);
