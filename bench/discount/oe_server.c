@@ -4,7 +4,8 @@
  *                of the buffered protocol, held_tpcc.sh): an ordinary
  *                single-process epoll server, no libdc in it
  *
- *   dc-bench-oe-server PORT [DB_MIB]
+ *   dc-bench-oe-server PORT [DB_MIB] [--disk DIR [--pool-mb N]]
+ *   dc-bench-oe-server --create DIR DB_MIB
  *
  * The database is tpcbench's order-entry (bench/tpcb_tpcc/
  * wl_order_entry.c: warehouse, district, customer, item, stock, order,
@@ -17,6 +18,14 @@
  * database.  Non-blocking sockets, one epoll loop, per connection an
  * input and an output buffer.  SIGTERM ends it normally (exit 0: dc-run
  * writes its --stats).
+ *
+ * --disk DIR: the database is DIR/oe.data, which --create made, read in
+ * 4 KiB blocks through a buffer of N MiB (default 16) that is smaller
+ * than it, with a redo log DIR/oe.log (oe_disk.c).  The answers of a
+ * round of the event loop leave after its transactions' log records are
+ * durable (group commit): a connection's output buffer holds `safe`
+ * bytes that may be sent, the rest waits for the round's commit.
+ * OE_CHECK then also holds buffer + data file to the log.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -32,6 +41,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "oe_disk.h"
 #include "oe_proto.h"
 #include "tpcbench.h"
 
@@ -42,6 +52,8 @@ struct cl {
 	int fd;
 	uint64_t count, hash;
 	size_t inl, outl, outo;
+	size_t safe;   /* out[outo, safe) may be sent */
+	bool pend;     /* in pend[]: answers wait for the group commit */
 	char in[BUF], out[BUF];
 };
 
@@ -49,6 +61,10 @@ static struct cl *cl[MAXC];
 static int ep = -1, lfd;
 static void *wl, *db, *bctx;
 static uint64_t total;
+static bool disk;
+static const struct tb_backend *be = &tb_backend_none;
+static struct cl *pend[MAXC]; /* --disk: answered in this round */
+static int npend;
 static volatile sig_atomic_t ending;
 
 static void
@@ -85,6 +101,9 @@ drop(struct cl *c)
 	for (int i = 0; i < MAXC; i++)
 		if (cl[i] == c)
 			cl[i] = NULL;
+	for (int i = 0; c->pend && i < npend; i++)
+		if (pend[i] == c)
+			pend[i] = NULL;
 	close(c->fd);
 	free(c);
 }
@@ -92,8 +111,8 @@ drop(struct cl *c)
 static void
 flush_out(struct cl *c)
 {
-	while (c->outo < c->outl) {
-		ssize_t r = write(c->fd, c->out + c->outo, c->outl - c->outo);
+	while (c->outo < c->safe) {
+		ssize_t r = write(c->fd, c->out + c->outo, c->safe - c->outo);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -101,8 +120,8 @@ flush_out(struct cl *c)
 		c->outo += (size_t)r;
 	}
 	if (c->outo == c->outl)
-		c->outo = c->outl = 0;
-	want(c, c->outl > 0);
+		c->outo = c->outl = c->safe = 0;
+	want(c, c->outo < c->safe);
 }
 
 /* 0, or -1: the connection is to be dropped */
@@ -127,8 +146,7 @@ serve(struct cl *c)
 			break;
 		}
 		if (q.op == OE_TX) {
-			int r = tb_order_entry.tx(wl, db, &tb_backend_none,
-				bctx);
+			int r = tb_order_entry.tx(wl, db, be, bctx);
 			if (r < 0) {
 				rc = -1;
 				break;
@@ -141,8 +159,9 @@ serve(struct cl *c)
 			c->hash = te_chain(c->hash, p.nonce, q.seq);
 		} else {
 			char why[256];
-			p.result = tb_order_entry.check(wl, db, why,
-				sizeof(why)) == 0 ? 0 : 1;
+			p.result = (disk ? oe_disk_check(wl, why,
+				sizeof(why)) : tb_order_entry.check(wl, db, why,
+				sizeof(why))) == 0 ? 0 : 1;
 			if (p.result)
 				fprintf(stderr, "oe-server: inconsistent: %s\n",
 					why);
@@ -156,6 +175,10 @@ serve(struct cl *c)
 	}
 	memmove(c->in, c->in + used, c->inl - used);
 	c->inl -= used;
+	if (!disk)
+		c->safe = c->outl;
+	else if (c->safe < c->outl && !c->pend)
+		c->pend = true, pend[npend++] = c;
 	return rc;
 }
 
@@ -214,20 +237,76 @@ accept_all(void)
 	}
 }
 
+/* --disk: the round's log records are durable (group commit), then its
+ * answers may leave. */
+static void
+release(void)
+{
+	if (npend == 0)
+		return;
+	if (oe_disk_commit() != 0)
+		exit(1);
+	static struct cl *now[MAXC];
+	int n = npend;
+	memcpy(now, pend, sizeof(*now) * (size_t)n);
+	npend = 0;
+	for (int i = 0; i < n; i++) {
+		struct cl *c = now[i];
+		if (c == NULL)
+			continue;
+		c->pend = false;
+		c->safe = c->outl;
+		flush_out(c);
+		/* requests left for want of room in out: served now, their
+		 * answers go with the next round's commit */
+		if (c->inl >= sizeof(struct oe_req) && serve(c) != 0)
+			drop(c);
+	}
+}
+
+static int
+usage(void)
+{
+	fprintf(stderr, "usage: dc-bench-oe-server PORT [DB_MIB] [--disk DIR "
+		"[--pool-mb N]]\n       dc-bench-oe-server --create DIR "
+		"DB_MIB\n");
+	return 2;
+}
+
 int
 main(int argc, char **argv)
 {
-	if (argc < 2) {
-		fprintf(stderr, "usage: dc-bench-oe-server PORT [DB_MIB]\n");
-		return 2;
+	if (argc == 4 && !strcmp(argv[1], "--create"))
+		return oe_disk_create(argv[2], (size_t)atol(argv[3])) ? 1 : 0;
+	if (argc < 2 || argv[1][0] == '-')
+		return usage();
+	int k = 2;
+	size_t mib = 16;
+	double pool = 16;
+	const char *dir = NULL;
+	if (k < argc && argv[k][0] != '-')
+		mib = (size_t)atol(argv[k++]);
+	for (; k < argc; k++) {
+		if (!strcmp(argv[k], "--disk") && k + 1 < argc)
+			dir = argv[++k];
+		else if (!strcmp(argv[k], "--pool-mb") && k + 1 < argc)
+			pool = atof(argv[++k]);
+		else
+			return usage();
 	}
-	size_t mib = argc > 2 ? (size_t)atol(argv[2]) : 16;
-	struct tb_opts o = { .workload = "order-entry", .backend = "none",
-		.db_size = mib << 20, .seed = 1 };
-	if (mib == 0 || tb_order_entry.init(&o, o.db_size, o.seed, &wl) ||
-	    tb_backend_none.open(&o, 0, true, &bctx, &db))
-		return 1;
-	tb_order_entry.populate(wl, db);
+	if (dir) {
+		disk = true;
+		be = &oe_disk_backend;
+		if (oe_disk_open(dir, mib, pool, &wl))
+			return 1;
+	} else {
+		struct tb_opts o = { .workload = "order-entry",
+			.backend = "none", .db_size = mib << 20, .seed = 1 };
+		if (mib == 0 || tb_order_entry.init(&o, o.db_size, o.seed,
+			&wl) || tb_backend_none.open(&o, 0, true, &bctx, &db))
+			return 1;
+		tb_order_entry.populate(wl, db);
+	}
 	lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
 	int one = 1;
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -249,7 +328,7 @@ main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	while (!ending) {
 		struct epoll_event ev[32];
-		int r = epoll_wait(ep, ev, 32, 1000);
+		int r = epoll_wait(ep, ev, 32, npend ? 0 : 1000);
 		if (r < 0 && errno != EINTR) {
 			perror("oe-server: epoll_wait");
 			return 1;
@@ -276,6 +355,9 @@ main(int argc, char **argv)
 					flush_out(c);
 			}
 		}
+		release();
 	}
+	if (disk)
+		oe_disk_stats(total);
 	return 0;
 }

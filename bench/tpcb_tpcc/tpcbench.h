@@ -34,6 +34,10 @@ struct tb_opts {
 	int group;              /* rvm: transactions per log flush */
 	int threads;            /* streams */
 	size_t db_size;         /* bytes per stream */
+	/* order-entry: rows laid out so that none straddles a block of this
+	 * many bytes (a database read in blocks from a file: oe_server.c
+	 * --disk); 0: packed */
+	size_t block;
 	size_t tx_size;         /* synthetic: bytes per transaction */
 	double seconds;         /* per run, unless ntx */
 	uint64_t ntx;           /* per run and stream, when nonzero */
@@ -161,6 +165,20 @@ int tb_dc_judge_run(const struct tb_dc_sums *s, int64_t total,
 int tb_dc_judge_recovered(const struct tb_dc_sums *s, uint64_t hist_cap,
 	char *why, size_t n);
 extern const struct tb_workload tb_order_entry;
+/* An order-entry database not all in memory (oe_server.c --disk): `at`
+ * gives the address of bytes [off, off + len) of the database (within one
+ * block of tb_opts.block), valid until `done`, which the workload calls at
+ * the end of each transaction; the db argument is then unused.  NULL: the
+ * database is db again. */
+struct tb_rows {
+	void *(*at)(void *arg, size_t off, size_t len);
+	void (*done)(void *arg);
+	void *arg;
+};
+void tb_order_entry_rows(void *wl, const struct tb_rows *r);
+/* Take the running totals from a database that populate made (and no
+ * transaction changed since), in another process. */
+void tb_order_entry_adopt(void *wl, void *db);
 extern const struct tb_workload tb_synthetic;
 
 /* util.c */

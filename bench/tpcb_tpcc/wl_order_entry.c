@@ -140,77 +140,122 @@ struct oe {
 	int64_t *ring;              /* history amounts */
 	int64_t ring_sum;
 	uint64_t hist_n;
+	size_t blk;                 /* tb_opts.block */
+	struct tb_rows rows;        /* tb_order_entry_rows */
 };
 
-#define TAB(db, off, type) ((type *)((char *)(db) + (off)))
+/* Row I of the table at OFF of rows of SIZE bytes.  Packed (blk 0), or
+ * (blk, the disk layout) so that no row straddles a block of blk bytes:
+ * blk / size rows a block, the rest of the block unused.  Through
+ * w->rows when the database is not all in memory (tb_order_entry_rows),
+ * else in db.  Inlined: the packed layout in memory costs what the plain
+ * arithmetic did. */
+static inline __attribute__((always_inline)) void *
+row(const struct oe *w, void *db, size_t off, size_t size, size_t i)
+{
+	if (__builtin_expect(!w->blk && !w->rows.at, 1))
+		return (char *)db + off + i * size;
+	size_t at = off + i * size;
+	if (w->blk) {
+		size_t per = w->blk / size;
+		at = off + i / per * w->blk + i % per * size;
+	}
+	if (w->rows.at)
+		return w->rows.at(w->rows.arg, at, size);
+	return (char *)db + at;
+}
 
+/* The table bytes of N rows of SIZE bytes, in the layout of row(). */
+static size_t
+table(const struct oe *w, size_t n, size_t size)
+{
+	if (!w->blk)
+		return n * size;
+	size_t per = w->blk / size;
+	return (n + per - 1) / per * w->blk;
+}
+
+/* The end of the transaction (or of one row's use): its rows may go. */
+static void
+rows_done(const struct oe *w)
+{
+	if (w->rows.done)
+		w->rows.done(w->rows.arg);
+}
+
+static struct oe_hdr *
+hdr(const struct oe *w, void *db)
+{
+	return row(w, db, 0, sizeof(struct oe_hdr), 0);
+}
 static struct oe_warehouse *
 wh(const struct oe *w, void *db, uint32_t i)
 {
-	return TAB(db, w->off_w, struct oe_warehouse) + i;
+	return row(w, db, w->off_w, sizeof(struct oe_warehouse), i);
 }
 static struct oe_district *
 dist(const struct oe *w, void *db, uint32_t wi, uint32_t d)
 {
-	return TAB(db, w->off_d, struct oe_district) + wi * DISTRICTS + d;
+	return row(w, db, w->off_d, sizeof(struct oe_district),
+		(size_t)wi * DISTRICTS + d);
 }
 static struct oe_customer *
 cust(const struct oe *w, void *db, uint32_t wi, uint32_t d, uint32_t c)
 {
-	return TAB(db, w->off_c, struct oe_customer) +
-		((size_t)wi * DISTRICTS + d) * w->C + c;
+	return row(w, db, w->off_c, sizeof(struct oe_customer),
+		((size_t)wi * DISTRICTS + d) * w->C + c);
 }
 static struct oe_item *
 item(const struct oe *w, void *db, uint32_t i)
 {
-	return TAB(db, w->off_i, struct oe_item) + i;
+	return row(w, db, w->off_i, sizeof(struct oe_item), i);
 }
 static struct oe_stock *
 stock(const struct oe *w, void *db, uint32_t wi, uint32_t i)
 {
-	return TAB(db, w->off_s, struct oe_stock) + (size_t)wi * w->I + i;
+	return row(w, db, w->off_s, sizeof(struct oe_stock),
+		(size_t)wi * w->I + i);
 }
 static struct oe_order *
 order(const struct oe *w, void *db, uint32_t wi, uint32_t d, uint32_t o_id)
 {
-	return TAB(db, w->off_o, struct oe_order) +
-		((size_t)wi * DISTRICTS + d) * w->R + o_id % w->R;
+	return row(w, db, w->off_o, sizeof(struct oe_order),
+		((size_t)wi * DISTRICTS + d) * w->R + o_id % w->R);
 }
 static uint32_t *
 no_row(const struct oe *w, void *db, uint32_t wi, uint32_t d, uint32_t k)
 {
-	return TAB(db, w->off_no, uint32_t) +
-		((size_t)wi * DISTRICTS + d) * w->R + k % w->R;
+	return row(w, db, w->off_no, sizeof(uint32_t),
+		((size_t)wi * DISTRICTS + d) * w->R + k % w->R);
 }
 static struct oe_hist *
 hist(const struct oe *w, void *db, uint64_t k)
 {
-	return TAB(db, w->off_h, struct oe_hist) + k % w->hist_cap;
+	return row(w, db, w->off_h, sizeof(struct oe_hist), k % w->hist_cap);
 }
 
 /* Bytes the tables take for W warehouses at scale (C, I, R). */
 static size_t
 layout(struct oe *w, size_t hist)
 {
-	size_t off = sizeof(struct oe_hdr);
 	size_t nd = (size_t)w->W * DISTRICTS;
-	w->off_w = off;
-	off += w->W * sizeof(struct oe_warehouse);
-	w->off_d = off;
-	off += nd * sizeof(struct oe_district);
-	w->off_c = off;
-	off += nd * w->C * sizeof(struct oe_customer);
-	w->off_i = off;
-	off += (size_t)w->I * sizeof(struct oe_item);
-	w->off_s = off;
-	off += (size_t)w->W * w->I * sizeof(struct oe_stock);
-	w->off_o = off;
-	off += nd * w->R * sizeof(struct oe_order);
-	w->off_no = off;
-	off += (nd * w->R * sizeof(uint32_t) + 63) & ~(size_t)63;
-	w->off_h = off;
-	off += hist;
-	return off;
+	/* each table starts on a block in the disk layout */
+	size_t b = w->blk ? w->blk : 1;
+#define NEXT(off, n) ((off) + ((n) + b - 1) / b * b)
+	w->off_w = NEXT(0, sizeof(struct oe_hdr));
+	w->off_d = NEXT(w->off_w, table(w, w->W, sizeof(struct oe_warehouse)));
+	w->off_c = NEXT(w->off_d, table(w, nd, sizeof(struct oe_district)));
+	w->off_i = NEXT(w->off_c, table(w, nd * w->C,
+		sizeof(struct oe_customer)));
+	w->off_s = NEXT(w->off_i, table(w, w->I, sizeof(struct oe_item)));
+	w->off_o = NEXT(w->off_s, table(w, (size_t)w->W * w->I,
+		sizeof(struct oe_stock)));
+	w->off_no = NEXT(w->off_o, table(w, nd * w->R,
+		sizeof(struct oe_order)));
+	w->off_h = NEXT(w->off_no, (table(w, nd * w->R, sizeof(uint32_t)) +
+		63) & ~(size_t)63);
+	return NEXT(w->off_h, hist);
+#undef NEXT
 }
 
 static void
@@ -228,10 +273,15 @@ scale(struct oe *w, double f)
 static int
 oe_init(const struct tb_opts *o, size_t size, uint64_t seed, void **out)
 {
-	(void)o;
 	struct oe *w = calloc(1, sizeof(*w));
 	if (w == NULL)
 		return -1;
+	w->blk = o ? o->block : 0; /* NULL: packed (ckr-tpcc) */
+	if (w->blk && w->blk < sizeof(struct oe_order)) {
+		tb_err("order-entry: %zu-byte blocks hold no order", w->blk);
+		free(w);
+		return -1;
+	}
 	size_t hist = size / 16 < (2u << 20) ? size / 16 : 2u << 20;
 	hist = hist / sizeof(struct oe_hist) * sizeof(struct oe_hist);
 	w->hist_cap = hist / sizeof(struct oe_hist);
@@ -283,12 +333,44 @@ fill(uint64_t *rng, char *p, size_t n)
 		p[i] = (char)('a' + tb_below(rng, 26));
 }
 
+/* The sums the running totals start from, over a freshly populated
+ * database. */
+static void
+tally(struct oe *w, void *db)
+{
+	for (uint32_t wi = 0; wi < w->W; wi++) {
+		w->w_ytd[wi] = wh(w, db, wi)->ytd;
+		for (uint32_t d = 0; d < DISTRICTS; d++) {
+			w->d_ytd[wi * DISTRICTS + d] = dist(w, db, wi, d)->ytd;
+			for (uint32_t c = 0; c < w->C; c++) {
+				const struct oe_customer *z = cust(w, db, wi, d, c);
+				w->init_cust += z->balance + z->ytd_payment;
+				w->init_pay_cnt += z->payment_cnt;
+				rows_done(w);
+			}
+		}
+	}
+}
+
+void
+tb_order_entry_rows(void *wl, const struct tb_rows *r)
+{
+	struct oe *w = wl;
+	w->rows = r ? *r : (struct tb_rows){ 0 };
+}
+
+void
+tb_order_entry_adopt(void *wl, void *db)
+{
+	tally(wl, db);
+}
+
 static void
 oe_populate(void *wl, void *db)
 {
 	struct oe *w = wl;
 	uint64_t *rng = &w->rng;
-	struct oe_hdr *h = db;
+	struct oe_hdr *h = hdr(w, db);
 	h->magic = OE_MAGIC;
 	h->clock = 1;
 	for (uint32_t i = 0; i < w->I; i++) {
@@ -351,18 +433,7 @@ oe_populate(void *wl, void *db)
 			}
 		}
 	}
-	/* Initial sums the running totals start from. */
-	for (uint32_t wi = 0; wi < w->W; wi++) {
-		w->w_ytd[wi] = wh(w, db, wi)->ytd;
-		for (uint32_t d = 0; d < DISTRICTS; d++) {
-			w->d_ytd[wi * DISTRICTS + d] = dist(w, db, wi, d)->ytd;
-			for (uint32_t c = 0; c < w->C; c++) {
-				const struct oe_customer *z = cust(w, db, wi, d, c);
-				w->init_cust += z->balance + z->ytd_payment;
-				w->init_pay_cnt += z->payment_cnt;
-			}
-		}
-	}
+	tally(w, db);
 }
 
 static uint32_t
@@ -382,7 +453,7 @@ static int
 new_order(struct oe *w, void *db, const struct tb_backend *b, void *ctx)
 {
 	uint64_t *rng = &w->rng;
-	struct oe_hdr *h = db;
+	struct oe_hdr *h = hdr(w, db);
 	uint32_t wi = (uint32_t)tb_below(rng, w->W);
 	uint32_t d = (uint32_t)tb_below(rng, DISTRICTS);
 	uint32_t c = (uint32_t)tb_below(rng, w->C);
@@ -480,7 +551,7 @@ static int
 payment(struct oe *w, void *db, const struct tb_backend *b, void *ctx)
 {
 	uint64_t *rng = &w->rng;
-	struct oe_hdr *h = db;
+	struct oe_hdr *h = hdr(w, db);
 	uint32_t wi = (uint32_t)tb_below(rng, w->W);
 	uint32_t d = (uint32_t)tb_below(rng, DISTRICTS);
 	uint32_t cw = wi, cd = d;
@@ -542,7 +613,7 @@ delivery_wh(struct oe *w, void *db, const struct tb_backend *b, void *ctx,
 	uint32_t wi)
 {
 	uint64_t *rng = &w->rng;
-	struct oe_hdr *h = db;
+	struct oe_hdr *h = hdr(w, db);
 	uint32_t carrier = 1 + (uint32_t)tb_below(rng, 10);
 	struct tb_range r[1 + 3 * DISTRICTS];
 	struct oe_order *ords[DISTRICTS] = { 0 };
@@ -592,11 +663,11 @@ oe_tx(void *wl, void *db, const struct tb_backend *b, void *ctx)
 {
 	struct oe *w = wl;
 	uint64_t k = tb_below(&w->rng, MIX_NEW + MIX_PAY + MIX_DEL);
-	if (k < MIX_NEW)
-		return new_order(w, db, b, ctx);
-	if (k < MIX_NEW + MIX_PAY)
-		return payment(w, db, b, ctx);
-	return delivery_wh(w, db, b, ctx, (uint32_t)tb_below(&w->rng, w->W));
+	int r = k < MIX_NEW ? new_order(w, db, b, ctx) :
+		k < MIX_NEW + MIX_PAY ? payment(w, db, b, ctx) :
+		delivery_wh(w, db, b, ctx, (uint32_t)tb_below(&w->rng, w->W));
+	rows_done(w);
+	return r;
 }
 
 #define FAIL(...) (snprintf(why, n, __VA_ARGS__), -1)
@@ -659,7 +730,7 @@ oe_check(void *wl, const void *cdb, char *why, size_t n)
 {
 	const struct oe *w = wl;
 	void *db = (void *)cdb;
-	const struct oe_hdr *h = db;
+	const struct oe_hdr *h = hdr(w, db);
 	if (h->magic != OE_MAGIC)
 		return FAIL("bad database magic");
 	int64_t cust_sum = 0, stock_ytd = 0;
@@ -743,7 +814,7 @@ oe_recovered(void *wl, const void *cdb, uint64_t *committed, char *why,
 {
 	const struct oe *w = wl;
 	void *db = (void *)cdb;
-	const struct oe_hdr *h = db;
+	const struct oe_hdr *h = hdr(w, db);
 	if (h->magic != OE_MAGIC)
 		return FAIL("bad database magic");
 	for (uint32_t wi = 0; wi < w->W; wi++) {
