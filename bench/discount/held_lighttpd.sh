@@ -31,8 +31,8 @@
 # --link (the paper's WebStone setting, Table 1 and Section 6.1.4):
 # the server and the client each in a network namespace made here
 # (lts-PID, ltc-PID; 10.219.0.1 and .2), joined by a veth pair whose two
-# ends are shaped to LT_RATE (1gbit) by a token-bucket filter (tc tbf);
-# both are removed on exit.  Documents as the paper's: 85 files f01-f85
+# ends are shaped to LT_RATE (1gbit) by a token-bucket filter (tc tbf;
+# tests/discount/shaped_link.sh); both are removed on exit.  Documents as the paper's: 85 files f01-f85
 # of random bytes, sizes drawn uniformly in 50-150 KiB with a fixed seed
 # (mean about 100 KiB), made here.  The client is wrk (2 threads,
 # webstone.lua) requesting them uniformly with no think time over C
@@ -59,6 +59,7 @@
 # otherwise).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+. tests/discount/shaped_link.sh
 QUICK=0 LINK=0
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -86,12 +87,7 @@ SRV= NS_S= NS_C=
 cleanup() {
 	[ -n "$SRV" ] && kill -9 "$SRV" 2> /dev/null || true
 	# what this script started in its namespaces (a keeper lingering)
-	for ns in $NS_S $NS_C; do
-		for p in $(ip netns pids "$ns" 2> /dev/null); do
-			kill -9 "$p" 2> /dev/null || true
-		done
-		ip netns del "$ns" 2> /dev/null || true
-	done
+	link_down $NS_S $NS_C
 	[ -n "${LT_LOG:-}" ] && cat "$M/dc-run.log" >> "$LT_LOG" 2> /dev/null
 	rm -rf "$M"
 }
@@ -118,21 +114,13 @@ inc() { "$@"; }  # ... in the client's
 NDOC=85
 if [ "$LINK" = 1 ]; then
 	NS_S=lts-$$ NS_C=ltc-$$ ADDR=10.219.0.1
-	ip netns add "$NS_S" 2> /dev/null || need "the right to make network namespaces"
-	ip netns add "$NS_C"
-	ip link add "lts$$" netns "$NS_S" type veth peer name "ltc$$" netns "$NS_C"
-	ip -n "$NS_S" addr add 10.219.0.1/24 dev "lts$$"
-	ip -n "$NS_C" addr add 10.219.0.2/24 dev "ltc$$"
-	for ns in "$NS_S" "$NS_C"; do ip -n "$ns" link set lo up; done
-	ip -n "$NS_S" link set "lts$$" up
-	ip -n "$NS_C" link set "ltc$$" up
 	# both directions shaped: a burst of 1 ms at 1 Gbit/s, a queue as a
 	# NIC's (txqueuelen 1000 full frames: 12 ms at 1 Gbit/s)
-	for e in "$NS_S lts$$" "$NS_C ltc$$"; do
-		set -- $e
-		ip netns exec "$1" tc qdisc add dev "$2" root tbf \
-			rate "${LT_RATE:-1gbit}" burst 125000 limit "${LT_QUEUE:-1514000}"
-	done
+	link_up "$NS_S" "$NS_C" 10.219.0 "${LT_RATE:-1gbit}" \
+		"${LT_QUEUE:-1514000}" || case $? in
+		1) NS_S= NS_C=; need "the right to make network namespaces" ;;
+		*) echo "held_lighttpd.sh: could not make the link" >&2; exit 1 ;;
+		esac
 	for kv in ${LT_SYSCTL:-}; do ip netns exec "$NS_S" sysctl -qw "$kv"; done
 	ins() { ip netns exec "$NS_S" "$@"; }
 	inc() { ip netns exec "$NS_C" "$@"; }
@@ -159,16 +147,7 @@ fi
 # be there, sending what it holds, until it sees its directory gone.
 start() { # MODE INTERVAL
 	PORT=$((PORT + 1))
-	cat > "$M/l.conf" <<EOC
-server.document-root = "$M/www"
-server.port = $PORT
-server.bind = "$ADDR"
-server.errorlog = "$M/error.log"
-server.max-worker = 0
-server.max-keep-alive-requests = 1000000
-server.max-connections = 2048
-server.max-fds = 4096
-EOC
+	lighttpd_conf "$M/l.conf" "$M/www" "$ADDR" "$PORT"
 	case $1 in
 	none) ins "$LT" -D -f "$M/l.conf" & ;;
 	*) local sync=
@@ -190,7 +169,7 @@ stop() {
 # The server's end: packets its tbf dropped, TCP segments retransmitted,
 # retransmission timeouts (the keeper's sockets, or lighttpd's alone).
 net_stats() {
-	echo "$(ins tc -s qdisc show dev "lts$$" | awk '/dropped/ { gsub(",", ""); print $7; exit }')" \
+	echo "$(ins tc -s qdisc show dev "v$NS_S" | awk '/dropped/ { gsub(",", ""); print $7; exit }')" \
 		"$(ins nstat -az TcpRetransSegs TcpExtTCPTimeouts | awk '$1 ~ /^Tcp/ { printf "%s ", $2 }')"
 }
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }

@@ -37,37 +37,23 @@ skip() { echo "lighttpd_link: skipped: $*" >&2; exit 77; }
 for t in ip tc curl cmp; do
 	command -v $t > /dev/null || skip "no $t"
 done
+. "$(dirname "$0")/shaped_link.sh"
 NS_S=ltk-s-$$ NS_C=ltk-c-$$ ADDR=10.218.0.1 PORT=8080
 M=$(mktemp -d /dev/shm/dc-ltk-XXXXXX)
 SRV= CLI=
 cleanup() {
 	[ -n "$CLI" ] && kill -9 "$CLI" 2> /dev/null
 	[ -n "$SRV" ] && kill -9 "$SRV" 2> /dev/null
-	for ns in $NS_S $NS_C; do
-		for p in $(ip netns pids "$ns" 2> /dev/null); do
-			kill -9 "$p" 2> /dev/null
-		done
-		ip netns del "$ns" 2> /dev/null
-	done
+	link_down $NS_S $NS_C
 	wait 2> /dev/null
 	rm -rf "$M"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-ip netns add "$NS_S" 2> /dev/null || { NS_S=; skip "ip netns add not permitted"; }
-ip netns add "$NS_C" || exit 1
-ip link add "ltks$$" netns "$NS_S" type veth peer name "ltkc$$" \
-	netns "$NS_C" 2> /dev/null || skip "no veth pairs here"
-ip -n "$NS_S" addr add $ADDR/24 dev "ltks$$" &&
-ip -n "$NS_C" addr add 10.218.0.2/24 dev "ltkc$$" &&
-ip -n "$NS_S" link set lo up && ip -n "$NS_C" link set lo up &&
-ip -n "$NS_S" link set "ltks$$" up && ip -n "$NS_C" link set "ltkc$$" up ||
-	exit 1
-for e in "$NS_S ltks$$" "$NS_C ltkc$$"; do
-	set -- $e
-	ip netns exec "$1" tc qdisc add dev "$2" root tbf rate 1gbit \
-		burst 125000 limit 1514000 2> /dev/null || skip "no tbf here"
-done
+link_up "$NS_S" "$NS_C" 10.218.0 1gbit 1514000 || case $? in
+	1) NS_S= NS_C=; skip "ip netns add not permitted" ;;
+	*) skip "no veth pairs or no tbf here" ;;
+	esac
 
 fail() {
 	if [ "$EXPECT" = fail ]; then
@@ -83,14 +69,7 @@ mkdir -p "$M/www"
 for i in 1 2 3 4 5 6 7 8; do
 	head -c $((51200 + RANDOM % 102400)) /dev/urandom > "$M/www/d$i"
 done
-cat > "$M/l.conf" <<EOC
-server.document-root = "$M/www"
-server.port = $PORT
-server.bind = "$ADDR"
-server.errorlog = "$M/error.log"
-server.max-worker = 0
-server.max-keep-alive-requests = 1000000
-EOC
+lighttpd_conf "$M/l.conf" "$M/www" "$ADDR" "$PORT"
 export DC_KEEPER_LINGER=30
 start() {
 	ip netns exec "$NS_S" "$DCRUN" --dir "$M/ck" --protocol buffered \
