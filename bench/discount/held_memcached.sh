@@ -85,5 +85,5 @@ for round in $(seq "$ROUNDS"); do
 	done
 done
 echo "CSV: $CSV"
-awk -F, -v modes="$MODES" -v conns="$CONNS" -v bad=errors \
+awk -F, -v modes="$MODES" -v conns="$CONNS" \
 	-f bench/discount/held_table.awk "$CSV"
