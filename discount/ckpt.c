@@ -1150,7 +1150,7 @@ interval_start(const struct dc_commit *r, uint64_t seg_len)
 
 /* ---- the background writer (invariant 8) ---- */
 
-#define BG_STACK (256u * 1024u)
+#define BG_STACK DC__BG_STACK
 #define BG_KP (((uint64_t)DC_KP_MAX_ENTS * sizeof(struct dc_kp_ent) + \
 	DC__PAGE - 1) & ~(uint64_t)(DC__PAGE - 1))
 #define BG_STAGE (256ull << 20) /* reserved; used as far as a checkpoint

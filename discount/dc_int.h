@@ -437,6 +437,19 @@ union dc__vol_pages {
 extern union dc__vol_pages dc__volp;
 #define dc__vol (dc__volp.v)
 
+/* The checkpoint writer's stack: the first bytes of bg_map (ckpt.c). */
+#define DC__BG_STACK (256u * 1024u)
+/* On the checkpoint writer's stack?  It is made by clone3 with no TLS of
+ * its own, so dc__sel() there reads the main thread's selector: a libc
+ * entry libdc wraps (direct.c) must go straight to the kernel from it.
+ * False while there is no writer (bg_map NULL: no stack is that low). */
+static inline bool
+dc__on_writer(void)
+{
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	return sp - (uintptr_t)dc__vol.bg_map < DC__BG_STACK;
+}
+
 /* The generation of the interval the program runs in: the committed one
  * + 1, or the one after the generation the background writer still
  * writes (ckpt.c invariant 8).  Both only grow, so any order of the two

@@ -3,17 +3,20 @@
  * direct.c -- the hot calls of libc without a trap (sud.c invariant 8)
  *
  * libdc is preloaded before libc, so these wrappers are the ones a
- * program's calls of read, write, send, sendfile, epoll_wait, poll,
- * accept, getrandom (and the fortified __read_chk, __recv_chk, ...) bind
- * to.  Each makes the same system call (the same number and arguments as
- * libc's wrapper) through dc__direct, which runs the dispatch's work for
+ * program's calls of read, write, pread, pwrite, fdatasync, fsync, send,
+ * sendfile, epoll_wait, poll, accept, getrandom (and the fortified
+ * __read_chk, __recv_chk, ...) bind to.  Each makes the same system call
+ * (the same number and arguments as libc's wrapper) through dc__direct, which runs the dispatch's work for
  * it as the SIGSYS handler would, without the signal, its frame and
  * rt_sigreturn.  libc's other entries and raw `syscall` instructions
  * still trap, so nothing escapes the dispatch.  $DC_DIRECT=0 turns the
  * wrappers into plain calls, which trap (the trapped path, for tests and
  * measurements side by side).
  *
- * Unlike libc's wrappers, these are no cancellation points.
+ * Unlike libc's wrappers, these are no cancellation points.  libdc's own
+ * calls of them (librio's fdatasync, a pread at recovery) come with the
+ * selector at ALLOW and go straight to the kernel, or from the
+ * checkpoint writer, which has no TLS of its own (dc__on_writer).
  */
 #include <errno.h>
 #include <poll.h>
@@ -47,6 +50,13 @@ call(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 	long r;
 	if (direct_off) /* an instruction outside libdc's range: it traps */
 		return syscall(nr, a0, a1, a2, a3, a4, a5);
+	if (dc__on_writer()) {
+		/* libdc's own call (librio's fdatasync, a pread), from a
+		 * thread whose dc__sel() is the main thread's: straight to
+		 * the kernel, as libdc's calls are (sud.c invariant 8) */
+		r = dc__sys6(nr, a0, a1, a2, a3, a4, a5);
+		goto out;
+	}
 #ifdef DC_BROKEN_DIRECT_NO_HOLD
 	/* Deliberately broken: the program's output calls go straight to
 	 * the kernel, past the dispatch, so a send of an interval a crash
@@ -61,6 +71,7 @@ call(long nr, long a0, long a1, long a2, long a3, long a4, long a5)
 		long a[6] = { a0, a1, a2, a3, a4, a5 };
 		r = dc__direct(nr, a);
 	}
+out:
 	if ((unsigned long)r >= -4095ul) {
 		errno = (int)-r;
 		return -1;
@@ -212,6 +223,73 @@ WRAP int
 accept(int fd, struct sockaddr *sa, socklen_t *len)
 {
 	return (int)call(SYS_accept, fd, L(sa), L(len), 0, 0, 0);
+}
+
+/* A file's reads and writes at an offset (a database's blocks and log:
+ * held under --disk buffer/rename, served from what is held) and its
+ * flush (free for a held file, held.c).  On x86-64 pread and pread64
+ * (pwrite and pwrite64) are the one call; <unistd.h> renames the first
+ * to the second here (_FILE_OFFSET_BITS=64), so each name is given by
+ * its assembler name. */
+ssize_t w_pread(int, void *, size_t, long) __asm__("pread");
+ssize_t w_pread64(int, void *, size_t, long) __asm__("pread64");
+ssize_t w_pwrite(int, const void *, size_t, long) __asm__("pwrite");
+ssize_t w_pwrite64(int, const void *, size_t, long) __asm__("pwrite64");
+ssize_t w_pread_chk(int, void *, size_t, long, size_t)
+	__asm__("__pread_chk");
+ssize_t w_pread64_chk(int, void *, size_t, long, size_t)
+	__asm__("__pread64_chk");
+
+WRAP ssize_t
+w_pread(int fd, void *b, size_t n, long off)
+{
+	return call(SYS_pread64, fd, L(b), L(n), off, 0, 0);
+}
+
+WRAP ssize_t
+w_pread64(int fd, void *b, size_t n, long off)
+{
+	return call(SYS_pread64, fd, L(b), L(n), off, 0, 0);
+}
+
+WRAP ssize_t
+w_pwrite(int fd, const void *b, size_t n, long off)
+{
+	return call(SYS_pwrite64, fd, L(b), L(n), off, 0, 0);
+}
+
+WRAP ssize_t
+w_pwrite64(int fd, const void *b, size_t n, long off)
+{
+	return call(SYS_pwrite64, fd, L(b), L(n), off, 0, 0);
+}
+
+WRAP ssize_t
+w_pread_chk(int fd, void *b, size_t n, long off, size_t blen)
+{
+	if (n > blen)
+		__chk_fail();
+	return call(SYS_pread64, fd, L(b), L(n), off, 0, 0);
+}
+
+WRAP ssize_t
+w_pread64_chk(int fd, void *b, size_t n, long off, size_t blen)
+{
+	if (n > blen)
+		__chk_fail();
+	return call(SYS_pread64, fd, L(b), L(n), off, 0, 0);
+}
+
+WRAP int
+fdatasync(int fd)
+{
+	return (int)call(SYS_fdatasync, fd, 0, 0, 0, 0, 0);
+}
+
+WRAP int
+fsync(int fd)
+{
+	return (int)call(SYS_fsync, fd, 0, 0, 0, 0, 0);
 }
 
 /* <sys/sendfile.h> left out: with 64-bit offsets it renames sendfile;

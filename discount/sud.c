@@ -42,8 +42,8 @@
  *     EINTR no signal of its own caused.
  *  8. The direct path (dc__direct, direct.c) does what the trap does, by
  *     the same code (call_work, dc__dispatch): libdc's wrappers of the
- *     hot libc calls (read, write, send*, recv*, epoll_wait, poll,
- *     accept, getrandom, ...) enter it with every signal but SIGSEGV
+ *     hot libc calls (read, write, pread, pwrite, fdatasync, send*,
+ *     recv*, epoll_wait, poll, accept, getrandom, ...) enter it with every signal but SIGSEGV
  *     blocked and the selector at ALLOW, as the SIGSYS handler runs, so
  *     invariants 1, 4, 6 and 7 hold unchanged: a tick or a checkpoint's
  *     stop that comes meanwhile is pending until the wrapper puts back
@@ -54,6 +54,10 @@
  *     rt_sigreturn does from the signal frame.  Anything else -- libc's
  *     internal calls, raw `syscall` instructions -- still traps: the
  *     direct path saves a signal, it sees nothing the trap would not.
+ *     libdc's own calls of a wrapped entry go to the kernel as they
+ *     are: from a program thread they come at ALLOW, and from the
+ *     checkpoint writer, which shares the main thread's TLS and so its
+ *     selector, the wrapper tells them by the stack (dc__on_writer).
  */
 #include <elf.h>
 #include <errno.h>
