@@ -68,6 +68,18 @@
  *       (vista__lazy_settle).  The floor is stored under hdr_busy and
  *       only raised, so the thread settling and the owner truncating
  *       never leave a header that reads lower than both.
+ *   L8. Until its generation is ended on media (L6, L7), a lazily
+ *       committed transaction is kept by recovery only while the bytes
+ *       its records describe still match its commit record's checksum
+ *       (recover.c C6).  A store outside transactions into those bytes
+ *       would make recovery roll it back after its commit returned.  So
+ *       such a store comes after vista_settle() (tx.c), which ends the
+ *       generation as vista__lazy_settle does -- the floor stored with
+ *       one lane, the truncation's line written back again with more,
+ *       and a fence -- or after a fenced record of the thread's next
+ *       transaction, which ends it as well (L6, L7; vista_settle then
+ *       does nothing).  Stores inside a transaction need nothing: their
+ *       range is logged, and that record ends the old generation first.
  */
 #include <errno.h>
 #include <string.h>

@@ -1089,6 +1089,51 @@ vista_flush(vista *v)
 	return vista__flush_held(l);
 }
 
+/*
+ * L8 in log.c: end the calling thread's lazily committed generation for
+ * good, so that stores outside transactions cannot make recovery roll it
+ * back.  1 if it fenced, 0 if nothing needed it.
+ */
+int
+vista_settle(vista *v)
+{
+	struct vista_lane *l = vista__lane_peek(v);
+	int rc;
+
+	if (v != NULL && v->redo != NULL)
+		return vista__redo_refuse("vista_settle");
+	if (l == NULL)
+		return v == NULL ? vista__err(-EINVAL, "vista_settle: NULL "
+			"instance") : 0;
+	/* Outside a transaction a held group commits first (N2), lazily
+	 * itself; inside one it stays held: its records are alive, and a
+	 * crash rolls it back whatever is stored outside it. */
+	if (l->state == VISTA__TX_IDLE && (rc = vista__flush_held(l)) != 0)
+		return rc;
+	/* relaxed: the owner's own flag (written by this thread, or read
+	 * after the acquire of taking the lane). */
+	if (!__atomic_load_n(&l->lazy, __ATOMIC_RELAXED))
+		return 0;
+	/* A fenced record of the running generation already ended the
+	 * lazy one: its tag (one lane, C7), or the fence that made it
+	 * durable also completed the truncation the commit wrote back
+	 * (L6).  Nothing to do, no fence. */
+	if (l->state != VISTA__TX_IDLE && l->nrec > 0 && !l->unfenced)
+		return 0;
+	/* L8: the floor stored (one lane) or the stored truncation's line
+	 * written back again, then the fence: the generation is ended on
+	 * media -- its commit record no longer consulted -- before the
+	 * caller stores over the bytes that record vouches for. */
+#ifndef VISTA_BROKEN_NO_SETTLE
+	vista__lazy_settle(l);
+#else
+	/* wrong: the generation is taken for ended with nothing stored or
+	 * fenced, and the caller's stores may undo it */
+	__atomic_store_n(&l->lazy, false, __ATOMIC_RELEASE);
+#endif
+	return 1;
+}
+
 int
 vista_chain_transaction(vista *v)
 {

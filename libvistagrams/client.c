@@ -240,8 +240,13 @@ vg__client_commit_taken(vg_endpoint *ep, uint32_t slot)
 	int32_t di = rv->dest;
 	uint64_t seq = ep->req[slot].seq; /* the key stays in a deleted slot */
 
-	if (rv->sweep)
-		vg__req_sweep(ep, slot); /* T4: the deletion is committed */
+	if (rv->sweep) {
+		/* T4: the deletion is committed; S9 (server.c): the commit
+		 * that declared the slot is ended for good before the raw
+		 * stores free it and its run's tombstones. */
+		(void)vg__settle(ep);
+		vg__req_sweep(ep, slot);
+	}
 	if (rv->outstanding)
 		dest_unlink(ep, slot);
 	if (rv->resp && (rv->resp->w.flags & VG_PKT_F_EXPIRED))

@@ -362,6 +362,10 @@ create_tables(vg_endpoint *ep, uint8_t *base, size_t size,
 		return vg__err(VG_ESMALL, "tables need %llu bytes, the segment "
 			"has %zu (vg_table_size)",
 			(unsigned long long)sb.area_size, size);
+	/* S9 (server.c): the area may hold bytes the thread's last
+	 * transaction declared; it is ended for good before they are
+	 * stored over raw.  Costs a load when there is nothing to settle. */
+	(void)vg__settle(ep);
 	vg__raw_begin(ep, base, sb.area_size);
 	memset(base + sizeof(sb), 0, sb.area_size - sizeof(sb));
 	vg__raw_end(ep, base, sb.area_size);

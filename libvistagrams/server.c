@@ -64,6 +64,12 @@
  *       drained before the commit point (T2).  A window left unused
  *       costs its before-image and nothing else (its bytes do not
  *       change).
+ *   S9. A committed transaction may still be judged by the bytes it
+ *       declared until the thread's next transaction logs a range
+ *       (vista_settle in vista.h): so the thread's last transaction is
+ *       ended for good (vg__settle) before a raw store into the tables
+ *       -- responses forgotten (drain_watermarks) or reclaimed (R2),
+ *       tombstones freed -- folded into the drain made there anyway.
  *
  * Reclaim (T7).  When the table is full, an answered, committed response
  * whose client has sent nothing for the horizon (horizon_ms), counted from
@@ -176,12 +182,21 @@ vg__server_replay_send(vg_endpoint *ep, uint32_t slot)
 
 /* ---- peers ---- */
 
-/* S2: before deleting on the strength of a watermark, make it durable. */
+/*
+ * Before forgetting responses (raw stores into slots a committed
+ * transaction of this thread may have declared): S2, the watermarks that
+ * justify it are durable; S9, that transaction is ended for good.  One
+ * fence for both: the settle's, which comes after the watermarks' flushes,
+ * or the drain if there was nothing to settle.
+ */
 static void
 drain_watermarks(vg_endpoint *ep)
 {
+	bool fenced = vg__settle(ep);
+
 	if (ep->wm_undrained) {
-		vg__drain(ep);
+		if (!fenced)
+			vg__drain(ep);
 		ep->wm_undrained = false;
 	}
 }
@@ -438,8 +453,11 @@ reclaim(vg_endpoint *ep, uint64_t now)
 #ifndef VG_BROKEN_RECLAIM_NO_DRAIN
 	/* R2: every expired word raised above is durable before the first
 	 * entry it covers is deleted: a crash in between must not leave a
-	 * request both out of the table and uncovered (executed twice). */
-	vg__drain(ep);
+	 * request both out of the table and uncovered (executed twice).
+	 * S9: the thread's last transaction, which may have declared those
+	 * entries, is ended for good first -- its fence serves both. */
+	if (!vg__settle(ep))
+		vg__drain(ep);
 #else
 	/* Deliberately broken (power-failure test): the deletions may
 	 * reach memory before the expired words that justify them. */

@@ -306,6 +306,31 @@ vg__drain(vg_endpoint *ep)
 		rio_drain(ep->pool);
 }
 
+/*
+ * Before a store outside transactions into bytes the thread's last Vista
+ * transaction may have declared (a response forgotten or reclaimed, a
+ * tombstone freed): that transaction is ended for good first, or a crash
+ * before the next one could roll it back (vista_settle, L8 in libvista's
+ * log.c).  true if it fenced: every line written back before it is then
+ * durable too, and the caller's own drain, if it needs one, is folded in.
+ * Costs a load when there is nothing to settle.
+ */
+static inline bool
+vg__settle(vg_endpoint *ep)
+{
+#ifndef VG_BROKEN_NO_SETTLE
+	/* An error (the instance in its error state) settles nothing: the
+	 * caller's drain still runs, and the next commit reports it. */
+	return !vg__volatile(ep) && vista_settle(ep->v) == 1;
+#else
+	/* Deliberately broken (crash test): the committed transaction's
+	 * bytes are stored over while recovery may still judge it by
+	 * them. */
+	(void)ep;
+	return false;
+#endif
+}
+
 /* Open/close a write window for stores made outside vista_set_range. */
 static inline void
 vg__raw_begin(vg_endpoint *ep, void *addr, size_t len)

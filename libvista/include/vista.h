@@ -242,6 +242,25 @@ VISTA_EXPORT int vista_abort_transaction(vista *v);
  * group stays held; reopen the instance).
  */
 VISTA_EXPORT int vista_flush(vista *v);
+/*
+ * Make every transaction the calling thread committed final.  A commit
+ * returns once the transaction is durable, but for one fence it leaves the
+ * transaction judged by its declared bytes: until the thread's next
+ * transaction logs a range (or this call), a crash keeps the transaction
+ * only if those bytes still hold what it committed.  So a store OUTSIDE a
+ * transaction into bytes the thread's last transaction declared must come
+ * after vista_settle() (or go inside a transaction): otherwise a crash
+ * before the thread's next transaction may roll the committed one back.
+ * Outside a transaction it first makes a held no-flush group durable (as
+ * vista_flush()); inside one it settles what was committed before it (a
+ * held group stays held) and is needed only before the transaction's
+ * first vista_set_range.  Returns 1 if it issued a fence -- every line
+ * written back before it by this thread, in any pool of the instance, is
+ * then durable too, so a caller that needed a fence of its own may skip
+ * it -- 0 if nothing needed settling (no fence: the cost is a load),
+ * VISTA_EFATAL, -EINVAL (NULL instance), -ENOTSUP (VISTA_MODE_REDO).
+ */
+VISTA_EXPORT int vista_settle(vista *v);
 VISTA_EXPORT bool vista_in_transaction(const vista *v);
 /* Give up the calling thread's log lane (threads keep their lane from
  * their first transaction until they exit).  VISTA_EINTX inside a
