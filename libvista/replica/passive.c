@@ -930,6 +930,18 @@ vrp__ring_at(const vr_passive *n, uint64_t at)
 	return h;
 }
 
+/* Where the next record starts in the ring (position, not offset). */
+uint64_t
+vrp__ring_head(vr_passive *n)
+{
+	uint64_t h;
+
+	pthread_mutex_lock(&n->lock);
+	h = n->head;
+	pthread_mutex_unlock(&n->lock);
+	return h;
+}
+
 /* The HELLO exchange, then the log tail (P6) or the full copy (P5).
  * 0: the backup is live. */
 static int
@@ -1077,6 +1089,18 @@ send_records(vr_passive *n, int fd, uint64_t from, uint64_t to)
 		}
 		rec_seal(h);
 		p += h->len;
+		if ((p & n->mask) == 0) {
+			/* The record ends exactly at the ring's end, with no
+			 * wrap mark: the bytes after it are at the ring's
+			 * start, so the run ends here (P4), never past the
+			 * ring. */
+#ifndef VRP_BROKEN_RUN_PAST_END
+			if ((rc = send_timed(n, fd, n->ring + (run & n->mask),
+				p - run)))
+				return rc;
+			run = p;
+#endif
+		}
 	}
 	if (p > run)
 		return send_timed(n, fd, n->ring + (run & n->mask),
