@@ -25,7 +25,9 @@
  *       files fsynced, and the state's `copying` cleared durably after.
  *   P4. Sealed records in the ring are never rewritten before the sender
  *       passed them; the open record is never split across the ring's end
- *       (the producer wraps only between records).
+ *       (the producer wraps only between records).  The sender's runs of
+ *       contiguous bytes end at a wrap mark and at the ring's end, which
+ *       a record may reach exactly (no mark then).
  *   P5. A full copy is taken with the producers' lock held: no flush or
  *       fence of the program runs during it, and the open record is
  *       sealed first, so the stream after COPY_END holds exactly the

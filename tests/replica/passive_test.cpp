@@ -904,6 +904,33 @@ TEST_CASE("1-safe: a backup that granted less than the primary holds gets "
 	CHECK(vrp__tail_at(p.n, st.epoch, &h, &at));
 }
 
+namespace {
+
+// One backup session: the backup at `bdir` follows (a full copy or a
+// tail), `work` runs on the primary, every fence is acknowledged, the
+// backup stops and its copy is the primary's pool; it is closed (a new
+// process next time).
+template <class F>
+void backup_session(PNode &p, PNode &b, const std::string &bdir,
+	vr_mode mode, F &&work)
+{
+	Follower f;
+	b.open(bdir, mode);
+	f.start(b, vr_passive_port(p.n));
+	VR_REQUIRE_OK(vr_passive_wait_backup(p.n, 10000));
+	work();
+	wait_acked(p);
+	vr_passive_stop(b.n);
+	VR_REQUIRE_OK(f.join());
+	std::vector<char> c = copy_of(f.path);
+	REQUIRE(c.size() == PSIZE);
+	REQUIRE(memcmp(c.data(), p.base(), PSIZE) == 0);
+	b.close();
+	wait_down(p);
+}
+
+} // namespace
+
 TEST_CASE("a passive backup rejoins by the log tail, or by a full copy once "
 	"the tail is gone", "[prejoin]")
 {
@@ -914,7 +941,6 @@ TEST_CASE("a passive backup rejoins by the log tail, or by a full copy once "
 		p.open(da.path, mode);
 		p.add();
 		VR_REQUIRE_OK(vr_passive_serve(p.n, "127.0.0.1", 0));
-		unsigned port = vr_passive_port(p.n);
 		unsigned i = 0;
 		auto run = [&](unsigned k, size_t big, bool live) {
 			for (unsigned e = i + k; i < e; i++) {
@@ -926,19 +952,8 @@ TEST_CASE("a passive backup rejoins by the log tail, or by a full copy once "
 			}
 		};
 		auto session = [&](unsigned k) {
-			Follower f;
-			b.open(db.path, mode);
-			f.start(b, port);
-			VR_REQUIRE_OK(vr_passive_wait_backup(p.n, 10000));
-			run(k, 0, true);
-			wait_acked(p);
-			vr_passive_stop(b.n);
-			VR_REQUIRE_OK(f.join());
-			std::vector<char> c = copy_of(f.path);
-			REQUIRE(c.size() == PSIZE);
-			REQUIRE(memcmp(c.data(), p.base(), PSIZE) == 0);
-			b.close(); // a new process next time
-			wait_down(p);
+			backup_session(p, b, db.path, mode,
+				[&] { run(k, 0, true); });
 		};
 		session(300);
 		// A torn write of the position's newer slot: the older slot
@@ -1006,24 +1021,9 @@ TEST_CASE("a log tail that crosses the ring's end exactly at a record's end "
 	VR_REQUIRE_OK(vr_passive_serve(p.n, "127.0.0.1", 0));
 	unsigned port = vr_passive_port(p.n);
 	auto head_off = [&] { return vrp__ring_head(p.n) & (R - 1); };
-	auto session = [&](auto &&work) {
-		Follower f;
-		b.open(db.path, VR_1SAFE);
-		f.start(b, port);
-		VR_REQUIRE_OK(vr_passive_wait_backup(p.n, 10000));
-		work();
-		wait_acked(p);
-		vr_passive_stop(b.n);
-		VR_REQUIRE_OK(f.join());
-		std::vector<char> c = copy_of(f.path);
-		REQUIRE(c.size() == PSIZE);
-		REQUIRE(memcmp(c.data(), p.base(), PSIZE) == 0);
-		b.close();
-		wait_down(p);
-	};
 	// A full copy, small records, then big ones until the ring's head
 	// is in its second half (the tail below then fits in the ring).
-	session([&] {
+	backup_session(p, b, db.path, VR_1SAFE, [&] {
 		unsigned i = 0;
 		for (; i < 20; i++)
 			VR_REQUIRE_OK(ptx(p, i));
