@@ -25,7 +25,9 @@
  *       files fsynced, and the state's `copying` cleared durably after.
  *   P4. Sealed records in the ring are never rewritten before the sender
  *       passed them; the open record is never split across the ring's end
- *       (the producer wraps only between records).
+ *       (the producer wraps only between records).  The sender's runs of
+ *       contiguous bytes end at a wrap mark and at the ring's end, which
+ *       a record may reach exactly (no mark then).
  *   P5. A full copy is taken with the producers' lock held: no flush or
  *       fence of the program runs during it, and the open record is
  *       sealed first, so the stream after COPY_END holds exactly the
@@ -930,6 +932,18 @@ vrp__ring_at(const vr_passive *n, uint64_t at)
 	return h;
 }
 
+/* Where the next record starts in the ring (position, not offset). */
+uint64_t
+vrp__ring_head(vr_passive *n)
+{
+	uint64_t h;
+
+	pthread_mutex_lock(&n->lock);
+	h = n->head;
+	pthread_mutex_unlock(&n->lock);
+	return h;
+}
+
 /* The HELLO exchange, then the log tail (P6) or the full copy (P5).
  * 0: the backup is live. */
 static int
@@ -1077,6 +1091,18 @@ send_records(vr_passive *n, int fd, uint64_t from, uint64_t to)
 		}
 		rec_seal(h);
 		p += h->len;
+		if ((p & n->mask) == 0) {
+			/* The record ends exactly at the ring's end, with no
+			 * wrap mark: the bytes after it are at the ring's
+			 * start, so the run ends here (P4), never past the
+			 * ring. */
+#ifndef VRP_BROKEN_RUN_PAST_END
+			if ((rc = send_timed(n, fd, n->ring + (run & n->mask),
+				p - run)))
+				return rc;
+			run = p;
+#endif
+		}
 	}
 	if (p > run)
 		return send_timed(n, fd, n->ring + (run & n->mask),

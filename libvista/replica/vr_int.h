@@ -213,5 +213,6 @@ struct vrp_hello;
 bool vrp__tail_at(vr_passive *n, uint64_t epoch, const struct vrp_hello *bh,
 	uint64_t *at);
 const struct vr_rec_hdr *vrp__ring_at(const vr_passive *n, uint64_t at);
+uint64_t vrp__ring_head(vr_passive *n);
 
 #endif /* VR_INT_H */
