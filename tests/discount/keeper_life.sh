@@ -50,6 +50,17 @@ fail() {
 	exit 1
 }
 keepers() { pgrep -f -- "dc-keeper[-a-z]* --dir $1 " | sort; }
+# DIR PIDS: the keepers there come to be exactly PIDS within 3 s (a
+# process that dc-run starts and that ends at once, on finding the keeper
+# alive, may be seen for a moment; bounded: 30 looks)
+keepers_settle() {
+	local i
+	for i in $(seq 30); do
+		[ "$(keepers "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 gone_within() { # DIR SECONDS: the keepers there now all end
 	local t=0 k left
 	local ks
@@ -112,7 +123,7 @@ run
 echo ask >&3
 read -r -t 20 r <&4 && [ "$r" = 2 ] ||
 	fail "answer after the recovery: '${r:-}'"
-[ "$(keepers "$D/c3")" = "$K" ] ||
+keepers_settle "$D/c3" "$K" ||
 	fail "keepers after the recovery: '$(keepers "$D/c3")', not $K"
 echo quit >&3
 read -r -t 20 r <&4 || fail "no answer to the quit request"
