@@ -228,17 +228,14 @@ accept(int fd, struct sockaddr *sa, socklen_t *len)
 /* A file's reads and writes at an offset (a database's blocks and log:
  * held under --disk buffer/rename, served from what is held) and its
  * flush (free for a held file, held.c).  On x86-64 pread and pread64
- * (pwrite and pwrite64) are the one call; <unistd.h> renames the first
- * to the second here (_FILE_OFFSET_BITS=64), so each name is given by
- * its assembler name. */
+ * (pwrite and pwrite64, __pread_chk and __pread64_chk) are the one call:
+ * the second name is an alias of the first.  <unistd.h> renames the
+ * first to the second here (_FILE_OFFSET_BITS=64), so each is declared
+ * by its assembler name. */
 ssize_t w_pread(int, void *, size_t, long) __asm__("pread");
-ssize_t w_pread64(int, void *, size_t, long) __asm__("pread64");
 ssize_t w_pwrite(int, const void *, size_t, long) __asm__("pwrite");
-ssize_t w_pwrite64(int, const void *, size_t, long) __asm__("pwrite64");
 ssize_t w_pread_chk(int, void *, size_t, long, size_t)
 	__asm__("__pread_chk");
-ssize_t w_pread64_chk(int, void *, size_t, long, size_t)
-	__asm__("__pread64_chk");
 
 WRAP ssize_t
 w_pread(int fd, void *b, size_t n, long off)
@@ -247,19 +244,7 @@ w_pread(int fd, void *b, size_t n, long off)
 }
 
 WRAP ssize_t
-w_pread64(int fd, void *b, size_t n, long off)
-{
-	return call(SYS_pread64, fd, L(b), L(n), off, 0, 0);
-}
-
-WRAP ssize_t
 w_pwrite(int fd, const void *b, size_t n, long off)
-{
-	return call(SYS_pwrite64, fd, L(b), L(n), off, 0, 0);
-}
-
-WRAP ssize_t
-w_pwrite64(int fd, const void *b, size_t n, long off)
 {
 	return call(SYS_pwrite64, fd, L(b), L(n), off, 0, 0);
 }
@@ -272,13 +257,12 @@ w_pread_chk(int fd, void *b, size_t n, long off, size_t blen)
 	return call(SYS_pread64, fd, L(b), L(n), off, 0, 0);
 }
 
-WRAP ssize_t
-w_pread64_chk(int fd, void *b, size_t n, long off, size_t blen)
-{
-	if (n > blen)
-		__chk_fail();
-	return call(SYS_pread64, fd, L(b), L(n), off, 0, 0);
-}
+WRAP ssize_t w_pread64(int, void *, size_t, long) __asm__("pread64")
+	__attribute__((alias("pread")));
+WRAP ssize_t w_pwrite64(int, const void *, size_t, long)
+	__asm__("pwrite64") __attribute__((alias("pwrite")));
+WRAP ssize_t w_pread64_chk(int, void *, size_t, long, size_t)
+	__asm__("__pread64_chk") __attribute__((alias("__pread_chk")));
 
 WRAP int
 fdatasync(int fd)
