@@ -231,7 +231,7 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 		 * write-back also evicts (clwb on AMD Zen) makes each a miss.
 		 * Ask for this range's lines and the next few at once, so
 		 * that the misses overlap instead of following each other. */
-		if (diff)
+		if (diff && r.before != NULL)
 			for (size_t pf = 0; pf < r.len + VR_PREFETCH; pf += 64)
 				__builtin_prefetch((const char *)r.before + pf,
 					0, 3);
@@ -241,7 +241,9 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 		off0 = (uint64_t)((char *)r.addr - n->base);
 		if ((char *)r.addr < n->base || off0 + r.len > n->size)
 			continue; /* heap metadata: refused by the caller */
-		if (event == VISTA_HOOK_ABORT && !whole)
+		/* A new range (no before-image): its old bytes are not put
+		 * back here either. */
+		if (event == VISTA_HOOK_ABORT && (!whole || r.before == NULL))
 			continue;
 		if (event == VISTA_HOOK_ABORT) {
 			/* P3: put the before-images back on the backup. */
@@ -251,7 +253,7 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 				return rc;
 			continue;
 		}
-		if (!diff) {
+		if (!diff || r.before == NULL) { /* new range: whole */
 			rc = add_piece(off0, r.addr, r.len);
 			*data_bytes += r.len;
 			if (rc)
