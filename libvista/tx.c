@@ -77,8 +77,10 @@
  * POBJ_XADD_NO_SNAPSHOT)
  *   NR1. A new range is logged by its coordinates only (the last nnew
  *        descriptors of its record, log_layout.h): undo -- abort,
- *        recovery, an abort's hook -- skips it, so its bytes stay as the
- *        program left them.  Coalescing (T4) is by address, whatever
+ *        recovery -- does not put it back, so its bytes stay as the
+ *        program left them, and writes it back as it is (T3: the durable
+ *        state, and a passive backup's copy, then equal memory); the
+ *        hook sees it with no before-image.  Coalescing (T4) is by address, whatever
  *        the kind: a byte's first declaration in the transaction decides,
  *        and a byte both old and new in one call is in both records'
  *        descriptors, where the old one puts it back.  No DRAM copy in a
@@ -1507,14 +1509,21 @@ vista__undo(vista *v, struct vista_lane *l, const struct vista_segment *only,
 			const char *data = pos + r->len;
 			/* Data of descriptor i follows the data of 0..i-1, so
 			 * walk back from the end of the record (T3); new
-			 * ranges, last, have none and are not put back
-			 * (NR1). */
-			for (int i = (int)vista_rec_nold(r) - 1; i >= 0; i--) {
+			 * ranges, last, have none: not put back, only
+			 * written back as they are (NR1, T3). */
+			for (int i = r->count - 1; i >= 0; i--) {
 				struct vista_segment *seg;
-				data -= (d[i].len + 7) & ~7u;
 				seg = only ? (d[i].seg == only->idx ?
 						(struct vista_segment *)only : NULL) :
 					     v->byidx[d[i].seg];
+				if (i >= (int)vista_rec_nold(r)) {
+					if (seg != NULL)
+						vista__undo_note(l, seg,
+							seg->base + d[i].off,
+							d[i].len);
+					continue;
+				}
+				data -= (d[i].len + 7) & ~7u;
 				if (seg != NULL)
 					restore(l, seg, seg->base + d[i].off, data,
 						d[i].len, recovering);

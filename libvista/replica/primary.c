@@ -241,9 +241,17 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 		off0 = (uint64_t)((char *)r.addr - n->base);
 		if ((char *)r.addr < n->base || off0 + r.len > n->size)
 			continue; /* heap metadata: refused by the caller */
-		/* A new range (no before-image): its old bytes are not put
-		 * back here either. */
-		if (event == VISTA_HOOK_ABORT && (!whole || r.before == NULL))
+		if (event == VISTA_HOOK_ABORT && r.before == NULL) {
+			/* A new range (no before-image): the abort leaves it
+			 * as the transaction stored it, and so does the
+			 * backup, in diff mode too. */
+			rc = add_piece(off0, r.addr, r.len);
+			*data_bytes += r.len;
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (event == VISTA_HOOK_ABORT && !whole)
 			continue;
 		if (event == VISTA_HOOK_ABORT) {
 			/* P3: put the before-images back on the backup. */
@@ -531,7 +539,10 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	if (event == VISTA_HOOK_COMMIT && n->ring == NULL)
 		return vr__err(VR_ENOTPRIMARY,
 			"commit refused: vr_serve has not run");
-	if (event == VISTA_HOOK_ABORT && (!whole || n->ring == NULL))
+	/* An abort sends only what it does not put back: everything after
+	 * a copy (P3), else its new ranges (build). */
+	if (event == VISTA_HOOK_ABORT && ((!whole && len == 0) ||
+		    n->ring == NULL))
 		return 0;
 	tls.n = n;
 	tls.gen = gen;

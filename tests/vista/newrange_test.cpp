@@ -26,8 +26,7 @@
 #include <cstring>
 #include <vector>
 
-#include "powercut.hpp"
-#include "vista_test.hpp"
+#include "txrun.hpp"
 
 #include "log_layout.h"
 
@@ -100,6 +99,25 @@ TEST_CASE("abort puts the old ranges back and leaves the new ones as "
 	b = (char *)vista_segment_base(s);
 	REQUIRE(b[0] == 'x');
 	REQUIRE(b[130049] == 'x');
+	VREQUIRE_OK(vista_fini(v));
+}
+
+TEST_CASE("abort writes a new range back as it is (the durable state "
+	  "equals memory)",
+	"[newrange]")
+{
+	Env e(RIO_FORCE_CACHELINE);
+	vista *v = e.open();
+	vista_segment *s = vt::map(v, e.seg("a"), 0);
+	char *b = (char *)vista_segment_base(s);
+	VREQUIRE_OK(vista_begin_transaction(v, 0));
+	VREQUIRE_OK(vista_set_range_new(v, b + 4096, 4096));
+	memset(b + 4096, 'x', 4096);
+	vt::Tracer t;
+	VREQUIRE_OK(vista_abort_transaction(v));
+	REQUIRE(t.flush_lines >= 64);
+	REQUIRE(t.drains >= 1);
+	REQUIRE(b[4096] == 'x');
 	VREQUIRE_OK(vista_fini(v));
 }
 
@@ -346,7 +364,7 @@ TEST_CASE("a log of format 5.0 logs new ranges with their before-images",
 
 namespace {
 
-const size_t SEG = 64 << 10;
+using txrun::SEG;
 const int NACC = 64;
 const size_t ACC_OFF = 4096, ACC_STRIDE = 24; // several to a line
 const size_t HIST_OFF = 8192, HIST_LEN = 200, NHIST = 16;
@@ -380,9 +398,9 @@ int64_t *acc(char *b, int i)
 	return (int64_t *)(b + ACC_OFF + (size_t)i * ACC_STRIDE);
 }
 
-char *hist(char *b, uint64_t i)
+size_t hist_at(uint64_t i)
 {
-	return b + HIST_OFF + (i % NHIST) * HIST_LEN;
+	return HIST_OFF + (i % NHIST) * HIST_LEN;
 }
 
 // Transaction i on a plain buffer (the model) or through vista (v): a
@@ -392,7 +410,7 @@ int tx(vista *v, char *b, uint64_t i)
 {
 	int a = (int)(mix(i) % NACC), c = (int)(mix(i + 77) % NACC);
 	int64_t amt = (int64_t)(i % 97) + 1;
-	char *h = hist(b, i);
+	char *h = b + hist_at(i);
 	int rc = 0;
 	if (v && i % 5 == 3) {
 		rc = vista_begin_transaction(v, 0);
@@ -440,122 +458,14 @@ std::vector<char> model(uint64_t n)
 	return m;
 }
 
-// Run transactions from the recovered counter on, reporting each one
-// that returned in `report` (8 bytes; the page cache outlives SIGKILL).
-void run(const Run &e, const std::string &report, uint64_t n)
-{
-	vista *v = nullptr;
-	CHILD_OK(e.init(&v));
-	vista_segment *s = nullptr;
-	CHILD_OK(vista_map(v, e.seg.c_str(), vt::addr(3), SEG, VISTA_CREATE,
-		&s));
-	char *b = (char *)vista_segment_base(s);
-	int fd = open(report.c_str(), O_WRONLY | O_CREAT, 0644);
-	if (fd < 0)
-		_exit(11);
-	for (uint64_t i = *(uint64_t *)b; i < n; i++) {
-		CHILD_OK(tx(v, b, i));
-		uint64_t done = i + 1;
-		if (pwrite(fd, &done, 8, 0) != 8)
-			_exit(12);
-	}
-	CHILD_OK(vista_fini(v));
-}
-
-uint64_t reported(const std::string &report)
-{
-	uint64_t n = 0;
-	int fd = open(report.c_str(), O_RDONLY);
-	if (fd >= 0) {
-		if (pread(fd, &n, 8, 0) != 8)
-			n = 0;
-		close(fd);
-	}
-	return n;
-}
-
-// After a crash: recovery, then the state of the transactions that
-// returned, or of one more -- the next one's history row aside: it is
-// new in a transaction that did not commit, and nobody reads it.
+// The state of the transactions that returned, or of one more -- the
+// next one's history row aside: it is new in a transaction that did not
+// commit, and nobody reads it.
 std::string check(const Run &e, const std::string &report)
 {
-	vista *v = nullptr;
-	int rc = e.init(&v);
-	if (rc)
-		return std::string("vista_init: ") + vista_errormsg();
-	vista_segment *s = nullptr;
-	rc = vista_map(v, e.seg.c_str(), vt::addr(3), SEG, 0, &s);
-	if (rc) {
-		std::string m = std::string("vista_map: ") + vista_errormsg();
-		vista_fini(v);
-		return m;
-	}
-	char *b = (char *)vista_segment_base(s);
-	uint64_t c = *(uint64_t *)b, r = reported(report);
-	std::string why;
-	std::vector<char> m = model(c);
-	size_t skip = (size_t)(hist(b, c) - b);
-	if (c != r && c != r + 1)
-		why = "counter " + std::to_string(c) + ", " +
-			std::to_string(r) + " returned";
-	else if (memcmp(b, m.data(), skip) != 0 ||
-		 memcmp(b + skip + HIST_LEN, m.data() + skip + HIST_LEN,
-			 SEG - skip - HIST_LEN) != 0)
-		why = "the segment is not the state after " +
-			std::to_string(c) + " transactions";
-	VREQUIRE_OK(vista_fini(v));
-	return why;
-}
-
-void fresh(const Run &e)
-{
-	vista *v = nullptr;
-	VREQUIRE_OK(e.init(&v));
-	vista_segment *s = nullptr;
-	VREQUIRE_OK(vista_map(v, e.seg.c_str(), vt::addr(3), SEG, VISTA_CREATE,
-		&s));
-	VREQUIRE_OK(vista_fini(v));
-}
-
-void cut_every_fence(unsigned lanes, uint64_t ntx)
-{
-	uint64_t seed = test::seed();
-	int bad = 0, cuts = 0;
-	std::string first;
-	for (uint64_t cut = 1;; cut++) {
-		Run e;
-		e.lanes = lanes;
-		fresh(e);
-		std::string report = e.dir / "report";
-		auto r = test::run_child([&] {
-			pc::install(cut, seed + cut);
-			run(e, report, ntx);
-			_exit(20); // ran to the end: no cut
-		});
-		if (r.exited && r.code == 20)
-			break;
-		INFO(r.err);
-		REQUIRE(r.signal == SIGKILL);
-		cuts++;
-		pc::adopt({ e.log, e.seg });
-		std::string why = check(e, report);
-		if (!why.empty()) {
-			if (bad++ == 0)
-				first = "cut at fence " + std::to_string(cut) +
-					": " + why;
-			if (broken)
-				break;
-		}
-	}
-	INFO(first);
-	WARN(lanes << " lane(s): " << cuts << " power cuts, " << bad
-		   << " wrong states; " << first);
-	if (broken) {
-		REQUIRE(bad > 0);
-	} else {
-		REQUIRE(bad == 0);
-		REQUIRE(cuts > (int)ntx); // every commit's fence was cut
-	}
+	return txrun::check(e, report, model, [](uint64_t c) {
+		return std::make_pair(hist_at(c), HIST_LEN);
+	});
 }
 
 } // namespace
@@ -565,7 +475,8 @@ TEST_CASE("new ranges: a power failure at every fence of a run",
 {
 	// One lane: the commit stores no truncation (log.c L7); four: the
 	// commit stores it lazily (L6).
-	cut_every_fence(1, 80);
+	txrun::cut_every_fence<Run>(broken, 80, [](Run &) {}, tx, check);
 	if (!broken)
-		cut_every_fence(4, 40);
+		txrun::cut_every_fence<Run>(broken, 40,
+			[](Run &e) { e.lanes = 4; }, tx, check);
 }
