@@ -248,7 +248,8 @@ v_ranges(void *ctx, size_t n, const struct tb_range *r)
 			s[k++] = (struct vista_range){ r[i].addr, r[i].len };
 	int rc = n_old == n ? vista_set_ranges(c->v, n, s) :
 		vista_set_ranges_new(c->v, n, n_old, s);
-	return rc ? vfail("vista_set_ranges_new", rc) : 0;
+	return rc ? vfail(n_old == n ? "vista_set_ranges" :
+		"vista_set_ranges_new", rc) : 0;
 }
 
 static int
