@@ -293,7 +293,7 @@ open_range(struct vista_lane *l, struct vista_segment *seg, uintptr_t lo,
 			continue;
 		if (sig && vista__log_room(l, pages_record_len(nlog)) == NULL)
 			return VISTA_ELOGFULL;
-		rc = vista__log_ranges(l, sp, ns);
+		rc = vista__log_ranges(l, sp, ns, 0);
 		if (rc)
 			return rc;
 		/* P1: the pages' before-images are durable before the pages
@@ -551,7 +551,8 @@ mark_changed(struct vista_lane *l)
 		if (r->type == VISTA_REC_RANGES) {
 			const struct vista_rdesc *d = (const void *)(r + 1);
 			const char *data = (const char *)(d + r->count);
-			for (unsigned i = 0; i < r->count; i++) {
+			/* New ranges, last, have no image (NR1). */
+			for (unsigned i = 0; i < vista_rec_nold(r); i++) {
 				struct vista_segment *seg = l->v->byidx[d[i].seg];
 				uintptr_t a = (uintptr_t)seg->base + d[i].off;
 				const char *img = data;
@@ -598,7 +599,7 @@ relog(struct vista_lane *l, const uint64_t *pg, uint32_t n)
 			sp[ns++] = (struct vista__span){ p, p + VISTA_PAGE,
 				seg };
 		}
-		if (vista__log_ranges(l, sp, ns) != 0)
+		if (vista__log_ranges(l, sp, ns, 0) != 0)
 			return first;
 		VISTA__STAT_ADD(l, auto_kept, k - first);
 	}

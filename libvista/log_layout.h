@@ -74,11 +74,17 @@
 				   by every commit, 16-byte descriptors;
 				   4: a record's tag stored after a fence
 				   of its own (a present tag = complete) */
-#define VISTA_LOG_MINOR 0
+#define VISTA_LOG_MINOR 1 /* 1: new ranges (VISTA_LOG_INCOMPAT_NEW) */
 #define VISTA_LOG_HDR_SIZE 4096u
 
 #define VISTA_LOG_COMPAT_KNOWN 0u
-#define VISTA_LOG_INCOMPAT_KNOWN 0u
+/* Records may end in descriptors of new ranges, with no data (vista_rec
+ * `nnew`).  Set in every log this version creates: a reader of 5.0 would
+ * take such a record's nonzero `nnew` for a torn header, and so refuses
+ * the log for the unknown feature instead.  A log of 5.0 (bit clear)
+ * holds no such record and is read by the same code. */
+#define VISTA_LOG_INCOMPAT_NEW (1u << 0)
+#define VISTA_LOG_INCOMPAT_KNOWN VISTA_LOG_INCOMPAT_NEW
 #define VISTA_LOG_RO_COMPAT_KNOWN 0u
 
 #define VISTA_LOG_CSUM_SEED 0x5649535441484452ull    /* "VISTAHDR" */
@@ -206,7 +212,8 @@ vista_lane_done_check(uint64_t seed, uint64_t done_gen, const uint64_t *done)
 }
 
 /* Record types */
-#define VISTA_REC_RANGES 1 /* before-images: count descriptors, then data */
+#define VISTA_REC_RANGES 1 /* before-images: count descriptors, then data;
+				the last nnew describe new ranges, no data */
 #define VISTA_REC_ALLOC 2  /* heap blocks the transaction allocated */
 #define VISTA_REC_FREE 3   /* heap blocks the transaction frees at commit */
 
@@ -218,6 +225,11 @@ vista_lane_done_check(uint64_t seed, uint64_t done_gen, const uint64_t *done)
  * before it (see above).
  * `prev` is the stride of the previous record (0 for the first), so that
  * records can be undone newest first without a separate index.
+ * `nnew` (VISTA_REC_RANGES, format 5.1): the last nnew of the count
+ * descriptors describe new ranges (vista_set_range_new): their bytes have
+ * no before-image -- no data follows for them, undo and recovery never
+ * put them back -- but the commit checksum covers them like the others.
+ * Zero in other records.
  */
 struct vista_rec {
 	uint64_t check; /* 0  */
@@ -227,15 +239,23 @@ struct vista_rec {
 	uint16_t count; /* 22 descriptors or objects */
 	uint32_t prev;  /* 24 stride of the previous record, 0 if first */
 	uint16_t flags; /* 28 zero (no flags defined) */
-	uint16_t reserved; /* 30 zero */
+	uint16_t nnew;  /* 30 new-range descriptors at the end (5.1) */
 };
+
+/* Descriptors of a VISTA_REC_RANGES record that carry a before-image. */
+static inline unsigned
+vista_rec_nold(const struct vista_rec *r)
+{
+	return (unsigned)r->count - r->nnew;
+}
 
 /*
  * A before-image descriptor (VISTA_REC_RANGES): one 8-byte word, so that
  * a batch's descriptors share the record's first line with its header and
  * the start of its images.  The descriptors follow the header; the data of
- * descriptor i follows all descriptors, each padded to 8 bytes, in
- * descriptor order.  Bit-fields from bit 0 (x86-64 SysV order): off bits
+ * descriptor i (i < count - nnew) follows all descriptors, each padded to
+ * 8 bytes, in descriptor order; the nnew last descriptors have none.
+ * Bit-fields from bit 0 (x86-64 SysV order): off bits
  * 0-39, len bits 40-55, seg bits 56-63.  A longer range takes several
  * descriptors of at most VISTA_RDESC_MAX_LEN bytes; a segment spans at
  * most VISTA_RDESC_MAX_OFF bytes (vista_segment_footprint).

@@ -624,7 +624,8 @@ hh_after_undo(const struct vista_lane *l, const struct vista_segment *seg,
 		if (r->type == VISTA_REC_RANGES) {
 			const struct vista_rdesc *d = (const void *)(r + 1);
 			const char *data = pos + r->len;
-			for (int i = r->count - 1; i >= 0; i--) {
+			/* New ranges, last, have no image (NR1). */
+			for (int i = (int)vista_rec_nold(r) - 1; i >= 0; i--) {
 				uint64_t a, b;
 				data -= (d[i].len + 7) & ~7u;
 				if (d[i].seg != seg->idx)

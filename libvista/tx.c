@@ -73,6 +73,27 @@
  *   T5. The fault hook never sees a lane in the middle of an append: the
  *       library stores to protected pages only outside them.
  *
+ * New ranges (vista_set_range_new, vista_set_ranges_new; PMDK's
+ * POBJ_XADD_NO_SNAPSHOT)
+ *   NR1. A new range is logged by its coordinates only (the last nnew
+ *        descriptors of its record, log_layout.h): undo -- abort,
+ *        recovery -- does not put it back, so its bytes stay as the
+ *        program left them, and writes it back as it is (T3: the durable
+ *        state, and a passive backup's copy, then equal memory); the
+ *        hook sees it with no before-image.  Coalescing (T4) is by address, whatever
+ *        the kind: a byte's first declaration in the transaction decides,
+ *        and a byte both old and new in one call is in both records'
+ *        descriptors, where the old one puts it back.  No DRAM copy in a
+ *        held group (N3) either.
+ *   NR2. Otherwise it is a declared range: in the range set, so the commit
+ *        writes it back before its fence (T2), and in the records, so the
+ *        commit checksum (vista__after_csum) covers its after-image and a
+ *        crash before that fence finds the commit record not matching it:
+ *        the transaction rolls back, the new range with it left unread.
+ *   NR3. A log of format 5.0 (no VISTA_LOG_INCOMPAT_NEW) never holds a
+ *        new range: there they are logged with their before-images.
+ *        Redo mode and automatic transactions refuse them (-ENOTSUP).
+ *
  * No-flush groups (VISTA_TX_NO_FLUSH, vista_flush; RVM's no-flush mode)
  *   N1. A no-flush transaction ends without a flush, a fence or a
  *       truncation (hold): its records, declared ranges and touched
@@ -275,7 +296,7 @@ vista__declare(struct vista_lane *l, struct vista_segment *seg, void *addr,
 	} else {
 		for (uint32_t i = 0; i < ng; i++)
 			sp[i] = (struct vista__span){ g[i].lo, g[i].hi, seg };
-		rc = vista__log_ranges(l, sp, ng);
+		rc = vista__log_ranges(l, sp, ng, 0);
 	}
 	if (VISTA__UNLIKELY(rc))
 		return rc;
@@ -392,20 +413,40 @@ spans_sort(struct vista__span *s, size_t n)
 	}
 }
 
+/* Merge the sorted g[0..n) where they overlap or touch; returns the new n
+ * (the range set's intervals are apart, R1). */
+static uint32_t
+gaps_merge(struct vista_gap *g, uint32_t n)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 1; i < n; i++) {
+		if (g[i].lo <= g[k].hi) {
+			if (g[i].hi > g[k].hi)
+				g[k].hi = g[i].hi;
+		} else {
+			g[++k] = g[i];
+		}
+	}
+	return n ? k + 1 : 0;
+}
+
 /*
  * The common batch, in one pass and without the general path's arrays: a
  * transaction's first (nothing to coalesce with, T4), not held, of at
  * most 16 ranges, each under 256 bytes and inside the segment of the
- * lane's lookup cache.  Returns 1, having done nothing, for any other
- * batch (an invalid range included: the general path refuses it).
+ * lane's lookup cache; ranges[n_old..n) are new (NR1).  Returns 1, having
+ * done nothing, for any other batch (an invalid range included: the
+ * general path refuses it).
  */
 static int
-first_batch(struct vista_lane *l, size_t n, const struct vista_range *ranges)
+first_batch(struct vista_lane *l, size_t n, size_t n_old,
+	const struct vista_range *ranges)
 {
-	struct vista_gap g[16];
+	struct vista_gap g[16], u[16];
 	struct vista_segment *seg = NULL;
 	uintptr_t clo = 0, chi = 0;
-	uint32_t ng = 0, k = 0;
+	uint32_t ng = 0, nn = 0, nu = 0, k = 0;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
@@ -424,26 +465,24 @@ first_batch(struct vista_lane *l, size_t n, const struct vista_range *ranges)
 		}
 		if (len >= 256 || a < clo || a >= chi || len > chi - a)
 			return 1;
-		/* Insertion by address: a few dozen compares here. */
-		uint32_t j = ng++;
-		for (; j > 0 && g[j - 1].lo > a; j--)
-			g[j] = g[j - 1];
-		g[j] = (struct vista_gap){ a, a + len };
+		/* Insertion by address: a few dozen compares here.  The
+		 * old ranges fill g from 0, the new ones u. */
+		struct vista_gap *t = i < n_old ? g : u;
+		uint32_t j = i < n_old ? ng++ : nn++;
+		for (; j > 0 && t[j - 1].lo > a; j--)
+			t[j] = t[j - 1];
+		t[j] = (struct vista_gap){ a, a + len };
 	}
-	if (ng == 0)
+	if (ng + nn == 0)
 		return 1;
-	/* Merge what overlaps or touches: the range set's intervals are
-	 * apart (R1), and each byte is logged once (T4). */
-	for (uint32_t i = 1; i < ng; i++) {
-		if (g[i].lo <= g[k].hi) {
-			if (g[i].hi > g[k].hi)
-				g[k].hi = g[i].hi;
-		} else {
-			g[++k] = g[i];
-		}
-	}
-	ng = k + 1;
-	rc = vista__log_batch(l, seg, g, ng);
+	/* Merge what overlaps or touches: each byte is logged once (T4).
+	 * A byte both old and new here is in both records' descriptors:
+	 * undo restores it from the old one (NR1). */
+	ng = gaps_merge(g, ng);
+	nn = gaps_merge(u, nn);
+	for (uint32_t i = 0; i < nn; i++)
+		g[ng + i] = u[i];
+	rc = vista__log_batch(l, seg, g, ng + nn, nn);
 	if (VISTA__UNLIKELY(rc))
 		return rc;
 #ifndef VISTA_BROKEN_NO_LOG_PERSIST
@@ -451,9 +490,23 @@ first_batch(struct vista_lane *l, size_t n, const struct vista_range *ranges)
 	vista__drain(l);
 #endif
 	VISTA__STAT_ADD(l, set_ranges, 1);
+	const struct vista_gap *set = g;
+#ifdef VISTA_BROKEN_NEW_NO_WRITEBACK
+	nn = 0; /* wrong: the new ranges are not in the set the commit
+		 * writes back (NR2) */
+#endif
+	if (nn > 0) {
+		/* Old and new together, sorted and merged again (R1). */
+		uint32_t i = 0, j = ng;
+		while (i < ng || j < ng + nn)
+			u[nu++] = j == ng + nn || (i < ng &&
+				g[i].lo <= g[j].lo) ? g[i++] : g[j++];
+		ng = gaps_merge(u, nu);
+		set = u;
+	}
 	/* The set is empty and holds 16 inline: sorted, disjoint, apart. */
-	for (uint32_t i = 0; i < ng; i++)
-		l->ranges.v[i] = (struct vista_ival){ g[i].lo, g[i].hi, seg };
+	for (k = 0; k < ng; k++)
+		l->ranges.v[k] = (struct vista_ival){ set[k].lo, set[k].hi, seg };
 	l->ranges.n = ng;
 	if (!vista__bit_test(l->touched, seg->idx))
 		vista__bit_set(l->touched, seg->idx);
@@ -461,37 +514,103 @@ first_batch(struct vista_lane *l, size_t n, const struct vista_range *ranges)
 	if (VISTA__UNLIKELY(__atomic_load_n(&seg->prot, __ATOMIC_RELAXED)) &&
 	    !(l->flags & VISTA_TX_AUTO))
 		for (uint32_t i = 0; i < ng && rc == 0; i++)
-			rc = vista__open_pages(l, seg, g[i].lo, g[i].hi, false);
+			rc = vista__open_pages(l, seg, set[i].lo, set[i].hi,
+				false);
 	return rc;
 }
 
-int
-vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
+/* Merge sorted spans r[0..n) of one segment each where they overlap or
+ * touch within a segment; returns the new n.  *apart is cleared if two
+ * spans of different segments touch (R1 wants a gap between intervals). */
+static size_t
+spans_merge(struct vista__span *r, size_t n, bool *apart)
+{
+	size_t k = 0;
+
+	if (n < 2)
+		return n;
+	spans_sort(r, n);
+	for (size_t i = 1; i < n; i++) {
+		if (r[i].lo <= r[k].hi && r[i].seg == r[k].seg) {
+			if (r[i].hi > r[k].hi)
+				r[k].hi = r[i].hi;
+		} else {
+			if (r[i].lo <= r[k].hi)
+				*apart = false;
+			r[++k] = r[i];
+		}
+	}
+	return k + 1;
+}
+
+/* Append [lo, hi) of seg to the growing array *sp (stack_s at first). */
+static int
+spans_push(struct vista__span **sp, size_t *ns, size_t *cap,
+	const struct vista__span *stack_s, uintptr_t lo, uintptr_t hi,
+	struct vista_segment *seg)
+{
+	if (*ns == *cap) {
+		size_t nc = 2 * *cap;
+		struct vista__span *n = malloc(nc * sizeof(*n));
+		if (n == NULL)
+			return vista__err(-ENOMEM, "out of memory");
+		memcpy(n, *sp, *ns * sizeof(*n));
+		if (*sp != stack_s)
+			free(*sp);
+		*sp = n;
+		*cap = nc;
+	}
+	(*sp)[(*ns)++] = (struct vista__span){ lo, hi, seg };
+	return 0;
+}
+
+/*
+ * vista_set_ranges() and vista_set_ranges_new(): ranges[n_old..n) are new
+ * (NR1-NR3).  Every range is declared or none.
+ */
+static int
+set_batch(vista *v, size_t n, size_t n_old, const struct vista_range *ranges,
+	const char *call)
 {
 	struct vista_lane *l = vista__lane_peek(v);
 	struct vista__span stack_r[VISTA__BATCH_STACK], *r = stack_r;
 	struct vista__span stack_s[32], *sp = stack_s;
-	size_t nr = 0, ns = 0, cap_s = 32;
+	size_t nr = 0, nr0, nrn = 0, ns = 0, nsn = 0, cap_s = 32;
 	struct vista_segment *last = NULL;
 	bool fresh, open = false;
 	int rc = 0;
 
-	if (v != NULL && v->redo != NULL)
+	if (v != NULL && v->redo != NULL) {
+		if (n_old < n)
+			return vista__err(-ENOTSUP, "%s: redo mode keeps every "
+				"before-image in DRAM: use vista_set_ranges",
+				call);
 		return vista__redo_set_ranges(v, n, ranges);
+	}
 	if (l == NULL || l->state != VISTA__TX_ACTIVE)
-		return no_tx(v, "vista_set_ranges");
+		return no_tx(v, call);
+	if (n_old > n)
+		return vista__err(-EINVAL, "%s: n_old %zu is more than n %zu",
+			call, n_old, n);
 	if (n == 0)
 		return 0;
 	if (ranges == NULL)
-		return vista__err(-EINVAL, "vista_set_ranges: NULL ranges");
+		return vista__err(-EINVAL, "%s: NULL ranges", call);
+	if (n_old < n && (l->flags & VISTA_TX_AUTO))
+		return vista__err(-ENOTSUP, "%s: an automatic transaction "
+			"logs whole pages: new ranges need VISTA_TX_AUTO off",
+			call);
+	/* NR3: a log of format 5.0 cannot hold new ranges. */
+	if (VISTA__UNLIKELY(!v->new_ok))
+		n_old = n;
 	/* Start loading every before-image now: the misses overlap the
 	 * checks, sorting and coalescing below instead of stalling the
 	 * copies.  A prefetch never faults, so an invalid range costs
 	 * nothing here and is refused below. */
-	for (size_t i = 0, np = n < 16 ? n : 16; i < np; i++)
+	for (size_t i = 0, np = n_old < 16 ? n_old : 16; i < np; i++)
 		__builtin_prefetch(ranges[i].addr, 1, 3);
 	if (VISTA__LIKELY(l->ranges.n == 0 && n <= 16 && !l->held)) {
-		rc = first_batch(l, n, ranges);
+		rc = first_batch(l, n, n_old, ranges);
 		if (VISTA__LIKELY(rc != 1))
 			return rc;
 		rc = 0;
@@ -506,12 +625,16 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 			continue;
 		seg = vista__seg_find(l, a, ranges[i].len);
 		if (seg == NULL) {
-			rc = bad_range(v, ranges[i].addr, ranges[i].len,
-				"vista_set_ranges");
+			rc = bad_range(v, ranges[i].addr, ranges[i].len, call);
 			goto out;
 		}
-		r[nr++] = (struct vista__span){ a, a + ranges[i].len, seg };
+		r[nr + nrn] = (struct vista__span){ a, a + ranges[i].len, seg };
+		if (i < n_old)
+			nr++;
+		else
+			nrn++;
 	}
+	/* N3: a new range's old bytes are not put back (NR1). */
 	for (size_t i = 0; l->held && i < nr; i++)
 		if (vundo_save(l, r[i].lo, r[i].hi - r[i].lo)) {
 			rc = vista__err(-ENOMEM, "out of memory");
@@ -520,23 +643,14 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 	/* The transaction's first batch: every byte is new, nothing to
 	 * coalesce with (T4), and the merged batch is the range set as it
 	 * stands -- unless two of its spans touch across segments (R1 wants
-	 * a gap between the set's intervals). */
-	fresh = l->ranges.n == 0;
-	/* Merge the batch with itself... */
-	if (nr > 1) {
-		size_t k = 0;
-		spans_sort(r, nr);
-		for (size_t i = 1; i < nr; i++) {
-			if (r[i].lo <= r[k].hi && r[i].seg == r[k].seg) {
-				if (r[i].hi > r[k].hi)
-					r[k].hi = r[i].hi;
-			} else {
-				if (r[i].lo <= r[k].hi)
-					fresh = false;
-				r[++k] = r[i];
-			}
-		}
-		nr = k + 1;
+	 * a gap between the set's intervals) or new ranges come with it. */
+	fresh = l->ranges.n == 0 && nrn == 0;
+	/* Merge the batch with itself (the old part, then the new part)... */
+	nr0 = nr;
+	nr = spans_merge(r, nr, &fresh);
+	if (nrn > 0) {
+		memmove(r + nr, r + nr0, nrn * sizeof(*r));
+		nrn = spans_merge(r + nr, nrn, &fresh);
 	}
 	fresh = fresh && nr <= l->ranges.cap;
 	if (fresh) {
@@ -544,7 +658,7 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 		ns = nr;
 	}
 	/* ...and with what the transaction declared before (T4). */
-	for (size_t i = 0; !fresh && i < nr; i++) {
+	for (size_t i = 0; !fresh && i < nr + nrn; i++) {
 		struct vista_gap g[VISTA__MAXGAPS];
 		uint32_t ng = vista__ranges_gaps(&l->ranges, r[i].lo, r[i].hi,
 			g, VISTA__MAXGAPS);
@@ -554,29 +668,20 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 		}
 		if (ng != 1 || g[0].lo != r[i].lo || g[0].hi != r[i].hi)
 			VISTA__STAT_ADD(l, ranges_coalesced, 1);
-		if (ns + ng > cap_s) {
-			size_t nc = 2 * (ns + ng);
-			struct vista__span *nsp = malloc(nc * sizeof(*nsp));
-			if (nsp == NULL) {
-				rc = vista__err(-ENOMEM, "out of memory");
-				goto out;
-			}
-			memcpy(nsp, sp, ns * sizeof(*sp));
-			if (sp != stack_s)
-				free(sp);
-			sp = nsp;
-			cap_s = nc;
-		}
-		for (uint32_t j = 0; j < ng; j++)
-			sp[ns++] = (struct vista__span){ g[j].lo, g[j].hi,
-				r[i].seg };
+		for (uint32_t j = 0; j < ng && rc == 0; j++)
+			rc = spans_push(&sp, &ns, &cap_s, stack_s, g[j].lo,
+				g[j].hi, r[i].seg);
+		if (rc)
+			goto out;
+		if (i >= nr)
+			nsn += ng;
 	}
-	if (vista__ranges_reserve(&l->ranges, (uint32_t)nr)) {
+	if (vista__ranges_reserve(&l->ranges, (uint32_t)(nr + nrn))) {
 		rc = vista__err(-ENOMEM, "out of memory");
 		goto out;
 	}
 	if (ns > 0) {
-		rc = vista__log_ranges(l, sp, (uint32_t)ns);
+		rc = vista__log_ranges(l, sp, (uint32_t)ns, (uint32_t)nsn);
 		if (rc)
 			goto out;
 #ifndef VISTA_BROKEN_NO_LOG_PERSIST
@@ -585,7 +690,12 @@ vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
 #endif
 	}
 	VISTA__STAT_ADD(l, set_ranges, 1);
-	for (size_t i = 0; i < nr && rc == 0; i++) {
+#ifdef VISTA_BROKEN_NEW_NO_WRITEBACK
+	nrn = 0; /* wrong: as in first_batch() */
+#endif
+	if (nrn > 0)
+		spans_sort(r, nr + nrn); /* new among old, by address */
+	for (size_t i = 0; i < nr + nrn && rc == 0; i++) {
 		if (fresh) /* sorted, disjoint, apart: R1 as they come */
 			l->ranges.v[l->ranges.n++] = (struct vista_ival){
 				r[i].lo, r[i].hi, r[i].seg };
@@ -612,6 +722,26 @@ out:
 	if (r != stack_r)
 		free(r);
 	return rc;
+}
+
+int
+vista_set_ranges(vista *v, size_t n, const struct vista_range *ranges)
+{
+	return set_batch(v, n, n, ranges, "vista_set_ranges");
+}
+
+int
+vista_set_ranges_new(vista *v, size_t n, size_t n_old,
+	const struct vista_range *r)
+{
+	return set_batch(v, n, n_old, r, "vista_set_ranges_new");
+}
+
+int
+vista_set_range_new(vista *v, void *addr, size_t len)
+{
+	struct vista_range r = { addr, len };
+	return set_batch(v, 1, 0, &r, "vista_set_range_new");
 }
 
 /*
@@ -1230,8 +1360,11 @@ vista_txinfo_next(struct vista_txinfo *tx, struct vista_txrange *out)
 			out->seg = seg;
 			out->addr = seg->base + d[tx->i].off;
 			out->len = d[tx->i].len;
-			out->before = tx->data;
-			tx->data += (d[tx->i].len + 7) & ~7u;
+			/* A new range has no before-image (NR1). */
+			out->before = tx->i < vista_rec_nold(r) ? tx->data :
+				NULL;
+			if (out->before != NULL)
+				tx->data += (d[tx->i].len + 7) & ~7u;
 			tx->i++;
 			return 1;
 		}
@@ -1375,13 +1508,22 @@ vista__undo(vista *v, struct vista_lane *l, const struct vista_segment *only,
 			const struct vista_rdesc *d = (const void *)(r + 1);
 			const char *data = pos + r->len;
 			/* Data of descriptor i follows the data of 0..i-1, so
-			 * walk back from the end of the record (T3). */
+			 * walk back from the end of the record (T3); new
+			 * ranges, last, have none: not put back, only
+			 * written back as they are (NR1, T3). */
 			for (int i = r->count - 1; i >= 0; i--) {
 				struct vista_segment *seg;
-				data -= (d[i].len + 7) & ~7u;
 				seg = only ? (d[i].seg == only->idx ?
 						(struct vista_segment *)only : NULL) :
 					     v->byidx[d[i].seg];
+				if (i >= (int)vista_rec_nold(r)) {
+					if (seg != NULL)
+						vista__undo_note(l, seg,
+							seg->base + d[i].off,
+							d[i].len);
+					continue;
+				}
+				data -= (d[i].len + 7) & ~7u;
 				if (seg != NULL)
 					restore(l, seg, seg->base + d[i].off, data,
 						d[i].len, recovering);

@@ -393,6 +393,7 @@ log_format(vista *v, unsigned nlanes)
 	memcpy(tmp.magic, VISTA_LOG_MAGIC, sizeof(tmp.magic));
 	tmp.major = VISTA_LOG_MAJOR;
 	tmp.minor = VISTA_LOG_MINOR;
+	tmp.incompat = VISTA_LOG_INCOMPAT_NEW;
 	tmp.hdr_size = VISTA_LOG_HDR_SIZE;
 	tmp.nlanes = nlanes;
 	tmp.lane_size = lane_size;
@@ -605,6 +606,9 @@ vista_init(const struct vista_opts *o, vista **out)
 	 * commit record vouches for before the lane writes again (the
 	 * one-fence commit runs in the cacheline domain only). */
 	v->solo = v->nlanes == 1 && !v->sealed && !v->page_domain;
+	/* A log of format 5.0 stays readable by its readers: new ranges
+	 * are logged there with their before-images. */
+	v->new_ok = (v->lhdr->incompat & VISTA_LOG_INCOMPAT_NEW) != 0;
 	v->seg_rio_flags = (o->rio_flags & ~(RIO_PROTECT | RIO_FORCE_BYTE |
 				   RIO_FORCE_CACHELINE | RIO_FORCE_PAGE)) |
 		force_flag(rio_pool_domain(v->log));

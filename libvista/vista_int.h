@@ -413,6 +413,8 @@ struct vista {
 	bool page_domain; /* msync domain: check rio_pool_error at commit */
 	unsigned lanes_seen; /* lanes [0, lanes_seen) were ever owned */
 	bool solo;        /* one lane: a commit stores no truncation (L7) */
+	bool new_ok;      /* the log may hold new ranges (VISTA_LOG_INCOMPAT_NEW):
+			     else they are logged with their before-image */
 	unsigned seg_rio_flags; /* rio flags every segment is opened with */
 	int fatal;        /* sticky VISTA_EFATAL cause (atomic), 0 if none */
 	bool protect;     /* RIO_PROTECT: segments protected from the start */
@@ -653,19 +655,21 @@ vista__log_reset(struct vista_lane *l)
 	l->nfree_recs = 0;
 	l->nalloc_recs = 0;
 }
-/* Append a RANGES record for the given gaps (all in one segment each).
- * Returns 0 or VISTA_ELOGFULL (nothing written). */
+/* Append a RANGES record for the given gaps (all in one segment each);
+ * the last nnew of the n spans are new ranges: their coordinates only, no
+ * before-image (log_layout.h, vista_rec nnew).  Returns 0 or
+ * VISTA_ELOGFULL (nothing written). */
 struct vista__span {
 	uintptr_t lo, hi;
 	struct vista_segment *seg;
 };
 int vista__log_ranges(struct vista_lane *l, const struct vista__span *s,
-	uint32_t n);
+	uint32_t n, uint32_t nnew);
 /* vista__log_ranges() for the common batch: n sorted, disjoint spans of
  * seg, each at most VISTA_RDESC_MAX_LEN bytes, copied whole (no line
  * compared with what the lane holds, L5). */
 int vista__log_batch(struct vista_lane *l, struct vista_segment *seg,
-	const struct vista_gap *g, uint32_t n);
+	const struct vista_gap *g, uint32_t n, uint32_t nnew);
 /* The common case: one range of one segment. */
 int vista__log_one(struct vista_lane *l, struct vista_segment *seg,
 	uintptr_t lo, size_t n);

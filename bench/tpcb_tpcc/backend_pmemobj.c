@@ -8,7 +8,10 @@
  *     pmemobj_tx_begin, pmemobj_tx_add_range_direct per range (PMDK
  *     snapshots the range into its undo log), stores in place, and
  *     pmemobj_tx_commit + pmemobj_tx_end (PMDK flushes the ranges, then
- *     discards the log).
+ *     discards the log).  A range the workload inserts (tb_range.fresh)
+ *     goes to pmemobj_tx_xadd_range_direct with POBJ_XADD_NO_SNAPSHOT:
+ *     no snapshot, flushed at commit -- what vista_set_ranges_new does
+ *     for vista, so both get the same ranges for free.
  *  2. The pool lives on the same file system as vista's (--pmem-dir,
  *     /dev/shm).  The persistence domain is PMDK's own choice, steered by
  *     its environment variables, which must be set before libpmem
@@ -113,7 +116,10 @@ pobj_ranges(void *ctx, size_t n, const struct tb_range *r)
 {
 	(void)ctx;
 	for (size_t i = 0; i < n; i++)
-		if (pmemobj_tx_add_range_direct(r[i].addr, r[i].len)) {
+		if (r[i].fresh ? pmemobj_tx_xadd_range_direct(r[i].addr,
+				      r[i].len, POBJ_XADD_NO_SNAPSHOT) :
+				 pmemobj_tx_add_range_direct(r[i].addr,
+				      r[i].len)) {
 			tb_err("pmemobj_tx_add_range_direct: %s",
 				pmemobj_errormsg());
 			pmemobj_tx_end();

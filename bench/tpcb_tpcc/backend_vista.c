@@ -10,8 +10,13 @@
  *  2. The persistence domain is forced with vista_opts.rio_flags
  *     (RIO_FORCE_BYTE / _CACHELINE / _PAGE), so every domain can be
  *     measured on any machine; the pools live in --pmem-dir (/dev/shm).
- *  3. A workload's ranges go to vista_set_ranges in one call: one persist
- *     barrier for all of a transaction's before-images.
+ *  3. A workload's ranges go to vista_set_ranges_new in one call: one
+ *     persist barrier for all of a transaction's before-images; the rows
+ *     it inserts (tb_range.fresh) go last, as new ranges, logged without
+ *     a before-image.  "vista-snap" ("vista:snap[:DOMAIN]") declares every
+ *     range with its before-image (vista_set_ranges), as before new
+ *     ranges existed: the comparison.  Redo mode keeps every before-image
+ *     in DRAM and takes no new ranges.
  *  4. The freshly populated database is made durable with one
  *     rio_persist over it (librio's choke point), outside any transaction.
  *  5. --group N (N > 1): transactions begin with VISTA_TX_NO_FLUSH and
@@ -37,9 +42,6 @@
 #include "tb_replica.h"
 #include "vista.h"
 
-_Static_assert(sizeof(struct tb_range) == sizeof(struct vista_range) &&
-	__builtin_offsetof(struct tb_range, len) ==
-	__builtin_offsetof(struct vista_range, len), "range layouts agree");
 
 struct vista_ctx {
 	vista *v;
@@ -53,6 +55,7 @@ struct vista_ctx {
 	struct tb_repl *rep; /* --replica: attached at loaded() */
 	struct tb_vgeom g;
 	bool redo;          /* vista-redo */
+	bool snap;          /* every range with its before-image */
 };
 
 static char dir[4096];
@@ -109,7 +112,7 @@ v_teardown(bool remove)
 
 static int
 v_open_mode(const struct tb_opts *o, int stream, bool create, void **ctx,
-	void **db, bool redo)
+	void **db, bool redo, bool snap)
 {
 	if (redo && (o->replica || o->group > 1)) {
 		tb_err("vista-redo: no --replica and no --group");
@@ -120,9 +123,10 @@ v_open_mode(const struct tb_opts *o, int stream, bool create, void **ctx,
 	if (c == NULL)
 		return -1;
 	snprintf(prefix, sizeof(prefix), "%s/%s", dir,
-		redo ? "vista-redo" : "vista");
+		redo ? "vista-redo" : snap ? "vista-snap" : "vista");
 	v_geom(o, stream, prefix, &c->g);
 	c->redo = redo;
+	c->snap = snap || redo;
 	if (redo) {
 		c->g.log_size = (16u << 20) + 4096 * 3 +
 			((8 * o->tx_size + 4095) & ~(size_t)4095);
@@ -177,14 +181,21 @@ static int
 v_open(const struct tb_opts *o, int stream, bool create, void **ctx,
 	void **db)
 {
-	return v_open_mode(o, stream, create, ctx, db, false);
+	return v_open_mode(o, stream, create, ctx, db, false, false);
+}
+
+static int
+v_open_snap(const struct tb_opts *o, int stream, bool create, void **ctx,
+	void **db)
+{
+	return v_open_mode(o, stream, create, ctx, db, false, true);
 }
 
 static int
 v_open_redo(const struct tb_opts *o, int stream, bool create, void **ctx,
 	void **db)
 {
-	return v_open_mode(o, stream, create, ctx, db, true);
+	return v_open_mode(o, stream, create, ctx, db, true, false);
 }
 
 static int
@@ -221,8 +232,24 @@ v_ranges(void *ctx, size_t n, const struct tb_range *r)
 	 * made durable by the commit. */
 	n -= n > 1;
 #endif
-	int rc = vista_set_ranges(c->v, n, (const struct vista_range *)r);
-	return rc ? vfail("vista_set_ranges", rc) : 0;
+	struct vista_range s[64];
+	size_t k = 0, n_old;
+	if (n > sizeof(s) / sizeof(s[0])) {
+		tb_err("vista: %zu ranges in one call (at most 64)", n);
+		return -1;
+	}
+	/* The old ranges first, then the new ones (vista_set_ranges_new). */
+	for (size_t i = 0; i < n; i++)
+		if (!r[i].fresh || c->snap)
+			s[k++] = (struct vista_range){ r[i].addr, r[i].len };
+	n_old = k;
+	for (size_t i = 0; i < n && k < n; i++)
+		if (r[i].fresh)
+			s[k++] = (struct vista_range){ r[i].addr, r[i].len };
+	int rc = n_old == n ? vista_set_ranges(c->v, n, s) :
+		vista_set_ranges_new(c->v, n, n_old, s);
+	return rc ? vfail(n_old == n ? "vista_set_ranges" :
+		"vista_set_ranges_new", rc) : 0;
 }
 
 static int
@@ -305,3 +332,4 @@ v_files(void *ctx, const char **paths, int max)
 	};
 V_BACKEND(tb_backend_vista, "vista", v_open)
 V_BACKEND(tb_backend_vista_redo, "vista-redo", v_open_redo)
+V_BACKEND(tb_backend_vista_snap, "vista-snap", v_open_snap)

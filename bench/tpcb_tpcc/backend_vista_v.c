@@ -7,7 +7,8 @@
  *     command line "vista:v0" .. "vista:v2" (and "vista:v3", today's
  *     libvista, is "vista"), with a domain after them: "vista:v1:byte".
  *     tb_vista_version_spec() does the renaming for tpcbench and tb_crash
- *     (and of "vista:redo" to backend_vista.c's "vista-redo").
+ *     (and of "vista:redo", "vista:snap" to backend_vista.c's
+ *     "vista-redo", "vista-snap").
  *  2. Each stream is one pool, "vista-vN.<stream>.pool" in the work
  *     directory, holding the database (and the mirror or the heap).  The
  *     domain is forced with the pool's RIO_FORCE_* flag, as for vista.
@@ -22,9 +23,6 @@
 #include "tpcbench.h"
 #include "vversions.h"
 
-_Static_assert(sizeof(struct tb_range) == sizeof(struct vv_range) &&
-	__builtin_offsetof(struct tb_range, len) ==
-	__builtin_offsetof(struct vv_range, len), "range layouts agree");
 
 struct vv_ctx {
 	vv *v;
@@ -134,7 +132,14 @@ static int
 b_ranges(void *ctx, size_t n, const struct tb_range *r)
 {
 	struct vv_ctx *c = ctx;
-	int rc = vv_set_ranges(c->v, n, (const struct vv_range *)r);
+	struct vv_range s[64];
+	if (n > sizeof(s) / sizeof(s[0])) {
+		tb_err("vista-vN: %zu ranges in one call (at most 64)", n);
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) /* every range snapshotted */
+		s[i] = (struct vv_range){ r[i].addr, r[i].len };
+	int rc = vv_set_ranges(c->v, n, s);
 	return rc ? vvfail("set_ranges", rc) : 0;
 }
 
@@ -207,9 +212,10 @@ VV_BACKEND(2)
 int
 tb_vista_version_spec(const char *spec, char *out, size_t n)
 {
-	if (!strncmp(spec, "vista:redo", 10) &&
+	if ((!strncmp(spec, "vista:redo", 10) ||
+		    !strncmp(spec, "vista:snap", 10)) &&
 	    (spec[10] == '\0' || spec[10] == ':')) {
-		snprintf(out, n, "vista-redo%s", spec + 10);
+		snprintf(out, n, "vista-%.4s%s", spec + 6, spec + 10);
 		return 0;
 	}
 	if (strncmp(spec, "vista:v", 7)) {

@@ -44,6 +44,7 @@
 #ifndef TB_HAVE_VISTA
 const struct tb_backend tb_backend_vista = { .name = NULL };
 const struct tb_backend tb_backend_vista_redo = { .name = NULL };
+const struct tb_backend tb_backend_vista_snap = { .name = NULL };
 #endif
 
 static const struct tb_workload *
@@ -62,7 +63,8 @@ static const struct tb_backend *
 backend_of(const char *spec, struct tb_opts *o)
 {
 	const struct tb_backend *all[] = { &tb_backend_vista,
-		&tb_backend_vista_redo, &tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
+		&tb_backend_vista_redo, &tb_backend_vista_snap,
+		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
 		&tb_backend_vista_v0, &tb_backend_vista_v1,
 		&tb_backend_vista_v2, &tb_backend_trinity,
 		&tb_backend_quadra };

@@ -40,6 +40,7 @@
 /* libvista is not part of this build: the backend is absent, and says so. */
 const struct tb_backend tb_backend_vista = { .name = NULL };
 const struct tb_backend tb_backend_vista_redo = { .name = NULL };
+const struct tb_backend tb_backend_vista_snap = { .name = NULL };
 #endif
 
 static const char *const all_backends =
@@ -59,6 +60,8 @@ usage(FILE *f)
 "        rvm-rio[:DOMAIN], vista:v0|v1|v2|v3[:DOMAIN] (Vista's Versions\n"
 "        0-2, Amza et al. section 4; v3 is vista), vista:redo[:DOMAIN]\n"
 "        (libvista's redo mode: a DRAM copy, one fence a commit),\n"
+"        vista:snap[:DOMAIN] (vista logging the before-images of the\n"
+"        rows a transaction inserts too, as before new ranges),\n"
 "        trinity[:DOMAIN],\n"
 "        quadra[:DOMAIN] (per-word designs with their own layout;\n"
 "        debit-credit and order-entry), undo-floor[:DOMAIN] (an undo\n"
@@ -139,7 +142,8 @@ static const struct tb_backend *
 backend_of(const char *name)
 {
 	const struct tb_backend *all[] = { &tb_backend_none, &tb_backend_vista,
-		&tb_backend_vista_redo, &tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
+		&tb_backend_vista_redo, &tb_backend_vista_snap,
+		&tb_backend_pmemobj, &tb_backend_rvm, &tb_backend_rvm_rio,
 		&tb_backend_vista_v0, &tb_backend_vista_v1,
 		&tb_backend_vista_v2, &tb_backend_trinity, &tb_backend_quadra,
 		&tb_backend_undo_floor };
@@ -154,6 +158,7 @@ static bool
 has_domain(const char *backend)
 {
 	return !strcmp(backend, "vista") || !strcmp(backend, "vista-redo") ||
+		!strcmp(backend, "vista-snap") ||
 		!strcmp(backend, "pmemobj") ||
 		!strcmp(backend, "rvm-rio") || !strncmp(backend, "vista-v", 7) ||
 		!strcmp(backend, "trinity") || !strcmp(backend, "quadra") ||

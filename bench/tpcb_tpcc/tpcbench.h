@@ -64,6 +64,11 @@ struct tb_opts {
 struct tb_range {
 	void *addr;
 	size_t len;
+	/* A row the transaction inserts (past a table's end, a ring's free
+	 * slot): read by nobody unless the transaction commits, so its old
+	 * bytes need no snapshot.  vista: vista_set_ranges_new (vista-snap
+	 * ignores it); pmemobj: POBJ_XADD_NO_SNAPSHOT; the others ignore it. */
+	bool fresh;
 };
 
 /* Counters a backend can report (cumulative); has_* says which it has. */
@@ -112,6 +117,8 @@ struct tb_backend {
 extern const struct tb_backend tb_backend_none;
 extern const struct tb_backend tb_backend_vista; /* name NULL if not built */
 extern const struct tb_backend tb_backend_vista_redo; /* VISTA_MODE_REDO */
+/* vista with every range snapshotted (no new ranges): the comparison */
+extern const struct tb_backend tb_backend_vista_snap;
 /* An undo log's persist order without its checks: a bound (backend_floor.c) */
 extern const struct tb_backend tb_backend_undo_floor;
 extern const struct tb_backend tb_backend_pmemobj;

@@ -7,7 +7,9 @@
  *   branches[B], tellers[10 B], accounts[A]: A fills the database, at
  *   100,000 accounts per branch as in TPC-B (at least one branch)
  *   history: a circular buffer of 50-byte records, 2 MiB (1/8 of a small
- *   database)
+ *   database), holding the last cap - 1 records: the slot at the head is
+ *   free, and the next transaction inserts its record there (a range
+ *   declared fresh: nobody reads it unless that transaction commits)
  * Each transaction picks a random teller, its branch, and an account of
  * that branch (85%) or of any branch (15%), adds a random delta in
  * [-999999, 999999] to the three balances and appends a history record:
@@ -17,12 +19,13 @@
  *  1. sum(accounts) = sum(tellers) = sum(branches) = the running total of
  *     every committed delta (kept in volatile memory by the driver);
  *  2. the history head counts the committed transactions;
- *  3. the deltas in the history buffer sum to the last `cap` committed
- *     deltas (a volatile ring mirrors them), and name valid rows.
+ *  3. the deltas in the history buffer sum to the last `cap - 1`
+ *     committed deltas (a volatile ring mirrors them), and name valid
+ *     rows.
  * After a crash (dc_recovered, no driver's totals): the three sums are
- * equal; each history record names valid rows and is one of the last
- * `cap` appended (seq = its slot mod cap, seq < head); and while the
- * buffer has not wrapped, the history deltas sum to the balances.
+ * equal; each of the last `cap - 1` history records names valid rows and
+ * holds its own sequence number; and while the buffer has not wrapped,
+ * the history deltas sum to the balances.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +65,7 @@ struct dc {
 	uint64_t rng;
 	int64_t total;      /* sum of committed deltas */
 	uint64_t committed;
-	int64_t *ring;      /* the last hist_cap committed deltas */
+	int64_t *ring;      /* the last hist_cap - 1 committed deltas */
 	int64_t ring_sum;
 };
 
@@ -92,7 +95,12 @@ dc_init(const struct tb_opts *o, size_t size, uint64_t seed, void **out)
 	w->off_teller = w->off_branch + w->branches * sizeof(struct dc_row);
 	w->off_account = w->off_teller + w->tellers * sizeof(struct dc_row);
 	w->off_hist = w->off_account + w->accounts * sizeof(struct dc_row);
-	w->ring = calloc(w->hist_cap, sizeof(*w->ring));
+	if (w->hist_cap < 2) {
+		tb_err("debit-credit: a %zu-byte database is too small", size);
+		free(w);
+		return -1;
+	}
+	w->ring = calloc(w->hist_cap - 1, sizeof(*w->ring));
 	if (w->ring == NULL) {
 		free(w);
 		return -1;
@@ -148,7 +156,7 @@ dc_tx(void *wl, void *db, const struct tb_backend *b, void *ctx)
 		{ &acct->balance, sizeof(acct->balance) },
 		{ &tel->balance, sizeof(tel->balance) },
 		{ &bra->balance, sizeof(bra->balance) },
-		{ hr, sizeof(*hr) },
+		{ hr, sizeof(*hr), true }, /* inserted: the ring's free slot */
 		{ &h->hist_head, sizeof(h->hist_head) },
 	};
 	if (b->begin(ctx) || b->set_ranges(ctx, 5, r))
@@ -165,7 +173,7 @@ dc_tx(void *wl, void *db, const struct tb_backend *b, void *ctx)
 	if (b->commit(ctx))
 		return -1;
 	/* Committed: the driver's own account of what the database holds. */
-	size_t slot = w->committed % w->hist_cap;
+	size_t slot = w->committed % (w->hist_cap - 1);
 	w->ring_sum += delta - w->ring[slot];
 	w->ring[slot] = delta;
 	w->total += delta;
@@ -191,15 +199,15 @@ dc_sum(const struct dc *w, const void *db, struct tb_dc_sums *s, char *why,
 		s->branches += AT(db, w->off_branch, const struct dc_row, i)->balance;
 	uint64_t head = h->hist_head;
 	s->head = head;
-	s->used = head < w->hist_cap ? head : w->hist_cap;
-	for (uint64_t i = 0; i < s->used; i++) {
+	/* The slot at the head is free (the next insert), not read. */
+	s->used = head < w->hist_cap - 1 ? head : w->hist_cap - 1;
+	for (uint64_t k = head - s->used; k < head; k++) {
 		const struct dc_hist *r = AT(db, w->off_hist,
-			const struct dc_hist, i);
+			const struct dc_hist, k % w->hist_cap);
 		if (r->account >= w->accounts || r->teller >= w->tellers ||
-		    r->branch >= w->branches || r->seq % w->hist_cap != i ||
-		    r->seq >= head || r->seq + w->hist_cap < head)
+		    r->branch >= w->branches || r->seq != k)
 			return FAIL("history record %llu is malformed",
-				(unsigned long long)i);
+				(unsigned long long)k);
 		s->history += r->delta;
 	}
 	return 0;
@@ -258,7 +266,7 @@ dc_recovered(void *wl, const void *db, uint64_t *committed, char *why,
 	const struct dc *w = wl;
 	struct tb_dc_sums s;
 	if (dc_sum(w, db, &s, why, n) ||
-	    tb_dc_judge_recovered(&s, w->hist_cap, why, n))
+	    tb_dc_judge_recovered(&s, w->hist_cap - 1, why, n))
 		return -1;
 	*committed = s.head;
 	return 0;

@@ -8,7 +8,11 @@
  * so the tables fill the database: per warehouse 10 districts, C customers
  * per district, I items (= stock rows per warehouse); orders and
  * new-orders of a district live in rings of R = 2C slots, history in a
- * 2 MiB ring.  Population follows clause 4.3.3 (C orders per district,
+ * 2 MiB ring.  A ring of k slots holds its newest k - 1 rows: the slot
+ * after them is free, and the next insert writes its row there (a range
+ * declared fresh, read by nobody unless that transaction commits: the
+ * order it replaces was delivered, since a new-order that would reach an
+ * undelivered one delivers first).  Population follows clause 4.3.3 (C orders per district,
  * the newest 30% undelivered).
  *
  * Transactions, serial, no terminal I/O: new-order (45), payment (43),
@@ -137,7 +141,7 @@ struct oe {
 	int64_t stock_ytd;
 	uint64_t stock_cnt;
 	uint64_t new_orders, rollbacks;
-	int64_t *ring;              /* history amounts */
+	int64_t *ring;              /* the last hist_cap - 1 amounts */
 	int64_t ring_sum;
 	uint64_t hist_n;
 	size_t blk;                 /* tb_opts.block */
@@ -306,7 +310,7 @@ oe_init(const struct tb_opts *o, size_t size, uint64_t seed, void **out)
 		}
 		scale(w, lo);
 	}
-	if (layout(w, hist) > size || w->hist_cap == 0) {
+	if (layout(w, hist) > size || w->hist_cap < 2) {
 		tb_err("order-entry: a %zu-byte database is too small", size);
 		free(w);
 		return -1;
@@ -314,7 +318,7 @@ oe_init(const struct tb_opts *o, size_t size, uint64_t seed, void **out)
 	w->rng = seed;
 	w->w_ytd = calloc(w->W, sizeof(*w->w_ytd));
 	w->d_ytd = calloc((size_t)w->W * DISTRICTS, sizeof(*w->d_ytd));
-	w->ring = calloc(w->hist_cap, sizeof(*w->ring));
+	w->ring = calloc(w->hist_cap - 1, sizeof(*w->ring));
 	if (!w->w_ytd || !w->d_ytd || !w->ring) {
 		free(w->w_ytd);
 		free(w->d_ytd);
@@ -484,8 +488,10 @@ new_order(struct oe *w, void *db, const struct tb_backend *b, void *ctx)
 	struct tb_range r[4 + MAX_LINES];
 	size_t n = 0;
 	r[n++] = (struct tb_range){ dd, 24 }; /* ytd..no_tail */
-	r[n++] = (struct tb_range){ or, sizeof(*or) };
-	r[n++] = (struct tb_range){ no, sizeof(*no) };
+	/* Inserted: the order and its lines, the new-order row, each in its
+	 * ring's free slot (read by nobody unless this commits). */
+	r[n++] = (struct tb_range){ or, sizeof(*or), true };
+	r[n++] = (struct tb_range){ no, sizeof(*no), true };
 	r[n++] = (struct tb_range){ &h->clock, sizeof(h->clock) };
 	for (uint32_t l = 0; l < cnt; l++)
 		if (items[l] < w->I)
@@ -570,7 +576,7 @@ payment(struct oe *w, void *db, const struct tb_backend *b, void *ctx)
 		{ &x->ytd, sizeof(x->ytd) },
 		{ &y->ytd, sizeof(y->ytd) },
 		{ z, 24 }, /* balance, ytd_payment, counts */
-		{ hr, sizeof(*hr) },
+		{ hr, sizeof(*hr), true }, /* inserted: the free slot */
 		{ h, 24 }, /* hist_head, clock */
 		{ z->data, 500 },
 	};
@@ -599,7 +605,7 @@ payment(struct oe *w, void *db, const struct tb_backend *b, void *ctx)
 	w->w_ytd[wi] += amount;
 	w->d_ytd[wi * DISTRICTS + d] += amount;
 	w->payments++;
-	size_t slot = w->hist_n % w->hist_cap;
+	size_t slot = w->hist_n % (w->hist_cap - 1);
 	w->ring_sum += amount - w->ring[slot];
 	w->ring[slot] = amount;
 	w->hist_n++;
@@ -694,7 +700,8 @@ check_district(const struct oe *w, void *db, uint32_t wi, uint32_t d,
 	if (order(w, db, wi, d, next - 1)->o_id != next - 1)
 		return FAIL("condition 2: district %u/%u max(O_ID) is not "
 			"D_NEXT_O_ID - 1", wi, d);
-	uint32_t lo = next > w->R ? next - w->R : 1;
+	/* The ring's newest R - 1 orders; the slot after them is free. */
+	uint32_t lo = next > w->R - 1 ? next - (w->R - 1) : 1;
 	for (uint32_t o_id = lo; o_id < next; o_id++) {
 		const struct oe_order *or = order(w, db, wi, d, o_id);
 		if (or->o_id != o_id)
@@ -797,9 +804,11 @@ oe_check(void *wl, const void *cdb, char *why, size_t n)
 		return FAIL("history head %llu, committed payments %llu",
 			(unsigned long long)h->hist_head,
 			(unsigned long long)w->hist_n);
-	uint64_t used = w->hist_n < w->hist_cap ? w->hist_n : w->hist_cap;
+	/* The newest hist_cap - 1 rows; the slot at the head is free. */
+	uint64_t used = w->hist_n < w->hist_cap - 1 ? w->hist_n :
+		w->hist_cap - 1;
 	int64_t hs = 0;
-	for (uint64_t k = 0; k < used; k++)
+	for (uint64_t k = w->hist_n - used; k < w->hist_n; k++)
 		hs += hist(w, db, k)->amount;
 	if (hs != w->ring_sum)
 		return FAIL("history amounts sum to %lld, the last %llu "

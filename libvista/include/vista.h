@@ -214,6 +214,27 @@ struct vista_range {
 VISTA_EXPORT int vista_set_ranges(vista *v, size_t n,
 	const struct vista_range *ranges);
 
+/* Declare [addr, addr+len) as new in this transaction: its old bytes are
+ * never put back (not on abort, not by recovery), so nothing is copied to
+ * the log; the commit writes the range back and its checksum covers it, as
+ * for any declared range.  For memory the program does not read unless the
+ * transaction commits: a row past a table's end, a free buffer slot.
+ * Same returns as vista_set_range.
+ *
+ * A byte's first declaration in the transaction decides: declared old (by
+ * vista_set_range(s) or the old part of vista_set_ranges_new) and then new,
+ * abort and recovery still put its old bytes back; declared new and then
+ * old, they do not (the second declaration logs nothing).  In one
+ * vista_set_ranges_new call a byte in an old and a new range is old.
+ * Also -ENOTSUP in a VISTA_TX_AUTO transaction and in redo mode
+ * (VISTA_MODE_REDO); in a log created by libvista before format 5.1 the
+ * range is logged with its before-image, as by vista_set_range. */
+VISTA_EXPORT int vista_set_range_new(vista *v, void *addr, size_t len);
+/* vista_set_ranges() where the ranges r[n_old .. n-1] are new: one record,
+ * one persist barrier for all of them.  Also -EINVAL if n_old > n. */
+VISTA_EXPORT int vista_set_ranges_new(vista *v, size_t n, size_t n_old,
+	const struct vista_range *r);
+
 /* Make the transaction's stores durable, then discard its log.  After a
  * failure the instance is in its error state (VISTA_EFATAL). */
 VISTA_EXPORT int vista_end_transaction(vista *v);
@@ -281,7 +302,9 @@ VISTA_EXPORT int vista_prefault(vista *v, void *addr, size_t len);
  * One range a transaction declared, as the hook sees it: `addr` holds the
  * bytes the transaction stored (its after-image) while the hook runs at
  * commit, and `before` the bytes it held before the transaction (its
- * before-image, `len` bytes, in the log).  A byte may appear in two
+ * before-image, `len` bytes, in the log), or NULL for a new range
+ * (vista_set_range_new: no before-image; send it whole, and leave it at
+ * an abort).  A byte may appear in two
  * ranges (an automatic transaction's page logged over a declared range);
  * the first range that holds it has its oldest image.
  */

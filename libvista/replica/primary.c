@@ -231,7 +231,7 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 		 * write-back also evicts (clwb on AMD Zen) makes each a miss.
 		 * Ask for this range's lines and the next few at once, so
 		 * that the misses overlap instead of following each other. */
-		if (diff)
+		if (diff && r.before != NULL)
 			for (size_t pf = 0; pf < r.len + VR_PREFETCH; pf += 64)
 				__builtin_prefetch((const char *)r.before + pf,
 					0, 3);
@@ -241,6 +241,16 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 		off0 = (uint64_t)((char *)r.addr - n->base);
 		if ((char *)r.addr < n->base || off0 + r.len > n->size)
 			continue; /* heap metadata: refused by the caller */
+		if (event == VISTA_HOOK_ABORT && r.before == NULL) {
+			/* A new range (no before-image): the abort leaves it
+			 * as the transaction stored it, and so does the
+			 * backup, in diff mode too. */
+			rc = add_piece(off0, r.addr, r.len);
+			*data_bytes += r.len;
+			if (rc)
+				return rc;
+			continue;
+		}
 		if (event == VISTA_HOOK_ABORT && !whole)
 			continue;
 		if (event == VISTA_HOOK_ABORT) {
@@ -251,7 +261,7 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 				return rc;
 			continue;
 		}
-		if (!diff) {
+		if (!diff || r.before == NULL) { /* new range: whole */
 			rc = add_piece(off0, r.addr, r.len);
 			*data_bytes += r.len;
 			if (rc)
@@ -529,7 +539,10 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	if (event == VISTA_HOOK_COMMIT && n->ring == NULL)
 		return vr__err(VR_ENOTPRIMARY,
 			"commit refused: vr_serve has not run");
-	if (event == VISTA_HOOK_ABORT && (!whole || n->ring == NULL))
+	/* An abort sends only what it does not put back: everything after
+	 * a copy (P3), else its new ranges (build). */
+	if (event == VISTA_HOOK_ABORT && ((!whole && len == 0) ||
+		    n->ring == NULL))
 		return 0;
 	tls.n = n;
 	tls.gen = gen;

@@ -137,8 +137,20 @@ TEST_CASE("vista_init rejects bad options and bad logs, changing nothing",
 	}
 	SECTION("unknown incompat feature")
 	{
-		edit_log(e.log, [](vista_log_hdr &h) { h.incompat = 1; });
+		edit_log(e.log, [](vista_log_hdr &h) {
+			h.incompat = VISTA_LOG_INCOMPAT_KNOWN | 1u << 7;
+		});
 		e.open(VISTA_ELAYOUT);
+	}
+	SECTION("a reader of format 5.0 refuses a 5.1 log: its new-range "
+		"feature is unknown there")
+	{
+		REQUIRE(VISTA_LOG_INCOMPAT_KNOWN == VISTA_LOG_INCOMPAT_NEW);
+		std::string f = test::read_file(e.log);
+		struct vista_log_hdr h;
+		memcpy(&h, f.data() + RIO_POOL_HDR_SIZE, sizeof(h));
+		REQUIRE(h.minor == 1);
+		REQUIRE(h.incompat == VISTA_LOG_INCOMPAT_NEW);
 	}
 	SECTION("impossible geometry")
 	{

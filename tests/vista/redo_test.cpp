@@ -21,8 +21,7 @@
 #include <cstring>
 #include <vector>
 
-#include "powercut.hpp"
-#include "vista_test.hpp"
+#include "txrun.hpp"
 
 namespace {
 
@@ -33,7 +32,7 @@ const bool broken = true;
 const bool broken = false;
 #endif
 
-const size_t SEG = 64 << 10;
+using txrun::SEG;
 const int NACC = 64;
 const size_t ACC_OFF = 4096, ACC_STRIDE = 24; // several to a line
 const size_t HIST_OFF = 8192, HIST_LEN = 200, NHIST = 16;
@@ -128,73 +127,19 @@ std::vector<char> model(uint64_t n)
 	return m;
 }
 
-// Run transactions from the recovered counter on, reporting each one
-// that returned in `report` (8 bytes; the page cache outlives SIGKILL).
 void run(const Redo &e, const std::string &report, uint64_t n)
 {
-	vista *v = nullptr;
-	CHILD_OK(e.init(&v));
-	vista_segment *s = nullptr;
-	CHILD_OK(vista_map(v, e.seg.c_str(), vt::addr(3), SEG, VISTA_CREATE,
-		&s));
-	char *b = (char *)vista_segment_base(s);
-	int fd = open(report.c_str(), O_WRONLY | O_CREAT, 0644);
-	if (fd < 0)
-		_exit(11);
-	for (uint64_t i = *(uint64_t *)b; i < n; i++) {
-		CHILD_OK(tx(v, b, i));
-		uint64_t done = i + 1;
-		if (pwrite(fd, &done, 8, 0) != 8)
-			_exit(12);
-	}
-	CHILD_OK(vista_fini(v));
+	txrun::run(e, report, n, tx);
 }
 
-uint64_t reported(const std::string &report)
-{
-	uint64_t n = 0;
-	int fd = open(report.c_str(), O_RDONLY);
-	if (fd >= 0) {
-		if (pread(fd, &n, 8, 0) != 8)
-			n = 0;
-		close(fd);
-	}
-	return n;
-}
+using txrun::fresh;
+using txrun::reported;
 
-// After a crash: recovery, then the state of the transactions that
-// returned, or of one more.  Returns "" or what is wrong.
 std::string check(const Redo &e, const std::string &report)
 {
-	vista *v = nullptr;
-	int rc = e.init(&v);
-	if (rc)
-		return std::string("vista_init: ") + vista_errormsg();
-	vista_segment *s = nullptr;
-	rc = vista_map(v, e.seg.c_str(), vt::addr(3), SEG, 0, &s);
-	if (rc) {
-		std::string m = std::string("vista_map: ") + vista_errormsg();
-		vista_fini(v);
-		return m;
-	}
-	char *b = (char *)vista_segment_base(s);
-	uint64_t c = *(uint64_t *)b, r = reported(report);
-	std::string why;
-	if (c != r && c != r + 1)
-		why = "counter " + std::to_string(c) + ", " +
-			std::to_string(r) + " returned";
-	else if (memcmp(b, model(c).data(), SEG) != 0)
-		why = "the segment is not the state after " +
-			std::to_string(c) + " transactions";
-	VREQUIRE_OK(vista_fini(v));
-	return why;
-}
-
-void fresh(const Redo &e)
-{
-	vista *v = open_ok(e);
-	map_ok(v, e);
-	VREQUIRE_OK(vista_fini(v));
+	return txrun::check(e, report, model, [](uint64_t) {
+		return std::make_pair((size_t)0, (size_t)0);
+	});
 }
 
 } // namespace
@@ -381,40 +326,5 @@ TEST_CASE("redo: SIGKILL at random moments, then recovery", "[redo-kill]")
 
 TEST_CASE("redo: a power failure at every fence of a run", "[redo-powercut]")
 {
-	const uint64_t ntx = 150;
-	uint64_t seed = test::seed();
-	int bad = 0, cuts = 0;
-	std::string first;
-	for (uint64_t cut = 1;; cut++) {
-		Redo e;
-		fresh(e);
-		std::string report = e.dir / "report";
-		auto r = test::run_child([&] {
-			pc::install(cut, seed + cut);
-			run(e, report, ntx);
-			_exit(20); // ran to the end: no cut
-		});
-		if (r.exited && r.code == 20)
-			break;
-		INFO(r.err);
-		REQUIRE(r.signal == SIGKILL);
-		cuts++;
-		pc::adopt({ e.log, e.seg });
-		std::string why = check(e, report);
-		if (!why.empty()) {
-			if (bad++ == 0)
-				first = "cut at fence " + std::to_string(cut) +
-					": " + why;
-			if (broken)
-				break;
-		}
-	}
-	INFO(first);
-	WARN(cuts << " power cuts, " << bad << " wrong states; " << first);
-	if (broken) {
-		REQUIRE(bad > 0);
-	} else {
-		REQUIRE(bad == 0);
-		REQUIRE(cuts > (int)ntx); // every commit's fence was cut
-	}
+	txrun::cut_every_fence<Redo>(broken, 150, [](Redo &) {}, tx, check);
 }
