@@ -402,12 +402,14 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 	uint8_t *buf = vg__req_buf(ep, (uint32_t)slot);
 	/* T2: the payload and the op record go where no committed header
 	 * or commit flag refers to.  A short payload and the record are
-	 * declared in the same batch as the slot (one persist barrier):
-	 * Vista's commit writes them back with the slot and the flag, and
-	 * its commit record's checksum covers them, so they need no drain
-	 * of their own before the commit point (X2).  A long payload is
-	 * written raw instead (its before-image would cost more to log than
-	 * the drain it saves) and drained in vg_commit. */
+	 * declared in the same batch as the slot (one persist barrier), as
+	 * new ranges: their old bytes are never needed, so nothing of them
+	 * is logged.  Vista's commit writes them back with the slot and the
+	 * flag, and its commit record's checksum covers them, so they need
+	 * no drain of their own before the commit point (X2).  A long
+	 * payload is written raw instead (the commit's checksum over it
+	 * would cost more than the drain it saves) and drained in
+	 * vg_commit. */
 	bool decl = len <= VG__DECLARED_PAYLOAD_MAX;
 #ifdef VG_BROKEN_SEND_UNDECLARED
 	/* Deliberately broken (power-failure test): payload and record are
@@ -424,7 +426,14 @@ send_request_tx(vg_endpoint *ep, const struct vg_addr *dest, const void *msg,
 		{ buf, decl ? len : 0 }, { op, op ? sizeof(*op) : 0 } };
 	size_t nr = 3;
 #endif
-	if ((rc = vg__declare(ep, r, nr, true)) != 0) {
+#ifdef VG_BROKEN_SLOT_NEW
+	/* Deliberately broken (power-failure test): the slot is declared
+	 * new like its payload, so a rolled-back send leaves it LIVE. */
+	size_t nnew = nr;
+#else
+	size_t nnew = nr - 1; /* payload and record: new (T2) */
+#endif
+	if ((rc = vg__declare(ep, r, nr, nnew, true)) != 0) {
 		ep->tx.nundo--;
 		return rc;
 	}

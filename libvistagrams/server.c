@@ -57,13 +57,13 @@
  *       first resp_window[slot] bytes of its buffer (the request's length
  *       rounded up to a line, at least one line; none for a request
  *       longer than VG__DECLARED_PAYLOAD_MAX, whose answer would cost
- *       more to log than to drain).  An answer in the same transaction
+ *       more to checksum than to drain), both as new ranges (nothing
+ *       logged: no committed header refers to them, T2).  An answer in the same transaction
  *       that fits is stored there: Vista's commit writes it back and its
  *       checksum covers it, and vg_commit drains nothing for it (X2).  A
  *       longer answer, or one in a later transaction, is written raw and
  *       drained before the commit point (T2).  A window left unused
- *       costs its before-image and nothing else (its bytes do not
- *       change).
+ *       costs its share of the commit's checksum and nothing else.
  *   S9. A committed transaction may still be judged by the bytes it
  *       declared until the thread's next transaction logs a range
  *       (vista_settle in vista.h): so the thread's last transaction is
@@ -738,7 +738,7 @@ take_request_tx(vg_endpoint *ep, vg_reqid *id, void *buf, size_t cap,
 		{ op, op ? sizeof(*op) : 0 } };
 	size_t nr = 3;
 #endif
-	if ((rc = vg__declare(ep, r, nr, true)) != 0) {
+	if ((rc = vg__declare(ep, r, nr, nr - 1, true)) != 0) {
 		ep->tx.nundo--;
 		return rc;
 	}
@@ -819,7 +819,7 @@ send_response_tx(vg_endpoint *ep, const vg_reqid *id, const void *msg,
 	    (rc = vg__undo_push(ep, VG__U_RESP_ANSWER, (uint32_t)slot)) != 0)
 		return rc;
 	struct vista_range r = { s, sizeof(*s) };
-	rc = vg__declare(ep, &r, was_pending ? 0 : 1, true);
+	rc = vg__declare(ep, &r, was_pending ? 0 : 1, 0, true);
 	if (rc) {
 		if (!was_pending)
 			ep->tx.nundo--;

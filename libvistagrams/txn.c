@@ -69,11 +69,11 @@ vg__undo_push(vg_endpoint *ep, enum vg__undo_kind kind, uint32_t slot)
 
 int
 vg__declare(vg_endpoint *ep, const struct vista_range *a, size_t na,
-	bool with_txhdr)
+	size_t nnew, bool with_txhdr)
 {
 	struct vg__eptx *t = &ep->tx;
 	struct vista_range stack[8], *r = stack;
-	size_t n = 0, ntaken = 0;
+	size_t n = 0, ntaken = 0, nold;
 	int rc = 0;
 
 	if (vg__volatile(ep))
@@ -84,7 +84,7 @@ vg__declare(vg_endpoint *ep, const struct vista_range *a, size_t na,
 	    (r = malloc((na + 1 + ntaken) * sizeof(*r))) == NULL)
 		return vg__err(-ENOMEM, "declaring %zu ranges",
 			na + 1 + ntaken);
-	for (size_t i = 0; i < na; i++)
+	for (size_t i = 0; i + nnew < na; i++)
 		if (a[i].len)
 			r[n++] = a[i];
 	if (with_txhdr && !t->txhdr_declared)
@@ -97,10 +97,19 @@ vg__declare(vg_endpoint *ep, const struct vista_range *a, size_t na,
 			r[n++] = (struct vista_range){
 				&ep->req[t->undo[i].slot].word,
 				sizeof(ep->req[0].word) };
-	if (n == 1)
+	/* The new ranges last: bytes no committed header refers to (T2), so
+	 * nothing of them is logged; the commit writes them back and its
+	 * checksum covers them. */
+	nold = n;
+	for (size_t i = na - nnew; i < na; i++)
+		if (a[i].len)
+			r[n++] = a[i];
+	if (n == 1 && nold == 1)
 		rc = vista_set_range(ep->v, r[0].addr, r[0].len);
+	else if (n == 1)
+		rc = vista_set_range_new(ep->v, r[0].addr, r[0].len);
 	else if (n > 1)
-		rc = vista_set_ranges(ep->v, n, r);
+		rc = vista_set_ranges_new(ep->v, n, nold, r);
 	if (r != stack)
 		free(r);
 	if (rc)
@@ -167,7 +176,7 @@ leave(vg_endpoint *ep)
 static int
 precommit_ep(vg_endpoint *ep)
 {
-	int rc = vg__declare(ep, NULL, 0, false);
+	int rc = vg__declare(ep, NULL, 0, 0, false);
 
 	if (rc)
 		return rc;

@@ -132,14 +132,16 @@ struct vg__pkt {
 };
 
 #define VG__DOOM_BATCH 16
-/* A payload up to this long is declared in the transaction with its slot
- * (logged, covered by Vista's commit record, no drain of its own); a
- * longer one is written raw and drained before the commit point
+/* A payload up to this long is declared new in the transaction with its
+ * slot (not logged, covered by Vista's commit record, no drain of its
+ * own); a longer one is written raw and drained before the commit point
  * (client.c send_request_tx, server.c S8).  Measured by vg-bench in the
- * cacheline domain: logging the before-image costs less than the drain
- * it saves up to 256 bytes, and more above 512 (+1.8 us at 2 KiB, +4.4
- * us at 8 KiB per cycle). */
+ * cacheline domain: declaring every payload cost +0.8 to +2.1 us a cycle
+ * at 1-8 KiB (the commit's checksum over it, and its lines written back
+ * at the commit rather than right after the copy). */
+#ifndef VG__DECLARED_PAYLOAD_MAX
 #define VG__DECLARED_PAYLOAD_MAX 256u
+#endif
 
 /* Per request slot (client). */
 struct vg__reqv {
@@ -364,10 +366,14 @@ vg__raw_store64(vg_endpoint *ep, uint64_t *word, uint64_t value)
  * The txhdr is added to the batch the first time in a transaction, and so
  * are the state words of the requests whose responses were taken since
  * the last declaration (stored only at the commit point), so each call
- * costs at most one persist barrier.  Volatile endpoints: nothing.
+ * costs at most one persist barrier.  The last nnew of the ranges are new
+ * (vista_set_ranges_new): bytes no committed header refers to -- a
+ * payload, an op record of the open generation -- whose old content is
+ * never needed, so nothing of them is logged.  Volatile endpoints:
+ * nothing.
  */
 int vg__declare(vg_endpoint *ep, const struct vista_range *a, size_t na,
-	bool with_txhdr);
+	size_t nnew, bool with_txhdr);
 /* Copy a payload raw into a buffer no committed header refers to, and
  * flush it; vg_commit drains it before the commit point (T2, X2). */
 void vg__raw_payload(vg_endpoint *ep, uint8_t *buf, const void *msg,

@@ -6,14 +6,16 @@
 # responses before the expired words are durable, leave the raw writes
 # to Vista's one commit fence, or leave a request's payload and record,
 # or an answer and its record, out of the declared batch (and undrained),
-# must be caught.
+# must be caught, and so must the build that declares a request's slot
+# new (no before-image) like its payload.
 #
 #   vg_pm_test.sh PMEMTEST VG_PM VG_PM_BROKEN_NO_PAYLOAD_FLUSH \
 #       VG_PM_BROKEN_RECLAIM_NO_DRAIN VG_PM_BROKEN_NO_RAW_DRAIN \
-#       VG_PM_BROKEN_SEND_UNDECLARED VG_PM_BROKEN_RESP_UNDECLARED
+#       VG_PM_BROKEN_SEND_UNDECLARED VG_PM_BROKEN_RESP_UNDECLARED \
+#       VG_PM_BROKEN_SLOT_NEW
 set -u
 PMT=$1 VGPM=$2 BROKEN=$3 BROKEN_RECLAIM=$4 BROKEN_DRAIN=$5 BROKEN_UNDECL=$6
-BROKEN_RESP=$7
+BROKEN_RESP=$7 BROKEN_SLOT_NEW=$8
 dir=$(mktemp -d /dev/shm/vg-pm-XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 export VG_PM_LOCK_DIR=$dir # the checks' port locks (vg_pm.c)
@@ -64,4 +66,7 @@ require_caught broken_undeclared "$BROKEN_UNDECL" run \
 require_caught broken_resp "$BROKEN_RESP" run \
 	"answer and its record neither declared nor drained" \
 	"payload|VG_ECORRUPT"
+require_caught broken_slot_new "$BROKEN_SLOT_NEW" run \
+	"a request's slot declared new, with no before-image" \
+	"VG_ECORRUPT|sequence|slot|request"
 exit $rc
