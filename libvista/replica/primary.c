@@ -554,6 +554,36 @@ grow(void *buf, size_t *cap, size_t need)
 	return 0;
 }
 
+/* Records whose mirror lines diff_ring asks for ahead of the one it
+ * diffs: the mirror is the segment's size, and a record's ranges fall
+ * anywhere in it, so each is a miss; asked for together, they overlap. */
+#define VR_MIRROR_AHEAD 16
+/* Bytes of qring asked for ahead of the records read: the committing
+ * thread wrote them on another core, so each line is a transfer. */
+#define VR_QRING_AHEAD 4096
+
+/* Ask for the mirror lines of the record at qring position p; its end. */
+static uint64_t
+mirror_prefetch(vr_node *n, uint64_t p)
+{
+	size_t mask = n->o.ring_size - 1;
+	struct vr_rec_hdr rh;
+	uint64_t q = p + sizeof(rh);
+
+	ring_read(n, n->qring, p, &rh, sizeof(rh));
+	/* Pieces are 8 bytes at 8-aligned positions: none wraps. */
+	for (uint32_t i = 0; i < rh.count && i < 8; i++, q += 8) {
+		const struct vr_piece *pc = (const void *)(n->qring +
+			(q & mask));
+		const char *m = n->mirror + vr_piece_off(pc);
+		uint32_t l = vr_piece_len(pc);
+		for (uint32_t o = 0; o < l && o < 256; o += 64)
+			__builtin_prefetch(m + o, 1, 3);
+		__builtin_prefetch(m + l - 1, 1, 3);
+	}
+	return p + rh.len;
+}
+
 /*
  * o.sender_diff: rewrite the whole-range records [raw, h) as records of
  * their bytes that differ from the mirror, at dhead, and bring the
@@ -565,7 +595,8 @@ diff_ring(vr_node *n, uint64_t h)
 	size_t mask = n->o.ring_size - 1;
 	uint64_t r = atomic_load_explicit(&n->raw, memory_order_relaxed);
 	uint64_t d = atomic_load_explicit(&n->dhead, memory_order_relaxed);
-	uint64_t dbytes = 0, mbytes = 0, t;
+	uint64_t dbytes = 0, mbytes = 0, t, pf = r, qpf = r & ~(uint64_t)63;
+	unsigned ahead = 0;
 
 	pthread_mutex_lock(&n->lock);
 	t = n->tail;
@@ -584,6 +615,11 @@ diff_ring(vr_node *n, uint64_t h)
 		 * rh.len): the rest waits for the backup's acks. */
 		if (d + rh.len - t > n->o.ring_size)
 			break;
+		for (; qpf < h && qpf < r + VR_QRING_AHEAD; qpf += 64)
+			__builtin_prefetch(n->qring + (qpf & mask), 0, 3);
+		for (; pf < h && ahead < VR_MIRROR_AHEAD; ahead++)
+			pf = mirror_prefetch(n, pf);
+		ahead--;
 		if (at + rh.len <= n->o.ring_size) {
 			ip = (const void *)(n->qring + at + sizeof(rh));
 		} else {
