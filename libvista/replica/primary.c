@@ -437,10 +437,7 @@ push_locked(vr_node *n, int fd, uint64_t max, bool *cut)
 		uint64_t p = s;
 		while (p < h) {
 			struct vr_rec_hdr rh;
-			size_t at = p & (n->o.ring_size - 1);
-			for (size_t i = 0; i < sizeof(rh); i++)
-				((char *)&rh)[i] = n->ring[(at + i) &
-					(n->o.ring_size - 1)];
+			ring_read(n, n->ring, p, &rh, sizeof(rh));
 			if (p != s && p + rh.len > s + max)
 				break;
 			p += rh.len;
@@ -532,6 +529,26 @@ put_rec(vr_node *n, uint64_t p0, uint64_t seq, size_t len)
 		p += bld.p[i].len;
 	}
 	ring_put(n, n->qring, p, zero, (size_t)(p0 + len - p));
+}
+
+/* Copy a run of the sender's diff: most are a counter's few bytes, copied
+ * without a call. */
+static inline void
+copy_run(char *d, const char *s, size_t n)
+{
+	uint64_t a, b;
+
+	if (n >= 8 && n <= 16) {
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n < 8) {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	} else {
+		memcpy(d, s, n);
+	}
 }
 
 /* Grow *buf to hold `need` bytes. */
@@ -650,7 +667,7 @@ diff_ring(vr_node *n, uint64_t h)
 					return rc;
 #ifndef VR_BROKEN_MIRROR_BEHIND
 				/* The backup will hold these bytes. */
-				memcpy(n->mirror + off + o, src + o, ol);
+				copy_run(n->mirror + off + o, src + o, ol);
 #endif
 				/* (wrong without it: the next record is diffed
 				 * against bytes the backup no longer has) */
@@ -659,21 +676,27 @@ diff_ring(vr_node *n, uint64_t h)
 		}
 		len = sizeof(rh) + bld.np * sizeof(*op) +
 			((bld.dlen + 7) & ~(size_t)7);
-		/* len <= rh.len (P7): the ring has room for it at d. */
-		if ((rc = grow(&n->dout, &n->dcap, len)) != 0)
-			return rc;
-		oh = (struct vr_rec_hdr *)n->dout;
+		/* len <= rh.len (P7): the ring has room for it at d.  Built
+		 * in place, or in dout if it crosses the ring's end. */
+		if ((d & mask) + len <= n->o.ring_size) {
+			oh = (struct vr_rec_hdr *)(n->ring + (d & mask));
+		} else {
+			if ((rc = grow(&n->dout, &n->dcap, len)) != 0)
+				return rc;
+			oh = (struct vr_rec_hdr *)n->dout;
+		}
 		vr__rec_fill(oh, rh.type, (uint32_t)bld.np, rh.seq, rh.epoch,
 			len);
 		op = (struct vr_piece *)(oh + 1);
 		od = (char *)(op + bld.np);
 		for (size_t i = 0; i < bld.np; i++) {
 			op[i] = vr_piece_make(bld.p[i].off, bld.p[i].len);
-			memcpy(od, bld.p[i].src, bld.p[i].len);
+			copy_run(od, bld.p[i].src, bld.p[i].len);
 			od += bld.p[i].len;
 		}
-		memset(od, 0, (size_t)(n->dout + len - od));
-		ring_put(n, n->ring, d, n->dout, len);
+		memset(od, 0, (size_t)((char *)oh + len - od));
+		if ((char *)oh == n->dout)
+			ring_put(n, n->ring, d, n->dout, len);
 		dbytes += bld.dlen;
 		mbytes += len - bld.dlen;
 		d += len;

@@ -71,6 +71,35 @@ struct Follower {
 	return st.seq;
 }
 
+// vr_open on a new segment (at slots `slot` and `slot` + 1) refuses
+// options `bad` (-EINVAL, an error message naming `why`, no node) and
+// accepts `good`.
+[[maybe_unused]] static bool open_refused(struct vr_opts bad,
+	struct vr_opts good, const char *why, int slot = 0)
+{
+	test::TempDir d;
+	std::string lp = d.path + "/log", sp = d.path + "/seg",
+		    tp = d.path + "/state";
+	struct vista_opts vo = {};
+	vista *v;
+	vista_segment *seg;
+	vr_node *n = nullptr;
+	vo.log_path = lp.c_str();
+	VR_REQUIRE_OK(vista_init(&vo, &v));
+	VR_REQUIRE_OK(vista_map(v, sp.c_str(), vrt::addr(slot), SEG,
+		VISTA_CREATE, &seg));
+	bad.state_path = good.state_path = tp.c_str();
+	bad.state_addr = good.state_addr = vrt::addr(slot + 1);
+	VR_REQUIRE_RC(vr_open(v, seg, &bad, &n), -EINVAL);
+	REQUIRE(n == nullptr);
+	bool named = std::string(vr_errormsg()).find(why) !=
+		std::string::npos;
+	VR_REQUIRE_OK(vr_open(v, seg, &good, &n));
+	VR_REQUIRE_OK(vr_close(n));
+	VR_REQUIRE_OK(vista_fini(v));
+	return named;
+}
+
 #ifndef VR_BROKEN_APPLY_EARLY
 // Every commit mode over loopback: 2,000 transactions (pairs, and a page
 // every 100th), all acknowledged, the backup's copy equal.  whole:
@@ -191,17 +220,36 @@ struct Backup {
 			f.t.join();
 		}
 	}
-	// Stop it; "" if its copy equals p's.
-	std::string stop_differs(Node &p)
+	// Stop it; its copy must equal p's, or, in the broken build named
+	// by `broken`, differ (true: caught).
+	bool stop_equal(Node &p, bool broken)
 	{
+		std::string bad;
 		vr_stop(b.n);
 		VR_REQUIRE_OK(f.join());
-		for (size_t i = 0; i < SEG; i++)
+		for (size_t i = 0; i < SEG && bad.empty(); i++)
 			if (p.base[i] != b.base[i])
-				return "byte " + std::to_string(i) + " differs";
-		return "";
+				bad = "byte " + std::to_string(i) + " differs";
+		if (broken) {
+			WARN("broken build caught: " << bad);
+			REQUIRE(!bad.empty());
+		} else {
+			REQUIRE(bad == "");
+		}
+		return broken;
 	}
 };
+
+#ifdef VR_BROKEN_MIRROR_BEHIND
+static const bool BROKEN_BEHIND = true;
+#else
+static const bool BROKEN_BEHIND = false;
+#endif
+#ifdef VR_BROKEN_MIRROR_STALE
+static const bool BROKEN_STALE = true;
+#else
+static const bool BROKEN_STALE = false;
+#endif
 
 TEST_CASE("sender_diff: a value put back travels, after each record and "
 	"after a full copy", "[sdiff]")
@@ -223,13 +271,8 @@ TEST_CASE("sender_diff: a value put back travels, after each record and "
 		VR_REQUIRE_OK(p.put({ 0 }, 0));
 		VR_REQUIRE_OK(p.put({ 8 }, 7));
 		VR_REQUIRE_OK(vr_sync(p.n));
-		std::string bad = b1.stop_differs(p);
-#ifdef VR_BROKEN_MIRROR_BEHIND
-		WARN("broken build caught: " << bad);
-		REQUIRE(!bad.empty());
-		return;
-#endif
-		REQUIRE(bad == "");
+		if (b1.stop_equal(p, BROKEN_BEHIND))
+			return;
 		VR_REQUIRE_OK(vr_status(p.n, &st));
 		// Only changed bytes travel: one byte of each value (whole
 		// ranges: 24).
@@ -253,30 +296,13 @@ TEST_CASE("sender_diff: a value put back travels, after each record and "
 	// copy would still hold 7 and send nothing.
 	VR_REQUIRE_OK(p.put({ 8 }, 7));
 	VR_REQUIRE_OK(vr_sync(p.n));
-	std::string bad = b2.stop_differs(p);
-#ifdef VR_BROKEN_MIRROR_STALE
-	WARN("broken build caught: " << bad);
-	REQUIRE(!bad.empty());
-	return;
-#endif
-	REQUIRE(bad == "");
+	if (b2.stop_equal(p, BROKEN_STALE))
+		return;
 	// Not both: the sender diffs, or every declared byte travels.
-	test::TempDir dc;
 	o.whole_ranges = true;
-	std::string lp = dc.path + "/log", sp = dc.path + "/seg",
-		    tp = dc.path + "/state";
-	struct vista_opts vo = {};
-	vista *v;
-	vista_segment *seg;
-	vr_node *n = nullptr;
-	vo.log_path = lp.c_str();
-	VR_REQUIRE_OK(vista_init(&vo, &v));
-	VR_REQUIRE_OK(vista_map(v, sp.c_str(), vrt::addr(6), SEG,
-		VISTA_CREATE, &seg));
-	o.state_path = tp.c_str();
-	o.state_addr = vrt::addr(7);
-	VR_REQUIRE_RC(vr_open(v, seg, &o, &n), -EINVAL);
-	VR_REQUIRE_OK(vista_fini(v));
+	struct vr_opts ok = o;
+	ok.sender_diff = false;
+	REQUIRE(open_refused(o, ok, "whole_ranges", 6));
 }
 
 TEST_CASE("whole ranges: the sender seals each record, every mode "
@@ -293,31 +319,13 @@ TEST_CASE("batches of 5 ms: every commit mode replicates every transaction; "
 	replicate_modes(true, 5);
 	replicate_modes(false, 5);
 
-	test::TempDir d;
-	std::string lp = d.path + "/log", sp = d.path + "/seg",
-		    tp = d.path + "/state";
-	struct vista_opts vo = {};
-	vista *v;
-	vista_segment *seg;
-	vr_node *n = nullptr;
-	vo.log_path = lp.c_str();
-	VR_REQUIRE_OK(vista_init(&vo, &v));
-	VR_REQUIRE_OK(vista_map(v, sp.c_str(), vrt::addr(0), SEG,
-		VISTA_CREATE, &seg));
-	struct vr_opts o = {};
-	o.state_path = tp.c_str();
-	o.state_addr = vrt::addr(1);
+	struct vr_opts o = {}, ok;
 	o.mode = VR_1SAFE;
 	o.heartbeat_ms = 10;
 	o.batch_ms = 11;
-	VR_REQUIRE_RC(vr_open(v, seg, &o, &n), -EINVAL);
-	REQUIRE(n == nullptr);
-	REQUIRE(std::string(vr_errormsg()).find("heartbeat") !=
-		std::string::npos);
-	o.batch_ms = 10;
-	VR_REQUIRE_OK(vr_open(v, seg, &o, &n));
-	VR_REQUIRE_OK(vr_close(n));
-	VR_REQUIRE_OK(vista_fini(v));
+	ok = o;
+	ok.batch_ms = 10;
+	REQUIRE(open_refused(o, ok, "heartbeat"));
 }
 
 TEST_CASE("a record splits at 8 equal bytes, the cost of a piece", "[loop]")
