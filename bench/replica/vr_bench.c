@@ -33,7 +33,7 @@
  * no diff on the committing thread), and 1-safe with a
  * backup, diffed, with whole ranges, and diffed by the sender thread
  * (vr_opts.sender_diff: "sdiff"), and pipelined 2-safe diffed by the
- * sender; beside the CPU time per
+ * committing thread and by the sender; beside the CPU time per
  * transaction of the application thread, the primary and the backup, it
  * prints the application thread's time off its CPU (schedstat: runnable
  * but not running, and blocked) and its context switches.  -w: the active configurations
@@ -788,6 +788,7 @@ main(int argc, char **argv)
 				{ "1-safe", VR_1SAFE, 0, 0, 0, 0, 0 },
 				{ "1-safe-whole", VR_1SAFE, 0, 0, 1, 0, 0 },
 				{ "1-safe-sdiff", VR_1SAFE, 0, 0, 0, 1, 0 },
+				{ "pipelined", VR_PIPELINED, 0, 0, 0, 0, 0 },
 				{ "pipe-sdiff", VR_PIPELINED, 0, 0, 0, 1, 0 },
 				/* -B: whole ranges sent every floor_batch
 				 * ms. */
