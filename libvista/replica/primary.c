@@ -1151,7 +1151,7 @@ sender(void *arg)
 	vr_node *n = arg;
 	int fd = -1;
 	uint64_t last_out = 0, last_push = 0;
-	bool busy = false, more = false;
+	bool busy = false, more = false, full = false;
 
 	while (!atomic_load(&n->stop)) {
 		struct pollfd pf[2];
@@ -1207,10 +1207,16 @@ sender(void *arg)
 		if (rc == 0 && u > 0 && (n->o.mode != VR_1SAFE || more ||
 			    now - last_push >= n->o.batch_ms * 1000ull ||
 			    u >= n->o.ring_size / 8)) {
+			uint64_t s0 = atomic_load(&n->sent);
+			uint64_t r0 = atomic_load(&n->raw);
 			pthread_mutex_lock(&n->wlock);
 			rc = push_locked(n, fd, 256u << 10, &more);
 			pthread_mutex_unlock(&n->wlock);
 			last_push = now;
+			/* o.sender_diff, nothing sent or diffed: the stream
+			 * ring is full; wait for acks, do not spin. */
+			full = n->o.sender_diff && atomic_load(&n->sent) == s0 &&
+				atomic_load(&n->raw) == r0;
 		}
 		if (rc == 0 && n->o.mode == VR_1SAFE)
 			rc = offer(n, fd);
@@ -1237,7 +1243,7 @@ sender(void *arg)
 		 * other's store: a record is never left behind unwoken. */
 		atomic_store(&n->sleeping, 1);
 		u = unsent(n);
-		if (rc == 0 && poll(pf, 2, u > 0 && (more ||
+		if (rc == 0 && poll(pf, 2, u > 0 && !full && (more ||
 				n->o.mode != VR_1SAFE) ? 0 :
 			    n->o.mode != VR_2SAFE ? (int)n->o.batch_ms :
 			    (int)n->o.heartbeat_ms) > 0) {
