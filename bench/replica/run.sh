@@ -6,10 +6,11 @@
 #
 # vr-bench (standalone vs active 1-safe, 2-safe, pipelined; 2-safe latency
 # beside the loopback round trip; failover) at 10 MB and 100 MB databases,
-# its floor runs (-o floor: standalone, the floor, the hook, 1-safe diffed
-# and with whole ranges; unpinned and -p), then tests/replica/crash.sh for
-# KILL_ITERATIONS iterations (default 200: 300 kills) over 1-safe (diffed
-# and whole ranges) and 2-safe, killing the primary or both.
+# its floor runs (-o floor: standalone, the floor, the hook, 1-safe diffed,
+# with whole ranges and diffed by the sender, pipelined; unpinned and -p),
+# then tests/replica/crash.sh for KILL_ITERATIONS iterations (default 200:
+# 300 kills) over 1-safe (diffed, whole ranges, diffed by the sender) and
+# 2-safe, killing the primary or both.
 # Then the passive backup: vrp-bench (Versions 0-3 standalone, passive
 # 1-safe and 2-safe, bytes per transaction: Tables 4 and 5) on a 50 MB
 # database, the rejoin by the log tail against a full copy (vrp-bench -j),
@@ -31,13 +32,14 @@ for acc in 1000000 12000000; do
 	"$B/bench/replica/vr-bench" -t "$S" -r 3 -a $acc
 done
 for pin in "" -p; do
-	echo "== vr-bench $pin -o floor -r 5 -t 0.5 (1-safe diffed and whole)"
+	echo "== vr-bench $pin -o floor -r 5 -t 0.5 (1-safe and pipelined)"
 	"$B/bench/replica/vr-bench" $pin -o floor -r 5 -t 0.5
 done
 echo "== crash campaign: $K iterations"
 cd "$B"
 "$SRC/tests/replica/crash.sh" libvista/replica/vista-replica \
-	tests/replica/vr_dc "$K" pass 1safe,2safe,1safe-whole primary,both |
+	tests/replica/vr_dc "$K" pass 1safe,2safe,1safe-whole,1safe-sdiff \
+	primary,both |
 	tail -3
 cd - > /dev/null
 echo "== vrp-bench -t $S -r 3 (passive, 50 MB)"

@@ -4,7 +4,7 @@
  * failover time, against standalone libvista in the same run
  *
  *   vr-bench [-t SECONDS] [-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] [-p] [-s]
- *            [-w] [-R RING_BYTES] [-B MS]
+ *            [-w] [-S] [-R RING_BYTES] [-B MS]
  *
  * Debit-credit (accounts, tellers, branches, a history ring) on one
  * segment.  In order, each for SECONDS (default 1):
@@ -31,11 +31,14 @@
  * DRAM ring: the least a 1-safe primary on libvista's hook must do),
  * the hook alone, the hook alone with whole ranges (vr_opts.whole_ranges:
  * no diff on the committing thread), and 1-safe with a
- * backup, diffed and with whole ranges; beside the CPU time per
+ * backup, diffed, with whole ranges, and diffed by the sender thread
+ * (vr_opts.sender_diff: "sdiff"), and pipelined 2-safe diffed by the
+ * committing thread and by the sender; beside the CPU time per
  * transaction of the application thread, the primary and the backup, it
  * prints the application thread's time off its CPU (schedstat: runnable
  * but not running, and blocked) and its context switches.  -w: the active configurations
- * send whole ranges (vr_opts.whole_ranges).  -R: the primary's send ring
+ * send whole ranges (vr_opts.whole_ranges); -S: their sender diffs the
+ * records (vr_opts.sender_diff).  -R: the primary's send ring
  * in bytes (a power of two; default the library's, 4 MiB).  -B: the
  * active configurations' vr_opts.batch_ms (how long the sender lets
  * records gather); with -o floor, an added row: 1-safe, whole ranges,
@@ -98,6 +101,9 @@ static bool floor_on;
 /* -w, and the floor's "whole" rows: vr_opts.whole_ranges (each range sent
  * whole, the record sealed by the sender thread). */
 static bool whole;
+/* -S, and the floor's "sdiff" rows: vr_opts.sender_diff (the sender
+ * diffs each record against its mirror of the segment). */
+static bool sdiff;
 /* -R: the primary's ring, bytes (0: the library's default). */
 /* -B: vr_opts.batch_ms of the active configurations (-o floor: of an
  * added row, 1-safe with whole ranges). */
@@ -225,6 +231,7 @@ open_node(struct node *nd, const char *name, char *addr, enum vr_mode mode,
 		~(size_t)((1u << 21) - 1));
 	ro.mode = mode;
 	ro.whole_ranges = whole;
+	ro.sender_diff = sdiff;
 	ro.ring_size = ring_bytes;
 	ro.batch_ms = batch_ms;
 	/* pipelined: commits in flight; 1-safe: the library's loss window
@@ -715,10 +722,11 @@ main(int argc, char **argv)
 
 	bool pinned = false;
 
-	while ((c = getopt(argc, argv, "t:a:qo:r:pswR:B:")) != -1) {
+	while ((c = getopt(argc, argv, "t:a:qo:r:pswSR:B:")) != -1) {
 		switch (c) {
 		case 'R': ring_bytes = strtoull(optarg, NULL, 0); break;
 		case 'w': whole = true; break;
+		case 'S': sdiff = true; break;
 		case 'B': floor_batch = (unsigned)atoi(optarg); break;
 		case 'p': pinned = true; break;
 		case 's': own_session = true; break;
@@ -734,7 +742,7 @@ main(int argc, char **argv)
 		default:
 			fprintf(stderr, "usage: vr-bench [-t SECONDS] "
 				"[-a ACCOUNTS] [-r ROUNDS] [-q] [-o CONFIG] "
-				"[-p] [-s] [-w] [-R RING_BYTES] [-B MS]\n");
+				"[-p] [-s] [-w] [-S] [-R RING_BYTES] [-B MS]\n");
 			return 2;
 		}
 	}
@@ -759,29 +767,47 @@ main(int argc, char **argv)
 	if (whole)
 		printf("the primary sends whole ranges "
 			"(vr_opts.whole_ranges)\n");
+	if (sdiff)
+		printf("the primary's sender diffs the records "
+			"(vr_opts.sender_diff)\n");
 	if (only != NULL) {
 		static const char *names[] = { "standalone", "1safe", "2safe",
 			"pipelined" };
 		if (strcmp(only, "floor") == 0) {
 			/* Interleaved rounds: standalone, the floor, the
-			 * hook alone, 1-safe with a backup. */
-			struct result rr[7][ROUNDS];
-			static const char *fn[] = { "standalone", "floor",
-				"hook", "hook-whole", "1-safe",
-				"1-safe-whole", "whole-batch" };
-			/* -B: a seventh row, whole ranges sent every
-			 * floor_batch ms. */
-			int nm = floor_batch ? 7 : 6;
+			 * hook alone, 1-safe and pipelined with a backup. */
+			static const struct {
+				const char *name;
+				int mode;
+				bool floor, hook, whole, sdiff, batch;
+			} fr[] = {
+				{ "standalone", 0, 0, 0, 0, 0, 0 },
+				{ "floor", 0, 1, 0, 0, 0, 0 },
+				{ "hook", VR_1SAFE, 0, 1, 0, 0, 0 },
+				{ "hook-whole", VR_1SAFE, 0, 1, 1, 0, 0 },
+				{ "1-safe", VR_1SAFE, 0, 0, 0, 0, 0 },
+				{ "1-safe-whole", VR_1SAFE, 0, 0, 1, 0, 0 },
+				{ "1-safe-sdiff", VR_1SAFE, 0, 0, 0, 1, 0 },
+				{ "pipelined", VR_PIPELINED, 0, 0, 0, 0, 0 },
+				{ "pipe-sdiff", VR_PIPELINED, 0, 0, 0, 1, 0 },
+				/* -B: whole ranges sent every floor_batch
+				 * ms. */
+				{ "whole-batch", VR_1SAFE, 0, 0, 1, 0, 1 },
+			};
+			enum { NFR = sizeof(fr) / sizeof(fr[0]) };
+			struct result rr[NFR][ROUNDS];
+			int nm = floor_batch ? NFR : NFR - 1;
 			for (int k = 0; k < rounds; k++)
 				for (int m = 0; m < nm; m++) {
-					floor_on = m == 1;
-					hook_only = m == 2 || m == 3;
-					whole = m == 3 || m >= 5;
-					batch_ms = m == 6 ? floor_batch : 0;
-					rr[m][k] = run(fn[m], m >= 2 ?
-						VR_1SAFE : 0);
+					floor_on = fr[m].floor;
+					hook_only = fr[m].hook;
+					whole = fr[m].whole;
+					sdiff = fr[m].sdiff;
+					batch_ms = fr[m].batch ? floor_batch :
+						0;
+					rr[m][k] = run(fr[m].name, fr[m].mode);
 				}
-			floor_on = hook_only = whole = false;
+			floor_on = hook_only = whole = sdiff = false;
 			/* Each column the median of its own rounds. */
 			double s_tps = MEDIAN_OF(rr[0], rounds, tps);
 			double s_a = MEDIAN_OF(rr[0], rounds, cpu_a);
@@ -798,7 +824,7 @@ main(int argc, char **argv)
 				double t = MEDIAN_OF(rr[m], rounds, tps);
 				printf("%-12s %10.0f %7.3f %7.3f %7.3f %7.3f "
 					"%7.3f %7.3f %7.3f %6.2f %6.2f %7.3f\n",
-					fn[m], t, t / s_tps, a,
+					fr[m].name, t, t / s_tps, a,
 					MEDIAN_OF(rr[m], rounds, cpu_p),
 					MEDIAN_OF(rr[m], rounds, cpu_b),
 					s_a / a,

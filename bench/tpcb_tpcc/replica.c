@@ -6,7 +6,8 @@
  * Design:
  *  1. Modes: active 1safe, 2safe, pipelined (vr_open on the stream's vista
  *     instance: a redo record of the changed bytes per commit; 1safe-whole:
- *     of every declared byte, vr_opts.whole_ranges) and passive
+ *     of every declared byte, vr_opts.whole_ranges; 1safe-sdiff and
+ *     pipelined-sdiff: diffed by the sender, vr_opts.sender_diff) and passive
  *     passive-1safe, passive-2safe (vr_passive on the instance's segment
  *     and log pools: every write-back travels).  The primary's commit
  *     (tb_repl_commit) is timed into a latency histogram.
@@ -50,7 +51,8 @@
 #include "vista_replica.h"
 
 const char tb_repl_modes[] =
-	"1safe,1safe-whole,2safe,pipelined,passive-1safe,passive-2safe";
+	"1safe,1safe-whole,1safe-sdiff,2safe,pipelined,pipelined-sdiff,"
+	"passive-1safe,passive-2safe";
 
 /* A throughput run on a loaded machine must not pass for a dead peer. */
 #define TB_REPL_TIMEOUT_MS 5000
@@ -90,8 +92,11 @@ tb_repl_parse(const char *mode, enum tb_repl_kind *kind, int *vr_mode)
 		{ "1safe", TB_REPL_ACTIVE, VR_1SAFE },
 		/* each declared range sent whole (vr_opts.whole_ranges) */
 		{ "1safe-whole", TB_REPL_ACTIVE, VR_1SAFE },
+		/* diffed by the sender thread (vr_opts.sender_diff) */
+		{ "1safe-sdiff", TB_REPL_ACTIVE, VR_1SAFE },
 		{ "2safe", TB_REPL_ACTIVE, VR_2SAFE },
 		{ "pipelined", TB_REPL_ACTIVE, VR_PIPELINED },
+		{ "pipelined-sdiff", TB_REPL_ACTIVE, VR_PIPELINED },
 		{ "passive-1safe", TB_REPL_PASSIVE, VR_1SAFE },
 		{ "passive-2safe", TB_REPL_PASSIVE, VR_2SAFE },
 	};
@@ -313,7 +318,8 @@ tb_repl_attach(const struct tb_opts *o, int stream,
 			 * library's loss window (0: its default). */
 			.window = r->mode == VR_PIPELINED ? 1024 : 0,
 			.timeout_ms = TB_REPL_TIMEOUT_MS,
-			.whole_ranges = !strcmp(o->replica, "1safe-whole") };
+			.whole_ranges = !strcmp(o->replica, "1safe-whole"),
+			.sender_diff = strstr(o->replica, "-sdiff") != NULL };
 		if ((rc = vr_open(v, seg, &ro, &r->n)))
 			goto fail_vr;
 		if ((rc = vr_serve(r->n, o->peer, 0)))

@@ -138,6 +138,12 @@ vr_open(vista *v, vista_segment *seg, const struct vr_opts *o, vr_node **out)
 	}
 	if (n->o.timeout_ms == 0)
 		n->o.timeout_ms = 100;
+	if (n->o.sender_diff && n->o.whole_ranges) {
+		free(n);
+		return vr__err(-EINVAL, "vr_open: sender_diff and "
+			"whole_ranges together (the sender diffs, or every "
+			"declared byte is sent)");
+	}
 	/* The caller's state_path need not outlive vr_open: the redo log's
 	 * path is kept. */
 	n->blog_path = malloc(strlen(o->state_path) + sizeof(".redo"));
@@ -227,7 +233,12 @@ vr_close(vr_node *n)
 	free(n->rd.buf);
 	pthread_cond_destroy(&n->room);
 	pthread_cond_destroy(&n->ackcv);
+	if (n->qring != n->ring)
+		free(n->qring);
 	free(n->ring);
+	free(n->mirror);
+	free(n->dout);
+	free(n->dol);
 	free(n->blog_path);
 	free(n);
 	return rc;

@@ -74,6 +74,22 @@
  *       socket; `sealed` >= sent marks how far that has gone.  A backup
  *       refuses an unsealed record (wire.c W1), so a record is never
  *       applied unverified.
+ *   P7. o.sender_diff: the committing thread queues each range whole
+ *       (its after-bytes; an abort's before-images, P3) at head, and
+ *       whoever pushes diffs the records in [raw, head), in ring order,
+ *       under wlock, against n->mirror, writes each as the record of its
+ *       changed bytes at dhead, copies those bytes into the mirror, and
+ *       only then seals (P6) and sends [sent, dhead).  The mirror is
+ *       what the backup's copy holds once it has applied every record
+ *       below dhead: a full copy sends the mirror's own bytes, copied
+ *       from the segment under n->lock, and drops every record queued
+ *       (raw = dhead = head), so a record is diffed against the copy
+ *       the backup has, never against the segment's later bytes.  A
+ *       diffed record is never longer than its input (a new piece costs
+ *       8 bytes and splits only on 8 equal bytes or more), so dhead <=
+ *       raw and the output never passes the input still to be read; the
+ *       stream's positions (sent, tail, the backup's acks) count dhead's
+ *       bytes.  The bytes in [dhead, raw) are never sent.
  */
 #include <errno.h>
 #include <poll.h>
@@ -316,6 +332,17 @@ build(vr_node *n, unsigned event, struct vista_txinfo *tx, bool whole,
 }
 
 static void drop_locked(vr_node *n);
+static void wait_1ms(vr_node *n, pthread_cond_t *cv);
+
+/* The end of the stream: the first position past the records that may
+ * be sent (with o.sender_diff, those diffed, P7). */
+static inline uint64_t
+stream_end(vr_node *n)
+{
+	return n->o.sender_diff ? atomic_load_explicit(&n->dhead,
+		memory_order_relaxed) : atomic_load_explicit(&n->head,
+		memory_order_relaxed);
+}
 
 static void
 wake_sender(vr_node *n)
@@ -330,15 +357,16 @@ wake_sender(vr_node *n)
 
 /* Copy ring bytes [p, p + len) out (they may wrap). */
 static void
-ring_read(const vr_node *n, uint64_t p, void *out, size_t len)
+ring_read(const vr_node *n, const char *ring, uint64_t p, void *out,
+	size_t len)
 {
 	size_t at = p & (n->o.ring_size - 1), first = n->o.ring_size - at;
 
 	if (first >= len) {
-		memcpy(out, n->ring + at, len);
+		memcpy(out, ring + at, len);
 	} else {
-		memcpy(out, n->ring + at, first);
-		memcpy((char *)out + first, n->ring, len - first);
+		memcpy(out, ring + at, first);
+		memcpy((char *)out + first, ring, len - first);
 	}
 }
 
@@ -357,7 +385,7 @@ seal_ring(vr_node *n, uint64_t from, uint64_t to)
 		struct vr_rec_hdr rh, *hp;
 		size_t at = p & mask;
 		uint64_t c;
-		ring_read(n, p, &rh, sizeof(rh));
+		ring_read(n, n->ring, p, &rh, sizeof(rh));
 		if (at + rh.len <= n->o.ring_size) {
 			hp = (struct vr_rec_hdr *)(n->ring + at);
 			c = vr__rec_check(hp, hp + 1);
@@ -366,7 +394,7 @@ seal_ring(vr_node *n, uint64_t from, uint64_t to)
 			 * linear copy. */
 			if (reserve(rh.len))
 				return vr__err(-ENOMEM, "out of memory");
-			ring_read(n, p, tls.buf, rh.len);
+			ring_read(n, n->ring, p, tls.buf, rh.len);
 			hp = (struct vr_rec_hdr *)tls.buf;
 			c = vr__rec_check(hp, hp + 1);
 		}
@@ -387,8 +415,10 @@ seal_ring(vr_node *n, uint64_t from, uint64_t to)
  * bytes (whole records; at least one).  Caller holds wlock.  An error
  * leaves the connection unusable (a record may be cut).
  */
+static int diff_ring(vr_node *n, uint64_t h);
+
 static int
-push_locked(vr_node *n, int fd, uint64_t max)
+push_locked(vr_node *n, int fd, uint64_t max, bool *cut)
 {
 	uint64_t s, h, z;
 	int rc = 0;
@@ -397,6 +427,16 @@ push_locked(vr_node *n, int fd, uint64_t max)
 	 * are visible); sealed is written under wlock, which we hold. */
 	s = atomic_load_explicit(&n->sent, memory_order_relaxed);
 	h = atomic_load_explicit(&n->head, memory_order_acquire);
+	if (n->o.sender_diff) {
+		/* P7: the whole-range records diffed first; the stream
+		 * ends at dhead. */
+		if (atomic_load_explicit(&n->raw, memory_order_relaxed) < h &&
+		    (rc = diff_ring(n, h)) != 0)
+			return rc;
+		h = atomic_load_explicit(&n->dhead, memory_order_relaxed);
+	}
+	if (cut)
+		*cut = false;
 	z = n->sealed;
 	/* (sealed behind sent: the ring was emptied since; the records
 	 * from sent on are unsealed) */
@@ -407,14 +447,13 @@ push_locked(vr_node *n, int fd, uint64_t max)
 		uint64_t p = s;
 		while (p < h) {
 			struct vr_rec_hdr rh;
-			size_t at = p & (n->o.ring_size - 1);
-			for (size_t i = 0; i < sizeof(rh); i++)
-				((char *)&rh)[i] = n->ring[(at + i) &
-					(n->o.ring_size - 1)];
+			ring_read(n, n->ring, p, &rh, sizeof(rh));
 			if (p != s && p + rh.len > s + max)
 				break;
 			p += rh.len;
 		}
+		if (cut)
+			*cut = p < h;
 		h = p;
 	}
 #ifndef VR_BROKEN_SEAL_LATE
@@ -458,15 +497,15 @@ bump(VR_ATOMIC(uint64_t) *c, uint64_t d)
 
 /* Copy `len` bytes to ring position p (they may wrap). */
 static inline void
-ring_put(vr_node *n, uint64_t p, const void *src, size_t len)
+ring_put(vr_node *n, char *ring, uint64_t p, const void *src, size_t len)
 {
 	size_t at = p & (n->o.ring_size - 1), first = n->o.ring_size - at;
 
 	if (first >= len) {
-		memcpy(n->ring + at, src, len);
+		memcpy(ring + at, src, len);
 	} else {
-		memcpy(n->ring + at, src, first);
-		memcpy(n->ring, (const char *)src + first, len - first);
+		memcpy(ring + at, src, first);
+		memcpy(ring, (const char *)src + first, len - first);
 	}
 }
 
@@ -487,19 +526,205 @@ put_rec(vr_node *n, uint64_t p0, uint64_t seq, size_t len)
 
 	vr__rec_fill(&rh, VR_REC_REDO, (uint32_t)bld.np, seq, n->st->epoch,
 		len);
-	ring_put(n, p, &rh, sizeof(rh));
+	ring_put(n, n->qring, p, &rh, sizeof(rh));
 	p += sizeof(rh);
 	/* Pieces are 8 bytes at 8-aligned positions: none wraps. */
 	for (size_t i = 0; i < bld.np; i++, p += sizeof(struct vr_piece)) {
 		struct vr_piece pc = vr_piece_make(bld.p[i].off,
 			bld.p[i].len);
-		memcpy(n->ring + (p & mask), &pc, sizeof(pc));
+		memcpy(n->qring + (p & mask), &pc, sizeof(pc));
 	}
 	for (size_t i = 0; i < bld.np; i++) {
-		ring_put(n, p, bld.p[i].src, bld.p[i].len);
+		ring_put(n, n->qring, p, bld.p[i].src, bld.p[i].len);
 		p += bld.p[i].len;
 	}
-	ring_put(n, p, zero, (size_t)(p0 + len - p));
+	ring_put(n, n->qring, p, zero, (size_t)(p0 + len - p));
+}
+
+/* Copy a run of the sender's diff: most are a counter's few bytes, copied
+ * without a call. */
+static inline void
+copy_run(char *d, const char *s, size_t n)
+{
+	uint64_t a, b;
+
+	if (n >= 8 && n <= 16) {
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n < 8) {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	} else {
+		memcpy(d, s, n);
+	}
+}
+
+/* Grow *buf to hold `need` bytes. */
+static int
+grow(void *buf, size_t *cap, size_t need)
+{
+	void **b = buf;
+	size_t c = *cap ? *cap : 4096;
+	void *nb;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	nb = realloc(*b, c);
+	if (nb == NULL)
+		return vr__err(-ENOMEM, "out of memory");
+	*b = nb;
+	*cap = c;
+	return 0;
+}
+
+/* Records whose mirror lines diff_ring asks for ahead of the one it
+ * diffs: the mirror is the segment's size, and a record's ranges fall
+ * anywhere in it, so each is a miss; asked for together, they overlap. */
+#define VR_MIRROR_AHEAD 16
+/* Bytes of qring asked for ahead of the records read: the committing
+ * thread wrote them on another core, so each line is a transfer. */
+#define VR_QRING_AHEAD 4096
+
+/* Ask for the mirror lines of the record at qring position p; its end. */
+static uint64_t
+mirror_prefetch(vr_node *n, uint64_t p)
+{
+	size_t mask = n->o.ring_size - 1;
+	struct vr_rec_hdr rh;
+	uint64_t q = p + sizeof(rh);
+
+	ring_read(n, n->qring, p, &rh, sizeof(rh));
+	/* Pieces are 8 bytes at 8-aligned positions: none wraps. */
+	for (uint32_t i = 0; i < rh.count && i < 8; i++, q += 8) {
+		const struct vr_piece *pc = (const void *)(n->qring +
+			(q & mask));
+		const char *m = n->mirror + vr_piece_off(pc);
+		uint32_t l = vr_piece_len(pc);
+		for (uint32_t o = 0; o < l && o < 256; o += 64)
+			__builtin_prefetch(m + o, 1, 3);
+		__builtin_prefetch(m + l - 1, 1, 3);
+	}
+	return p + rh.len;
+}
+
+/*
+ * o.sender_diff: rewrite the whole-range records [raw, h) as records of
+ * their bytes that differ from the mirror, at dhead, and bring the
+ * mirror up to them (P7).  Caller holds wlock.
+ */
+static int
+diff_ring(vr_node *n, uint64_t h)
+{
+	size_t mask = n->o.ring_size - 1;
+	uint64_t r = atomic_load_explicit(&n->raw, memory_order_relaxed);
+	uint64_t d = atomic_load_explicit(&n->dhead, memory_order_relaxed);
+	uint64_t dbytes = 0, mbytes = 0, t, pf = r, qpf = r & ~(uint64_t)63;
+	unsigned ahead = 0;
+
+	pthread_mutex_lock(&n->lock);
+	t = n->tail;
+	pthread_mutex_unlock(&n->lock);
+	while (r < h) {
+		struct vr_rec_hdr rh, *oh;
+		const struct vr_piece *ip;
+		const char *src;
+		struct vr_piece *op;
+		size_t at = r & mask, len;
+		char *od;
+		int rc;
+
+		ring_read(n, n->qring, r, &rh, sizeof(rh));
+		/* The stream ring full (its output is no longer than
+		 * rh.len): the rest waits for the backup's acks. */
+		if (d + rh.len - t > n->o.ring_size)
+			break;
+		for (; qpf < h && qpf < r + VR_QRING_AHEAD; qpf += 64)
+			__builtin_prefetch(n->qring + (qpf & mask), 0, 3);
+		for (; pf < h && ahead < VR_MIRROR_AHEAD; ahead++)
+			pf = mirror_prefetch(n, pf);
+		ahead--;
+		if (at + rh.len <= n->o.ring_size) {
+			ip = (const void *)(n->qring + at + sizeof(rh));
+		} else {
+			/* A record across the ring's end: read from a linear
+			 * copy. */
+			if (reserve(rh.len))
+				return vr__err(-ENOMEM, "out of memory");
+			ring_read(n, n->qring, r, tls.buf, rh.len);
+			ip = (const void *)(tls.buf + sizeof(rh));
+		}
+		src = (const char *)(ip + rh.count);
+		bld.np = 0;
+		bld.dlen = 0;
+		for (uint32_t i = 0; i < rh.count; i++) {
+			uint64_t off = vr_piece_off(&ip[i]);
+			uint32_t l = vr_piece_len(&ip[i]);
+			/* Runs at least 9 bytes apart: at most l / 9 + 1. */
+			size_t max = l / 9 + 2;
+			int k;
+			if ((rc = grow(&n->dol, &n->dolcap,
+				     2 * max * sizeof(*n->dol))) != 0)
+				return rc;
+			k = vr_diff(n->mirror + off, src, l, VR_DIFF_GAP,
+				n->dol, max);
+			for (int j = 0; j < k; j++) {
+				uint64_t o = n->dol[2 * j], ol = n->dol[2 * j + 1];
+				if ((rc = add_piece(off + o, src + o, ol)) != 0)
+					return rc;
+#ifndef VR_BROKEN_MIRROR_BEHIND
+				/* The backup will hold these bytes. */
+				copy_run(n->mirror + off + o, src + o, ol);
+#endif
+				/* (wrong without it: the next record is diffed
+				 * against bytes the backup no longer has) */
+			}
+			src += l;
+		}
+		len = sizeof(rh) + bld.np * sizeof(*op) +
+			((bld.dlen + 7) & ~(size_t)7);
+		/* len <= rh.len (P7): the ring has room for it at d.  Built
+		 * in place, or in dout if it crosses the ring's end. */
+		if ((d & mask) + len <= n->o.ring_size) {
+			oh = (struct vr_rec_hdr *)(n->ring + (d & mask));
+		} else {
+			if ((rc = grow(&n->dout, &n->dcap, len)) != 0)
+				return rc;
+			oh = (struct vr_rec_hdr *)n->dout;
+		}
+		vr__rec_fill(oh, rh.type, (uint32_t)bld.np, rh.seq, rh.epoch,
+			len);
+		op = (struct vr_piece *)(oh + 1);
+		od = (char *)(op + bld.np);
+		for (size_t i = 0; i < bld.np; i++) {
+			op[i] = vr_piece_make(bld.p[i].off, bld.p[i].len);
+			copy_run(od, bld.p[i].src, bld.p[i].len);
+			od += bld.p[i].len;
+		}
+		memset(od, 0, (size_t)((char *)oh + len - od));
+		if ((char *)oh == n->dout)
+			ring_put(n, n->ring, d, n->dout, len);
+		dbytes += bld.dlen;
+		mbytes += len - bld.dlen;
+		d += len;
+		r += rh.len;
+	}
+	bump(&n->data_bytes, dbytes);
+	bump(&n->meta_bytes, mbytes);
+	/* dhead before raw (release): a reader that sees the new raw sees
+	 * the new dhead (unsent()). */
+	atomic_store_explicit(&n->dhead, d, memory_order_relaxed);
+	atomic_store_explicit(&n->raw, r, memory_order_release);
+	if (atomic_load(&n->rwait)) {
+		/* Producers wait for room in the ring they write. */
+		pthread_mutex_lock(&n->lock);
+		pthread_cond_broadcast(&n->room);
+		pthread_mutex_unlock(&n->lock);
+	}
+	return 0;
 }
 
 int
@@ -518,8 +743,8 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	gen = atomic_load(&n->copy_gen);
 	whole = tls.n != n || tls.gen != gen;
 	gather = event == VISTA_HOOK_COMMIT;
-	rc = build(n, event, tx, whole, !whole && !n->o.whole_ranges,
-		gather, &len, &dbytes, &touched);
+	rc = build(n, event, tx, whole, !whole && !n->o.whole_ranges &&
+		!n->o.sender_diff, gather, &len, &dbytes, &touched);
 	if (rc)
 		return event == VISTA_HOOK_COMMIT ? rc : 0;
 	if (!touched)
@@ -554,12 +779,24 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 			"holds %zu", len, n->o.ring_size) : 0;
 	h = (struct vr_rec_hdr *)tls.buf;
 	pthread_mutex_lock(&n->lock);
-	while (!atomic_load(&n->alone) &&
-	    n->head + len - n->tail > n->o.ring_size) {
+	/* The ring written here is emptied by the acks, or with
+	 * o.sender_diff by the sender's diff (P7). */
+	while (!atomic_load(&n->alone) && n->head + len - (n->o.sender_diff ?
+		    atomic_load_explicit(&n->raw, memory_order_acquire) :
+		    n->tail) > n->o.ring_size) {
 		if (!atomic_load(&n->connected)) {
 			/* Full, and nobody to empty it. */
 			drop_locked(n);
 			break;
+		}
+		if (n->o.sender_diff) {
+			/* Wake the sender to diff; it signals room when
+			 * producers wait (or we look again in 1 ms). */
+			wake_sender(n);
+			atomic_fetch_add(&n->rwait, 1);
+			wait_1ms(n, &n->room);
+			atomic_fetch_sub(&n->rwait, 1);
+			continue;
 		}
 		/* The backup is a whole ring behind: wait for its acks. */
 		pthread_cond_wait(&n->room, &n->lock);
@@ -584,20 +821,25 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	} else {
 		vr__rec_fill(h, VR_REC_REDO, (uint32_t)bld.np, seq,
 			n->st->epoch, len);
-		ring_put(n, p0, tls.buf, len);
+		ring_put(n, n->qring, p0, tls.buf, len);
 	}
 	/* P1, R1: head passes the record once it is whole.  The release
 	 * store orders every byte of the record written above before the
 	 * new head: a sender that loads head with acquire (R2) and sees
 	 * it reads the whole record, with no lock between the two. */
 	atomic_store_explicit(&n->head, p0 + len, memory_order_release);
-	pending = p0 + len - atomic_load_explicit(&n->sent,
-		memory_order_relaxed);
+	pending = p0 + len - (n->o.sender_diff ? atomic_load_explicit(
+		&n->raw, memory_order_relaxed) : atomic_load_explicit(
+		&n->sent, memory_order_relaxed));
 	/* The counters vr_status reads: written only here, under n->lock,
-	 * so a plain load and store (no locked add on each commit). */
+	 * so a plain load and store (no locked add on each commit).  With
+	 * o.sender_diff the sender counts the bytes it sends (diff_ring,
+	 * under wlock). */
 	bump(&n->records, 1);
-	bump(&n->data_bytes, dbytes);
-	bump(&n->meta_bytes, len - dbytes);
+	if (!n->o.sender_diff) {
+		bump(&n->data_bytes, dbytes);
+		bump(&n->meta_bytes, len - dbytes);
+	}
 	pthread_mutex_unlock(&n->lock);
 	if (n->o.mode != VR_2SAFE) {
 		/* 1-safe and pipelined: the sender ships a batch each
@@ -611,7 +853,7 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 	if (pthread_mutex_trylock(&n->wlock) == 0) {
 		/* 2-safe: the committing thread sends its record itself,
 		 * one wake-up less on the way to the acknowledgement. */
-		if (n->sfd >= 0 && push_locked(n, n->sfd, 256u << 10))
+		if (n->sfd >= 0 && push_locked(n, n->sfd, 256u << 10, NULL))
 			atomic_store(&n->wbroken, 1);
 		pthread_mutex_unlock(&n->wlock);
 		if (!atomic_load(&n->wbroken))
@@ -630,7 +872,9 @@ drop_locked(vr_node *n)
 {
 	atomic_store(&n->alone, 1);
 	n->stream = vr__random64();
-	n->tail = n->sent = n->head;
+	n->tail = n->sent = stream_end(n);
+	/* P7: the records not diffed go too. */
+	atomic_store(&n->raw, n->head);
 	n->base_seq = n->seq;
 	pthread_cond_broadcast(&n->room);
 	pthread_cond_broadcast(&n->ackcv);
@@ -683,6 +927,16 @@ full_copy(vr_node *n, int fd)
 		struct vr_rec_hdr *h = (void *)buf;
 		struct vr_piece *pc = (void *)(h + 1);
 		*pc = vr_piece_make(off, (uint32_t)l);
+#ifndef VR_BROKEN_MIRROR_STALE
+		if (n->mirror) {
+			/* P7: the bytes sent are the mirror's (running
+			 * transactions may store into the segment meanwhile). */
+			memcpy(n->mirror + off, n->base + off, l);
+			memcpy(pc + 1, n->mirror + off, l);
+		} else
+#endif
+		/* (wrong without it: the records that follow are diffed
+		 * against what the backup had before this copy) */
 		memcpy(pc + 1, n->base + off, l);
 		memset((char *)(pc + 1) + l, 0, ((l + 7) & ~(size_t)7) - l);
 		vr__rec_seal(h, VR_REC_COPY, 1, n->seq, n->st->epoch,
@@ -693,11 +947,13 @@ full_copy(vr_node *n, int fd)
 	free(buf);
 	if (rc)
 		return rc;
-	end = (struct vr_ack){ n->seq, n->head, n->stream };
+	end = (struct vr_ack){ n->seq, stream_end(n), n->stream };
 	rc = vr__send_rec(fd, VR_REC_COPY_END, 0, n->seq, n->st->epoch, &end,
 		sizeof(end));
 	if (rc == 0) {
-		n->tail = n->sent = n->head;
+		n->tail = n->sent = end.pos;
+		/* P7: the records not diffed yet are in the copy. */
+		atomic_store(&n->raw, n->head);
 		n->base_seq = n->seq;
 		/* P5: the copy holds every seq up to here, and the backup's
 		 * limit is this seq (COPY_END). */
@@ -761,7 +1017,8 @@ handshake(vr_node *n, int fd)
 	memcpy(me.set_uuid, n->st->set_uuid, 16);
 	if (((struct vr_rec_hdr *)buf)->epoch == n->st->epoch &&
 	    bh->stream == n->stream && bh->pos >= n->tail &&
-	    bh->pos <= n->head && bh->limit >= atomic_load(&n->granted)) {
+	    bh->pos <= stream_end(n) &&
+	    bh->limit >= atomic_load(&n->granted)) {
 		/* Resume from the log tail the ring still holds (P5: this
 		 * backup knows every limit granted). */
 		me.seq = bh->seq;
@@ -797,7 +1054,7 @@ on_ack(vr_node *n, const struct vr_rec_hdr *h)
 	/* pos <= head, not sent: the ack may be read before the thread
 	 * that sent the record has moved `sent` past it. */
 	if (a->stream == n->stream && a->pos >= n->tail &&
-	    a->pos <= n->head) {
+	    a->pos <= stream_end(n)) {
 		n->tail = a->pos;
 		if (n->sent < a->pos)
 			n->sent = a->pos;
@@ -883,17 +1140,35 @@ drop_fd(vr_node *n, int fd)
 	pthread_mutex_unlock(&n->wlock);
 }
 
+/* Bytes of records queued and not written to the socket yet (R2; with
+ * o.sender_diff, counting the records not diffed yet whole, P7). */
+static uint64_t
+unsent(vr_node *n)
+{
+	uint64_t s = atomic_load_explicit(&n->sent, memory_order_relaxed);
+	uint64_t h = atomic_load_explicit(&n->head, memory_order_acquire);
+	uint64_t r, d;
+
+	if (!n->o.sender_diff)
+		return h - s;
+	/* raw first (acquire): with a new raw comes its dhead (diff_ring);
+	 * an older raw only overstates the bytes waiting. */
+	r = atomic_load_explicit(&n->raw, memory_order_acquire);
+	d = atomic_load_explicit(&n->dhead, memory_order_relaxed);
+	return (h > r ? h - r : 0) + (d > s ? d - s : 0);
+}
+
 static void *
 sender(void *arg)
 {
 	vr_node *n = arg;
 	int fd = -1;
 	uint64_t last_out = 0, last_push = 0;
-	bool busy = false, more = false;
+	bool busy = false, more = false, full = false;
 
 	while (!atomic_load(&n->stop)) {
 		struct pollfd pf[2];
-		uint64_t now, s, h;
+		uint64_t now, u;
 		int rc;
 
 		if (fd < 0) {
@@ -935,22 +1210,26 @@ sender(void *arg)
 			continue;
 		}
 		/* Send what is queued (whole records, P1; R2). */
-		s = atomic_load_explicit(&n->sent, memory_order_relaxed);
-		h = atomic_load_explicit(&n->head, memory_order_acquire);
+		u = unsent(n);
 		rc = atomic_load(&n->wbroken) ? vr__err(VR_EPEERLOST,
 			"a commit's send failed") : 0;
 		now = vr__now_us();
 		/* 1-safe: one send per o.batch_ms however fast records
 		 * come, unless a burst was cut short or an eighth of the
 		 * ring waits (the producers wake us then). */
-		if (rc == 0 && s < h && (n->o.mode != VR_1SAFE || more ||
+		if (rc == 0 && u > 0 && (n->o.mode != VR_1SAFE || more ||
 			    now - last_push >= n->o.batch_ms * 1000ull ||
-			    h - s >= n->o.ring_size / 8)) {
+			    u >= n->o.ring_size / 8)) {
+			uint64_t s0 = atomic_load(&n->sent);
+			uint64_t r0 = atomic_load(&n->raw);
 			pthread_mutex_lock(&n->wlock);
-			rc = push_locked(n, fd, 256u << 10);
+			rc = push_locked(n, fd, 256u << 10, &more);
 			pthread_mutex_unlock(&n->wlock);
 			last_push = now;
-			more = atomic_load(&n->sent) < h;
+			/* o.sender_diff, nothing sent or diffed: the stream
+			 * ring is full; wait for acks, do not spin. */
+			full = n->o.sender_diff && atomic_load(&n->sent) == s0 &&
+				atomic_load(&n->raw) == r0;
 		}
 		if (rc == 0 && n->o.mode == VR_1SAFE)
 			rc = offer(n, fd);
@@ -976,9 +1255,8 @@ sender(void *arg)
 		 * fence between, wake_sender), so one of the two sees the
 		 * other's store: a record is never left behind unwoken. */
 		atomic_store(&n->sleeping, 1);
-		s = atomic_load_explicit(&n->sent, memory_order_relaxed);
-		h = atomic_load_explicit(&n->head, memory_order_acquire);
-		if (rc == 0 && poll(pf, 2, s < h && (more ||
+		u = unsent(n);
+		if (rc == 0 && poll(pf, 2, u > 0 && !full && (more ||
 				n->o.mode != VR_1SAFE) ? 0 :
 			    n->o.mode != VR_2SAFE ? (int)n->o.batch_ms :
 			    (int)n->o.heartbeat_ms) > 0) {
@@ -1048,6 +1326,18 @@ vr_serve(vr_node *n, const char *host, unsigned port)
 	n->ring = malloc(n->o.ring_size);
 	if (n->ring == NULL)
 		return vr__err(-ENOMEM, "out of memory");
+	n->qring = n->ring;
+	/* P7: the ring the commits write, and the mirror (filled by each
+	 * full copy: nothing is diffed before one). */
+	if (n->o.sender_diff && ((n->qring = malloc(n->o.ring_size)) ==
+		    NULL || (n->mirror = calloc(1, n->size)) == NULL)) {
+		free(n->qring);
+		free(n->ring);
+		n->ring = n->qring = NULL;
+		return vr__err(-ENOMEM, "out of memory: a %zu-byte mirror of "
+			"the segment and a second ring (vr_opts.sender_diff)",
+			n->size);
+	}
 	n->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (n->efd < 0) {
 		rc = vr__err(-errno, "eventfd: %s", strerror(errno));
@@ -1061,6 +1351,8 @@ vr_serve(vr_node *n, const char *host, unsigned port)
 	n->lfd = fd;
 	n->stream = vr__random64();
 	n->head = n->sent = n->tail = n->sealed = 0;
+	atomic_store(&n->raw, 0);
+	atomic_store(&n->dhead, 0);
 	atomic_store(&n->granted, n->seq);
 	atomic_store(&n->offered, n->seq);
 	atomic_store(&n->alone, 1);
@@ -1078,8 +1370,12 @@ fail:
 	if (n->efd >= 0)
 		close(n->efd);
 	n->lfd = n->efd = -1;
+	if (n->qring != n->ring)
+		free(n->qring);
 	free(n->ring);
-	n->ring = NULL;
+	n->ring = n->qring = NULL;
+	free(n->mirror);
+	n->mirror = NULL;
 	return rc;
 }
 
@@ -1119,9 +1415,9 @@ vr_wait_backup(vr_node *n, unsigned timeout_ms)
 	return 0;
 }
 
-/* Under n->lock: sleep on ackcv for at most a millisecond. */
+/* Under n->lock: sleep on cv for at most a millisecond. */
 static void
-wait_1ms(vr_node *n)
+wait_1ms(vr_node *n, pthread_cond_t *cv)
 {
 	struct timespec ts;
 
@@ -1131,7 +1427,7 @@ wait_1ms(vr_node *n)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
-	(void)pthread_cond_timedwait(&n->ackcv, &n->lock, &ts);
+	(void)pthread_cond_timedwait(cv, &n->lock, &ts);
 }
 
 /* Wait until acked >= seq: spin a little (the round trip is tens of
@@ -1177,7 +1473,7 @@ wait_acked(vr_node *n, uint64_t seq)
 				(unsigned long)seq, 2 * n->o.timeout_ms);
 			break;
 		}
-		wait_1ms(n);
+		wait_1ms(n, &n->ackcv);
 	}
 	atomic_fetch_sub(&n->waiters, 1);
 	pthread_mutex_unlock(&n->lock);
@@ -1206,7 +1502,7 @@ wait_granted(vr_node *n, uint64_t seq)
 			break;
 		}
 		wake_sender(n);
-		wait_1ms(n);
+		wait_1ms(n, &n->ackcv);
 	}
 	atomic_fetch_sub(&n->waiters, 1);
 	pthread_mutex_unlock(&n->lock);

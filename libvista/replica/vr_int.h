@@ -111,6 +111,20 @@ struct vr_node {
 	uint64_t sealed;
 	uint64_t base_seq;        /* seq of the record ending at tail */
 	VR_ATOMIC(uint64_t) acked;   /* last seq acknowledged */
+	/* o.sender_diff (primary.c P7): the commits write whole-range
+	 * records into qring at head; [raw, head) of qring are not diffed
+	 * yet.  The diffed records, the stream, are [tail, dhead) of ring.
+	 * raw and dhead are written under wlock by whoever pushes (with a
+	 * connection), under n->lock when there is none (drop, full copy).
+	 * Without it qring is ring and the stream ends at head. */
+	VR_ATOMIC(uint64_t) raw, dhead;
+	VR_ATOMIC(int) rwait;     /* producers waiting for qring room */
+	char *qring;
+	char *mirror;             /* the backup's copy, as sent so far */
+	char *dout;               /* a diffed record, before the ring */
+	size_t dcap;
+	uint64_t *dol;            /* vr_diff's pieces */
+	size_t dolcap;
 	VR_ATOMIC(uint64_t) bytes_sent, copies;
 
 	/* Read by each commit, written seldom: on a GRANT, a full copy, a

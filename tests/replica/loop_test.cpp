@@ -71,12 +71,44 @@ struct Follower {
 	return st.seq;
 }
 
+// vr_open on a new segment (at slots `slot` and `slot` + 1) refuses
+// options `bad` (-EINVAL, an error message naming `why`, no node) and
+// accepts `good`.
+[[maybe_unused]] static bool open_refused(struct vr_opts bad,
+	struct vr_opts good, const char *why, int slot = 0)
+{
+	test::TempDir d;
+	std::string lp = d.path + "/log", sp = d.path + "/seg",
+		    tp = d.path + "/state";
+	struct vista_opts vo = {};
+	vista *v;
+	vista_segment *seg;
+	vr_node *n = nullptr;
+	vo.log_path = lp.c_str();
+	VR_REQUIRE_OK(vista_init(&vo, &v));
+	VR_REQUIRE_OK(vista_map(v, sp.c_str(), vrt::addr(slot), SEG,
+		VISTA_CREATE, &seg));
+	bad.state_path = good.state_path = tp.c_str();
+	bad.state_addr = good.state_addr = vrt::addr(slot + 1);
+	VR_REQUIRE_RC(vr_open(v, seg, &bad, &n), -EINVAL);
+	REQUIRE(n == nullptr);
+	bool named = std::string(vr_errormsg()).find(why) !=
+		std::string::npos;
+	VR_REQUIRE_OK(vr_open(v, seg, &good, &n));
+	VR_REQUIRE_OK(vr_close(n));
+	VR_REQUIRE_OK(vista_fini(v));
+	return named;
+}
+
 #ifndef VR_BROKEN_APPLY_EARLY
 // Every commit mode over loopback: 2,000 transactions (pairs, and a page
 // every 100th), all acknowledged, the backup's copy equal.  whole:
 // vr_opts.whole_ranges, every declared byte sent in records the sender
 // seals (primary.c P6).  batch_ms: vr_opts.batch_ms (0: the default).
-static void replicate_modes(bool whole, unsigned batch_ms = 0)
+// sdiff: vr_opts.sender_diff, the records diffed by the sender against
+// its mirror (primary.c P7).
+static void replicate_modes(bool whole, unsigned batch_ms = 0,
+	bool sdiff = false)
 {
 #ifdef VR_BROKEN_SEAL_LATE
 	// 2-safe and pipelined would wait out their timeouts for acks.
@@ -97,13 +129,14 @@ static void replicate_modes(bool whole, unsigned batch_ms = 0)
 		o.timeout_ms = 2000;
 		o.whole_ranges = whole;
 		o.batch_ms = batch_ms;
+		o.sender_diff = sdiff;
 		p.open(da.path, 0, SEG, o);
 		b.open(db.path, 2, SEG, o);
 		VR_REQUIRE_OK(vr_serve(p.n, "127.0.0.1", 0));
 		Follower f;
 		f.start(b, vr_port(p.n));
 		VR_REQUIRE_OK(vr_wait_backup(p.n, 5000));
-		std::mt19937 rng(mode + (whole ? 10 : 0));
+		std::mt19937 rng(mode + (whole ? 10 : 0) + (sdiff ? 20 : 0));
 		for (int i = 0; i < 2000; i++) {
 			int rc;
 			if (i % 100 == 99) {
@@ -164,6 +197,112 @@ static void replicate_modes(bool whole, unsigned batch_ms = 0)
 TEST_CASE("each commit mode replicates every transaction", "[loop]")
 {
 	replicate_modes(false);
+	// Diffed by the sender, sealed by it too (P6, P7).
+	replicate_modes(false, 0, true);
+}
+
+// A new backup, given a full copy of p's segment, following until
+// stopped.
+struct Backup {
+	test::TempDir d;
+	Node b;
+	Follower f;
+	Backup(Node &p, int slot, const struct vr_opts &o)
+	{
+		b.open(d.path, slot, SEG, o);
+		f.start(b, vr_port(p.n));
+		VR_REQUIRE_OK(vr_wait_backup(p.n, 5000));
+	}
+	~Backup()
+	{
+		if (f.t.joinable()) { // a failed check: still stopped
+			vr_stop(b.n);
+			f.t.join();
+		}
+	}
+	// Stop it; its copy must equal p's, or, in the broken build named
+	// by `broken`, differ (true: caught).
+	bool stop_equal(Node &p, bool broken)
+	{
+		std::string bad;
+		vr_stop(b.n);
+		VR_REQUIRE_OK(f.join());
+		for (size_t i = 0; i < SEG && bad.empty(); i++)
+			if (p.base[i] != b.base[i])
+				bad = "byte " + std::to_string(i) + " differs";
+		if (broken) {
+			WARN("broken build caught: " << bad);
+			REQUIRE(!bad.empty());
+		} else {
+			REQUIRE(bad == "");
+		}
+		return broken;
+	}
+};
+
+#ifdef VR_BROKEN_MIRROR_BEHIND
+static const bool BROKEN_BEHIND = true;
+#else
+static const bool BROKEN_BEHIND = false;
+#endif
+#ifdef VR_BROKEN_MIRROR_STALE
+static const bool BROKEN_STALE = true;
+#else
+static const bool BROKEN_STALE = false;
+#endif
+
+TEST_CASE("sender_diff: a value put back travels, after each record and "
+	"after a full copy", "[sdiff]")
+{
+	test::TempDir da;
+	Node p;
+	struct vr_opts o = {};
+	o.mode = VR_1SAFE;
+	o.timeout_ms = 2000;
+	o.sender_diff = true;
+	p.open(da.path, 0, SEG, o);
+	VR_REQUIRE_OK(vr_serve(p.n, "127.0.0.1", 0));
+	struct vr_status st;
+	{
+		Backup b1(p, 2, o);
+		// 0 -> 5 -> 0: the second record differs from the first's
+		// bytes, which the mirror must hold by then.
+		VR_REQUIRE_OK(p.put({ 0 }, 5));
+		VR_REQUIRE_OK(p.put({ 0 }, 0));
+		VR_REQUIRE_OK(p.put({ 8 }, 7));
+		VR_REQUIRE_OK(vr_sync(p.n));
+		if (b1.stop_equal(p, BROKEN_BEHIND))
+			return;
+		VR_REQUIRE_OK(vr_status(p.n, &st));
+		// Only changed bytes travel: one byte of each value (whole
+		// ranges: 24).
+		REQUIRE(st.data_bytes == 3);
+	}
+	for (int i = 0; i < 500; i++) {
+		VR_REQUIRE_OK(vr_status(p.n, &st));
+		if (!st.connected)
+			break;
+		usleep(10000);
+	}
+	REQUIRE(!st.connected);
+	// Committed with no backup (within the limit granted, or past it):
+	// kept in the ring, then covered by the next backup's full copy.
+	int rc = p.put({ 8 }, 9);
+	REQUIRE((rc == 0 || rc == VR_ENOBACKUP));
+	Backup b2(p, 4, o);
+	VR_REQUIRE_OK(vr_status(p.n, &st));
+	REQUIRE(st.copies == 2);
+	// 9 -> 7: the backup holds 9 from the copy; a mirror that missed the
+	// copy would still hold 7 and send nothing.
+	VR_REQUIRE_OK(p.put({ 8 }, 7));
+	VR_REQUIRE_OK(vr_sync(p.n));
+	if (b2.stop_equal(p, BROKEN_STALE))
+		return;
+	// Not both: the sender diffs, or every declared byte travels.
+	o.whole_ranges = true;
+	struct vr_opts ok = o;
+	ok.sender_diff = false;
+	REQUIRE(open_refused(o, ok, "whole_ranges", 6));
 }
 
 TEST_CASE("whole ranges: the sender seals each record, every mode "
@@ -180,31 +319,13 @@ TEST_CASE("batches of 5 ms: every commit mode replicates every transaction; "
 	replicate_modes(true, 5);
 	replicate_modes(false, 5);
 
-	test::TempDir d;
-	std::string lp = d.path + "/log", sp = d.path + "/seg",
-		    tp = d.path + "/state";
-	struct vista_opts vo = {};
-	vista *v;
-	vista_segment *seg;
-	vr_node *n = nullptr;
-	vo.log_path = lp.c_str();
-	VR_REQUIRE_OK(vista_init(&vo, &v));
-	VR_REQUIRE_OK(vista_map(v, sp.c_str(), vrt::addr(0), SEG,
-		VISTA_CREATE, &seg));
-	struct vr_opts o = {};
-	o.state_path = tp.c_str();
-	o.state_addr = vrt::addr(1);
+	struct vr_opts o = {}, ok;
 	o.mode = VR_1SAFE;
 	o.heartbeat_ms = 10;
 	o.batch_ms = 11;
-	VR_REQUIRE_RC(vr_open(v, seg, &o, &n), -EINVAL);
-	REQUIRE(n == nullptr);
-	REQUIRE(std::string(vr_errormsg()).find("heartbeat") !=
-		std::string::npos);
-	o.batch_ms = 10;
-	VR_REQUIRE_OK(vr_open(v, seg, &o, &n));
-	VR_REQUIRE_OK(vr_close(n));
-	VR_REQUIRE_OK(vista_fini(v));
+	ok = o;
+	ok.batch_ms = 10;
+	REQUIRE(open_refused(o, ok, "heartbeat"));
 }
 
 TEST_CASE("a record splits at 8 equal bytes, the cost of a piece", "[loop]")

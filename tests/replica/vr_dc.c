@@ -64,8 +64,9 @@ die(const char *what, int rc)
 	exit(3);
 }
 
-/* Mode "1safe-whole": 1-safe with vr_opts.whole_ranges (mode_of). */
-static bool whole;
+/* Mode "1safe-whole": 1-safe with vr_opts.whole_ranges; "1safe-sdiff":
+ * with vr_opts.sender_diff (mode_of). */
+static bool whole, sdiff;
 
 static void
 open_node(const char *dir, enum vr_mode mode)
@@ -89,6 +90,7 @@ open_node(const char *dir, enum vr_mode mode)
 		~(size_t)((1u << 21) - 1));
 	ro.mode = mode;
 	ro.whole_ranges = whole;
+	ro.sender_diff = sdiff;
 	ro.timeout_ms = 1000; /* a loaded machine is no dead peer */
 	if ((rc = vr_open(v, seg, &ro, &node)))
 		die("vr_open", rc);
@@ -136,7 +138,8 @@ static enum vr_mode
 mode_of(const char *s)
 {
 	whole = strcmp(s, "1safe-whole") == 0;
-	if (strcmp(s, "1safe") == 0 || whole)
+	sdiff = strcmp(s, "1safe-sdiff") == 0;
+	if (strcmp(s, "1safe") == 0 || whole || sdiff)
 		return VR_1SAFE;
 	if (strcmp(s, "pipelined") == 0)
 		return VR_PIPELINED;

@@ -7,7 +7,7 @@
 # durably (the primary returns no 1-safe commit past the limit the backup
 # has granted).  Prints why not, and fails, otherwise.
 within_window() {
-	case $1 in 1safe | 1safe-whole) ;; *) return 0 ;; esac
+	case $1 in 1safe | 1safe-whole | 1safe-sdiff) ;; *) return 0 ;; esac
 	local miss
 	miss=$(sed -n 's/.*missing \([0-9]*\).*/\1/p' <<< "$2")
 	if [ -z "$3" ]; then

@@ -112,6 +112,16 @@ struct vr_opts {
 	 * way the sender thread seals each record (its checksum) before it
 	 * writes it. */
 	bool whole_ranges;
+	/* Primary: the thread that sends the records diffs them, not the
+	 * committing thread.  The committing thread copies each declared
+	 * range whole into the ring (as with whole_ranges); before a record
+	 * is written to the socket, the sender diffs its ranges against a
+	 * DRAM mirror of the segment (the backup's copy as the records sent
+	 * so far leave it) and rewrites it with only the changed bytes, so
+	 * the stream is the same as without the option.  Costs one more
+	 * buffer of the segment's size in DRAM (allocated by vr_serve).
+	 * Not with whole_ranges. */
+	bool sender_diff;
 	/* VR_1SAFE and VR_PIPELINED: how long queued records gather before
 	 * the sender writes them (an eighth of the ring sends at once);
 	 * 0 = 1.  Longer: fewer wake-ups of the sender and the backup, each
