@@ -136,11 +136,13 @@ struct vg__pkt {
  * slot (not logged, covered by Vista's commit record, no drain of its
  * own); a longer one is written raw and drained before the commit point
  * (client.c send_request_tx, server.c S8).  Measured by vg-bench in the
- * cacheline domain: declaring every payload cost +0.8 to +2.1 us a cycle
- * at 1-8 KiB (the commit's checksum over it, and its lines written back
- * at the commit rather than right after the copy). */
+ * cacheline domain, quiet machine: at 128 bytes both ways cost the same
+ * (+1.58 declared, +1.64 raw, us a cycle over the volatile baseline); at
+ * 256 declaring cost more (+2.15 against +1.82), and at 1-8 KiB +0.8 to
+ * +2.1 us more (the commit's checksum over the payload, and its lines
+ * written back at the commit rather than right after the copy). */
 #ifndef VG__DECLARED_PAYLOAD_MAX
-#define VG__DECLARED_PAYLOAD_MAX 256u
+#define VG__DECLARED_PAYLOAD_MAX 128u
 #endif
 
 /* Per request slot (client). */

@@ -58,7 +58,7 @@
 #define CYCLES 5
 #define MAX_RESPONSES 4
 #define MAX_MESSAGE 512
-/* Even requests are this long: over the 256 bytes a request may have to
+/* Even requests are this long: over the 128 bytes a request may have to
  * be declared with its slot, so they go raw (drained before the commit
  * point); odd ones are 8 bytes, declared. */
 #define LONG_REQUEST 320
