@@ -609,6 +609,15 @@ set_batch(vista *v, size_t n, size_t n_old, const struct vista_range *ranges,
 	 * nothing here and is refused below. */
 	for (size_t i = 0, np = n_old < 16 ? n_old : 16; i < np; i++)
 		__builtin_prefetch(ranges[i].addr, 1, 3);
+	/* A new range's lines are about to be stored to, and nothing reads
+	 * them first: ask for them writable now, so that their misses
+	 * overlap the record's fence instead of the program's stores (up
+	 * to 32 lines). */
+	for (size_t i = n_old, k = 0; i < n && k < 32; i++)
+		for (uintptr_t a = (uintptr_t)ranges[i].addr & ~(uintptr_t)63;
+		     a < (uintptr_t)ranges[i].addr + ranges[i].len && k < 32;
+		     a += 64, k++)
+			__builtin_prefetch((const void *)a, 1, 3);
 	if (VISTA__LIKELY(l->ranges.n == 0 && n <= 16 && !l->held)) {
 		rc = first_batch(l, n, n_old, ranges);
 		if (VISTA__LIKELY(rc != 1))
@@ -643,8 +652,10 @@ set_batch(vista *v, size_t n, size_t n_old, const struct vista_range *ranges,
 	/* The transaction's first batch: every byte is new, nothing to
 	 * coalesce with (T4), and the merged batch is the range set as it
 	 * stands -- unless two of its spans touch across segments (R1 wants
-	 * a gap between the set's intervals) or new ranges come with it. */
-	fresh = l->ranges.n == 0 && nrn == 0;
+	 * a gap between the set's intervals).  New ranges are logged as they
+	 * come after the old ones: a byte in both is in both records'
+	 * descriptors, and undo restores it from the old one (NR1). */
+	fresh = l->ranges.n == 0;
 	/* Merge the batch with itself (the old part, then the new part)... */
 	nr0 = nr;
 	nr = spans_merge(r, nr, &fresh);
@@ -652,10 +663,11 @@ set_batch(vista *v, size_t n, size_t n_old, const struct vista_range *ranges,
 		memmove(r + nr, r + nr0, nrn * sizeof(*r));
 		nrn = spans_merge(r + nr, nrn, &fresh);
 	}
-	fresh = fresh && nr <= l->ranges.cap;
+	fresh = fresh && nr + nrn <= l->ranges.cap;
 	if (fresh) {
 		sp = r;
-		ns = nr;
+		ns = nr + nrn;
+		nsn = nrn;
 	}
 	/* ...and with what the transaction declared before (T4). */
 	for (size_t i = 0; !fresh && i < nr + nrn; i++) {
@@ -693,9 +705,15 @@ set_batch(vista *v, size_t n, size_t n_old, const struct vista_range *ranges,
 #ifdef VISTA_BROKEN_NEW_NO_WRITEBACK
 	nrn = 0; /* wrong: as in first_batch() */
 #endif
-	if (nrn > 0)
-		spans_sort(r, nr + nrn); /* new among old, by address */
-	for (size_t i = 0; i < nr + nrn && rc == 0; i++) {
+	size_t nins = nr + nrn;
+	if (nrn > 0) {
+		/* New among old, by address, merged where they overlap or
+		 * touch; the set takes them as they come if still apart. */
+		bool apart = true;
+		nins = spans_merge(r, nr + nrn, &apart);
+		fresh = fresh && apart;
+	}
+	for (size_t i = 0; i < nins && rc == 0; i++) {
 		if (fresh) /* sorted, disjoint, apart: R1 as they come */
 			l->ranges.v[l->ranges.n++] = (struct vista_ival){
 				r[i].lo, r[i].hi, r[i].seg };

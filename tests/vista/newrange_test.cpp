@@ -199,6 +199,23 @@ TEST_CASE("overlaps: a byte's first declaration in the transaction decides; "
 		for (int i = 80; i < 310; i++)
 			REQUIRE(b[i] == (i >= 100 && i < 150 ? 'o' : 'x'));
 	}
+	SECTION("one call, the first, ranges of 256 bytes or more, old and new "
+		"overlapping and touching (the general path's first batch)")
+	{
+		aborted([&] {
+			struct vista_range r[4] = { { b + 100, 300 },
+				{ b + 80, 600 }, { b + 680, 10 },
+				{ b + 1000, 300 } };
+			VREQUIRE_OK(vista_set_ranges_new(v, 4, 1, r));
+			// Declared new first: this old declaration logs
+			// nothing, and the bytes stay as stored.
+			VREQUIRE_OK(vista_set_range(v, b + 1100, 20));
+		});
+		for (int i = 0; i < 1400; i++) {
+			INFO("byte " << i);
+			REQUIRE(b[i] == (i >= 100 && i < 400 ? 'o' : 'x'));
+		}
+	}
 	SECTION("one call, later in the transaction (the general path)")
 	{
 		aborted([&] {
