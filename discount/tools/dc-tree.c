@@ -1238,8 +1238,14 @@ init_main(char **argv, int report)
 			pid_t w;
 			while ((w = waitpid(-1, &st, WNOHANG)) > 0) {
 				struct mem *m = find(w);
+				/* A root killed after it said EXIT (a kill
+				 * aimed at the tree, landing as it leaves)
+				 * ended as it said: its status is the one it
+				 * told, not the signal's. */
 				if (w == 2)
-					root_status = WIFEXITED(st) ?
+					root_status = m && m->state ==
+						M_EXITING && WIFSIGNALED(st) ?
+						m->status : WIFEXITED(st) ?
 						WEXITSTATUS(st) :
 						128 + WTERMSIG(st);
 				if (m && m->state != M_EXITING &&
