@@ -385,6 +385,7 @@ using txrun::SEG;
 const int NACC = 64;
 const size_t ACC_OFF = 4096, ACC_STRIDE = 24; // several to a line
 const size_t HIST_OFF = 8192, HIST_LEN = 200, NHIST = 16;
+const size_t HIST_PIECES = 20; // declared so in every sixth transaction
 
 struct Run {
 	test::TempDir dir;
@@ -421,7 +422,8 @@ size_t hist_at(uint64_t i)
 }
 
 // Transaction i on a plain buffer (the model) or through vista (v): a
-// transfer that inserts a history row, declared new in one of three ways.
+// transfer that inserts a history row, declared new in one of four ways
+// (one of them in pieces, more than the one-pass first batch takes).
 // Every fifth one first runs a transaction that it aborts.
 int tx(vista *v, char *b, uint64_t i)
 {
@@ -445,8 +447,19 @@ int tx(vista *v, char *b, uint64_t i)
 		struct vista_range r[4] = { { acc(b, a), 8 }, { acc(b, c), 8 },
 			{ b, 8 }, { h, HIST_LEN } };
 		rc = vista_begin_transaction(v, 0);
-		if (rc == 0 && i % 3 == 0)
+		if (rc == 0 && i % 6 == 0)
 			rc = vista_set_ranges_new(v, 4, 3, r);
+		if (rc == 0 && i % 6 == 3) {
+			// More than 16 ranges: the general path's first batch,
+			// the row in touching pieces it merges.
+			struct vista_range p[3 + HIST_PIECES];
+			for (size_t k = 0; k < 3; k++)
+				p[k] = r[k];
+			for (size_t k = 0; k < HIST_PIECES; k++)
+				p[3 + k] = { h + k * (HIST_LEN / HIST_PIECES),
+					HIST_LEN / HIST_PIECES };
+			rc = vista_set_ranges_new(v, 3 + HIST_PIECES, 3, p);
+		}
 		if (rc == 0 && i % 3 == 1) {
 			rc = vista_set_ranges(v, 3, r);
 			if (rc == 0)
