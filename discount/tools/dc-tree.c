@@ -1242,10 +1242,11 @@ init_main(char **argv, int report)
 				 * aimed at the tree, landing as it leaves)
 				 * ended as it said: its status is the one it
 				 * told, not the signal's. */
-				if (w == 2)
-					root_status = m && m->state ==
-						M_EXITING && WIFSIGNALED(st) ?
-						m->status : WIFEXITED(st) ?
+				if (w == 2 && m && m->state == M_EXITING &&
+				    WIFSIGNALED(st))
+					root_status = m->status;
+				else if (w == 2)
+					root_status = WIFEXITED(st) ?
 						WEXITSTATUS(st) :
 						128 + WTERMSIG(st);
 				if (m && m->state != M_EXITING &&
