@@ -33,9 +33,7 @@ const bool broken = false;
 #endif
 
 using txrun::SEG;
-const int NACC = 64;
-const size_t ACC_OFF = 4096, ACC_STRIDE = 24; // several to a line
-const size_t HIST_OFF = 8192, HIST_LEN = 200, NHIST = 16;
+using txrun::HIST_LEN;
 
 struct Redo {
 	test::TempDir dir;
@@ -72,59 +70,39 @@ char *map_ok(vista *v, const Redo &e, vista_segment **s = nullptr)
 	return (char *)vista_segment_base(sg);
 }
 
-uint64_t mix(uint64_t x)
-{
-	x ^= x >> 31;
-	x *= 0x9e3779b97f4a7c15ull;
-	return x ^ (x >> 29);
-}
-
-int64_t *acc(char *b, int i)
-{
-	return (int64_t *)(b + ACC_OFF + (size_t)i * ACC_STRIDE);
-}
-
 // Transaction i on a plain buffer (the model) or through vista (v).
 // Every fifth one first runs a transaction that it aborts.
 int tx(vista *v, char *b, uint64_t i)
 {
-	int a = (int)(mix(i) % NACC), c = (int)(mix(i + 77) % NACC);
-	int64_t amt = (int64_t)(i % 97) + 1;
-	char *h = b + HIST_OFF + (i % NHIST) * HIST_LEN;
+	txrun::transfer t = txrun::transfer_of(b, i);
 	if (v && i % 5 == 3) {
 		int rc = vista_begin_transaction(v, 0);
-		struct vista_range r[2] = { { acc(b, a), 8 }, { h, HIST_LEN } };
+		struct vista_range r[2] = { { t.a, 8 }, { t.h, HIST_LEN } };
 		if (rc == 0)
 			rc = vista_set_ranges(v, 2, r);
 		if (rc)
 			return rc;
-		*acc(b, a) += 1000;
-		memset(h, 0xee, HIST_LEN);
+		*t.a += 1000;
+		memset(t.h, 0xee, HIST_LEN);
 		if ((rc = vista_abort_transaction(v)) != 0)
 			return rc;
 	}
 	if (v) {
-		struct vista_range r[4] = { { acc(b, a), 8 }, { acc(b, c), 8 },
-			{ b, 8 }, { h, HIST_LEN } };
+		struct vista_range r[4] = { { t.a, 8 }, { t.c, 8 }, { b, 8 },
+			{ t.h, HIST_LEN } };
 		int rc = vista_begin_transaction(v, 0);
 		if (rc == 0)
 			rc = vista_set_ranges(v, 4, r);
 		if (rc)
 			return rc;
 	}
-	*acc(b, a) -= amt;
-	*acc(b, c) += amt;
-	*(uint64_t *)b = i + 1;
-	memset(h, (int)(i & 0xff), HIST_LEN);
+	txrun::transfer_store(b, i, t);
 	return v ? vista_end_transaction(v) : 0;
 }
 
 std::vector<char> model(uint64_t n)
 {
-	std::vector<char> m(SEG, 0);
-	for (uint64_t i = 0; i < n; i++)
-		tx(nullptr, m.data(), i);
-	return m;
+	return txrun::model(tx, n);
 }
 
 void run(const Redo &e, const std::string &report, uint64_t n)

@@ -39,6 +39,60 @@ inline uint64_t reported(const std::string &report)
 	return n;
 }
 
+// ---- the transfer workload both power-cut tests run ----
+// A counter in the segment's first 8 bytes, NACC accounts and a ring of
+// NHIST history rows: transaction i moves an amount between two accounts
+// and writes history row i.  The tests differ in how they declare it.
+const int NACC = 64;
+const size_t ACC_OFF = 4096, ACC_STRIDE = 24; // several to a line
+const size_t HIST_OFF = 8192, HIST_LEN = 200, NHIST = 16;
+
+struct transfer {
+	int64_t *a, *c; // debited, credited (the same account at times)
+	int64_t amt;
+	char *h;        // its history row
+};
+
+inline uint64_t mix(uint64_t x)
+{
+	x ^= x >> 31;
+	x *= 0x9e3779b97f4a7c15ull;
+	return x ^ (x >> 29);
+}
+
+inline size_t hist_at(uint64_t i)
+{
+	return HIST_OFF + (i % NHIST) * HIST_LEN;
+}
+
+// Transaction i's accounts, amount and history row in the segment at b.
+inline transfer transfer_of(char *b, uint64_t i)
+{
+	auto acc = [b](uint64_t k) {
+		return (int64_t *)(b + ACC_OFF + (k % NACC) * ACC_STRIDE);
+	};
+	return { acc(mix(i)), acc(mix(i + 77)), (int64_t)(i % 97) + 1,
+		b + hist_at(i) };
+}
+
+// Transaction i's stores, once its ranges are declared.
+inline void transfer_store(char *b, uint64_t i, const transfer &t)
+{
+	*t.a -= t.amt;
+	*t.c += t.amt;
+	*(uint64_t *)b = i + 1;
+	memset(t.h, (int)(i & 0xff), HIST_LEN);
+}
+
+// The segment after transactions 0..n-1 of tx(nullptr, buffer, i).
+template <typename Tx> std::vector<char> model(Tx tx, uint64_t n)
+{
+	std::vector<char> m(SEG, 0);
+	for (uint64_t i = 0; i < n; i++)
+		tx(nullptr, m.data(), i);
+	return m;
+}
+
 // In a child: transactions tx(v, base, i) from the recovered counter to n.
 template <typename E, typename Tx>
 void run(const E &e, const std::string &report, uint64_t n, Tx tx)
