@@ -167,27 +167,39 @@ vr__set_applying(bool on)
 	tls.applying = on;
 }
 
+/* Grow *buf to hold `need` bytes. */
 static int
-reserve(size_t need)
+grow(void *buf, size_t *cap, size_t need)
 {
-	if (need > tls.cap) {
-		size_t c = tls.cap ? tls.cap : 4096;
-		char *nb;
-		while (c < need)
-			c *= 2;
-		nb = realloc(tls.buf, c);
-		if (nb == NULL)
-			return vr__err(-ENOMEM, "out of memory");
-		if (tls.buf == NULL) {
-			(void)pthread_once(&tls_once, tls_init);
-			(void)pthread_setspecific(tls_key, &tls);
-		}
-		tls.buf = nb;
-		tls.cap = c;
-	}
+	void **b = buf;
+	size_t c = *cap ? *cap : 4096;
+	void *nb;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	nb = realloc(*b, c);
+	if (nb == NULL)
+		return vr__err(-ENOMEM, "out of memory");
+	*b = nb;
+	*cap = c;
 	return 0;
 }
 
+static int
+reserve(size_t need)
+{
+	bool first = tls.buf == NULL;
+	int rc = grow(&tls.buf, &tls.cap, need);
+
+	if (rc == 0 && first && tls.buf != NULL) {
+		/* The thread's buffer is freed when the thread ends. */
+		(void)pthread_once(&tls_once, tls_init);
+		(void)pthread_setspecific(tls_key, &tls);
+	}
+	return rc;
+}
 
 static int
 add_piece(uint64_t off, const char *src, size_t len)
@@ -559,26 +571,6 @@ copy_run(char *d, const char *s, size_t n)
 	} else {
 		memcpy(d, s, n);
 	}
-}
-
-/* Grow *buf to hold `need` bytes. */
-static int
-grow(void *buf, size_t *cap, size_t need)
-{
-	void **b = buf;
-	size_t c = *cap ? *cap : 4096;
-	void *nb;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	nb = realloc(*b, c);
-	if (nb == NULL)
-		return vr__err(-ENOMEM, "out of memory");
-	*b = nb;
-	*cap = c;
-	return 0;
 }
 
 /* Records whose mirror lines diff_ring asks for ahead of the one it
