@@ -390,19 +390,23 @@ static void killed_then_resumed(const std::string &prog, int stage)
 	REQUIRE(out == "resumed " + std::to_string(stage) + " ok\n");
 }
 
-// dc-test-coldsig under `dc-run --protocol periodic --interval 5`, the
-// checkpoint directory on the disk (/var/tmp: commits slower than the
-// interval), with the library given; DC_TEST_SEGV_TICK=1 (test builds)
-// sends the timer's signal at every cold-region fault, between the fault
-// and its check (sud.c invariant 6).  The output and wait status.
-static std::string coldsig_run(const std::string &lib, int *st)
+// dc-test-coldsig under `dc-run --protocol periodic --interval 5` with
+// the library given; DC_TEST_SEGV_TICK=1 (test builds) sends the timer's
+// signal at every cold-region fault, between the fault and its check
+// (sud.c invariant 6).  The output and wait status; *stats gets the
+// run's counters.
+static std::string coldsig_run(const std::string &lib, int *st,
+	std::string *stats = nullptr)
 {
-	test::TempDir d("/var/tmp");
+	test::TempDir d;
 	std::string prog = dctest::env_or("DC_TEST_COLDSIG", "dc-test-coldsig");
-	return dctest::run_capture({ dctest::env_or("DC_RUN", "dc-run"),
-		"--dir", d / "ck", "--protocol", "periodic", "--interval", "5",
-		"--", prog, "12", "8" }, st,
-		{ "DC_LIB=" + lib, "DC_TEST_SEGV_TICK=1" });
+	std::string out = dctest::run_capture({ dctest::env_or("DC_RUN",
+		"dc-run"), "--dir", d / "ck", "--protocol", "periodic",
+		"--interval", "5", "--stats", d / "stats", "--", prog, "12",
+		"8" }, st, { "DC_LIB=" + lib, "DC_TEST_SEGV_TICK=1" });
+	if (stats)
+		*stats = test::read_file(d / "stats");
+	return out;
 }
 
 TEST_CASE("a checkpoint tick between a cold-region fault and its check "
@@ -414,12 +418,15 @@ TEST_CASE("a checkpoint tick between a cold-region fault and its check "
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 0);
 	REQUIRE(ref == "sum 96\n");
+	std::string stats;
 	std::string out = coldsig_run(dctest::env_or("DC_TEST_LIB",
-		"libdc_test.so"), &st);
-	INFO(out);
+		"libdc_test.so"), &st, &stats);
+	INFO(out << stats);
 	REQUIRE(WIFEXITED(st));
 	REQUIRE(WEXITSTATUS(st) == 0);
 	REQUIRE(out == ref);
+	// the slots did turn cold: the stores above were cold-region faults
+	REQUIRE(dctest::stat_of(stats, "cooled") >= 8);
 }
 
 TEST_CASE("a SIGSEGV handler that lets the tick commit before the check "
