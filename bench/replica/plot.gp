@@ -25,7 +25,7 @@ do for [i = 2:3] {
 			set terminal pngcairo size 900,500 font "sans,10"
 			set output dir . "/fig" . i . "-" . w . ".png"
 		}
-		set title w . ": 1 and 2 independent streams on the primary, 10 MB each (Amza et al. Fig. " . i . ")\n2-vCPU VM under load, primary and backup processes on the same host, loopback TCP"
+		set title w . ": 1 and 2 independent streams on the primary, 10 MB each (Amza et al. Fig. " . i . ")\n2-vCPU VM, primary and backup processes on the same host, loopback TCP"
 		plot f using 2:xtic(1) title "1 stream", \
 		     f using 3 title "2 streams"
 	}

@@ -13,7 +13,7 @@
 # of each round.  Into OUTDIR (bench/results/replica):
 #   tables67-WORKLOAD.txt   50 MB: every mode, bytes sent per tx split as
 #                           Tables 5 and 7, commit latency, round trip
-#   table8-WORKLOAD.txt     active 1-safe at 10 MB, 100 MB and 1 GB
+#   table8-WORKLOAD.txt     active 1-safe (also sender-diffed) at 10 MB, 100 MB and 1 GB
 #                           (1 GB when free memory allows: two copies)
 #   fig23-WORKLOAD.txt      1 and 2 streams of 10 MB each (Section 8)
 #   *.summary.csv           tpcbench --summary of each
@@ -28,7 +28,7 @@ R=${4:-5}
 T="$B/bench/tpcb_tpcc/tpcbench"
 ninja -C "$B" bench/tpcb_tpcc/tpcbench > /dev/null
 mkdir -p "$OUT"
-ALL=1safe,2safe,pipelined,passive-1safe,passive-2safe
+ALL=1safe,1safe-sdiff,2safe,pipelined,pipelined-sdiff,passive-1safe,passive-2safe
 run() { # name, tpcbench arguments...
 	local name=$1
 	shift
@@ -45,14 +45,14 @@ for w in debit-credit order-entry; do
 	run "tables67-$w" --workload $w --db-size 50M --replica $ALL
 done
 for w in debit-credit order-entry; do
-	run "table8-$w" --workload $w --db-size 10M --replica 1safe
-	run "table8-$w-100M" --workload $w --db-size 100M --replica 1safe
+	run "table8-$w" --workload $w --db-size 10M --replica 1safe,1safe-sdiff
+	run "table8-$w-100M" --workload $w --db-size 100M --replica 1safe,1safe-sdiff
 	# 1 GB: the primary's segment and the backup's, both in /dev/shm.
 	free_gb=$(free -g | awk '/^Mem:/ { print $7 }')
 	if [ "$free_gb" -ge 6 ]; then
 		R1=$R
 		R=$(( R > 3 ? 3 : R ))
-		run "table8-$w-1G" --workload $w --db-size 1G --replica 1safe
+		run "table8-$w-1G" --workload $w --db-size 1G --replica 1safe,1safe-sdiff
 		R=$R1
 	else
 		echo "== table8-$w-1G: not run, $free_gb GB available"
