@@ -158,10 +158,25 @@ Outcome campaign(enum ckr_algo al, enum ckr_storage st, int n, uint64_t seed,
 			(void)!read(p[0], &one, 1);
 		}
 		close(p[0]);
-		nanosleep(&t, nullptr);
-		kill(pid, SIGKILL);
 		int status = 0;
-		REQUIRE(waitpid(pid, &status, 0) == pid);
+		pid_t gone = 0;
+#ifdef CKR_BROKEN_HDR_BEFORE_DATA
+		// a child that dies in the broken window itself (child(); the
+		// fork snapshot's path has none) gets there however slow the
+		// machine: up to 10 s, not t
+		for (int ms = 0; (cs & 1) && al != CKR_FORK && gone == 0 &&
+		     ms < 10000; ms++) {
+			gone = waitpid(pid, &status, WNOHANG);
+			if (gone == 0)
+				usleep(1000);
+		}
+		REQUIRE(gone >= 0);
+#endif
+		if (gone == 0) {
+			nanosleep(&t, nullptr);
+			kill(pid, SIGKILL);
+			REQUIRE(waitpid(pid, &status, 0) == pid);
+		}
 		std::ostringstream where;
 		where << ckr_algo_name(al) << "/"
 		      << (st == CKR_STORAGE_FILE ? "file" : "pool")
