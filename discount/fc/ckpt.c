@@ -382,6 +382,22 @@ fork_wait(ckr *c, uint64_t *csum)
 	return 0;
 }
 
+#ifdef CKR_BROKEN_HDR_BEFORE_DATA
+/* The broken build only: with CKR_TEST_KILL_IN_WINDOW=1 in the
+ * environment (tests/ckr/crash_test.cpp sets it in some children), the
+ * process dies here, its slot's header written and its data not, so that
+ * the crash test catches the broken order on any machine, and not only
+ * when a kill from outside happens to land in the slot write. */
+static void
+broken_window(void)
+{
+	const char *e = getenv("CKR_TEST_KILL_IN_WINDOW");
+
+	if (e != NULL && strcmp(e, "1") == 0)
+		raise(SIGKILL);
+}
+#endif
+
 static int
 write_checkpoint(ckr *c)
 {
@@ -418,6 +434,8 @@ write_checkpoint(ckr *c)
 		make_hdr(c, &h, csum);
 		if (rc == 0)
 			rc = write_hdr(c, s, &h);
+		if (rc == 0)
+			broken_window();
 		if (rc == 0)
 			rc = ckr__media_write(&c->ckpt,
 				(uint64_t)s * ckr__slot_size(c->hot.nwords) +

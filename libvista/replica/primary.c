@@ -806,6 +806,15 @@ vr__hook(void *arg, unsigned event, struct vista_txinfo *tx)
 #ifdef VR_BROKEN_HEAD_EARLY
 	/* wrong: head passes the record before its bytes are written (R1) */
 	atomic_store_explicit(&n->head, p0 + len, memory_order_release);
+	/* and, every 64th record, 1 ms before they are: a reader that
+	 * spins on head (tests/replica/ring_test.cpp) finds the window on
+	 * any machine, not only when it happens to read in the copy's
+	 * microseconds */
+	if (seq % 64 == 0) {
+		struct timespec ms = { 0, 1000000 };
+
+		nanosleep(&ms, NULL);
+	}
 #endif
 	if (gather) {
 		/* Straight into the ring, unsealed (P6). */

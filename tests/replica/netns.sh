@@ -68,6 +68,24 @@ wait_for() {
 	done
 	return 1
 }
+# wait_state FILE WORD TENTHS: up to TENTHS/10 s until the primary's
+# last connection line (vr_dc: serving or lost) in FILE is WORD
+wait_state() {
+	for ((w = 0; w < $3; w++)); do
+		[ "$(grep -E '^(serving|lost)$' "$1" 2>/dev/null | tail -n 1)" = \
+			"$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# acks_past FILE A TENTHS: up to TENTHS/10 s for more than A acks
+acks_past() {
+	for ((w = 0; w < $3; w++)); do
+		[ "$(acks "$1")" -gt "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 # wait_exit PID TENTHS
 wait_exit() {
 	for ((w = 0; w < $2; w++)); do
@@ -142,10 +160,11 @@ sleep 0.5
 [ "$(acks "$T/p1.ack")" = "$a0" ] ||
 	fail "case 1: 2-safe commits were acknowledged during the stall"
 heal
-sleep 1.2 # the primary gives the stalled connection up (timeout 1 s)
+# the primary gives the stalled connection up (timeout 1 s)
+wait_state "$T/p1.out" lost 100 ||
+	fail "case 1: the primary kept the stalled connection"
 follow 1 2
-for ((w = 0; w < 50 && $(acks "$T/p1.ack") == a0; w++)); do sleep 0.1; done
-[ "$(acks "$T/p1.ack")" -gt "$a0" ] || fail "case 1: no ack after the rejoin"
+acks_past "$T/p1.ack" "$a0" 100 || fail "case 1: no ack after the rejoin"
 grep -q 'copy:' "$T/b1.2.out" && fail "case 1: rejoined by full copy"
 echo "case 1: stall: primary unreplicated, $a0 acknowledged; rejoined" \
 	"from the log tail"
@@ -160,18 +179,20 @@ cut
 a0=$(acks "$T/p2.ack")
 wait_exit "$BP" 50 || fail "case 2: the backup did not notice the cut"
 grep -q VR_EPEERLOST "$T/b2.1.out" || fail "case 2: backup did not report"
-sleep 1.5 # a full ring waits for the primary's timeout (1 s), then drops
-[ "$(acks "$T/p2.ack")" -gt "$a0" ] ||
+# a full ring waits for the primary's timeout (1 s), then drops
+acks_past "$T/p2.ack" "$a0" 100 ||
 	fail "case 2: 1-safe commits stopped during the cut"
+wait_state "$T/p2.out" lost 100 ||
+	fail "case 2: the primary kept the cut connection"
 heal
-sleep 1.2
 follow 2 2
 # By full copy if the ring filled meanwhile (it dropped its records),
 # else from the log tail: either way the backup follows again.
-wait_for "$T/b2.2.out" 'copy: .*(100%)' 30 && how="full copy" ||
+wait_state "$T/p2.out" serving 300 ||
+	fail "case 2: the backup did not rejoin"
+grep -q 'copy: .*(100%)' "$T/b2.2.out" && how="full copy" ||
 	how="the log tail"
-sleep 0.5
-kill -0 "$BP" 2>/dev/null || fail "case 2: the backup did not rejoin"
+kill -0 "$BP" 2>/dev/null || fail "case 2: the backup did not stay"
 echo "case 2: cut: 1-safe went on ($a0 -> $(acks "$T/p2.ack")); rejoined" \
 	"from $how"
 finish 2 1safe
@@ -208,7 +229,8 @@ wait_exit "$BP" 50 || fail "case 4: the backup did not notice the stall"
 wait_for "$T/p4.out" unreplicated 50 || fail "case 4: window never filled"
 heal
 slow 200kbit # a window of records (about 180 KiB): several seconds
-sleep 1.2
+wait_state "$T/p4.out" lost 100 ||
+	fail "case 4: the primary kept the stalled connection"
 follow 4 2
 sleep 1
 cut
@@ -216,11 +238,11 @@ wait_exit "$BP" 50 || fail "case 4: the backup did not notice the cut"
 grep -q 'copy:' "$T/b4.2.out" && fail "case 4: catch-up was a full copy"
 "$TOOL" status --dir "$T/b4" --size $SIZE > "$T/b4.s.out" 2>&1
 heal
-sleep 1.2
+wait_state "$T/p4.out" lost 100 ||
+	fail "case 4: the primary kept the cut connection"
 a0=$(acks "$T/p4.ack")
 follow 4 3
-for ((w = 0; w < 100 && $(acks "$T/p4.ack") == a0; w++)); do sleep 0.1; done
-[ "$(acks "$T/p4.ack")" -gt "$a0" ] || fail "case 4: no ack after the rejoin"
+acks_past "$T/p4.ack" "$a0" 100 || fail "case 4: no ack after the rejoin"
 echo "case 4: cut during the catch-up at: $(cat "$T/b4.s.out"); rejoined"
 finish 4 pipelined
 echo "all cases passed"

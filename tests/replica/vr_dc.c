@@ -15,13 +15,18 @@
  *   vr_dc pcheck DIR ACKLOG MODE             check a passive backup's
  *        copies: opened with libvista alone (its recovery runs)
  *
- * The primary listens on $VR_DC_HOST (127.0.0.1 if unset) and prints
- * "unreplicated" the first time a commit returns VR_ENOBACKUP.
+ * The primary listens on $VR_DC_HOST (127.0.0.1 if unset), waits up to
+ * a minute for its first backup, and prints "unreplicated" the first
+ * time a commit returns VR_ENOBACKUP; a replicated primary also prints
+ * "lost" each time it gives its backup's connection up and "serving"
+ * each time a backup is connected again, from a thread of its own
+ * (netns.sh waits for these instead of sleeping for the timeout).
  * Node files and addresses as vista-replica's (DIR/log, DIR/seg,
  * DIR/state; data at 0x7e0000000000, state after it).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,6 +160,28 @@ rnd(uint64_t *s)
 	return *s;
 }
 
+/* A replicated primary's thread: prints "lost" or "serving" each time
+ * the connection to its backup changes (looked at every 10 ms, whatever
+ * the commits are doing: a 2-safe or pipelined one may be waiting). */
+static void *
+report_connection(void *arg)
+{
+	bool connected = true;
+
+	(void)arg;
+	for (;;) {
+		struct vr_status st;
+
+		if (vr_status(node, &st) == 0 && st.connected != connected) {
+			connected = st.connected;
+			printf("%s\n", connected ? "serving" : "lost");
+			fflush(stdout);
+		}
+		usleep(10000);
+	}
+	return NULL;
+}
+
 static _Noreturn void
 primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
 	uint64_t run, bool passive)
@@ -179,11 +206,17 @@ primary(const char *dir, unsigned port, enum vr_mode mode, const char *acklog,
 	printf("port %u\n", passive ? vr_passive_port(pnode) :
 		vr_port(node));
 	fflush(stdout);
-	if ((rc = passive ? vr_passive_wait_backup(pnode, 10000) :
-		vr_wait_backup(node, 10000)))
+	/* bounded, and generous: a backup's full copy over a slow link on
+	 * a loaded machine (netns.sh case 3) */
+	if ((rc = passive ? vr_passive_wait_backup(pnode, 60000) :
+		vr_wait_backup(node, 60000)))
 		die("vr_wait_backup", rc);
 	printf("serving\n");
 	fflush(stdout);
+	pthread_t reporter;
+	if (!passive && (rc = -pthread_create(&reporter, NULL,
+		report_connection, NULL)))
+		die("pthread_create", rc);
 	for (;;) {
 		uint32_t a = (uint32_t)(rnd(&s) % NACCOUNT);
 		uint16_t t = (uint16_t)(rnd(&s) % NTELLER);

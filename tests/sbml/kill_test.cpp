@@ -317,9 +317,10 @@ unsigned campaign(const char *prog, const Prog &app, std::mt19937_64 &rng,
 // Two processes killed together, once per run, and restarted: either
 // everything recovers with the failure-free outputs, or a recovery is
 // refused loudly (SBML_ECONCURRENT names the processes) -- never a wrong
-// output, never a silent hang.  Returns true if a refusal was seen.
+// output, never a silent hang.  Returns true if a refusal was seen;
+// *killed_out says whether the two were killed (neither had ended yet).
 [[maybe_unused]] bool campaign_two(const Prog &app, std::mt19937_64 &rng,
-	std::string &bad)
+	std::string &bad, bool *killed_out)
 {
 	const auto &ref = failure_free(app);
 	Campaign c(SBML_KILL_PROG, app);
@@ -341,6 +342,7 @@ unsigned campaign(const char *prog, const Prog &app, std::mt19937_64 &rng,
 		 v2 = (v1 + 1 + (unsigned)(rng() % (N - 1))) % N;
 	bool killed = c.pid[v1] > 0 && c.pid[v2] > 0 &&
 		c.count(v1, "done:") + c.count(v2, "done:") == 0;
+	*killed_out = killed;
 	if (killed) {
 		kill(c.pid[v1], SIGKILL);
 		kill(c.pid[v2], SIGKILL);
@@ -428,10 +430,13 @@ TEST_CASE("two processes killed together: recovered, or refused loudly, "
 	for (unsigned r = 0; r < runs; r++) {
 		std::string bad;
 		const Prog &app = *ps[r % ps.size()];
-		refusals += campaign_two(app, rng, bad);
+		bool killed = false;
+		refusals += campaign_two(app, rng, bad, &killed);
 		INFO("run " << r << " (" << app.phases << ")");
 		INFO(bad);
 		REQUIRE(bad.empty());
+		// the double kill happened: the program had not ended yet
+		REQUIRE(killed);
 	}
 	WARN(runs << " double kills, " << refusals << " refused recoveries, "
 		"no wrong output");
