@@ -92,26 +92,33 @@ TEST_CASE("ed survives SIGKILL under every protocol", "[crash][ed]")
 // checkpoint, must be taken for the end of that run, not for a crash that
 // lost all its input (the harness compared the program's whole output with
 // a run on no input at all).  The test build keeps every exiting process
-// alive 150 ms after the removal, longer than the harness ever waits
-// before a kill, so every run that ends by itself is killed in that window.
+// alive 2 s after the removal; the last of each protocol's kills waits
+// for its run to end and comes as soon as the checkpoint is gone
+// (kill_ended), so it lands in that window however fast or slow the
+// machine, and must end the campaign.
 TEST_CASE("ed: a kill after a finished run removed its checkpoint ends the "
 	"run", "[crash][ed-exit]")
 {
 	std::string lib = dctest::env_or("DC_TEST_LIB", "");
 	REQUIRE(!lib.empty());
-	setenv("DC_TEST_EXIT_WAIT_MS", "150", 1);
+	setenv("DC_TEST_EXIT_WAIT_MS", "2000", 1);
 	test::Rng rng(test::seed());
-	int kills = 0;
+	int kills = 0, ended = 0;
 	for (const char *pr : { "cpvs", "cand" }) {
 		Outcome o = dctest::crash_run(dctest::ed_prog(), pr, 6, rng,
-			lib);
+			lib, 4, "/dev/shm", nullptr, true);
 		INFO(o.why);
 		REQUIRE(o.equivalent);
 		REQUIRE(o.files_equal);
 		kills += o.kills;
+		ended += o.ended_kills;
 	}
 	unsetenv("DC_TEST_EXIT_WAIT_MS");
+	WARN(kills << " kills, " << ended << " of a finished run");
 	REQUIRE(kills > 0);
+	// the case happened: each protocol's last kill found its run ended,
+	// and was taken for that
+	REQUIRE(ended >= 2);
 }
 
 // A broken build must be caught: up to 6 kill runs, until one recovers

@@ -194,6 +194,7 @@ inline std::string dir_listing(const std::string &d)
 
 struct Outcome {
 	int kills = 0;
+	int ended_kills = 0; // kills that found the run ended (checkpoint gone)
 	bool equivalent = true;
 	bool files_equal = true;
 	std::string why;
@@ -214,9 +215,14 @@ inline long long stat_of(const std::string &stats, const std::string &key)
 
 // Run p under dc-run with `kills` SIGKILLs at random points; tracking:
 // dc-run --tracking (and the finished run's counters in Outcome::stats).
+// kill_ended: the last kill waits for its run to end, and comes as soon
+// as the checkpoint is gone while the program is still alive -- exiting
+// (the test build's DC_TEST_EXIT_WAIT_MS keeps it alive meanwhile);
+// Outcome::ended_kills counts the kills taken for the end of the run.
 inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 	test::Rng &rng, const std::string &lib, int tick_ms = 4,
-	const char *base = "/dev/shm", const char *tracking = nullptr)
+	const char *base = "/dev/shm", const char *tracking = nullptr,
+	bool kill_ended = false)
 {
 	test::TempDir d(base);
 	std::string dir = d / "ckpt", cwd = d / "work", rcwd = d / "ref";
@@ -253,6 +259,12 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 		bool recovering = dc_status(dir.c_str(), &at_spawn) == 0;
 		pid_t pid = spawn(argv, in[0], s, cwd, env);
 		uint64_t deadline = now_ms() + 15 + rng.below(120);
+		// kill_ended: the last kill waits for the run to end
+		bool end_kill = kill_ended && k == kills - 1;
+		bool seen = recovering; // this run had a checkpoint
+		uint64_t spawned = now_ms();
+		if (end_kill)
+			deadline = UINT64_MAX;
 		bool exited = false, finished = false;
 		while (!exited) {
 			// typist: one line per tick
@@ -285,6 +297,20 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 				}
 				break;
 			}
+			if (end_kill) {
+				// the kill once the checkpoint is gone
+				struct dc_status now;
+				int rc = dc_status(dir.c_str(), &now);
+				if (rc == 0)
+					seen = true;
+				else if (seen && rc == DC_ENOCKPT)
+					deadline = 0;
+				if (deadline && now_ms() > spawned + 60000) {
+					kill(pid, SIGKILL);
+					waitpid(pid, &st, 0);
+					FAIL("program did not end");
+				}
+			}
 			if (!last && now_ms() >= deadline) {
 				// A kill that lands after the exiting program
 				// removed its checkpoint (ctl first, then the
@@ -315,6 +341,8 @@ inline Outcome crash_run(const Prog &p, const std::string &proto, int kills,
 							DC_ENOCKPT);
 				if (WIFEXITED(st))
 					o.kills--; // it exited first
+				else if (finished)
+					o.ended_kills++;
 			}
 			if (last && now_ms() > deadline + 60000) {
 				kill(pid, SIGKILL);

@@ -7,7 +7,9 @@
 # through a pipe: the lines are visible output, held until the interval
 # commits.  The output of all the runs together must pass
 # thread_check.awk -- every update exactly once, in one chain, the last
-# line naming all of them -- as the failure-free run's must.
+# line naming all of them -- as the failure-free run's must; and at
+# least one kill must have left a checkpoint to recover from (each kill
+# comes 5-200 ms after its run has one, however slow dc-run's start).
 #
 #   thread_kill.sh DCRUN PROG CHECK THREADS N KILLS SEED [INTERVAL_MS]
 #
@@ -50,8 +52,13 @@ fi
 ref_time=$(date +%s%N)
 
 [ -n "${THREAD_BROKEN_LIB:-}" ] && export DC_LIB=$THREAD_BROKEN_LIB
+# the runs' checkpoint is there (dc-run --status)
+has_ckpt() {
+	"$DCRUN" --status --dir "$SHM/run" -- "$PROG" "$NT" "$N" \
+		>/dev/null 2>&1
+}
 start=$(date +%s)
-kills=0 runs=0 rc=1
+kills=0 runs=0 rc=1 resumed=0
 : > "$T/obs"
 while :; do
 	if [ $(( $(date +%s) - start )) -ge "$LIMIT" ]; then
@@ -63,15 +70,28 @@ while :; do
 	P=$!
 	runs=$((runs + 1))
 	if [ "$kills" -lt "$KILLS" ]; then
-		# 10-250 ms: kills early in the run, in intervals, in commits
-		sleep "$(printf '0.%03d' $(( RANDOM % 240 + 10 )))"
+		# once the run has a checkpoint (a recovery has one from its
+		# start; a fresh run commits one before the program's first
+		# instruction), however long dc-run takes to start (bounded:
+		# 10 s), 5-200 ms: kills early in the run, in intervals, in
+		# commits
+		t=0
+		while [ $t -lt 1000 ] && kill -0 "$P" 2>/dev/null &&
+		      ! has_ckpt; do
+			sleep 0.01
+			t=$((t + 1))
+		done
+		sleep "$(printf '0.%03d' $(( RANDOM % 195 + 5 )))"
 		if kill -9 "$P" 2>/dev/null; then
 			wait "$P" 2>/dev/null
 			P=
 			kills=$((kills + 1))
 			# killed after its end had committed (its directory
 			# may be gone): the run is over, as when it exits
-			grep -q '^done ' "$T/obs" || continue
+			if ! grep -q '^done ' "$T/obs"; then
+				has_ckpt && resumed=$((resumed + 1))
+				continue
+			fi
 			[ "$kills" -ge "$KILLS" ] && break
 			rm -rf "$SHM/run"
 			: > "$T/obs"
@@ -91,7 +111,12 @@ while :; do
 	rm -rf "$SHM/run"
 	: > "$T/obs"
 done
-echo "kills: $kills, runs: $runs" >&2
+echo "kills: $kills ($resumed with a checkpoint to recover), runs: $runs" >&2
+if [ "$KILLS" -gt 0 ] && [ "$resumed" -lt 1 ]; then
+	# not a verdict: nothing was tried, a broken build not caught either
+	echo "FAIL: no kill left a checkpoint to recover from" >&2
+	exit 1
+fi
 if ! awk -f "$CHECK" "$T/obs" > "$T/obs.chk"; then
 	echo "FAIL: the output of the runs with kills: $(cat "$T/obs.chk")" >&2
 	verdict 1

@@ -6,9 +6,8 @@
  *   dc-tid DIR
  *
  * First run: makes thread A (it sleeps until told to end) and keeps the
- * id A's gettid answers, waits 100 ms (checkpoints that hold A), writes
- * that id to DIR/armed and waits for DIR/go -- the script SIGKILLs it
- * there.  The recovered run, in a pid namespace of its own, waits there
+ * id A's gettid answers, writes that id to DIR/armed and waits for
+ * DIR/go -- the script SIGKILLs it there, once a checkpoint holds A.  The recovered run, in a pid namespace of its own, waits there
  * too; the script sets the namespace's last pid to A's id minus one and
  * makes DIR/go, so the next thread the program makes, B, gets from the
  * kernel the very id A had in its first run.  B's gettid must differ
@@ -97,7 +96,6 @@ main(int argc, char **argv)
 		return 1;
 	while (a_tid == 0)
 		nap(1);
-	nap(100);
 	char p[PATH_MAX];
 	snprintf(p, sizeof(p), "%s/armed", dir);
 	int fd = open(p, O_WRONLY | O_CREAT, 0644);

@@ -3,7 +3,8 @@
 #
 # tid_reserve.sh -- a thread made after a recovery never gets the id of a
 # recovered thread (thread.c invariant 3): tid_prog.c under `dc-run
-# --protocol periodic --interval 5` makes thread A and is SIGKILLed; the
+# --protocol periodic --interval 5` makes thread A and is SIGKILLed
+# once a checkpoint holds A (dc-run --status: two commits later); the
 # recovery runs in a pid and mount namespace of its own (unshare); once
 # it has made A again, the namespace's ns_last_pid is set (nsenter) so
 # that the program's next thread gets, from the kernel, the id A had in
@@ -43,6 +44,17 @@ t=0
 while [ ! -s "$T/armed" ] && [ $t -lt 200 ]; do sleep 0.05; t=$((t + 1)); done
 [ -s "$T/armed" ] || fail "the first run did not make its thread"
 a=$(cat "$T/armed")
+# the kill must follow a checkpoint that holds A: two commits after the
+# one the status names once A exists (the program is stopped while a
+# checkpoint is taken), however slow the commits come (bounded: 20 s)
+gen() { "$DCRUN" --status --dir "$T/ck" -- "$PROG" "$T" |
+	sed -n 's/^generation=//p'; }
+g0=$(gen) t=0
+while [ "$(gen)" -lt $((${g0:-0} + 2)) ] && [ $t -lt 400 ]; do
+	sleep 0.05
+	t=$((t + 1))
+done
+[ $t -lt 400 ] || fail "no checkpoint holds A after 20 s"
 p=$(find_prog 2)
 [ -n "$p" ] || fail "the first run's program is not found"
 kill -KILL "$p"
