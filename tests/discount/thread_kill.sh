@@ -98,6 +98,17 @@ while :; do
 			continue
 		fi
 	fi
+	# bounded: a run that hangs fails the campaign within its limit
+	while kill -0 "$P" 2>/dev/null &&
+	      [ $(( $(date +%s) - start )) -lt "$LIMIT" ]; do
+		sleep 0.02
+	done
+	if kill -0 "$P" 2>/dev/null; then
+		kill -9 "$P" 2>/dev/null
+		wait "$P" 2>/dev/null
+		echo "FAIL: a run did not end within ${LIMIT}s ($kills kills)" >&2
+		verdict 1
+	fi
 	wait "$P"
 	rc=$?
 	P=
