@@ -36,6 +36,18 @@ static void pump_until(vg_endpoint *a, vg_endpoint *b, int i, unsigned what)
 	REQUIRE((ready[i] & what));
 }
 
+// Select on both endpoints until done() holds (bounded as pump_until).
+template <class Done>
+static void select_until(vg_endpoint **eps, Done done)
+{
+	unsigned ready[2] = {};
+	for (int n = 0; n < 2000 && !done(); n++) {
+		int rc = vista_select(eps, 2, ready, 10);
+		REQUIRE((rc == 0 || rc == -ETIMEDOUT));
+	}
+	REQUIRE(done());
+}
+
 TEST_CASE("a lost response is resent from the response table", "[net]")
 {
 	World w;
@@ -80,7 +92,6 @@ TEST_CASE("a retransmission of a request not answered yet is dropped",
 	vg_endpoint *c = w.open(w.segment(0), opts(1));
 	vg_endpoint *s = w.open(w.segment(1), opts(2));
 	vg_endpoint *eps[2] = { c, s };
-	unsigned ready[2];
 	char buf[16];
 	size_t n;
 	vg_reqid id;
@@ -91,16 +102,15 @@ TEST_CASE("a retransmission of a request not answered yet is dropped",
 	VG_REQUIRE_OK(vista_receive_request(s, &id, buf, sizeof(buf), &n,
 		2000));
 	VG_REQUIRE_OK(vg_commit(w.v));
-	while (stats(s).unanswered_dropped == 0)
-		vista_select(eps, 2, ready, 10);
+	select_until(eps, [&] { return stats(s).unanswered_dropped > 0; });
 	REQUIRE(stats(s).requests_delivered == 1);
 	// Also while the answer is in an open transaction.
 	VG_REQUIRE_OK(vg_begin(w.v, 0));
 	VG_REQUIRE_OK(vista_send_response(s, &id, "done", 4));
 	VG_REQUIRE_RC(vista_send_response(s, &id, "twice", 5), VG_EANSWERED);
 	uint64_t before = stats(s).unanswered_dropped;
-	while (stats(s).unanswered_dropped == before)
-		vista_select(eps, 2, ready, 10);
+	select_until(eps,
+		[&] { return stats(s).unanswered_dropped > before; });
 	REQUIRE(stats(s).responses_resent == 0);
 	VG_REQUIRE_OK(vg_commit(w.v));
 	REQUIRE(receive(w.v, c, seq) == "done");
