@@ -7,8 +7,9 @@
  *
  * First run: makes thread A (it sleeps until told to end) and keeps the
  * id A's gettid answers, writes that id to DIR/armed and waits for
- * DIR/go -- the script SIGKILLs it there, once a checkpoint holds A.  The recovered run, in a pid namespace of its own, waits there
- * too; the script sets the namespace's last pid to A's id minus one and
+ * DIR/go -- the script SIGKILLs it there, once a checkpoint holds A.
+ * The recovered run, in a pid namespace of its own, waits there too;
+ * the script sets the namespace's last pid to A's id minus one and
  * makes DIR/go, so the next thread the program makes, B, gets from the
  * kernel the very id A had in its first run.  B's gettid must differ
  * from A's and from the process's, and a signal sent to B with

@@ -47,12 +47,20 @@ a=$(cat "$T/armed")
 # the kill must follow a checkpoint that holds A: two commits after the
 # one the status names once A exists (the program is stopped while a
 # checkpoint is taken), however slow the commits come (bounded: 20 s)
+# (a status not read, an empty answer, is "not yet", never "reached")
 gen() { "$DCRUN" --status --dir "$T/ck" -- "$PROG" "$T" |
 	sed -n 's/^generation=//p'; }
-g0=$(gen) t=0
-while [ "$(gen)" -lt $((${g0:-0} + 2)) ] && [ $t -lt 400 ]; do
+g0= t=0
+while [ -z "$g0" ] && [ $t -lt 400 ]; do
+	g0=$(gen)
+	[ -n "$g0" ] || sleep 0.05
+	t=$((t + 1))
+done
+g=
+while { [ -z "$g" ] || [ "$g" -lt $((g0 + 2)) ]; } && [ $t -lt 400 ]; do
 	sleep 0.05
 	t=$((t + 1))
+	g=$(gen)
 done
 [ $t -lt 400 ] || fail "no checkpoint holds A after 20 s"
 p=$(find_prog 2)
