@@ -60,40 +60,30 @@ inp ip link set "$VP" up && inb ip link set "$VB" up &&
 inp ip link set lo up && inb ip link set lo up || exit 1
 
 fail() { echo "FAILED: $*"; for f in "$T"/*.out; do echo "== $f"; tail -c 600 "$f"; echo; done; exit 1; }
-# wait_for FILE PATTERN TENTHS: up to TENTHS/10 s for PATTERN in FILE
-wait_for() {
-	for ((w = 0; w < $3; w++)); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
+# within TENTHS CMD...: up to TENTHS/10 s until CMD succeeds
+within() {
+	local n=$1 w
+	shift
+	for ((w = 0; w < n; w++)); do
+		"$@" && return 0
 		sleep 0.1
 	done
 	return 1
 }
-# wait_state FILE WORD TENTHS: up to TENTHS/10 s until the primary's
-# last connection line (vr_dc: serving or lost) in FILE is WORD
-wait_state() {
-	for ((w = 0; w < $3; w++)); do
-		[ "$(grep -E '^(serving|lost)$' "$1" 2>/dev/null | tail -n 1)" = \
-			"$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
+# wait_for FILE PATTERN TENTHS: PATTERN appears in FILE
+wait_for() { within "$3" grep -q "$2" "$1" 2>/dev/null; }
+# wait_state FILE WORD TENTHS: the primary's last connection line (vr_dc:
+# serving or lost) in FILE is WORD
+state_is() {
+	[ "$(grep -E '^(serving|lost)$' "$1" 2>/dev/null | tail -n 1)" = "$2" ]
 }
-# acks_past FILE A TENTHS: up to TENTHS/10 s for more than A acks
-acks_past() {
-	for ((w = 0; w < $3; w++)); do
-		[ "$(acks "$1")" -gt "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-# wait_exit PID TENTHS
-wait_exit() {
-	for ((w = 0; w < $2; w++)); do
-		kill -0 "$1" 2>/dev/null || { wait "$1" 2>/dev/null; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
+wait_state() { within "$3" state_is "$1" "$2"; }
+# acks_past FILE A TENTHS: more than A acks
+acks_over() { [ "$(acks "$1")" -gt "$2" ]; }
+acks_past() { within "$3" acks_over "$1" "$2"; }
+# wait_exit PID TENTHS: the process has ended (and is reaped)
+ended() { ! kill -0 "$1" 2>/dev/null && { wait "$1" 2>/dev/null; :; }; }
+wait_exit() { within "$2" ended "$1"; }
 acks() { echo $(($(stat -c %s "$1" 2>/dev/null || echo 0) / 8)); }
 # A stall: the link stays up, the primary's packets are dropped (a token
 # bucket whose burst is smaller than any data packet; netem may be absent).
