@@ -5,18 +5,30 @@
  * Coalescing: a range declared again, or overlapping what is declared, is
  * logged only for the bytes not declared yet (vista__ranges_gaps), and the
  * set merges overlapping and adjacent ranges, so commit flushes each cache
- * line once.  The set is a sorted array; transactions declare a handful of
- * ranges, usually in increasing address order, so an insertion is a binary
- * search and (rarely) a short memmove.
+ * line once.
+ *
+ * Most transactions declare a handful of ranges, usually in increasing
+ * address order: the set is then a sorted array (flat), an insertion a
+ * binary search and (rarely) a short memmove.  A transaction that declares
+ * thousands of scattered cells would pay a memmove of the whole array for
+ * each one, O(n^2) in all; so once the set holds VISTA__RFLAT intervals it
+ * is cut into chunks of at most VISTA__RCHUNK (chunked), found by a binary
+ * search over the chunks, and an insertion moves at most one chunk's tail
+ * (a full chunk is split in two first).  Either form is read as runs in
+ * order (vista__ranges_runs).  The set is flat again when cleared.
  *
  * Invariants
- *   R1. v[0..n) are sorted by lo, and v[i].hi < v[i+1].lo (disjoint and
- *       not adjacent: adjacent ranges are merged), each lo < hi.
+ *   R1. The intervals, in run order, are sorted by lo, and each one's hi is
+ *       below the next one's lo (disjoint and not adjacent: adjacent ranges
+ *       are merged), each lo < hi.
  *   R2. Intervals of different segments never merge (they are never
  *       adjacent: segment arenas are separated by headers).
  *   R3. Only the owning thread changes the set, and never from a signal
  *       handler; vista__ranges_contains() is safe in the fault hook because
  *       the hook interrupts user stores, never this code.
+ *   R4. Chunked: every chunk holds 1..VISTA__RCHUNK intervals, n is their
+ *       sum, and spare[] has room for every chunk owned (spcap >= nc +
+ *       nspare), so chunks are put back without allocating.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,52 +36,166 @@
 
 #include "vista_int.h"
 
+/* A chunk split in two, or made from a flat set, holds this many. */
+#define RHALF (VISTA__RCHUNK / 2)
+/* Free chunks kept from one transaction for the next. */
+#define RKEEP 64u
+
 void
 vista__ranges_init(struct vista_ranges *r)
 {
-	r->v = r->inl;
-	r->n = 0;
-	r->cap = sizeof(r->inl) / sizeof(r->inl[0]);
+	*r = (struct vista_ranges){ .v = r->inl, .cap = 16 };
+	_Static_assert(sizeof(r->inl) / sizeof(r->inl[0]) == 16, "inl");
 }
 
 void
 vista__ranges_fini(struct vista_ranges *r)
 {
+	vista__ranges_unchunk(r);
+	while (r->nspare > 0)
+		free(r->spare[--r->nspare]);
+	free(r->spare);
 	if (r->v != r->inl)
 		free(r->v);
 	vista__ranges_init(r);
+}
+
+/* Chunked -> flat and empty: the chunks go back to spare[] (R4), all but
+ * RKEEP of them freed. */
+void
+vista__ranges_unchunk(struct vista_ranges *r)
+{
+	for (uint32_t k = 0; k < r->nc; k++) {
+		if (r->nspare < RKEEP)
+			r->spare[r->nspare++] = r->c[k].v;
+		else
+			free(r->c[k].v);
+	}
+	free(r->c);
+	r->c = NULL;
+	r->nc = r->ccap = 0;
+	r->n = 0;
+}
+
+/* Room in the directory for `dir` more chunks and `chunks` spare chunks
+ * (R4).  0 or -ENOMEM; what was allocated stays, the set is unchanged. */
+static int
+chunk_room(struct vista_ranges *r, uint32_t dir, uint32_t chunks)
+{
+	if (r->nc + dir > r->ccap) {
+		uint32_t cap = r->ccap ? r->ccap : 16;
+		struct vista_rrun *nc;
+		while (cap < r->nc + dir)
+			cap *= 2;
+		nc = realloc(r->c, sizeof(*nc) * cap);
+		if (nc == NULL)
+			return -ENOMEM;
+		r->c = nc;
+		r->ccap = cap;
+	}
+	while (r->nspare < chunks) {
+		struct vista_ival *ch;
+		if (r->nc + r->nspare + 1 > r->spcap) {
+			uint32_t cap = r->spcap ? r->spcap : 16;
+			struct vista_ival **ns;
+			while (cap < r->nc + r->nspare + 1)
+				cap *= 2;
+			ns = realloc(r->spare, sizeof(*ns) * cap);
+			if (ns == NULL)
+				return -ENOMEM;
+			r->spare = ns;
+			r->spcap = cap;
+		}
+		ch = malloc(sizeof(*ch) * VISTA__RCHUNK);
+		if (ch == NULL)
+			return -ENOMEM;
+		r->spare[r->nspare++] = ch;
+	}
+	return 0;
+}
+
+/* Chunks that `more` additions may need: each splits at most one chunk,
+ * and a split chunk (RHALF and RHALF + 1) fills again only after RHALF - 1
+ * more, so at most the nc chunks there are now, plus more / (RHALF - 1),
+ * plus the one an append past a full last chunk starts. */
+static uint32_t
+chunks_for(uint32_t nc, uint32_t more)
+{
+	uint32_t need = nc + more / (RHALF - 1) + 1;
+
+	return need < more ? need : more;
+}
+
+/* Flat -> chunked, each chunk RHALF full, with room for `more` additions
+ * after.  The flat array is kept for when the set is flat again.  0 or
+ * -ENOMEM (still flat then). */
+static int
+chunk_all(struct vista_ranges *r, uint32_t more)
+{
+	uint32_t n = r->n, k = 0, nch = (n + RHALF - 1) / RHALF;
+	uint32_t need = nch + chunks_for(nch, more);
+
+	if (chunk_room(r, need, need)) {
+		free(r->c); /* flat: no directory */
+		r->c = NULL;
+		r->ccap = 0;
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < n; i += RHALF, k++) {
+		uint32_t m = n - i < RHALF ? n - i : RHALF;
+		struct vista_ival *ch = r->spare[--r->nspare];
+		memcpy(ch, r->v + i, sizeof(*ch) * m);
+		r->c[k] = (struct vista_rrun){ ch, m };
+	}
+	r->nc = k;
+	return 0;
 }
 
 int
 vista__ranges_reserve(struct vista_ranges *r, uint32_t more)
 {
 	struct vista_ival *nv;
-	uint32_t cap = r->cap;
+	uint32_t cap = r->cap, need;
 
-	if (VISTA__LIKELY(r->n + more <= r->cap))
+	if (VISTA__LIKELY(r->c == NULL)) {
+		if (VISTA__LIKELY(r->n + more <= cap && r->n < VISTA__RFLAT))
+			return 0;
+		/* Large: chunked from now on, with room for what an earlier
+		 * reservation promised of the flat array (at most cap - n
+		 * additions) as well as for `more`. */
+		if (r->n >= VISTA__RFLAT &&
+		    chunk_all(r, more > cap - r->n ? more : cap - r->n) == 0)
+			goto chunked;
+		/* Small, or no memory to cut it: flat it stays. */
+		if (r->n + more <= cap)
+			return 0;
+		while (cap < r->n + more)
+			cap *= 2;
+		nv = malloc(sizeof(*nv) * cap);
+		if (nv == NULL)
+			return -ENOMEM;
+		memcpy(nv, r->v, sizeof(*nv) * r->n);
+		if (r->v != r->inl)
+			free(r->v);
+		r->v = nv;
+		r->cap = cap;
 		return 0;
-	while (cap < r->n + more)
-		cap *= 2;
-	nv = malloc(sizeof(*nv) * cap);
-	if (nv == NULL)
-		return -ENOMEM;
-	memcpy(nv, r->v, sizeof(*nv) * r->n);
-	if (r->v != r->inl)
-		free(r->v);
-	r->v = nv;
-	r->cap = cap;
-	return 0;
+	}
+chunked:
+	need = chunks_for(r->nc, more);
+	return chunk_room(r, need, need);
 }
 
-/* First index i with v[i].hi > a (or >= a when `adjacent`). */
+/* First index i of v[0..n) with v[i].hi > a (or >= a when `adjacent`). */
 static uint32_t
-first_reaching(const struct vista_ranges *r, uintptr_t a, bool adjacent)
+first_reaching(const struct vista_ival *v, uint32_t n, uintptr_t a,
+	bool adjacent)
 {
-	uint32_t lo = 0, hi = r->n;
+	uint32_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		uintptr_t h = r->v[mid].hi;
+		uintptr_t h = v[mid].hi;
 		if (h > a || (adjacent && h == a))
 			hi = mid;
 		else
@@ -78,30 +204,162 @@ first_reaching(const struct vista_ranges *r, uintptr_t a, bool adjacent)
 	return lo;
 }
 
+/* A place in the runs: interval i of run k. */
+struct rpos {
+	uint32_t k, i;
+};
+
+/* The first interval whose hi is above a (at a, when `adjacent`): k == nr
+ * when there is none past the runs' ends, else i may be rr[k].n only
+ * when nr == 1. */
+static struct rpos
+reaching(const struct vista_rrun *rr, uint32_t nr, uintptr_t a,
+	bool adjacent)
+{
+	uint32_t lo = 0, hi = nr;
+
+	if (nr > 1) {
+		/* chunked: the runs are not empty (R4) */
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			uintptr_t h = rr[mid].v[rr[mid].n - 1].hi;
+			if (h > a || (adjacent && h == a))
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (lo == nr)
+			return (struct rpos){ nr, 0 };
+	}
+	if (nr == 0)
+		return (struct rpos){ 0, 0 };
+	return (struct rpos){ lo, first_reaching(rr[lo].v, rr[lo].n, a,
+		adjacent) };
+}
+
 uint32_t
 vista__ranges_gaps(const struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	struct vista_gap *g, uint32_t maxg)
 {
-	uint32_t i = first_reaching(r, lo, false), ng = 0;
+	const struct vista_rrun *rr;
+	struct vista_rrun one;
+	uint32_t nr = vista__ranges_runs(r, &rr, &one), ng = 0;
+	struct rpos p = reaching(rr, nr, lo, false);
 	uintptr_t cur = lo;
 
-	for (; i < r->n && r->v[i].lo < hi; i++) {
-		if (r->v[i].lo > cur) {
-			if (ng == maxg)
-				return maxg + 1;
-			g[ng++] = (struct vista_gap){ cur, r->v[i].lo };
+	for (uint32_t k = p.k, i = p.i; k < nr; k++, i = 0) {
+		for (; i < rr[k].n; i++) {
+			const struct vista_ival *iv = &rr[k].v[i];
+			if (iv->lo >= hi)
+				goto tail;
+			if (iv->lo > cur) {
+				if (ng == maxg)
+					return maxg + 1;
+				g[ng++] = (struct vista_gap){ cur, iv->lo };
+			}
+			if (iv->hi > cur)
+				cur = iv->hi;
+			if (cur >= hi)
+				return ng;
 		}
-		if (r->v[i].hi > cur)
-			cur = r->v[i].hi;
-		if (cur >= hi)
-			return ng;
 	}
+tail:
 	if (cur < hi) {
 		if (ng == maxg)
 			return maxg + 1;
 		g[ng++] = (struct vista_gap){ cur, hi };
 	}
 	return ng;
+}
+
+/* Insert iv at interval i of chunk k, splitting the chunk first if it is
+ * full.  The room is reserved (vista__ranges_reserve). */
+static void
+chunk_insert(struct vista_ranges *r, uint32_t k, uint32_t i,
+	struct vista_ival iv)
+{
+	struct vista_rrun *cr = &r->c[k];
+
+	if (cr->n == VISTA__RCHUNK) {
+		struct vista_ival *ch = r->spare[--r->nspare];
+		memmove(&r->c[k + 2], &r->c[k + 1],
+			sizeof(r->c[0]) * (r->nc - k - 1));
+		r->nc++;
+		if (i == VISTA__RCHUNK) {
+			/* past a full chunk's end: a chunk of its own */
+			r->c[k + 1] = (struct vista_rrun){ ch, 0 };
+			k++;
+			i = 0;
+		} else {
+			memcpy(ch, cr->v + RHALF,
+				sizeof(*ch) * (VISTA__RCHUNK - RHALF));
+			r->c[k + 1] = (struct vista_rrun){ ch,
+				VISTA__RCHUNK - RHALF };
+			cr->n = RHALF;
+			if (i > RHALF) {
+				k++;
+				i -= RHALF;
+			}
+		}
+		cr = &r->c[k];
+	}
+	memmove(cr->v + i + 1, cr->v + i, sizeof(cr->v[0]) * (cr->n - i));
+	cr->v[i] = iv;
+	cr->n++;
+	r->n++;
+}
+
+/* vista__ranges_add() on a chunked set, the room reserved. */
+static void
+chunk_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
+	struct vista_segment *seg)
+{
+	struct rpos p = reaching(r->c, r->nc, lo, true);
+	struct vista_ival *f;
+	uint32_t k, i;
+
+	if (p.k == r->nc) { /* above everything */
+		chunk_insert(r, r->nc - 1, r->c[r->nc - 1].n,
+			(struct vista_ival){ lo, hi, seg });
+		return;
+	}
+	if (p.i == r->c[p.k].n || r->c[p.k].v[p.i].lo > hi) {
+		chunk_insert(r, p.k, p.i, (struct vista_ival){ lo, hi, seg });
+		return;
+	}
+	/* The intervals from p on that overlap or touch [lo, hi) merge into
+	 * the first (R1); they are all of seg (R2). */
+	f = &r->c[p.k].v[p.i];
+	VISTA_ASSERT(f->seg == seg, "R2");
+	if (f->lo < lo)
+		lo = f->lo;
+	if (f->hi > hi)
+		hi = f->hi;
+	for (k = p.k, i = p.i + 1; k < r->nc; i = 0) {
+		struct vista_rrun *cr = &r->c[k];
+		uint32_t j = i, n0 = cr->n;
+		while (j < n0 && cr->v[j].lo <= hi)
+			j++;
+		if (j > i) {
+			VISTA_ASSERT(cr->v[j - 1].seg == seg, "R2");
+			if (cr->v[j - 1].hi > hi)
+				hi = cr->v[j - 1].hi;
+			memmove(cr->v + i, cr->v + j,
+				sizeof(cr->v[0]) * (n0 - j));
+			cr->n -= j - i;
+			r->n -= j - i;
+		}
+		if (j < n0)
+			break;
+		if (cr->n == 0) { /* emptied, and not f's: put back (R4) */
+			r->spare[r->nspare++] = cr->v;
+			memmove(cr, cr + 1, sizeof(*cr) * (r->nc - k - 1));
+			r->nc--;
+		} else {
+			k++;
+		}
+	}
+	*f = (struct vista_ival){ lo, hi, seg };
 }
 
 int
@@ -111,24 +369,26 @@ vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	uint32_t i, j;
 
 	VISTA_ASSERT(lo < hi, "R1");
+	if (vista__ranges_reserve(r, 1))
+		return -ENOMEM;
+	if (VISTA__UNLIKELY(r->c != NULL)) {
+		chunk_add(r, lo, hi, seg);
+		return 0;
+	}
 	/* Fast path: above everything declared so far, not adjacent. */
 	if (r->n == 0 || r->v[r->n - 1].hi < lo) {
-		if (vista__ranges_reserve(r, 1))
-			return -ENOMEM;
 		r->v[r->n++] = (struct vista_ival){ lo, hi, seg };
 		return 0;
 	}
 	/* v[i..j) overlap or touch [lo, hi); they merge into one (R1).  They
 	 * are all of seg (R2). */
-	i = first_reaching(r, lo, true);
+	i = first_reaching(r->v, r->n, lo, true);
 	for (j = i; j < r->n && r->v[j].lo <= hi; j++)
 		;
 	/* R2: what merges is of the same segment. */
 	VISTA_ASSERT(i == j || (r->v[i].seg == seg && r->v[j - 1].seg == seg),
 		"R2");
 	if (i == j) {
-		if (vista__ranges_reserve(r, 1))
-			return -ENOMEM;
 		memmove(&r->v[i + 1], &r->v[i], sizeof(r->v[0]) * (r->n - i));
 		r->v[i] = (struct vista_ival){ lo, hi, seg };
 		r->n++;
@@ -150,6 +410,10 @@ vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 bool
 vista__ranges_contains(const struct vista_ranges *r, uintptr_t addr)
 {
-	uint32_t i = first_reaching(r, addr, false);
-	return i < r->n && r->v[i].lo <= addr;
+	const struct vista_rrun *rr;
+	struct vista_rrun one;
+	uint32_t nr = vista__ranges_runs(r, &rr, &one);
+	struct rpos p = reaching(rr, nr, addr, false);
+
+	return p.k < nr && p.i < rr[p.k].n && rr[p.k].v[p.i].lo <= addr;
 }

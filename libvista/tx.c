@@ -809,7 +809,9 @@ flush_group(struct vista_lane *l)
 static void
 flush_ranges(struct vista_lane *l)
 {
-	const struct vista_ival *iv = l->ranges.v;
+	const struct vista_rrun *rr;
+	struct vista_rrun one;
+	uint32_t nr;
 	uintptr_t done = 0;
 
 	if (VISTA__UNLIKELY(l->nrec0 > 0)) {
@@ -817,14 +819,18 @@ flush_ranges(struct vista_lane *l)
 		return;
 	}
 
-	for (uint32_t i = 0; i < l->ranges.n; i++) {
-		uintptr_t lo = iv[i].lo & ~(uintptr_t)63;
-		if (lo < done)
-			lo = done;
-		if (lo < iv[i].hi)
-			vista__flush(l, iv[i].seg->pool, (void *)lo,
-				iv[i].hi - lo);
-		done = (iv[i].hi + 63) & ~(uintptr_t)63;
+	nr = vista__ranges_runs(&l->ranges, &rr, &one);
+	for (uint32_t k = 0; k < nr; k++) {
+		const struct vista_ival *iv = rr[k].v;
+		for (uint32_t i = 0; i < rr[k].n; i++) {
+			uintptr_t lo = iv[i].lo & ~(uintptr_t)63;
+			if (lo < done)
+				lo = done;
+			if (lo < iv[i].hi)
+				vista__flush(l, iv[i].seg->pool, (void *)lo,
+					iv[i].hi - lo);
+			done = (iv[i].hi + 63) & ~(uintptr_t)63;
+		}
 	}
 }
 

@@ -160,10 +160,27 @@ struct vista_ival {
 	struct vista_segment *seg;
 };
 
-/* Sorted, disjoint, non-adjacent intervals. */
+/* A run of the set: v[0..n), in order. */
+struct vista_rrun {
+	struct vista_ival *v;
+	uint32_t n;
+};
+
+/*
+ * Sorted, disjoint, non-adjacent intervals (ranges.c).  Flat while small:
+ * v[0..n) is the set.  Chunked once it holds VISTA__RFLAT intervals: the
+ * set is the runs c[0..nc), each a chunk of at most VISTA__RCHUNK, so an
+ * insertion moves one chunk's tail, not the whole set's.
+ */
+#define VISTA__RFLAT 512u
+#define VISTA__RCHUNK 64u
 struct vista_ranges {
 	struct vista_ival *v;
-	uint32_t n, cap;
+	uint32_t n, cap;         /* n: intervals in the set, in either form */
+	struct vista_rrun *c;    /* NULL while flat */
+	uint32_t nc, ccap;
+	struct vista_ival **spare; /* free chunks, kept for the next */
+	uint32_t nspare, spcap;
 	struct vista_ival inl[16];
 };
 
@@ -174,7 +191,29 @@ struct vista_gap {
 
 void vista__ranges_init(struct vista_ranges *r);
 void vista__ranges_fini(struct vista_ranges *r);
-static inline void vista__ranges_clear(struct vista_ranges *r) { r->n = 0; }
+void vista__ranges_unchunk(struct vista_ranges *r);
+/* Empty the set (flat again). */
+static inline void
+vista__ranges_clear(struct vista_ranges *r)
+{
+	if (VISTA__UNLIKELY(r->c != NULL))
+		vista__ranges_unchunk(r);
+	r->n = 0;
+}
+/* The set as runs in order: *rr[0..return); flat, one run in *one. */
+static inline uint32_t
+vista__ranges_runs(const struct vista_ranges *r, const struct vista_rrun **rr,
+	struct vista_rrun *one)
+{
+	if (VISTA__LIKELY(r->c == NULL)) {
+		one->v = r->v;
+		one->n = r->n;
+		*rr = one;
+		return 1;
+	}
+	*rr = r->c;
+	return r->nc;
+}
 /*
  * Find the parts of [lo, hi) not yet declared: up to maxg gaps into g[]
  * (returns the number; maxg + 1 means "more than maxg").  Read-only.
@@ -186,7 +225,8 @@ int vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	struct vista_segment *seg);
 /* Is addr inside a declared interval?  Async-signal-safe. */
 bool vista__ranges_contains(const struct vista_ranges *r, uintptr_t addr);
-/* Room for `more` intervals without allocating.  0 or -ENOMEM. */
+/* Room for `more` additions without allocating (a large set is made
+ * chunked here).  0 or -ENOMEM. */
 int vista__ranges_reserve(struct vista_ranges *r, uint32_t more);
 
 /* ---- pages opened for writing in a protected segment (auto.c) ---- */
