@@ -820,6 +820,10 @@ flush_ranges(struct vista_lane *l)
 	}
 
 	nr = vista__ranges_runs(&l->ranges, &rr, &one);
+#ifdef VISTA_BROKEN_CHUNK_FIRST_ONLY
+	nr = nr > 1 ? 1 : nr; /* wrong: a chunked set's other chunks are
+			       * not written back */
+#endif
 	for (uint32_t k = 0; k < nr; k++) {
 		const struct vista_ival *iv = rr[k].v;
 		for (uint32_t i = 0; i < rr[k].n; i++) {

@@ -25,6 +25,11 @@
  *   auto_chain    the same as one chain of automatic transactions
  *                 (vista_chain_transaction), with aborted links and a page
  *                 touched once
+ *   scattered     800 scattered 4- and 8-byte cells a transaction, in
+ *                 four vista_set_ranges batches, so that the declared set
+ *                 outgrows its flat array and is chunked (ranges.c); the
+ *                 second of three transactions aborts; the cells' sum is
+ *                 the stored total
  *   redo          redo mode (VISTA_MODE_REDO) on a 4 KiB ring: four
  *                 counters (sum fixed) and a 200-byte block that each
  *                 transaction fills with its number, so the ring wraps
@@ -236,6 +241,67 @@ check_many(struct env *e)
 	return 0;
 }
 
+/* ---- scattered: 800 cells a transaction, the set chunked ---- */
+
+#define SC_SLOTS 16384 /* 8-byte slots, a 4-byte cell at the start of each */
+#define SC_BATCH 200
+#define SC_BATCHES 4   /* the fourth batch finds 600 declared: chunked */
+
+struct scattered {
+	uint64_t sum;
+	uint8_t pad[LINE - 8];
+	uint32_t slot[2 * SC_SLOTS];
+};
+
+static int
+run_scattered(struct env *e)
+{
+	struct scattered *s = (struct scattered *)e->b[0];
+	struct vista_range r[SC_BATCH];
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (unsigned t = 1; t <= 3; t++) {
+		uint64_t add = 0;
+		OK(vista_begin_transaction(e->v, 0));
+		for (int b = 0; b < SC_BATCHES; b++) {
+			for (int i = 0; i < SC_BATCH; i++) {
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				/* one in eight declares its whole slot, which
+				 * touches the next slot's cell: they merge */
+				r[i].addr = &s->slot[2 * (x % SC_SLOTS)];
+				r[i].len = (x >> 32) % 8 == 0 ? 8 : 4;
+			}
+			OK(vista_set_ranges(e->v, SC_BATCH, r));
+			for (int i = 0; i < SC_BATCH; i++) {
+				*(uint32_t *)r[i].addr += t;
+				add += t;
+			}
+		}
+		OK(vista_set_range(e->v, &s->sum, 8));
+		s->sum += add;
+		maybe_stop(t);
+		if (t == 2)
+			OK(vista_abort_transaction(e->v));
+		else
+			OK(vista_end_transaction(e->v));
+	}
+	return 0;
+}
+
+static int
+check_scattered(struct env *e)
+{
+	struct scattered *s = (struct scattered *)e->b[0];
+	uint64_t sum = 0;
+
+	for (int k = 0; k < SC_SLOTS; k++)
+		sum += s->slot[2 * k];
+	if (sum != s->sum)
+		FAIL("scattered: cells sum to %llu, the total says %llu",
+			(unsigned long long)sum, (unsigned long long)s->sum);
+	return 0;
+}
+
 /* ---- redo: counters and a block, in redo mode ---- */
 
 #define BLOCK_OFF 4096
@@ -433,6 +499,7 @@ static const struct scenario scenarios[] = {
 	{ "auto", 1, 0, run_auto, check_auto },
 	{ "auto_chain", 1, 0, run_chain, check_auto },
 	{ "redo", 1, VISTA_MODE_REDO, run_redo, check_redo },
+	{ "scattered", 1, 0, run_scattered, check_scattered },
 };
 
 static const struct scenario *
@@ -476,6 +543,7 @@ CHECKER(abort_persisted)
 CHECKER(auto)
 CHECKER(auto_chain)
 CHECKER(redo)
+CHECKER(scattered)
 
 #ifndef VPM_MODULE
 int
