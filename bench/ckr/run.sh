@@ -31,10 +31,6 @@ d=${CKR_DIR:-/dev/shm}
 R=${CKR_REPS:-3}
 ckr=naive,bacou,bazz,ipp,fork
 all=$ckr,vista
-# Vista's per-tick transaction grows worse than linearly with the cells
-# it declares (about 10 us each at 32K a tick, 28 us at 64K): its runs
-# stop at 640K updates/s.
-vrates=10000,20000,40000,80000,160000,320000,640000
 mkdir -p "$out"
 
 for w in $what; do
@@ -42,7 +38,7 @@ for w in $what; do
 	fig5)
 		$z -a $ckr -R $R -d "$d" -T "$out/series-file" \
 			>"$out/fig5-file.txt"
-		$z -a vista -r $vrates -t 320000 -R $R -d "$d" \
+		$z -a vista -t 320000 -R $R -d "$d" \
 			-T "$out/series-vista" >"$out/fig5-vista.txt" ;;
 	pool)
 		$z -a $ckr -R $R -d "$d" -S pool -T "$out/series-pool" \
