@@ -77,34 +77,40 @@ vista__ranges_unchunk(struct vista_ranges *r)
 	r->n = 0;
 }
 
+/* p's array of `size`-byte elements, grown by doubling (from 16) to hold
+ * `need`, *cap updated; NULL (p and *cap unchanged) if out of memory. */
+static void *
+grow(void *p, uint32_t *cap, uint32_t need, size_t size)
+{
+	uint32_t c = *cap ? *cap : 16;
+
+	while (c < need)
+		c *= 2;
+	p = realloc(p, size * c);
+	if (p != NULL)
+		*cap = c;
+	return p;
+}
+
 /* Room in the directory for `dir` more chunks and `chunks` spare chunks
  * (R4).  0 or -ENOMEM; what was allocated stays, the set is unchanged. */
 static int
 chunk_room(struct vista_ranges *r, uint32_t dir, uint32_t chunks)
 {
 	if (r->nc + dir > r->ccap) {
-		uint32_t cap = r->ccap ? r->ccap : 16;
-		struct vista_rrun *nc;
-		while (cap < r->nc + dir)
-			cap *= 2;
-		nc = realloc(r->c, sizeof(*nc) * cap);
-		if (nc == NULL)
+		void *c = grow(r->c, &r->ccap, r->nc + dir, sizeof(*r->c));
+		if (c == NULL)
 			return -ENOMEM;
-		r->c = nc;
-		r->ccap = cap;
+		r->c = c;
 	}
 	while (r->nspare < chunks) {
 		struct vista_ival *ch;
 		if (r->nc + r->nspare + 1 > r->spcap) {
-			uint32_t cap = r->spcap ? r->spcap : 16;
-			struct vista_ival **ns;
-			while (cap < r->nc + r->nspare + 1)
-				cap *= 2;
-			ns = realloc(r->spare, sizeof(*ns) * cap);
-			if (ns == NULL)
+			void *sp = grow(r->spare, &r->spcap,
+				r->nc + r->nspare + 1, sizeof(*r->spare));
+			if (sp == NULL)
 				return -ENOMEM;
-			r->spare = ns;
-			r->spcap = cap;
+			r->spare = sp;
 		}
 		ch = malloc(sizeof(*ch) * VISTA__RCHUNK);
 		if (ch == NULL)
