@@ -29,6 +29,12 @@
  *   R4. Chunked: every chunk holds 1..VISTA__RCHUNK intervals, n is their
  *       sum, and spare[] has room for every chunk owned (spcap >= nc +
  *       nspare), so chunks are put back without allocating.
+ *   R5. After vista__ranges_reserve(r, m) returns 0, the next m additions
+ *       do not allocate: flat, the array has room for them (or, cut into
+ *       chunks on the way, the spares and directory do: owed is what is
+ *       still promised); chunked, an addition allocates only to split a
+ *       full chunk, and the spares cover every split m additions can
+ *       cause (chunks_for).  Merges never allocate.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -65,12 +71,10 @@ vista__ranges_fini(struct vista_ranges *r)
 void
 vista__ranges_unchunk(struct vista_ranges *r)
 {
-	for (uint32_t k = 0; k < r->nc; k++) {
-		if (r->nspare < RKEEP)
-			r->spare[r->nspare++] = r->c[k].v;
-		else
-			free(r->c[k].v);
-	}
+	for (uint32_t k = 0; k < r->nc; k++)
+		r->spare[r->nspare++] = r->c[k].v; /* R4: room */
+	while (r->nspare > RKEEP)
+		free(r->spare[--r->nspare]);
 	free(r->c);
 	r->c = NULL;
 	r->nc = r->ccap = 0;
@@ -157,39 +161,52 @@ chunk_all(struct vista_ranges *r, uint32_t more)
 	return 0;
 }
 
+/* Room in the flat array for `more` additions.  0 or -ENOMEM. */
+static int
+flat_room(struct vista_ranges *r, uint32_t more)
+{
+	struct vista_ival *nv;
+	uint32_t cap = r->cap;
+
+	if (r->n + more <= cap)
+		return 0;
+	while (cap < r->n + more)
+		cap *= 2;
+	nv = malloc(sizeof(*nv) * cap);
+	if (nv == NULL)
+		return -ENOMEM;
+	memcpy(nv, r->v, sizeof(*nv) * r->n);
+	if (r->v != r->inl)
+		free(r->v);
+	r->v = nv;
+	r->cap = cap;
+	return 0;
+}
+
 int
 vista__ranges_reserve(struct vista_ranges *r, uint32_t more)
 {
-	struct vista_ival *nv;
-	uint32_t cap = r->cap, need;
+	uint32_t owed = more > r->owed ? more : r->owed, need;
 
 	if (VISTA__LIKELY(r->c == NULL)) {
-		if (VISTA__LIKELY(r->n + more <= cap && r->n < VISTA__RFLAT))
+		if (VISTA__LIKELY(r->n + more <= r->cap &&
+		    r->n < VISTA__RFLAT)) {
+			r->owed = owed;
 			return 0;
-		/* Large: chunked from now on, with room for what an earlier
-		 * reservation promised of the flat array (at most cap - n
-		 * additions) as well as for `more`. */
-		if (r->n >= VISTA__RFLAT &&
-		    chunk_all(r, more > cap - r->n ? more : cap - r->n) == 0)
-			goto chunked;
-		/* Small, or no memory to cut it: flat it stays. */
-		if (r->n + more <= cap)
+		}
+		/* Large: chunked from now on, if there is memory for it. */
+		if (r->n < VISTA__RFLAT || chunk_all(r, owed) != 0) {
+			if (flat_room(r, more))
+				return -ENOMEM;
+			r->owed = owed;
 			return 0;
-		while (cap < r->n + more)
-			cap *= 2;
-		nv = malloc(sizeof(*nv) * cap);
-		if (nv == NULL)
-			return -ENOMEM;
-		memcpy(nv, r->v, sizeof(*nv) * r->n);
-		if (r->v != r->inl)
-			free(r->v);
-		r->v = nv;
-		r->cap = cap;
-		return 0;
+		}
 	}
-chunked:
-	need = chunks_for(r->nc, more);
-	return chunk_room(r, need, need);
+	need = chunks_for(r->nc, owed);
+	if (chunk_room(r, need, need))
+		return -ENOMEM;
+	r->owed = owed;
+	return 0;
 }
 
 /* First index i of v[0..n) with v[i].hi > a (or >= a when `adjacent`). */
@@ -279,15 +296,20 @@ tail:
 }
 
 /* Insert iv at interval i of chunk k, splitting the chunk first if it is
- * full.  The room is reserved (vista__ranges_reserve). */
-static void
+ * full (the only addition that takes a spare chunk and a directory slot,
+ * R5).  0 or -ENOMEM (the set is unchanged then). */
+static int
 chunk_insert(struct vista_ranges *r, uint32_t k, uint32_t i,
 	struct vista_ival iv)
 {
 	struct vista_rrun *cr = &r->c[k];
 
 	if (cr->n == VISTA__RCHUNK) {
-		struct vista_ival *ch = r->spare[--r->nspare];
+		struct vista_ival *ch;
+		if (chunk_room(r, 1, 1))
+			return -ENOMEM;
+		cr = &r->c[k]; /* the directory may have moved */
+		ch = r->spare[--r->nspare];
 		memmove(&r->c[k + 2], &r->c[k + 1],
 			sizeof(r->c[0]) * (r->nc - k - 1));
 		r->nc++;
@@ -313,10 +335,11 @@ chunk_insert(struct vista_ranges *r, uint32_t k, uint32_t i,
 	cr->v[i] = iv;
 	cr->n++;
 	r->n++;
+	return 0;
 }
 
-/* vista__ranges_add() on a chunked set, the room reserved. */
-static void
+/* vista__ranges_add() on a chunked set. */
+static int
 chunk_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	struct vista_segment *seg)
 {
@@ -324,15 +347,12 @@ chunk_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	struct vista_ival *f;
 	uint32_t k, i;
 
-	if (p.k == r->nc) { /* above everything */
-		chunk_insert(r, r->nc - 1, r->c[r->nc - 1].n,
+	if (p.k == r->nc) /* above everything */
+		return chunk_insert(r, r->nc - 1, r->c[r->nc - 1].n,
 			(struct vista_ival){ lo, hi, seg });
-		return;
-	}
-	if (p.i == r->c[p.k].n || r->c[p.k].v[p.i].lo > hi) {
-		chunk_insert(r, p.k, p.i, (struct vista_ival){ lo, hi, seg });
-		return;
-	}
+	if (p.i == r->c[p.k].n || r->c[p.k].v[p.i].lo > hi)
+		return chunk_insert(r, p.k, p.i,
+			(struct vista_ival){ lo, hi, seg });
 	/* The intervals from p on that overlap or touch [lo, hi) merge into
 	 * the first (R1); they are all of seg (R2). */
 	f = &r->c[p.k].v[p.i];
@@ -366,6 +386,7 @@ chunk_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 		}
 	}
 	*f = (struct vista_ival){ lo, hi, seg };
+	return 0;
 }
 
 int
@@ -375,14 +396,18 @@ vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	uint32_t i, j;
 
 	VISTA_ASSERT(lo < hi, "R1");
-	if (vista__ranges_reserve(r, 1))
-		return -ENOMEM;
-	if (VISTA__UNLIKELY(r->c != NULL)) {
-		chunk_add(r, lo, hi, seg);
-		return 0;
-	}
+	/* Large: chunked from now on if there is memory for it, with room
+	 * for what is still promised (R5); flat as it was if not. */
+	if (VISTA__UNLIKELY(r->c == NULL && r->n >= VISTA__RFLAT))
+		(void)chunk_all(r, r->owed > 0 ? r->owed : 1);
+	if (r->owed > 0)
+		r->owed--;
+	if (VISTA__UNLIKELY(r->c != NULL))
+		return chunk_add(r, lo, hi, seg);
 	/* Fast path: above everything declared so far, not adjacent. */
 	if (r->n == 0 || r->v[r->n - 1].hi < lo) {
+		if (VISTA__UNLIKELY(r->n == r->cap) && flat_room(r, 1))
+			return -ENOMEM;
 		r->v[r->n++] = (struct vista_ival){ lo, hi, seg };
 		return 0;
 	}
@@ -395,6 +420,8 @@ vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	VISTA_ASSERT(i == j || (r->v[i].seg == seg && r->v[j - 1].seg == seg),
 		"R2");
 	if (i == j) {
+		if (VISTA__UNLIKELY(r->n == r->cap) && flat_room(r, 1))
+			return -ENOMEM;
 		memmove(&r->v[i + 1], &r->v[i], sizeof(r->v[0]) * (r->n - i));
 		r->v[i] = (struct vista_ival){ lo, hi, seg };
 		r->n++;

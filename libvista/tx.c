@@ -734,6 +734,9 @@ set_batch(vista *v, size_t n, size_t n_old, const struct vista_range *ranges,
 			rc = vista__open_pages(l, r[i].seg, r[i].lo, r[i].hi,
 				false);
 	}
+	if (fresh) /* the set was empty: the appends above were all its
+		    * reservation promised (ranges.c R5) */
+		l->ranges.owed = 0;
 out:
 	if (sp != stack_s && sp != r)
 		free(sp);

@@ -181,6 +181,7 @@ struct vista_ranges {
 	uint32_t nc, ccap;
 	struct vista_ival **spare; /* free chunks, kept for the next */
 	uint32_t nspare, spcap;
+	uint32_t owed;           /* additions reserved and not made yet */
 	struct vista_ival inl[16];
 };
 
@@ -199,6 +200,7 @@ vista__ranges_clear(struct vista_ranges *r)
 	if (VISTA__UNLIKELY(r->c != NULL))
 		vista__ranges_unchunk(r);
 	r->n = 0;
+	r->owed = 0;
 }
 /* The set as runs in order: *rr[0..return); flat, one run in *one. */
 static inline uint32_t
@@ -220,13 +222,15 @@ vista__ranges_runs(const struct vista_ranges *r, const struct vista_rrun **rr,
  */
 uint32_t vista__ranges_gaps(const struct vista_ranges *r, uintptr_t lo,
 	uintptr_t hi, struct vista_gap *g, uint32_t maxg);
-/* Add [lo, hi) (merging).  0 or -ENOMEM (the set is unchanged then). */
+/* Add [lo, hi) (merging).  0 or -ENOMEM (the set is unchanged then); only
+ * 0 within a reservation. */
 int vista__ranges_add(struct vista_ranges *r, uintptr_t lo, uintptr_t hi,
 	struct vista_segment *seg);
 /* Is addr inside a declared interval?  Async-signal-safe. */
 bool vista__ranges_contains(const struct vista_ranges *r, uintptr_t addr);
 /* Room for `more` additions without allocating (a large set is made
- * chunked here).  0 or -ENOMEM. */
+ * chunked here).  Reservations do not add up: the largest one not used up
+ * holds until the set is cleared.  0 or -ENOMEM. */
 int vista__ranges_reserve(struct vista_ranges *r, uint32_t more);
 
 /* ---- pages opened for writing in a protected segment (auto.c) ---- */

@@ -82,6 +82,33 @@ void same(const std::vector<vista_gap> &a, const std::vector<vista_gap> &b)
 	}
 }
 
+// What the set has allocated: an addition that allocates changes one of
+// these (a flat array grows, a chunk is made, the directory or the spare
+// list grows).
+struct Held {
+	uint32_t cap, ccap, spcap, chunks;
+	bool chunked;
+	explicit Held(const vista_ranges &r)
+	    : cap(r.cap), ccap(r.ccap), spcap(r.spcap), chunks(r.nc + r.nspare),
+	      chunked(r.c != nullptr)
+	{
+	}
+};
+
+// Additions within a reservation allocate nothing (R5): the same memory
+// held after as before, unless the set was cut into chunks on the way
+// (which may allocate, and may fail harmlessly).
+void require_nothing_allocated(const Held &before, const vista_ranges &r)
+{
+	Held after(r);
+	if (before.chunked != after.chunked)
+		return;
+	REQUIRE(after.cap == before.cap);
+	REQUIRE(after.ccap == before.ccap);
+	REQUIRE(after.spcap == before.spcap);
+	REQUIRE(after.chunks == before.chunks);
+}
+
 // nadd random additions of 1..maxlen bytes into `size` bytes; returns
 // whether the set was chunked at the end.
 bool campaign(test::Rng &rng, vista_ranges &r, size_t size, size_t maxlen,
@@ -98,6 +125,7 @@ bool campaign(test::Rng &rng, vista_ranges &r, size_t size, size_t maxlen,
 		int batch = batches && rng.below(8) == 0 ? 1 + (int)rng.below(200) : 1;
 		if (batch > 1)
 			REQUIRE(vista__ranges_reserve(&r, (uint32_t)batch) == 0);
+		Held held(r);
 		for (int b = 0; b < batch && k < nadd; b++, k++) {
 			uintptr_t lo = base + rng.below(size - 1);
 			uintptr_t hi = lo + 1 + rng.below(maxlen);
@@ -106,6 +134,8 @@ bool campaign(test::Rng &rng, vista_ranges &r, size_t size, size_t maxlen,
 			REQUIRE(vista__ranges_add(&r, lo, hi, seg) == 0);
 			m.add(lo, hi);
 		}
+		if (batch > 1)
+			require_nothing_allocated(held, r);
 		// gaps over a random window, with room for all of them and
 		// with too little room
 		uintptr_t lo = base + rng.below(size - 1);
@@ -157,6 +187,42 @@ TEST_CASE("the range set matches a byte model, flat and chunked", "[ranges]")
 		REQUIRE(campaign(rng, r, 64 << 10, 24, 20000, true));
 		REQUIRE(r.n < 2000);
 	}
+	SECTION("a reservation holds when its additions split every full "
+		"chunk")
+	{
+		const uintptr_t base = 1u << 20;
+		auto *seg = reinterpret_cast<vista_segment *>(0x1000);
+		vista__ranges_clear(&r);
+		// 512 cells 16 bytes apart: flat, full
+		for (uintptr_t i = 0; i < 512; i++)
+			REQUIRE(vista__ranges_add(&r, base + 16 * i,
+					base + 16 * i + 1, seg) == 0);
+		REQUIRE(r.c == nullptr);
+		// one cell before each: the first addition cuts the set into
+		// 16 chunks of 32, the rest fill each to 64, no split
+		for (uintptr_t i = 0; i < 512; i++)
+			REQUIRE(vista__ranges_add(&r, base + 16 * i - 8,
+					base + 16 * i - 7, seg) == 0);
+		REQUIRE(r.c != nullptr);
+		REQUIRE(r.nc == 16);
+		for (uint32_t k = 0; k < r.nc; k++)
+			REQUIRE(r.c[k].n == VISTA__RCHUNK);
+		// 20 reserved: a chunk past the last, a split of each of the
+		// 16 full chunks, then 3 more into the halves
+		REQUIRE(vista__ranges_reserve(&r, 20) == 0);
+		Held held(r);
+		REQUIRE(vista__ranges_add(&r, base + 16 * 600,
+				base + 16 * 600 + 1, seg) == 0);
+		for (uintptr_t k = 0; k < 16; k++)
+			REQUIRE(vista__ranges_add(&r, base + 16 * (32 * k + 5) - 4,
+					base + 16 * (32 * k + 5) - 3, seg) == 0);
+		for (uintptr_t k = 0; k < 3; k++)
+			REQUIRE(vista__ranges_add(&r, base + 16 * (32 * k + 7) - 4,
+					base + 16 * (32 * k + 7) - 3, seg) == 0);
+		require_nothing_allocated(held, r);
+		REQUIRE(r.nc == 33);
+		REQUIRE(r.n == 1024 + 20);
+	}
 	SECTION("reservations for batches, and the set reused after clear")
 	{
 		for (int round = 0; round < 4; round++)
@@ -164,6 +230,7 @@ TEST_CASE("the range set matches a byte model, flat and chunked", "[ranges]")
 		vista__ranges_clear(&r);
 		REQUIRE(r.c == nullptr);
 		REQUIRE(r.n == 0);
+		REQUIRE(r.nspare <= 64); // the spares kept for the next
 		REQUIRE_FALSE(vista__ranges_contains(&r, 1u << 20));
 	}
 	vista__ranges_fini(&r);
