@@ -34,15 +34,19 @@
  *       chunks on the way, the spares and directory do: owed is what is
  *       still promised); chunked, an addition allocates only to split a
  *       full chunk, and the spares cover every split m additions can
- *       cause (chunks_for).  Merges never allocate.
+ *       cause (chunks_for).  A merge never allocates for itself, but an
+ *       addition to a flat set of VISTA__RFLAT or more first tries to cut
+ *       it into chunks, and stays flat if that finds no memory.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vista_int.h"
 
 /* A chunk split in two, or made from a flat set, holds this many. */
+#define RMAX (UINT32_MAX / 4) /* intervals and additions: no overflow */
 #define RHALF (VISTA__RCHUNK / 2)
 /* Free chunks kept from one transaction for the next. */
 #define RKEEP 64u
@@ -149,6 +153,8 @@ chunk_all(struct vista_ranges *r, uint32_t more)
 		free(r->c); /* flat: no directory */
 		r->c = NULL;
 		r->ccap = 0;
+		while (r->nspare > RKEEP) /* as a clear would keep */
+			free(r->spare[--r->nspare]);
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < n; i += RHALF, k++) {
@@ -168,6 +174,8 @@ flat_room(struct vista_ranges *r, uint32_t more)
 	struct vista_ival *nv;
 	uint32_t cap = r->cap;
 
+	if (more > RMAX - r->n)
+		return -ENOMEM;
 	if (r->n + more <= cap)
 		return 0;
 	while (cap < r->n + more)
@@ -188,6 +196,8 @@ vista__ranges_reserve(struct vista_ranges *r, uint32_t more)
 {
 	uint32_t owed = more > r->owed ? more : r->owed, need;
 
+	if (VISTA__UNLIKELY(more > RMAX - r->n))
+		return -ENOMEM;
 	if (VISTA__LIKELY(r->c == NULL)) {
 		if (VISTA__LIKELY(r->n + more <= r->cap &&
 		    r->n < VISTA__RFLAT)) {

@@ -688,7 +688,8 @@ set_batch(vista *v, size_t n, size_t n_old, const struct vista_range *ranges,
 		if (i >= nr)
 			nsn += ng;
 	}
-	if (vista__ranges_reserve(&l->ranges, (uint32_t)(nr + nrn))) {
+	if (vista__ranges_reserve(&l->ranges, nr + nrn > UINT32_MAX ?
+		    UINT32_MAX : (uint32_t)(nr + nrn))) {
 		rc = vista__err(-ENOMEM, "out of memory");
 		goto out;
 	}
