@@ -11,7 +11,10 @@
  *       the log is never behind the state; the state is libckr's, and a
  *       checkpoint's log_seq says which actions it holds (ckr.h).
  *   T3. TPCC_ARIES: one redo record per transaction, rolled back or not,
- *       so log sequence number == transaction number.  A fuzzy checkpoint
+ *       so log sequence number == transaction number.  A rolled-back
+ *       transaction wrote in place before it put the words back, so its
+ *       record holds every word it declared, as restored (a compensation
+ *       record): the copy may have caught what it wrote.  A fuzzy checkpoint
  *       records the log position of its start (lsn, taken between two
  *       transactions); every word a transaction after lsn wrote is in
  *       some record >= lsn, so redo from lsn over any mix of older and
@@ -238,6 +241,19 @@ cap_commit(void *ctx)
 	return 0;
 }
 
+/* ARIES, after a rollback: every word the transaction declared, as the
+ * rollback left it (T3). */
+static void
+redo_restored(struct tpcc *e)
+{
+	const uint32_t *db = (const uint32_t *)e->db;
+	uint32_t *run = NULL;
+
+	for (size_t i = 0; i < e->nr; i++)
+		for (uint32_t k = 0; k < e->rnw[i]; k++)
+			redo_word(e, e->rw0[i] + k, db[e->rw0[i] + k], &run);
+}
+
 /* ---- transactions ---- */
 
 /* Run the transaction of seed `seed` (T1). */
@@ -366,6 +382,7 @@ tpcc_tx(struct tpcc *e, uint64_t t)
 			((struct redo *)e->rec)->aborted = 1;
 			((struct redo *)e->rec)->nruns = 0;
 			e->rfill = sizeof(struct redo);
+			redo_restored(e);
 		}
 		int lr = ckr_log_append(e->lc, e->rec, e->rfill, NULL);
 		if (lr != 0) {
