@@ -632,12 +632,24 @@ crash(int argc, char **argv)
 				off++;
 			rounds++;
 			if (off < sz || t != n) {
+				size_t nd = 0, last = off;
+				uint32_t gw = 0, ww = 0;
+				for (size_t i = off; i < sz; i++)
+					if (got[i] != want[i])
+						nd++, last = i;
+				if (off < sz) {
+					memcpy(&gw, got + (off & ~(size_t)3), 4);
+					memcpy(&ww, want + (off & ~(size_t)3), 4);
+				}
 				bad++;
 				printf("%s kill %d after %u ms: %llu durable "
 				       "transactions; recovered state %s (first "
-				       "difference at byte %zu), next %llu\n",
+				       "difference at byte %zu, last at %zu, %zu "
+				       "bytes differ; word %zu is 0x%x, should be "
+				       "0x%x), next %llu\n",
 				       a, k, ms, (unsigned long long)n,
-				       off < sz ? "DIFFERS" : "equal", off,
+				       off < sz ? "DIFFERS" : "equal", off, last,
+				       nd, off / 4, gw, ww,
 				       (unsigned long long)t);
 			} else {
 				printf("%s kill %d after %u ms: %llu durable "
