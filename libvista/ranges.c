@@ -45,11 +45,20 @@
 
 #include "vista_int.h"
 
+/* Intervals and additions, at most: the doubling cannot overflow. */
+#define RMAX (UINT32_MAX / 4)
 /* A chunk split in two, or made from a flat set, holds this many. */
-#define RMAX (UINT32_MAX / 4) /* intervals and additions: no overflow */
 #define RHALF (VISTA__RCHUNK / 2)
 /* Free chunks kept from one transaction for the next. */
 #define RKEEP 64u
+
+/* Free the spare chunks beyond RKEEP. */
+static void
+trim_spares(struct vista_ranges *r)
+{
+	while (r->nspare > RKEEP)
+		free(r->spare[--r->nspare]);
+}
 
 void
 vista__ranges_init(struct vista_ranges *r)
@@ -77,8 +86,7 @@ vista__ranges_unchunk(struct vista_ranges *r)
 {
 	for (uint32_t k = 0; k < r->nc; k++)
 		r->spare[r->nspare++] = r->c[k].v; /* R4: room */
-	while (r->nspare > RKEEP)
-		free(r->spare[--r->nspare]);
+	trim_spares(r);
 	free(r->c);
 	r->c = NULL;
 	r->nc = r->ccap = 0;
@@ -153,8 +161,7 @@ chunk_all(struct vista_ranges *r, uint32_t more)
 		free(r->c); /* flat: no directory */
 		r->c = NULL;
 		r->ccap = 0;
-		while (r->nspare > RKEEP) /* as a clear would keep */
-			free(r->spare[--r->nspare]);
+		trim_spares(r); /* as a clear would keep */
 		return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < n; i += RHALF, k++) {

@@ -18,12 +18,12 @@
  *       reason a committed record holds every word of an inserted row
  *       (tb_range.fresh), changed or not: order-entry clears the row
  *       before it fills it.  Other declared words are written once, so
- *       a word that ends as it began was never anything else.  A fuzzy checkpoint
- *       records the log position of its start (lsn, taken between two
- *       transactions); every word a transaction after lsn wrote is in
- *       some record >= lsn, so redo from lsn over any mix of older and
- *       newer words the copy caught gives the state after the last
- *       durable record.
+ *       a word that ends as it began was never anything else.  A fuzzy
+ *       checkpoint records the log position of its start (lsn, taken
+ *       between two transactions); every word a transaction after lsn
+ *       wrote is in some record >= lsn, so redo from lsn over any mix of
+ *       older and newer words the copy caught gives the state after the
+ *       last durable record.
  *   T4. TPCC_ARIES, write-ahead: a checkpoint is complete only when every
  *       transaction whose writes the copy may hold is durable in the log
  *       (A3 below), else recovery could show a transaction the log lost.
