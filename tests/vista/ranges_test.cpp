@@ -223,6 +223,21 @@ TEST_CASE("the range set matches a byte model, flat and chunked", "[ranges]")
 		REQUIRE(r.nc == 33);
 		REQUIRE(r.n == 1024 + 20);
 	}
+	SECTION("a reservation too large to count is refused, the set "
+		"unchanged")
+	{
+		const uintptr_t base = 1u << 20;
+		auto *seg = reinterpret_cast<vista_segment *>(0x1000);
+		vista__ranges_clear(&r);
+		REQUIRE(vista__ranges_add(&r, base, base + 4, seg) == 0);
+		Held held(r);
+		REQUIRE(vista__ranges_reserve(&r, UINT32_MAX) == -ENOMEM);
+		REQUIRE(vista__ranges_reserve(&r, UINT32_MAX / 4) == -ENOMEM);
+		require_nothing_allocated(held, r);
+		REQUIRE(r.n == 1);
+		REQUIRE(r.owed == 0);
+		REQUIRE(vista__ranges_contains(&r, base + 3));
+	}
 	SECTION("reservations for batches, and the set reused after clear")
 	{
 		for (int round = 0; round < 4; round++)
